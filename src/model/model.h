@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * model.h: the domain's resources described as data.
+ *
+ * Each resource (organizations, projects, users, ...) is a struct
+ * resource_def: its fields with type, flags and ranges, how its tenant scope
+ * is found, and which role each action needs. The store turns a definition
+ * into SQL over bound parameters, the API decodes and validates JSON through
+ * it, and the OpenAPI document is generated from it, so the three cannot
+ * disagree. A row is an array of struct value, one per field, in field order;
+ * field 0 is always "id".
+ */
+#ifndef GPUAAS_MODEL_H
+#define GPUAAS_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+
+/* json_t from jansson; model.c is the only place that needs its definition here. */
+struct json_t;
+
+enum field_type {
+    FT_INT,     /* int64 within [min, max] */
+    FT_BOOL,    /* stored as 0/1 */
+    FT_STRING,  /* free text, at most max bytes of UTF-8 */
+    FT_NAME,    /* lower-case slug: [a-z0-9][a-z0-9._-]*, at most max bytes */
+    FT_IDENT,   /* identifier such as a host name or UUID: [A-Za-z0-9][A-Za-z0-9._:/-]* */
+    FT_ENUM,    /* one of enum_values */
+    FT_REF,     /* id of a row of resource `ref` */
+    FT_TIME,    /* epoch seconds; RFC 3339 string in JSON */
+    FT_LABELS,  /* JSON object of string -> string; stored as JSON text */
+    FT_REFLIST, /* JSON array of ids of resource `ref`; stored as JSON text */
+    FT_JSON,    /* any JSON value; stored as JSON text (audit before/after) */
+};
+
+enum field_flag {
+    FF_REQUIRED = 1u << 0,  /* must be given on create */
+    FF_READONLY = 1u << 1,  /* set by the server only; a client giving it is an error */
+    FF_IMMUTABLE = 1u << 2, /* given on create, may not change afterwards */
+    FF_FILTER = 1u << 3,    /* list endpoint accepts ?name=value */
+    FF_SECRET = 1u << 4,    /* never leaves the server (token hashes) */
+    FF_NULLABLE = 1u << 5,  /* may be null (absent on create means null unless a default) */
+};
+
+struct field_def {
+    const char *name;   /* JSON member name */
+    const char *column; /* SQL column; NULL means the same as name */
+    enum field_type type;
+    unsigned flags;
+    int64_t min, max;                /* FT_INT range; string types: max = max bytes */
+    const char *const *enum_values;  /* FT_ENUM: NULL-terminated list */
+    const char *ref;                 /* FT_REF, FT_REFLIST: resource name */
+    int64_t default_int;             /* FT_INT/FT_BOOL default when not nullable */
+    const char *default_str;         /* FT_STRING/FT_ENUM/FT_LABELS/FT_REFLIST default */
+    const char *help;                /* one line for the OpenAPI document */
+};
+
+/* Roles, ordered: a higher role can do what a lower one can on the same scope. */
+enum role {
+    ROLE_NONE = 0, /* authenticated, no binding needed */
+    ROLE_VIEWER,
+    ROLE_MEMBER,
+    ROLE_PROJECT_ADMIN,
+    ROLE_ORG_ADMIN,
+    ROLE_ADMIN,
+    ROLE_NOBODY, /* action not offered through the API */
+};
+
+/* Returns "viewer", "org-admin", ...; role_parse returns 0 or ERR_INVALID. */
+const char *role_name(enum role r);
+int role_parse(const char *s, enum role *ret_role);
+
+/* How the tenant that owns a row is found, for authorization. */
+enum scope_kind {
+    SCOPE_GLOBAL,  /* fleet and catalog: not owned by a tenant */
+    SCOPE_ORG,     /* scope_field holds an organization id ("id" for organizations) */
+    SCOPE_PROJECT, /* scope_field holds a project id ("id" for projects) */
+    SCOPE_USER,    /* scope_field holds a user id ("id" for users) */
+    SCOPE_OWNER,   /* pools: owner_project_id when set, else owner_org_id */
+    SCOPE_BINDING, /* role bindings: project_id when set, else org_id, else global */
+};
+
+enum action { ACT_READ, ACT_CREATE, ACT_UPDATE, ACT_DELETE, ACT_COUNT_ };
+
+struct resource_def {
+    const char *name;     /* plural, the URL segment: "role-bindings" */
+    const char *table;    /* SQL table: "role_bindings" */
+    const char *singular; /* "project", for messages */
+    const struct field_def *fields;
+    size_t n_fields;
+    enum scope_kind scope;
+    const char *scope_field;
+    /* For organizations the create scope is the parent; NULL means scope_field. */
+    const char *create_scope_field;
+    enum role need[ACT_COUNT_]; /* least role on the row's scope for each action */
+    const char *unique_desc;    /* what must be unique, for conflict messages */
+    const char *help;
+};
+
+/* Every resource, and lookups. model_find returns NULL when there is none. */
+extern const struct resource_def *const model_resources[];
+extern const size_t model_n_resources;
+const struct resource_def *model_find(const char *name);
+/* Index of a field by JSON name, or -1. */
+int model_field_index(const struct resource_def *def, const char *name);
+/* The SQL column of a field. */
+const char *model_column(const struct field_def *f);
+
+/* The resources the rest of the code names directly. */
+extern const struct resource_def model_organizations, model_projects, model_users,
+    model_role_bindings, model_tokens, model_clusters, model_nodes, model_gpu_classes, model_gpus,
+    model_pools, model_flavors, model_quotas, model_org_quotas, model_audit;
+
+struct value {
+    bool set;     /* present: in a decoded request, given by the client */
+    bool null;    /* SQL NULL / JSON null */
+    int64_t i;    /* FT_INT, FT_BOOL, FT_REF, FT_TIME */
+    const char *s; /* string types, FT_LABELS/FT_REFLIST/FT_JSON as JSON text */
+};
+
+/* A row: values[def->n_fields]; memory belongs to the arena that made it. */
+struct row {
+    struct value *v;
+};
+
+/* A fresh row with every value unset, in arena a. */
+struct row model_row_new(const struct resource_def *def, struct arena *a);
+/* Sets a value in a row (copies s into a). */
+void model_set_int(struct row *r, int idx, int64_t i);
+void model_set_str(struct row *r, struct arena *a, int idx, const char *s);
+void model_set_null(struct row *r, int idx);
+/* Looks a value up by JSON name; asserts the field exists. */
+const struct value *model_get(const struct resource_def *def, const struct row *r,
+                              const char *name);
+int64_t model_get_int(const struct resource_def *def, const struct row *r, const char *name);
+/* The id (field 0). */
+int64_t model_row_id(const struct row *r);
+
+enum decode_mode { DECODE_CREATE, DECODE_UPDATE };
+
+/*
+ * Decodes a JSON object into a row of def, validating every member: unknown
+ * members, read-only members, wrong types, out-of-range values, bad names and
+ * missing required fields are ERR_INVALID with ei naming the field. On create,
+ * fields not given get their default (or null). On update, only given fields
+ * are set. Strings live in arena a. Returns 0 or a negative error.
+ */
+int model_decode(const struct resource_def *def, struct json_t *obj, enum decode_mode mode,
+                 struct arena *a, struct row *ret_row, struct error_info *ei);
+
+/*
+ * Checks rules that span fields (exactly one pool owner, guaranteed <= limit,
+ * the role binding's scope matches its role, ...) on a complete row, after a
+ * create or a merged update. Returns 0 or ERR_INVALID with ei set.
+ */
+int model_check_row(const struct resource_def *def, const struct row *r, struct error_info *ei);
+
+/* Copies every value `set` in patch over base (for updates). */
+void model_merge(const struct resource_def *def, struct row *base, const struct row *patch);
+
+/*
+ * Encodes a row as a new JSON object (caller owns the reference). Secret
+ * fields are left out; times become RFC 3339 strings; JSON-text fields are
+ * embedded as JSON.
+ */
+struct json_t *model_encode(const struct resource_def *def, const struct row *r);
+
+/* Slug and identifier checks, exported for the CLI and tests. */
+bool model_valid_name(const char *s, size_t max);
+bool model_valid_ident(const char *s, size_t max);
+
+#endif

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * store.h: the one storage interface, with two engines behind it: SQLite
+ * (embedded default: a file in WAL mode with a busy timeout) and PostgreSQL
+ * (libpq, chosen by a postgresql:// or postgres:// URL).
+ *
+ * A store holds a fixed pool of connections; each thread takes one with
+ * store_conn_get() for the length of a request and gives it back with
+ * store_conn_put(). All row operations go through a connection and take a
+ * resource definition from model.h: the SQL is built from that definition's
+ * table and column names only (never from request data) and every value is
+ * a bound parameter.
+ *
+ * Schema changes are numbered migrations applied by store_open(), each in its
+ * own transaction, idempotently; a store whose schema is newer than this
+ * binary knows is refused with ERR_SCHEMA_NEWER.
+ *
+ * Errors: ERR_NOT_FOUND (no such row), ERR_CONFLICT (a unique key is taken,
+ * or a row is still referenced by another on delete), ERR_INVALID (a
+ * reference to a row that does not exist), ERR_BUSY (lock timeout),
+ * ERR_STORE (anything else, with the engine's message in ei).
+ */
+#ifndef GPUAAS_STORE_H
+#define GPUAAS_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/alloc.h"
+#include "base/err.h"
+#include "model/model.h"
+
+struct store;
+struct store_conn;
+
+enum store_engine { STORE_SQLITE, STORE_POSTGRES };
+
+struct store_options {
+    int n_conns;            /* connections in the pool, >= 1 */
+    int busy_timeout_ms;    /* SQLite busy timeout, PostgreSQL lock_timeout */
+    bool sqlite_sync_full;  /* SQLite synchronous=FULL instead of NORMAL */
+};
+
+/*
+ * Opens a store from a URL: "postgresql://..." or "postgres://..." selects
+ * PostgreSQL; "sqlite:PATH", "file:PATH" or a plain path selects SQLite
+ * (the file is created when missing). Applies pending migrations. On
+ * failure ei says why in one line ("could not open database 'x': ...").
+ * The caller frees the store with store_close().
+ */
+int store_open(const char *url, const struct store_options *opt, struct store **ret_store,
+               struct error_info *ei);
+/* Closes every connection; NULL is fine. No connection may be in use. */
+void store_close(struct store *s);
+enum store_engine store_engine(const struct store *s);
+/* The schema version now in the store, and the newest this binary knows. */
+int store_schema_version(struct store *s);
+int store_schema_latest(void);
+
+/* Takes a connection from the pool, waiting while all are in use. */
+struct store_conn *store_conn_get(struct store *s);
+/* Gives it back; a transaction still open on it is rolled back. */
+void store_conn_put(struct store_conn *c);
+
+/* Transactions: every multi-row change runs inside one. Not nestable. */
+int store_begin(struct store_conn *c, struct error_info *ei);
+int store_commit(struct store_conn *c, struct error_info *ei);
+/* Rolls back; harmless when no transaction is open. */
+void store_rollback(struct store_conn *c);
+
+/*
+ * Inserts a row of def. Values of field 0 ("id") are ignored: the store
+ * assigns the id and returns it in *ret_id. Every other field is written as
+ * it is in r (unset values are written as NULL).
+ */
+int store_insert(struct store_conn *c, const struct resource_def *def, const struct row *r,
+                 int64_t *ret_id, struct error_info *ei);
+/* Reads one row by id into *ret_row (memory in a). ERR_NOT_FOUND if none. */
+int store_get(struct store_conn *c, const struct resource_def *def, int64_t id, struct arena *a,
+              struct row *ret_row, struct error_info *ei);
+/* Replaces every field but id of row `id` with r's. ERR_NOT_FOUND if none. */
+int store_update(struct store_conn *c, const struct resource_def *def, int64_t id,
+                 const struct row *r, struct error_info *ei);
+/* Deletes row `id`. ERR_NOT_FOUND if none, ERR_CONFLICT if still referenced. */
+int store_delete(struct store_conn *c, const struct resource_def *def, int64_t id,
+                 struct error_info *ei);
+
+#define STORE_MAX_EQ 8
+#define STORE_MAX_ANY 4
+
+/*
+ * A list query: rows matching every `eq` (field == value; a null value
+ * matches SQL NULL) and, when n_any > 0, at least one `any` (field's value is
+ * one of ids), with id > after_id, in id order, at most limit rows.
+ */
+struct store_filter {
+    struct {
+        int field; /* index into def->fields */
+        struct value val;
+    } eq[STORE_MAX_EQ];
+    int n_eq;
+    struct {
+        int field;          /* index into def->fields; an FT_INT or FT_REF column */
+        const int64_t *ids; /* n_ids ids; an empty list matches nothing */
+        size_t n_ids;
+    } any[STORE_MAX_ANY];
+    int n_any;
+    int64_t after_id;
+    int limit; /* 1..10000 */
+};
+
+void store_filter_init(struct store_filter *f);
+/* Adds an equality; asserts there is room. */
+void store_filter_eq_int(struct store_filter *f, int field, int64_t i);
+void store_filter_eq_str(struct store_filter *f, int field, const char *s);
+void store_filter_eq_null(struct store_filter *f, int field);
+void store_filter_any(struct store_filter *f, int field, const int64_t *ids, size_t n_ids);
+
+/* Runs a list query; *ret_rows (in a) holds *ret_n rows. */
+int store_list(struct store_conn *c, const struct resource_def *def, const struct store_filter *f,
+               struct arena *a, struct row **ret_rows, size_t *ret_n, struct error_info *ei);
+
+/* Small key/value settings kept in the store (bootstrap marker and such). */
+int store_meta_get(struct store_conn *c, const char *key, struct arena *a, char **ret_value,
+                   struct error_info *ei); /* ERR_NOT_FOUND when missing */
+int store_meta_set(struct store_conn *c, const char *key, const char *value,
+                   struct error_info *ei);
+
+#endif
