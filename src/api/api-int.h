@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * api-int.h: what the files of the API module share: the request being
+ * served, the caller (principal), the tenancy snapshot used for RBAC, and
+ * the handler entry points. Nothing outside src/api includes it.
+ */
+#ifndef GPUAAS_API_INT_H
+#define GPUAAS_API_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "api/api.h"
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "model/model.h"
+#include "store/store.h"
+
+/* ---- tenancy snapshot: the org tree and project -> org, for RBAC ---- */
+
+struct tenancy {
+    int64_t *org_ids;     /* sorted */
+    int64_t *org_parent;  /* parallel to org_ids; 0 for a root */
+    size_t n_orgs;
+    int64_t *project_ids; /* sorted */
+    int64_t *project_org; /* parallel to project_ids */
+    size_t n_projects;
+    uint64_t generation;  /* api->generation it was built at */
+    atomic_int refs;      /* the api's reference plus one per request using it */
+};
+
+/* Drops a reference; frees at zero. NULL is fine. */
+void tenancy_unref(struct tenancy *t);
+
+/* ---- the caller ---- */
+
+struct binding {
+    enum role role;
+    int64_t org_id;     /* 0 when none */
+    int64_t project_id; /* 0 when none */
+};
+
+struct principal {
+    int64_t user_id;
+    char name[64];
+    bool admin;
+    struct binding *bindings;
+    size_t n_bindings;
+    int64_t token_id;
+    int64_t token_expires_at; /* 0 when none */
+};
+
+struct auth_cache;
+
+struct api {
+    struct store *store;
+    struct api_options opt;
+    struct MHD_Daemon *mhd;
+    int port;
+    /*
+     * Bumped by every change to users, tokens, role bindings, organizations
+     * or projects: cached principals and the tenancy snapshot older than it
+     * are rebuilt.
+     */
+    atomic_uint_least64_t generation;
+    pthread_mutex_t tenancy_lock; /* guards the pointer swap only */
+    struct tenancy *tenancy;
+    struct auth_cache *auth;
+};
+
+struct req {
+    struct api *api;
+    const char *method;
+    const char *path;
+    struct MHD_Connection *conn;
+    char id[40];
+    struct buf body;
+    bool too_large;
+    struct arena arena;
+    const struct principal *who; /* NULL until authenticated; owned by arena */
+    struct store_conn *db;       /* taken lazily by req_db() */
+    struct tenancy *ten;         /* snapshot this request uses (a reference) */
+    int64_t now;                 /* request time, epoch seconds */
+    /* the response */
+    int status;
+    json_t *json;           /* body to send, or NULL */
+    const char *raw;        /* or a raw body (static or arena) */
+    size_t raw_len;
+    const char *content_type;
+};
+
+/* ---- http.c ---- */
+
+/* The request's store connection, taken from the pool on first use. */
+struct store_conn *req_db(struct req *r);
+/* Query string argument, or NULL. */
+const char *req_arg(struct req *r, const char *name);
+/* Calls fn for each query argument; stops and returns fn's negative value. */
+int req_each_arg(struct req *r, int (*fn)(void *ctx, const char *key, const char *val), void *ctx);
+/* Parses the body as a JSON object; ERR_BAD_JSON / ERR_MEDIA_TYPE with ei set. */
+int req_json_body(struct req *r, json_t **ret_obj, struct error_info *ei);
+/* Sets the response: a JSON body (reference stolen) and status. */
+void req_reply_json(struct req *r, int status, json_t *body);
+/* Sets an error response from an error code and ei (which may be NULL). */
+void req_reply_error(struct req *r, int err, const struct error_info *ei);
+
+/* ---- auth.c ---- */
+
+#define TOKEN_PREFIX "gpa_"
+#define TOKEN_HASH_HEX 64
+
+struct auth_cache *auth_cache_new(void);
+void auth_cache_free(struct auth_cache *c);
+/*
+ * Makes a new random token: *ret_token "gpa_..." (caller frees), its hex hash
+ * in ret_hash (TOKEN_HASH_HEX + 1 bytes) and its display prefix.
+ */
+void auth_token_new(char **ret_token, char ret_hash[TOKEN_HASH_HEX + 1], char ret_prefix[16]);
+void auth_token_hash(const char *token, char ret_hash[TOKEN_HASH_HEX + 1]);
+/* Authenticates r from its Authorization header; sets r->who or returns ERR_UNAUTHENTICATED. */
+int auth_authenticate(struct req *r, struct error_info *ei);
+
+/* ---- rbac.c ---- */
+
+/* Rebuilds the tenancy snapshot when it is older than api->generation. */
+int rbac_refresh(struct req *r, struct error_info *ei);
+/* The caller's role on an organization / project (ROLE_NONE when none). */
+enum role rbac_role_on_org(struct req *r, int64_t org_id);
+enum role rbac_role_on_project(struct req *r, int64_t project_id);
+/* Whether the caller may see the organization / project at all. */
+bool rbac_sees_org(struct req *r, int64_t org_id);
+bool rbac_sees_project(struct req *r, int64_t project_id);
+/* The org of a project, 0 when unknown. */
+int64_t rbac_project_org(struct req *r, int64_t project_id);
+/* Whether setting org's parent to new_parent would make a cycle. */
+bool rbac_org_would_cycle(struct req *r, int64_t org_id, int64_t new_parent);
+/*
+ * Ids of the organizations / projects on which the caller holds at least
+ * `least` (arena memory). Admins are not asked: they see everything.
+ */
+void rbac_orgs_with(struct req *r, enum role least, int64_t **ret_ids, size_t *ret_n);
+void rbac_projects_with(struct req *r, enum role least, int64_t **ret_ids, size_t *ret_n);
+/* Visible = rbac_sees_org / rbac_sees_project, as id lists. */
+void rbac_visible_orgs(struct req *r, int64_t **ret_ids, size_t *ret_n);
+void rbac_visible_projects(struct req *r, int64_t **ret_ids, size_t *ret_n);
+
+/* ---- resource.c: generic CRUD for every model resource ---- */
+
+void resource_list(struct req *r, const struct resource_def *def);
+void resource_create(struct req *r, const struct resource_def *def);
+void resource_get(struct req *r, const struct resource_def *def, int64_t id);
+void resource_update(struct req *r, const struct resource_def *def, int64_t id);
+void resource_delete(struct req *r, const struct resource_def *def, int64_t id);
+/*
+ * Appends an audit entry for a change on connection db (inside the caller's
+ * transaction). before/after may be NULL rows.
+ */
+int resource_audit(struct req *r, struct store_conn *db, const char *action,
+                   const struct resource_def *def, int64_t object_id, const struct row *before,
+                   const struct row *after, struct error_info *ei);
+
+/* ---- routes.c ---- */
+
+void routes_dispatch(struct req *r);
+
+/* Routes other than the resource ones, for the router and the OpenAPI document. */
+struct route {
+    const char *method;
+    const char *path;
+    bool auth; /* needs a bearer token */
+    void (*fn)(struct req *r);
+    const char *summary;
+};
+extern const struct route routes_fixed[];
+extern const size_t routes_n_fixed;
+
+/* ---- openapi.c ---- */
+
+/* The OpenAPI 3 document (caller owns the reference). */
+json_t *openapi_document(void);
+
+#endif

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * openapi.c: the OpenAPI 3.0 document, generated from the same tables the
+ * server runs on (the fixed routes and the model's resources), so it cannot
+ * drift from what is served. A test walks it against the live server.
+ */
+#include "base/common.h"
+
+#include "api/api-int.h"
+
+static json_t *field_schema(const struct field_def *f)
+{
+    json_t *s = json_object();
+    switch (f->type) {
+    case FT_INT:
+    case FT_REF:
+        json_object_set_new(s, "type", json_string("integer"));
+        json_object_set_new(s, "format", json_string("int64"));
+        if (f->type == FT_INT) {
+            json_object_set_new(s, "minimum", json_integer(f->min));
+            json_object_set_new(s, "maximum", json_integer(f->max));
+        }
+        break;
+    case FT_BOOL:
+        json_object_set_new(s, "type", json_string("boolean"));
+        break;
+    case FT_TIME:
+        json_object_set_new(s, "type", json_string("string"));
+        json_object_set_new(s, "format", json_string("date-time"));
+        break;
+    case FT_ENUM: {
+        json_t *e = json_array();
+        for (const char *const *v = f->enum_values; *v; v++)
+            json_array_append_new(e, json_string(*v));
+        json_object_set_new(s, "type", json_string("string"));
+        json_object_set_new(s, "enum", e);
+        break;
+    }
+    case FT_LABELS:
+        json_object_set_new(s, "type", json_string("object"));
+        json_object_set_new(s, "additionalProperties", json_pack("{s:s}", "type", "string"));
+        break;
+    case FT_REFLIST:
+        json_object_set_new(s, "type", json_string("array"));
+        json_object_set_new(s, "items", json_pack("{s:s}", "type", "integer"));
+        break;
+    case FT_JSON:
+        break;
+    default:
+        json_object_set_new(s, "type", json_string("string"));
+        json_object_set_new(s, "maxLength", json_integer(f->max));
+        if (f->type == FT_NAME)
+            json_object_set_new(s, "pattern", json_string("^[a-z0-9][a-z0-9._-]*$"));
+    }
+    if (f->flags & FF_NULLABLE)
+        json_object_set_new(s, "nullable", json_true());
+    if (f->flags & FF_READONLY)
+        json_object_set_new(s, "readOnly", json_true());
+    if (f->type == FT_REF || f->type == FT_REFLIST)
+        json_object_set_new(s, "description", json_sprintf("%s (ids of %s)", f->help, f->ref));
+    else
+        json_object_set_new(s, "description", json_string(f->help));
+    return s;
+}
+
+static json_t *resource_schema(const struct resource_def *def)
+{
+    json_t *props = json_object(), *required = json_array();
+    for (size_t i = 0; i < def->n_fields; i++) {
+        const struct field_def *f = &def->fields[i];
+        if (f->flags & FF_SECRET)
+            continue;
+        json_object_set_new(props, f->name, field_schema(f));
+        if (f->flags & FF_REQUIRED)
+            json_array_append_new(required, json_string(f->name));
+    }
+    return json_pack("{s:s,s:s,s:o,s:o,s:b}", "type", "object", "description", def->help,
+                     "properties", props, "required", required, "additionalProperties", 0);
+}
+
+static json_t *ref_to(const char *name)
+{
+    return json_pack("{s:s++}", "$ref", "#/components/schemas/", name, "");
+}
+
+static json_t *json_content(json_t *schema)
+{
+    return json_pack("{s:{s:o}}", "application/json", "schema", schema);
+}
+
+static json_t *response(const char *desc, json_t *schema)
+{
+    json_t *r = json_pack("{s:s}", "description", desc);
+    if (schema)
+        json_object_set_new(r, "content", json_content(schema));
+    return r;
+}
+
+static json_t *error_responses(void)
+{
+    json_t *r = json_object();
+    json_object_set_new(r, "400", response("invalid request", ref_to("Error")));
+    json_object_set_new(r, "401", response("missing, invalid or expired token", ref_to("Error")));
+    json_object_set_new(r, "403", response("role does not allow it", ref_to("Error")));
+    json_object_set_new(r, "404", response("no such object (or not yours)", ref_to("Error")));
+    return r;
+}
+
+static json_t *op(const char *summary, const char *verb, const char *schema_name,
+                  json_t *responses)
+{
+    return json_pack("{s:s,s:s++,s:o}", "summary", summary, "operationId", verb, "_",
+                     schema_name, "responses", responses);
+}
+
+static json_t *body_of(const char *schema_name)
+{
+    return json_pack("{s:b,s:o}", "required", 1, "content", json_content(ref_to(schema_name)));
+}
+
+/* "role-bindings" -> "role_bindings": schema names and operation ids avoid '-'. */
+static void schema_name_of(const struct resource_def *def, char *out, size_t size)
+{
+    snprintf(out, size, "%s", def->name);
+    for (char *p = out; *p; p++) {
+        if (*p == '-')
+            *p = '_';
+    }
+}
+
+static json_t *collection_path(const struct resource_def *def, const char *schema)
+{
+    json_t *coll = json_object(), *params = json_array(), *rs, *list;
+
+    json_array_append_new(params, json_pack("{s:s,s:s,s:{s:s}}", "name", "limit", "in", "query",
+                                            "schema", "type", "integer"));
+    json_array_append_new(params, json_pack("{s:s,s:s,s:{s:s}}", "name", "after", "in", "query",
+                                            "schema", "type", "integer"));
+    for (size_t i = 0; i < def->n_fields; i++) {
+        const struct field_def *f = &def->fields[i];
+        if ((f->flags & FF_FILTER) && !(f->flags & FF_SECRET))
+            json_array_append_new(params, json_pack("{s:s,s:s,s:o}", "name", f->name, "in",
+                                                    "query", "schema", field_schema(f)));
+    }
+    rs = error_responses();
+    json_object_set_new(
+        rs, "200",
+        response("a page of objects",
+                 json_pack("{s:s,s:{s:{s:s,s:o},s:{s:s,s:b}}}", "type", "object", "properties",
+                           "items", "type", "array", "items", ref_to(schema), "next_after", "type",
+                           "integer", "nullable", 1)));
+    list = op("list", "list", schema, rs);
+    json_object_set_new(list, "parameters", params);
+    json_object_set_new(coll, "get", list);
+    if (def->need[ACT_CREATE] != ROLE_NOBODY) {
+        json_t *create;
+        rs = error_responses();
+        json_object_set_new(rs, "201", response("created", ref_to(schema)));
+        json_object_set_new(rs, "409", response("conflicts with an existing object",
+                                                ref_to("Error")));
+        create = op("create", "create", schema, rs);
+        json_object_set_new(create, "requestBody", body_of(schema));
+        json_object_set_new(coll, "post", create);
+    }
+    return coll;
+}
+
+static json_t *item_path(const struct resource_def *def, const char *schema)
+{
+    json_t *item = json_object(), *rs;
+
+    json_object_set_new(item, "parameters",
+                        json_pack("[{s:s,s:s,s:b,s:{s:s}}]", "name", "id", "in", "path",
+                                  "required", 1, "schema", "type", "integer"));
+    rs = error_responses();
+    json_object_set_new(rs, "200", response("the object", ref_to(schema)));
+    json_object_set_new(item, "get", op("read", "get", schema, rs));
+    if (def->need[ACT_UPDATE] != ROLE_NOBODY) {
+        json_t *patch;
+        rs = error_responses();
+        json_object_set_new(rs, "200", response("the changed object", ref_to(schema)));
+        patch = op("change some fields", "update", schema, rs);
+        json_object_set_new(patch, "requestBody", body_of(schema));
+        json_object_set_new(item, "patch", patch);
+    }
+    if (def->need[ACT_DELETE] != ROLE_NOBODY) {
+        bool revoke = def == &model_tokens;
+        rs = error_responses();
+        json_object_set_new(rs, "204", response(revoke ? "revoked" : "deleted", NULL));
+        json_object_set_new(item, "delete", op(revoke ? "revoke" : "delete", "delete", schema, rs));
+    }
+    return item;
+}
+
+static void add_resource_paths(json_t *paths, json_t *schemas, const struct resource_def *def)
+{
+    char schema[64], path[96];
+
+    schema_name_of(def, schema, sizeof(schema));
+    json_object_set_new(schemas, schema, resource_schema(def));
+    snprintf(path, sizeof(path), "/v1/%s", def->name);
+    json_object_set_new(paths, path, collection_path(def, schema));
+    snprintf(path, sizeof(path), "/v1/%s/{id}", def->name);
+    json_object_set_new(paths, path, item_path(def, schema));
+}
+
+json_t *openapi_document(void)
+{
+    json_t *paths = json_object(), *schemas = json_object();
+
+    for (size_t i = 0; i < routes_n_fixed; i++) {
+        const struct route *rt = &routes_fixed[i];
+        char method[8];
+        json_t *o;
+        size_t k;
+        for (k = 0; rt->method[k] && k < sizeof(method) - 1; k++)
+            method[k] = (char)(rt->method[k] | 0x20);
+        method[k] = '\0';
+        o = json_pack("{s:s,s:{s:{s:s}}}", "summary", rt->summary, "responses", "200",
+                      "description", "ok");
+        if (!rt->auth)
+            json_object_set_new(o, "security", json_array());
+        json_object_set_new(paths, rt->path, json_pack("{s:o}", method, o));
+    }
+    for (size_t i = 0; i < model_n_resources; i++)
+        add_resource_paths(paths, schemas, model_resources[i]);
+    json_object_set_new(
+        schemas, "Error",
+        json_pack("{s:s,s:{s:{s:s,s:{s:{s:s},s:{s:s},s:{s:s}}}}}", "type", "object", "properties",
+                  "error", "type", "object", "properties", "code", "type", "string", "message",
+                  "type", "string", "detail", "type", "object"));
+    return json_pack("{s:s,s:{s:s,s:s,s:s},s:o,s:{s:o,s:{s:{s:s,s:s}}},s:[{s:[]}]}", "openapi",
+                     "3.0.3", "info", "title", "gpuaas API", "version", "1",
+                     "description",
+                     "GPU-as-a-Service control plane. Errors are "
+                     "{\"error\":{\"code\",\"message\",\"detail\"}}; lists are paginated with "
+                     "limit and after.",
+                     "paths", paths, "components", "schemas", schemas, "securitySchemes",
+                     "bearer", "type", "http", "scheme", "bearer", "security", "bearer");
+}

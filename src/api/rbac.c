@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rbac.c: what role the caller holds where. Roles come from bindings on an
+ * organization (covering its whole subtree and every project in it) or on a
+ * project; `admin` is global. The organization tree and the project -> org
+ * map are held as an immutable, reference-counted snapshot rebuilt from the
+ * store whenever organizations or projects change, so checks never query
+ * the store.
+ */
+#include "base/common.h"
+
+#include "api/api-int.h"
+
+#define MAX_ORG_DEPTH 64 /* deeper trees are refused when they are made */
+#define LOAD_PAGE 10000
+
+void tenancy_unref(struct tenancy *t)
+{
+    if (!t || atomic_fetch_sub(&t->refs, 1) != 1)
+        return;
+    free(t->org_ids);
+    free(t->org_parent);
+    free(t->project_ids);
+    free(t->project_org);
+    free(t);
+}
+
+/* Loads every (id, ref) pair of a resource in id order, pages of LOAD_PAGE. */
+static int load_pairs(struct req *r, const struct resource_def *def, const char *ref_field,
+                      int64_t **ret_ids, int64_t **ret_refs, size_t *ret_n, struct error_info *ei)
+{
+    size_t n = 0, cap = 0;
+    int64_t *ids = NULL, *refs = NULL;
+    int ref_idx = model_field_index(def, ref_field);
+    struct store_filter f;
+    struct arena a;
+    int rc = 0;
+
+    store_filter_init(&f);
+    f.limit = LOAD_PAGE;
+    for (;;) {
+        struct row *rows;
+        size_t got;
+        arena_init(&a);
+        rc = store_list(req_db(r), def, &f, &a, &rows, &got, ei);
+        if (rc < 0) {
+            arena_release(&a);
+            break;
+        }
+        if (n + got > cap) {
+            cap = (n + got) * 2;
+            ids = xreallocarray(ids, cap, sizeof(*ids));
+            refs = xreallocarray(refs, cap, sizeof(*refs));
+        }
+        for (size_t i = 0; i < got; i++) {
+            ids[n] = model_row_id(&rows[i]);
+            refs[n] = rows[i].v[ref_idx].null ? 0 : rows[i].v[ref_idx].i;
+            n++;
+        }
+        if (got > 0)
+            f.after_id = model_row_id(&rows[got - 1]);
+        arena_release(&a);
+        if (got < LOAD_PAGE)
+            break;
+    }
+    if (rc < 0) {
+        free(ids);
+        free(refs);
+        return rc;
+    }
+    *ret_ids = ids;
+    *ret_refs = refs;
+    *ret_n = n;
+    return 0;
+}
+
+int rbac_refresh(struct req *r, struct error_info *ei)
+{
+    struct api *api = r->api;
+    uint64_t gen = atomic_load(&api->generation);
+    struct tenancy *t;
+    int rc;
+
+    if (r->ten && r->ten->generation == gen)
+        return 0;
+    pthread_mutex_lock(&api->tenancy_lock);
+    t = api->tenancy;
+    if (t && t->generation == gen)
+        atomic_fetch_add(&t->refs, 1);
+    else
+        t = NULL;
+    pthread_mutex_unlock(&api->tenancy_lock);
+
+    if (!t) {
+        t = xcalloc(1, sizeof(*t));
+        t->generation = gen;
+        atomic_init(&t->refs, 2); /* the api's and this request's */
+        rc = load_pairs(r, &model_organizations, "parent_id", &t->org_ids, &t->org_parent,
+                        &t->n_orgs, ei);
+        if (rc >= 0)
+            rc = load_pairs(r, &model_projects, "org_id", &t->project_ids, &t->project_org,
+                            &t->n_projects, ei);
+        if (rc < 0) {
+            atomic_store(&t->refs, 1);
+            tenancy_unref(t);
+            return rc;
+        }
+        pthread_mutex_lock(&api->tenancy_lock);
+        tenancy_unref(api->tenancy);
+        api->tenancy = t;
+        pthread_mutex_unlock(&api->tenancy_lock);
+    }
+    tenancy_unref(r->ten);
+    r->ten = t;
+    return 0;
+}
+
+static ssize_t find_sorted(const int64_t *ids, size_t n, int64_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] == id)
+            return (ssize_t)mid;
+        if (ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+static int64_t org_parent(const struct tenancy *t, int64_t org)
+{
+    ssize_t i = find_sorted(t->org_ids, t->n_orgs, org);
+    return i < 0 ? 0 : t->org_parent[i];
+}
+
+/* Whether org is `ancestor` or lies below it. */
+static bool org_within(const struct tenancy *t, int64_t org, int64_t ancestor)
+{
+    for (int depth = 0; org != 0 && depth < MAX_ORG_DEPTH; depth++) {
+        if (org == ancestor)
+            return true;
+        org = org_parent(t, org);
+    }
+    return false;
+}
+
+int64_t rbac_project_org(struct req *r, int64_t project_id)
+{
+    ssize_t i = find_sorted(r->ten->project_ids, r->ten->n_projects, project_id);
+    return i < 0 ? 0 : r->ten->project_org[i];
+}
+
+bool rbac_org_would_cycle(struct req *r, int64_t org_id, int64_t new_parent)
+{
+    int depth = 0;
+    for (int64_t o = new_parent; o != 0; o = org_parent(r->ten, o)) {
+        if (o == org_id || ++depth >= MAX_ORG_DEPTH)
+            return true;
+    }
+    return false;
+}
+
+static enum role max_role(enum role a, enum role b)
+{
+    return a > b ? a : b;
+}
+
+enum role rbac_role_on_org(struct req *r, int64_t org_id)
+{
+    enum role best = ROLE_NONE;
+    if (r->who->admin)
+        return ROLE_ADMIN;
+    if (find_sorted(r->ten->org_ids, r->ten->n_orgs, org_id) < 0)
+        return ROLE_NONE;
+    for (size_t i = 0; i < r->who->n_bindings; i++) {
+        const struct binding *b = &r->who->bindings[i];
+        if (b->org_id && org_within(r->ten, org_id, b->org_id))
+            best = max_role(best, b->role);
+    }
+    return best;
+}
+
+enum role rbac_role_on_project(struct req *r, int64_t project_id)
+{
+    enum role best = ROLE_NONE;
+    int64_t org = rbac_project_org(r, project_id);
+    if (org == 0)
+        return ROLE_NONE; /* no such project */
+    if (r->who->admin)
+        return ROLE_ADMIN;
+    for (size_t i = 0; i < r->who->n_bindings; i++) {
+        const struct binding *b = &r->who->bindings[i];
+        if (b->project_id == project_id || (b->org_id && org_within(r->ten, org, b->org_id)))
+            best = max_role(best, b->role);
+    }
+    return best;
+}
+
+bool rbac_sees_project(struct req *r, int64_t project_id)
+{
+    return rbac_role_on_project(r, project_id) >= ROLE_VIEWER;
+}
+
+bool rbac_sees_org(struct req *r, int64_t org_id)
+{
+    if (rbac_role_on_org(r, org_id) >= ROLE_VIEWER)
+        return true;
+    if (find_sorted(r->ten->org_ids, r->ten->n_orgs, org_id) < 0)
+        return false;
+    /* A project's people see the organizations on the path above it. */
+    for (size_t i = 0; i < r->who->n_bindings; i++) {
+        const struct binding *b = &r->who->bindings[i];
+        if (b->project_id && org_within(r->ten, rbac_project_org(r, b->project_id), org_id))
+            return true;
+    }
+    return false;
+}
+
+static void collect(struct req *r, const int64_t *all, size_t n_all,
+                    bool (*keep)(struct req *, int64_t, enum role), enum role least,
+                    int64_t **ret_ids, size_t *ret_n)
+{
+    int64_t *ids = arena_calloc(&r->arena, n_all, sizeof(*ids));
+    size_t n = 0;
+    for (size_t i = 0; i < n_all; i++) {
+        if (keep(r, all[i], least))
+            ids[n++] = all[i];
+    }
+    *ret_ids = ids;
+    *ret_n = n;
+}
+
+static bool org_has(struct req *r, int64_t id, enum role least)
+{
+    return rbac_role_on_org(r, id) >= least;
+}
+
+static bool project_has(struct req *r, int64_t id, enum role least)
+{
+    return rbac_role_on_project(r, id) >= least;
+}
+
+static bool org_seen(struct req *r, int64_t id, enum role least)
+{
+    (void)least;
+    return rbac_sees_org(r, id);
+}
+
+void rbac_orgs_with(struct req *r, enum role least, int64_t **ret_ids, size_t *ret_n)
+{
+    collect(r, r->ten->org_ids, r->ten->n_orgs, org_has, least, ret_ids, ret_n);
+}
+
+void rbac_projects_with(struct req *r, enum role least, int64_t **ret_ids, size_t *ret_n)
+{
+    collect(r, r->ten->project_ids, r->ten->n_projects, project_has, least, ret_ids, ret_n);
+}
+
+void rbac_visible_orgs(struct req *r, int64_t **ret_ids, size_t *ret_n)
+{
+    collect(r, r->ten->org_ids, r->ten->n_orgs, org_seen, ROLE_VIEWER, ret_ids, ret_n);
+}
+
+void rbac_visible_projects(struct req *r, int64_t **ret_ids, size_t *ret_n)
+{
+    rbac_projects_with(r, ROLE_VIEWER, ret_ids, ret_n);
+}

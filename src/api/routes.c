@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * routes.c: maps method and path to a handler. Everything under /v1 but the
+ * OpenAPI document needs a valid bearer token; the resource routes are the
+ * same five for every resource of the model.
+ */
+#include "base/common.h"
+
+#include "api/api-int.h"
+#include "base/parse.h"
+
+static void reply_health(struct req *r)
+{
+    req_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void reply_openapi(struct req *r)
+{
+    req_reply_json(r, 200, openapi_document());
+}
+
+static void reply_whoami(struct req *r)
+{
+    struct error_info ei = {0};
+    struct row user, *rows;
+    struct store_filter f;
+    size_t n;
+    json_t *bindings;
+    int rc = store_get(req_db(r), &model_users, r->who->user_id, &r->arena, &user, &ei);
+
+    store_filter_init(&f);
+    store_filter_eq_int(&f, model_field_index(&model_role_bindings, "user_id"), r->who->user_id);
+    f.limit = 10000;
+    if (rc >= 0)
+        rc = store_list(req_db(r), &model_role_bindings, &f, &r->arena, &rows, &n, &ei);
+    if (rc < 0) {
+        req_reply_error(r, rc, &ei);
+        return;
+    }
+    bindings = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(bindings, model_encode(&model_role_bindings, &rows[i]));
+    req_reply_json(r, 200,
+                   json_pack("{s:o,s:o,s:b,s:I}", "user", model_encode(&model_users, &user),
+                             "bindings", bindings, "admin", r->who->admin, "token_id",
+                             (json_int_t)r->who->token_id));
+}
+
+static void method_not_allowed(struct req *r, const char *allowed)
+{
+    struct error_info ei = {0};
+    errinfo_set(&ei, ERR_METHOD, NULL, "method %s is not allowed on %s; use %s", r->method,
+                r->path, allowed);
+    req_reply_error(r, ERR_METHOD, &ei);
+}
+
+static void not_found(struct req *r)
+{
+    struct error_info ei = {0};
+    errinfo_set(&ei, ERR_NOT_FOUND, NULL, "no route for %.100s", r->path);
+    req_reply_error(r, ERR_NOT_FOUND, &ei);
+}
+
+static bool is(const struct req *r, const char *method)
+{
+    return strcmp(r->method, method) == 0;
+}
+
+/* Splits "/v1/<res>[/<id>]" into its parts; false when the path has another shape. */
+static bool split_resource_path(const char *path, char *res, size_t res_size, const char **ret_id)
+{
+    const char *p = path + strlen("/v1/");
+    const char *slash = strchr(p, '/');
+    size_t len = slash ? (size_t)(slash - p) : strlen(p);
+
+    if (len == 0 || len >= res_size)
+        return false;
+    memcpy(res, p, len);
+    res[len] = '\0';
+    *ret_id = NULL;
+    if (slash) {
+        if (!slash[1] || strchr(slash + 1, '/'))
+            return false;
+        *ret_id = slash + 1;
+    }
+    return true;
+}
+
+static void dispatch_resource(struct req *r, const struct resource_def *def, const char *id_s)
+{
+    int64_t id;
+
+    if (!id_s) {
+        if (is(r, "GET"))
+            resource_list(r, def);
+        else if (is(r, "POST"))
+            resource_create(r, def);
+        else
+            method_not_allowed(r, "GET or POST");
+        return;
+    }
+    if (parse_int64(id_s, 1, INT64_MAX, &id) < 0) {
+        struct error_info ei = {0};
+        errinfo_set(&ei, ERR_NOT_FOUND, NULL, "'%.40s' is not a %s id", id_s, def->singular);
+        req_reply_error(r, ERR_NOT_FOUND, &ei);
+        return;
+    }
+    if (is(r, "GET"))
+        resource_get(r, def, id);
+    else if (is(r, "PATCH"))
+        resource_update(r, def, id);
+    else if (is(r, "DELETE"))
+        resource_delete(r, def, id);
+    else
+        method_not_allowed(r, "GET, PATCH or DELETE");
+}
+
+const struct route routes_fixed[] = {
+    {"GET", "/healthz", false, reply_health, "liveness probe"},
+    {"GET", "/v1/openapi.json", false, reply_openapi, "this API described as OpenAPI 3"},
+    {"GET", "/v1/whoami", true, reply_whoami, "the caller: user, role bindings, admin flag"},
+};
+const size_t routes_n_fixed = ARRAY_SIZE(routes_fixed);
+
+void routes_dispatch(struct req *r)
+{
+    struct error_info ei = {0};
+    const struct resource_def *def;
+    const struct route *fixed = NULL;
+    const char *id_s;
+    char res[64];
+    int rc;
+
+    for (size_t i = 0; i < routes_n_fixed; i++) {
+        if (strcmp(r->path, routes_fixed[i].path) == 0)
+            fixed = &routes_fixed[i];
+    }
+    if (!fixed && strncmp(r->path, "/v1/", 4) != 0) {
+        not_found(r);
+        return;
+    }
+    if (!fixed || fixed->auth) {
+        rc = auth_authenticate(r, &ei);
+        if (rc >= 0)
+            rc = rbac_refresh(r, &ei);
+        if (rc < 0) {
+            req_reply_error(r, rc, &ei);
+            return;
+        }
+    }
+    if (fixed) {
+        if (is(r, fixed->method))
+            fixed->fn(r);
+        else
+            method_not_allowed(r, fixed->method);
+        return;
+    }
+    if (!split_resource_path(r->path, res, sizeof(res), &id_s) || !(def = model_find(res))) {
+        not_found(r);
+        return;
+    }
+    dispatch_resource(r, def, id_s);
+}

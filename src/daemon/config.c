@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* config.c: one table of settings, read from file, environment and flags. */
+#include "base/common.h"
+
+#include <ctype.h>
+
+#include "base/parse.h"
+#include "daemon/config.h"
+
+enum opt_kind { OPT_STR, OPT_INT, OPT_BOOL, OPT_LISTEN };
+
+struct opt {
+    const char *key; /* file key and flag name; env is GPUAAS_ + upper-case key */
+    enum opt_kind kind;
+    size_t offset;
+    size_t size; /* OPT_STR buffer size */
+    int64_t min, max;
+    const char *help;
+};
+
+#define STR(k, f, h) {k, OPT_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f), 0, 0, h}
+#define INT(k, f, lo, hi, h) {k, OPT_INT, offsetof(struct config, f), 0, lo, hi, h}
+
+static const struct opt options[] = {
+    {"listen", OPT_LISTEN, 0, 0, 0, 0, "address:port to serve HTTP on (default 127.0.0.1:8080)"},
+    STR("db", db, "store: SQLite file path, or postgresql://user@host/dbname (default gpuaas.db)"),
+    INT("threads", threads, 1, 256, "HTTP worker threads (default: number of CPUs)"),
+    INT("db-pool", db_pool, 1, 1024, "store connections (default: threads + 2)"),
+    {"max-body-bytes", OPT_INT, offsetof(struct config, max_body_bytes), 0, 1024, 1 << 30,
+     "largest request body accepted; larger gets 413 (default 1048576)"},
+    INT("max-connections", max_connections, 1, 100000, "concurrent connections (default 1024)"),
+    INT("busy-timeout-ms", busy_timeout_ms, 0, 600000, "store lock wait (default 5000)"),
+    {"sqlite-sync-full", OPT_BOOL, offsetof(struct config, sqlite_sync_full), 0, 0, 1,
+     "fsync every SQLite commit: survives power loss, not only crashes (default false)"},
+    STR("log-level", log_level, "debug, info, warn or error (default info)"),
+    STR("bootstrap-token-file", bootstrap_token_file,
+        "also write the first admin token to this file (mode 0600)"),
+};
+
+void config_usage(FILE *out)
+{
+    fprintf(out, "usage: gpuaasd [--config FILE] [--KEY VALUE ...]\n\n"
+                 "Settings (flag, or GPUAAS_KEY in the environment, or 'key = value' in FILE):\n");
+    for (size_t i = 0; i < ARRAY_SIZE(options); i++)
+        fprintf(out, "  --%-22s %s\n", options[i].key, options[i].help);
+    fprintf(out, "  --%-22s %s\n", "config", "read settings from FILE first (GPUAAS_CONFIG)");
+    fprintf(out, "  --%-22s %s\n", "help", "show this help");
+    fprintf(out, "  --%-22s %s\n", "version", "show the version");
+}
+
+static void defaults(struct config *cfg)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->listen_addr, sizeof(cfg->listen_addr), "127.0.0.1");
+    cfg->listen_port = 8080;
+    snprintf(cfg->db, sizeof(cfg->db), "gpuaas.db");
+    cfg->threads = n > 0 && n <= 64 ? (int)n : 4;
+    cfg->max_body_bytes = 1 << 20;
+    cfg->max_connections = 1024;
+    cfg->busy_timeout_ms = 5000;
+    snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+}
+
+static const struct opt *find_opt(const char *key)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+        if (strcmp(options[i].key, key) == 0)
+            return &options[i];
+    }
+    return NULL;
+}
+
+static int set_listen(struct config *cfg, const char *val, const char *src, struct error_info *ei)
+{
+    const char *colon = strrchr(val, ':');
+    int64_t port;
+    size_t alen;
+
+    if (!colon || colon == val)
+        return errinfo_set(ei, ERR_INVALID, "listen",
+                           "%s: listen must be ADDRESS:PORT such as 127.0.0.1:8080, not '%s'", src,
+                           val);
+    alen = (size_t)(colon - val);
+    if (alen >= sizeof(cfg->listen_addr) || parse_int64(colon + 1, 0, 65535, &port) < 0)
+        return errinfo_set(ei, ERR_INVALID, "listen", "%s: bad listen address '%s'", src, val);
+    memcpy(cfg->listen_addr, val, alen);
+    cfg->listen_addr[alen] = '\0';
+    cfg->listen_port = (int)port;
+    return 0;
+}
+
+static int set_opt(struct config *cfg, const struct opt *o, const char *val, const char *src,
+                   struct error_info *ei)
+{
+    char *field = (char *)cfg + o->offset;
+    int64_t v;
+
+    switch (o->kind) {
+    case OPT_LISTEN:
+        return set_listen(cfg, val, src, ei);
+    case OPT_STR:
+        if (strlen(val) >= o->size)
+            return errinfo_set(ei, ERR_INVALID, o->key, "%s: value of '%s' is too long", src,
+                               o->key);
+        snprintf(field, o->size, "%s", val);
+        return 0;
+    case OPT_BOOL:
+        if (strcmp(val, "true") == 0 || strcmp(val, "1") == 0 || strcmp(val, "yes") == 0)
+            *(bool *)field = true;
+        else if (strcmp(val, "false") == 0 || strcmp(val, "0") == 0 || strcmp(val, "no") == 0)
+            *(bool *)field = false;
+        else
+            return errinfo_set(ei, ERR_INVALID, o->key, "%s: '%s' must be true or false, not '%s'",
+                               src, o->key, val);
+        return 0;
+    case OPT_INT:
+        if (parse_int64(val, o->min, o->max, &v) < 0)
+            return errinfo_set(ei, ERR_INVALID, o->key,
+                               "%s: '%s' must be an integer from %" PRId64 " to %" PRId64
+                               ", not '%s'",
+                               src, o->key, o->min, o->max, val);
+        if (strcmp(o->key, "max-body-bytes") == 0)
+            *(long *)field = (long)v;
+        else
+            *(int *)field = (int)v;
+        return 0;
+    }
+    return ERR_INTERNAL;
+}
+
+static char *trim(char *s)
+{
+    char *end;
+    while (isspace((unsigned char)*s))
+        s++;
+    end = s + strlen(s);
+    while (end > s && isspace((unsigned char)end[-1]))
+        *--end = '\0';
+    return s;
+}
+
+static int load_file(struct config *cfg, const char *path, struct error_info *ei)
+{
+    FILE *f = fopen(path, "r");
+    char line[2048], src[1100];
+    int lineno = 0, rc = 0;
+
+    if (!f)
+        return errinfo_set(ei, ERR_IO, "config", "could not read config file '%s': %s", path,
+                           strerror(errno));
+    while (rc >= 0 && fgets(line, sizeof(line), f)) {
+        char *eq, *key, *val;
+        const struct opt *o;
+        lineno++;
+        key = trim(line);
+        if (!*key || *key == '#')
+            continue;
+        eq = strchr(key, '=');
+        if (!eq) {
+            rc = errinfo_set(ei, ERR_INVALID, "config", "%s:%d: expected 'key = value'", path,
+                             lineno);
+            break;
+        }
+        *eq = '\0';
+        val = trim(eq + 1);
+        key = trim(key);
+        for (char *p = key; *p; p++) {
+            if (*p == '_')
+                *p = '-';
+        }
+        snprintf(src, sizeof(src), "%s:%d", path, lineno);
+        o = find_opt(key);
+        rc = o ? set_opt(cfg, o, val, src, ei)
+               : errinfo_set(ei, ERR_INVALID, "config", "%s: unknown setting '%s'", src, key);
+    }
+    fclose(f);
+    return rc;
+}
+
+static int load_env(struct config *cfg, struct error_info *ei)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+        char name[64];
+        const char *val;
+        size_t k = 0;
+        k += (size_t)snprintf(name, sizeof(name), "GPUAAS_");
+        for (const char *p = options[i].key; *p && k < sizeof(name) - 1; p++)
+            name[k++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+        name[k] = '\0';
+        val = getenv(name);
+        if (val && set_opt(cfg, &options[i], val, name, ei) < 0)
+            return ei->code;
+    }
+    return 0;
+}
+
+int config_load(int argc, char **argv, struct config *cfg, struct error_info *ei)
+{
+    const char *file = getenv("GPUAAS_CONFIG");
+    int rc;
+
+    defaults(cfg);
+    /* The file comes first whatever the flag order, so find --config before the rest. */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            file = argv[i + 1];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            file = argv[i] + 9;
+    }
+    if (file && *file) {
+        snprintf(cfg->config_file, sizeof(cfg->config_file), "%s", file);
+        rc = load_file(cfg, file, ei);
+        if (rc < 0)
+            return rc;
+    }
+    rc = load_env(cfg, ei);
+    if (rc < 0)
+        return rc;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *val;
+        char key[64];
+        const char *eq;
+        const struct opt *o;
+
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            cfg->show_help = true;
+            continue;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            cfg->show_version = true;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0)
+            return errinfo_set(ei, ERR_INVALID, NULL, "unexpected argument '%s'", arg);
+        eq = strchr(arg, '=');
+        snprintf(key, sizeof(key), "%.*s", eq ? (int)(eq - arg - 2) : (int)strlen(arg + 2),
+                 arg + 2);
+        if (eq) {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc)
+                return errinfo_set(ei, ERR_INVALID, key, "flag '--%s' needs a value", key);
+            val = argv[++i];
+        }
+        if (strcmp(key, "config") == 0)
+            continue;
+        o = find_opt(key);
+        if (!o)
+            return errinfo_set(ei, ERR_INVALID, key, "unknown flag '--%s'; see gpuaasd --help",
+                               key);
+        rc = set_opt(cfg, o, val, "command line", ei);
+        if (rc < 0)
+            return rc;
+    }
+    if (cfg->db_pool == 0)
+        cfg->db_pool = cfg->threads + 2;
+    return 0;
+}

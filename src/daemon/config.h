@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * config.h: gpuaasd's settings. Each comes from, in rising precedence: the
+ * built-in default, the config file (`key = value` lines, # comments), an
+ * environment variable GPUAAS_<KEY>, and a command-line flag --<key>.
+ * docs/configuration.md lists them all.
+ */
+#ifndef GPUAAS_DAEMON_CONFIG_H
+#define GPUAAS_DAEMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/err.h"
+
+struct config {
+    char listen_addr[64];   /* "127.0.0.1" */
+    int listen_port;        /* 8080; 0 picks a free port */
+    char db[1024];          /* store URL or SQLite path */
+    int threads;            /* HTTP worker threads */
+    int db_pool;            /* store connections */
+    long max_body_bytes;    /* request body cap */
+    int max_connections;
+    int busy_timeout_ms;
+    bool sqlite_sync_full;
+    char log_level[16];
+    char bootstrap_token_file[1024]; /* where the first admin token is also written */
+    char config_file[1024];
+    bool show_help;
+    bool show_version;
+};
+
+/*
+ * Fills cfg from defaults, the config file (--config or GPUAAS_CONFIG, when
+ * given), the environment and argv. On a bad flag, key or value, ei names it.
+ */
+int config_load(int argc, char **argv, struct config *cfg, struct error_info *ei);
+void config_usage(FILE *out);
+
+#endif

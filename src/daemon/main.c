@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * main.c: gpuaasd. Reads the configuration, opens the store (applying
+ * migrations), makes the first admin on an empty store, serves the API, and
+ * stops cleanly on SIGTERM or SIGINT. Errors that stop the start are one
+ * line on stderr and exit status 1.
+ */
+#include "base/common.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "api/api.h"
+#include "base/log.h"
+#include "daemon/config.h"
+#include "store/store.h"
+
+#define GPUAAS_VERSION "0.1.0"
+
+static int fail(const char *what, const struct error_info *ei)
+{
+    fprintf(stderr, "gpuaasd: %s%s%s\n", what, *what ? ": " : "",
+            ei->code ? ei->message : "unknown error");
+    return 1;
+}
+
+static int write_token_file(const char *path, const char *token, struct error_info *ei)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t len = strlen(token);
+    bool ok;
+
+    if (fd < 0)
+        return errinfo_set(ei, ERR_IO, "bootstrap-token-file", "could not write '%s': %s", path,
+                           strerror(errno));
+    ok = fchmod(fd, 0600) == 0 && write(fd, token, len) == (ssize_t)len && write(fd, "\n", 1) == 1;
+    if (close(fd) != 0)
+        ok = false;
+    if (!ok)
+        return errinfo_set(ei, ERR_IO, "bootstrap-token-file", "could not write '%s': %s", path,
+                           strerror(errno));
+    return 0;
+}
+
+static int bootstrap(struct store *store, const struct config *cfg, struct error_info *ei)
+{
+    char *token = NULL;
+    int rc = api_bootstrap(store, &token, ei);
+
+    if (rc < 0 || !token)
+        return rc;
+    printf("gpuaasd: created the first admin user 'admin'. Its API token, shown only this "
+           "once:\n\n    %s\n\nLog in with: gpuaas login --server http://%s:%d --token <token>\n",
+           token, cfg->listen_addr, cfg->listen_port);
+    fflush(stdout);
+    if (cfg->bootstrap_token_file[0])
+        rc = write_token_file(cfg->bootstrap_token_file, token, ei);
+    free(token);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct error_info ei = {0};
+    struct config cfg;
+    struct store_options sopt = {0};
+    struct api_options aopt;
+    struct store *store = NULL;
+    struct api *api = NULL;
+    enum log_level level;
+    sigset_t sigs;
+    char port[16], threads[16];
+    int sig = 0;
+
+    if (config_load(argc, argv, &cfg, &ei) < 0)
+        return fail("", &ei) + 1; /* usage error: 2 */
+    if (cfg.show_help) {
+        config_usage(stdout);
+        return 0;
+    }
+    if (cfg.show_version) {
+        printf("gpuaasd %s\n", GPUAAS_VERSION);
+        return 0;
+    }
+    if (log_parse_level(cfg.log_level, &level) < 0) {
+        fprintf(stderr, "gpuaasd: log-level must be debug, info, warn or error, not '%s'\n",
+                cfg.log_level);
+        return 2;
+    }
+    log_set_level(level);
+
+    /* Block the stop signals before any thread starts, so only sigwait below sees them. */
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    sopt.n_conns = cfg.db_pool;
+    sopt.busy_timeout_ms = cfg.busy_timeout_ms;
+    sopt.sqlite_sync_full = cfg.sqlite_sync_full;
+    if (store_open(cfg.db, &sopt, &store, &ei) < 0)
+        return fail("", &ei);
+    if (bootstrap(store, &cfg, &ei) < 0) {
+        store_close(store);
+        return fail("could not create the first admin", &ei);
+    }
+
+    api_options_init(&aopt);
+    aopt.bind_addr = cfg.listen_addr;
+    aopt.port = cfg.listen_port;
+    aopt.threads = cfg.threads;
+    aopt.max_body_bytes = (size_t)cfg.max_body_bytes;
+    aopt.max_connections = cfg.max_connections;
+    if (api_start(store, &aopt, &api, &ei) < 0) {
+        store_close(store);
+        return fail("", &ei);
+    }
+    snprintf(port, sizeof(port), "%d", api_port(api));
+    snprintf(threads, sizeof(threads), "%d", cfg.threads);
+    log_info("ready", "addr", cfg.listen_addr, "port", port, "store",
+             store_engine(store) == STORE_SQLITE ? "sqlite" : "postgresql", "threads", threads,
+             "version", GPUAAS_VERSION);
+
+    while (sigwait(&sigs, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
+        ;
+    log_info("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    api_stop(api);
+    store_close(store);
+    log_info("stopped");
+    return 0;
+}
