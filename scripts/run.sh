@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The first command of the README: install, build, and run gpuaasd on
+# http://127.0.0.1:8080 with an embedded SQLite store (./gpuaas.db).
+# On a machine with no NVIDIA GPU it says so, and on first start it fills the
+# store with a clearly labelled simulated demo fleet.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+bash scripts/build.sh build >/dev/null
+
+listen=${GPUAAS_LISTEN:-127.0.0.1:8080}
+db=${GPUAAS_DB:-gpuaas.db}
+token_file=.gpuaas-admin-token
+fresh=0
+[ -e "$db" ] || fresh=1
+
+has_gpu=0
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then has_gpu=1; fi
+if [ $has_gpu -eq 0 ]; then
+  echo "gpuaas: no NVIDIA GPU found on this machine; starting with a SIMULATED demo fleet" >&2
+fi
+
+rm -f "$token_file"
+build/src/gpuaasd --listen "$listen" --db "$db" --bootstrap-token-file "$token_file" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
+
+for _ in $(seq 100); do
+  curl -fsS "http://$listen/healthz" >/dev/null 2>&1 && break
+  kill -0 $pid 2>/dev/null || exit 1
+  sleep 0.1
+done
+
+if [ $fresh -eq 1 ] && [ $has_gpu -eq 0 ] && [ -s "$token_file" ]; then
+  GPUAAS_SERVER="http://$listen" GPUAAS_TOKEN="$(cat "$token_file")" \
+    bash scripts/demo-fleet.sh build/src/gpuaas >/dev/null
+  echo "gpuaas: demo fleet 'demo-sim' created (simulated: no real GPUs behind it)" >&2
+fi
+if [ -s "$token_file" ]; then
+  echo "gpuaas: the admin token is also in $token_file (mode 0600); delete it once saved" >&2
+fi
+echo "gpuaas: serving on http://$listen  (Ctrl-C stops)" >&2
+wait $pid

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Shared helpers for the end-to-end tests: each test starts the real gpuaasd
+# on 127.0.0.1 with a free port and a fresh store, drives it with the real
+# CLI or curl, and fails if a sanitizer printed anything in the daemon's log.
+set -euo pipefail
+
+GPUAASD=${GPUAASD:?set GPUAASD to the gpuaasd binary}
+GPUAAS=${GPUAAS:?set GPUAAS to the gpuaas binary}
+TMP=$(mktemp -d /tmp/gpuaas-e2e.XXXXXX)
+export GPUAAS_CONFIG=$TMP/cli.conf
+unset GPUAAS_SERVER GPUAAS_TOKEN
+DAEMON_PID=
+DAEMON_LOG=
+PORT=
+URL=
+ADMIN_TOKEN=
+
+fail() {
+  echo "FAIL: $*" >&2
+  if [ -n "$DAEMON_LOG" ] && [ -f "$DAEMON_LOG" ]; then
+    echo "--- daemon log (last 30 lines) ---" >&2
+    tail -30 "$DAEMON_LOG" >&2
+  fi
+  exit 1
+}
+
+check_sanitizers() {
+  local f
+  for f in "$TMP"/daemon*.log; do
+    [ -f "$f" ] || continue
+    if grep -qE "AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer" "$f"; then
+      cat "$f" >&2
+      fail "sanitizer report in $f"
+    fi
+  done
+}
+
+cleanup() {
+  local rc=$?
+  if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+    kill -TERM "$DAEMON_PID" 2>/dev/null || true
+    wait "$DAEMON_PID" 2>/dev/null || true
+  fi
+  if [ $rc -eq 0 ]; then
+    check_sanitizers
+    rm -rf "$TMP"
+  else
+    echo "(kept $TMP for inspection)" >&2
+  fi
+}
+trap cleanup EXIT
+
+# start_daemon [db] [extra flags...]: starts gpuaasd, waits for its ready line,
+# sets PORT, URL, DAEMON_PID, DAEMON_LOG and (on a fresh store) ADMIN_TOKEN.
+start_daemon() {
+  local db=${1:-$TMP/gpuaas.db}
+  shift || true
+  local n=0
+  while [ -e "$TMP/daemon$n.log" ]; do n=$((n + 1)); done
+  DAEMON_LOG=$TMP/daemon$n.log
+  rm -f "$TMP/token"
+  "$GPUAASD" --listen 127.0.0.1:0 --db "$db" --bootstrap-token-file "$TMP/token" \
+    --threads 2 "$@" >"$TMP/daemon$n.out" 2>"$DAEMON_LOG" &
+  DAEMON_PID=$!
+  for _ in $(seq 300); do
+    if grep -q "msg=ready" "$DAEMON_LOG" 2>/dev/null; then break; fi
+    kill -0 "$DAEMON_PID" 2>/dev/null || fail "gpuaasd exited during start"
+    sleep 0.05
+  done
+  grep -q "msg=ready" "$DAEMON_LOG" || fail "gpuaasd did not become ready"
+  PORT=$(grep "msg=ready" "$DAEMON_LOG" | sed -E 's/.* port=([0-9]+).*/\1/')
+  URL="http://127.0.0.1:$PORT"
+  if [ -s "$TMP/token" ]; then ADMIN_TOKEN=$(cat "$TMP/token"); fi
+}
+
+stop_daemon() {
+  kill -TERM "$DAEMON_PID"
+  local rc=0
+  wait "$DAEMON_PID" || rc=$?
+  DAEMON_PID=
+  [ $rc -eq 0 ] || fail "gpuaasd exited with $rc on SIGTERM"
+  grep -q "msg=stopped" "$DAEMON_LOG" || fail "no 'stopped' line after SIGTERM"
+}
+
+kill_daemon() {
+  kill -KILL "$DAEMON_PID"
+  wait "$DAEMON_PID" 2>/dev/null || true
+  DAEMON_PID=
+}
+
+# api METHOD PATH TOKEN [BODY]: prints the body, sets HTTP_STATUS.
+api() {
+  local method=$1 path=$2 token=$3 body=${4:-}
+  local args=(-sS -o "$TMP/resp" -w "%{http_code}" -X "$method" -H "Authorization: Bearer $token")
+  if [ -n "$body" ]; then args+=(-H "Content-Type: application/json" --data "$body"); fi
+  HTTP_STATUS=$(curl "${args[@]}" "$URL$path")
+  cat "$TMP/resp"
+}
+
+expect_eq() { # actual expected what
+  [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"
+}
+
+expect_contains() { # haystack needle what
+  case "$1" in *"$2"*) ;; *) fail "$3: expected to contain '$2', got '$1'" ;; esac
+}
