@@ -28,7 +28,6 @@ struct tenancy {
     int64_t *project_ids; /* sorted */
     int64_t *project_org; /* parallel to project_ids */
     size_t n_projects;
-    uint64_t generation;  /* api->generation it was built at */
     atomic_int refs;      /* the api's reference plus one per request using it */
 };
 
@@ -61,13 +60,20 @@ struct api {
     struct MHD_Daemon *mhd;
     int port;
     /*
-     * Bumped by every change to users, tokens, role bindings, organizations
-     * or projects: cached principals and the tenancy snapshot older than it
-     * are rebuilt.
+     * Bumped by every change that can alter what a token stands for (users,
+     * tokens, role bindings, and deletions of organizations or projects,
+     * which cascade to bindings): cached principals older than it are
+     * reloaded.
      */
     atomic_uint_least64_t generation;
-    pthread_mutex_t tenancy_lock; /* guards the pointer swap only */
+    /*
+     * The current tenancy snapshot, replaced copy-on-write after each change
+     * to organizations or projects. tenancy_version counts those changes so
+     * that a snapshot loaded from the store while one happened is not kept.
+     */
+    pthread_mutex_t tenancy_lock;
     struct tenancy *tenancy;
+    uint64_t tenancy_version;
     struct auth_cache *auth;
 };
 
@@ -125,8 +131,15 @@ int auth_authenticate(struct req *r, struct error_info *ei);
 
 /* ---- rbac.c ---- */
 
-/* Rebuilds the tenancy snapshot when it is older than api->generation. */
+/* Gives the request a reference to the current tenancy snapshot, loading it the first time. */
 int rbac_refresh(struct req *r, struct error_info *ei);
+/*
+ * Records a committed change to an organization or project in the snapshot
+ * (other resources are ignored): act is ACT_CREATE, ACT_UPDATE or
+ * ACT_DELETE, row the object after the change (before it, for a delete).
+ */
+void rbac_apply(struct api *api, const struct resource_def *def, enum action act,
+                const struct row *row);
 /* The caller's role on an organization / project (ROLE_NONE when none). */
 enum role rbac_role_on_org(struct req *r, int64_t org_id);
 enum role rbac_role_on_project(struct req *r, int64_t project_id);

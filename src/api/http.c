@@ -267,7 +267,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     msg[strcspn(msg, "\n")] = '\0';
     if (capture_start_error) {
         if (!start_error[0])
-            snprintf(start_error, sizeof(start_error), "%s", msg);
+            snprintf(start_error, sizeof(start_error), "%.255s", msg);
         return;
     }
     log_warn("http server", "detail", msg);

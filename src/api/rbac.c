@@ -4,8 +4,8 @@
  * organization (covering its whole subtree and every project in it) or on a
  * project; `admin` is global. The organization tree and the project -> org
  * map are held as an immutable, reference-counted snapshot rebuilt from the
- * store whenever organizations or projects change, so checks never query
- * the store.
+ * store once and then changed copy-on-write as organizations and projects
+ * change, so checks never query the store.
  */
 #include "base/common.h"
 
@@ -74,45 +74,131 @@ static int load_pairs(struct req *r, const struct resource_def *def, const char 
     return 0;
 }
 
+static struct tenancy *tenancy_load(struct req *r, struct error_info *ei)
+{
+    struct tenancy *t = xcalloc(1, sizeof(*t));
+    int rc;
+
+    atomic_init(&t->refs, 1);
+    rc = load_pairs(r, &model_organizations, "parent_id", &t->org_ids, &t->org_parent, &t->n_orgs,
+                    ei);
+    if (rc >= 0)
+        rc = load_pairs(r, &model_projects, "org_id", &t->project_ids, &t->project_org,
+                        &t->n_projects, ei);
+    if (rc < 0) {
+        tenancy_unref(t);
+        return NULL;
+    }
+    return t;
+}
+
 int rbac_refresh(struct req *r, struct error_info *ei)
 {
     struct api *api = r->api;
-    uint64_t gen = atomic_load(&api->generation);
-    struct tenancy *t;
-    int rc;
 
-    if (r->ten && r->ten->generation == gen)
-        return 0;
-    pthread_mutex_lock(&api->tenancy_lock);
-    t = api->tenancy;
-    if (t && t->generation == gen)
-        atomic_fetch_add(&t->refs, 1);
-    else
-        t = NULL;
-    pthread_mutex_unlock(&api->tenancy_lock);
+    while (!r->ten) {
+        struct tenancy *t;
+        uint64_t version;
 
-    if (!t) {
-        t = xcalloc(1, sizeof(*t));
-        t->generation = gen;
-        atomic_init(&t->refs, 2); /* the api's and this request's */
-        rc = load_pairs(r, &model_organizations, "parent_id", &t->org_ids, &t->org_parent,
-                        &t->n_orgs, ei);
-        if (rc >= 0)
-            rc = load_pairs(r, &model_projects, "org_id", &t->project_ids, &t->project_org,
-                            &t->n_projects, ei);
-        if (rc < 0) {
-            atomic_store(&t->refs, 1);
-            tenancy_unref(t);
-            return rc;
-        }
         pthread_mutex_lock(&api->tenancy_lock);
-        tenancy_unref(api->tenancy);
-        api->tenancy = t;
+        t = api->tenancy;
+        version = api->tenancy_version;
+        if (t)
+            atomic_fetch_add(&t->refs, 1);
         pthread_mutex_unlock(&api->tenancy_lock);
+        if (t) {
+            r->ten = t;
+            break;
+        }
+        t = tenancy_load(r, ei);
+        if (!t)
+            return ei->code;
+        pthread_mutex_lock(&api->tenancy_lock);
+        /* Keep it only if no change landed while it was read; else read again. */
+        if (!api->tenancy && api->tenancy_version == version) {
+            atomic_fetch_add(&t->refs, 1);
+            api->tenancy = t;
+            r->ten = t;
+            t = NULL;
+        }
+        pthread_mutex_unlock(&api->tenancy_lock);
+        tenancy_unref(t);
     }
-    tenancy_unref(r->ten);
-    r->ten = t;
     return 0;
+}
+
+/* Inserts, replaces or (remove) drops id -> ref in a pair of sorted arrays, copying them. */
+static void pairs_copy_with(const int64_t *ids, const int64_t *refs, size_t n, int64_t id,
+                            int64_t ref, bool remove, int64_t **ret_ids, int64_t **ret_refs,
+                            size_t *ret_n)
+{
+    int64_t *nid = xcalloc(n + 1, sizeof(*nid)), *nref = xcalloc(n + 1, sizeof(*nref));
+    size_t lo = 0, hi = n, k = 0;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memcpy(nid, ids, lo * sizeof(*ids));
+    memcpy(nref, refs, lo * sizeof(*refs));
+    k = lo;
+    if (!remove) {
+        nid[k] = id;
+        nref[k] = ref;
+        k++;
+    }
+    if (lo < n && ids[lo] == id)
+        lo++; /* the old entry is replaced or removed */
+    memcpy(nid + k, ids + lo, (n - lo) * sizeof(*ids));
+    memcpy(nref + k, refs + lo, (n - lo) * sizeof(*refs));
+    *ret_ids = nid;
+    *ret_refs = nref;
+    *ret_n = k + (n - lo);
+}
+
+void rbac_apply(struct api *api, const struct resource_def *def, enum action act,
+                const struct row *row)
+{
+    bool org = def == &model_organizations;
+    struct tenancy *old, *t;
+    int64_t id = model_row_id(row), ref;
+    const struct value *v;
+
+    if (!org && def != &model_projects)
+        return;
+    v = model_get(def, row, org ? "parent_id" : "org_id");
+    ref = v->null ? 0 : v->i;
+    pthread_mutex_lock(&api->tenancy_lock);
+    api->tenancy_version++;
+    old = api->tenancy;
+    if (old) {
+        t = xcalloc(1, sizeof(*t));
+        atomic_init(&t->refs, 1);
+        if (org) {
+            pairs_copy_with(old->org_ids, old->org_parent, old->n_orgs, id, ref,
+                            act == ACT_DELETE, &t->org_ids, &t->org_parent, &t->n_orgs);
+            t->project_ids = xcalloc(old->n_projects + 1, sizeof(int64_t));
+            t->project_org = xcalloc(old->n_projects + 1, sizeof(int64_t));
+            memcpy(t->project_ids, old->project_ids, old->n_projects * sizeof(int64_t));
+            memcpy(t->project_org, old->project_org, old->n_projects * sizeof(int64_t));
+            t->n_projects = old->n_projects;
+        } else {
+            pairs_copy_with(old->project_ids, old->project_org, old->n_projects, id, ref,
+                            act == ACT_DELETE, &t->project_ids, &t->project_org,
+                            &t->n_projects);
+            t->org_ids = xcalloc(old->n_orgs + 1, sizeof(int64_t));
+            t->org_parent = xcalloc(old->n_orgs + 1, sizeof(int64_t));
+            memcpy(t->org_ids, old->org_ids, old->n_orgs * sizeof(int64_t));
+            memcpy(t->org_parent, old->org_parent, old->n_orgs * sizeof(int64_t));
+            t->n_orgs = old->n_orgs;
+        }
+        api->tenancy = t;
+    }
+    pthread_mutex_unlock(&api->tenancy_lock);
+    tenancy_unref(old);
 }
 
 static ssize_t find_sorted(const int64_t *ids, size_t n, int64_t id)

@@ -15,16 +15,18 @@
 #define LIST_DEFAULT_LIMIT 100
 #define LIST_MAX_LIMIT 1000
 
-/* Changes to these resources alter who may do what: cached RBAC state is dropped. */
-static bool affects_auth(const struct resource_def *def)
+/*
+ * After a committed change: keeps the tenancy snapshot current, and drops
+ * cached principals when the change can alter what a token stands for
+ * (deleting an organization or project removes the bindings on it).
+ */
+static void note_change(struct req *r, const struct resource_def *def, enum action act,
+                        const struct row *row)
 {
-    return def == &model_users || def == &model_tokens || def == &model_role_bindings ||
-           def == &model_organizations || def == &model_projects;
-}
-
-static void bump_generation(struct req *r, const struct resource_def *def)
-{
-    if (affects_auth(def))
+    bool tenancy = def == &model_organizations || def == &model_projects;
+    rbac_apply(r->api, def, act, row);
+    if (def == &model_users || def == &model_tokens || def == &model_role_bindings ||
+        (tenancy && act == ACT_DELETE))
         atomic_fetch_add(&r->api->generation, 1);
 }
 
@@ -528,7 +530,7 @@ void resource_create(struct req *r, const struct resource_def *def)
         store_rollback(req_db(r));
         goto fail;
     }
-    bump_generation(r, def);
+    note_change(r, def, ACT_CREATE, &row);
     out = model_encode(def, &row);
     if (token)
         json_object_set_new(out, "token", json_string(token));
@@ -594,7 +596,7 @@ void resource_update(struct req *r, const struct resource_def *def, int64_t id)
         rc = store_commit(req_db(r), &ei);
     if (rc < 0)
         goto rollback;
-    bump_generation(r, def);
+    note_change(r, def, ACT_UPDATE, &after);
     req_reply_json(r, 200, model_encode(def, &after));
     return;
 rollback:
@@ -682,7 +684,7 @@ void resource_delete(struct req *r, const struct resource_def *def, int64_t id)
         rc = store_commit(req_db(r), &ei);
     if (rc < 0)
         goto rollback;
-    bump_generation(r, def);
+    note_change(r, def, revoke ? ACT_UPDATE : ACT_DELETE, revoke ? &after : &before);
     req_reply_json(r, 204, NULL);
     r->raw = "";
     r->raw_len = 0;
