@@ -43,7 +43,7 @@ void config_usage(FILE *out)
                  "Settings (flag, or GPUAAS_KEY in the environment, or 'key = value' in FILE):\n");
     for (size_t i = 0; i < ARRAY_SIZE(options); i++)
         fprintf(out, "  --%-22s %s\n", options[i].key, options[i].help);
-    fprintf(out, "  --%-22s %s\n", "config", "read settings from FILE first (GPUAAS_CONFIG)");
+    fprintf(out, "  --%-22s %s\n", "config", "read settings from FILE first (GPUAASD_CONFIG)");
     fprintf(out, "  --%-22s %s\n", "help", "show this help");
     fprintf(out, "  --%-22s %s\n", "version", "show the version");
 }
@@ -197,7 +197,7 @@ static int load_env(struct config *cfg, struct error_info *ei)
 
 int config_load(int argc, char **argv, struct config *cfg, struct error_info *ei)
 {
-    const char *file = getenv("GPUAAS_CONFIG");
+    const char *file = getenv("GPUAASD_CONFIG");
     int rc;
 
     defaults(cfg);

@@ -31,7 +31,7 @@ struct config {
 };
 
 /*
- * Fills cfg from defaults, the config file (--config or GPUAAS_CONFIG, when
+ * Fills cfg from defaults, the config file (--config or GPUAASD_CONFIG, when
  * given), the environment and argv. On a bad flag, key or value, ei names it.
  */
 int config_load(int argc, char **argv, struct config *cfg, struct error_info *ei);

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cli.h: what every command of the gpuaas client shares: exit codes, the
+ * global options (--server, --token, -o), message printing and the command
+ * entry points listed in main.c's command table.
+ *
+ * A command is `int cmd_<name>(int argc, char **argv)` where argv[0] is the
+ * command word; it returns the process exit code (enum cli_exit).
+ */
+#ifndef GPUAAS_CLI_H
+#define GPUAAS_CLI_H
+
+#include <stdbool.h>
+
+#define CLI_VERSION "0.1.0"
+
+enum cli_exit {
+    CLI_OK = 0,    /* success */
+    CLI_ERROR = 1, /* server, network or local failure */
+    CLI_USAGE = 2, /* the command line was wrong */
+};
+
+enum cli_output { CLI_OUTPUT_TABLE, CLI_OUTPUT_JSON };
+
+/* Global options; main() fills them from the command line before dispatch. */
+struct cli_options {
+    const char *server; /* --server, NULL when not given */
+    const char *token;  /* --token, NULL when not given */
+    enum cli_output output;
+};
+extern struct cli_options cli_opts;
+
+/* "gpuaas: error: <msg>" on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "gpuaas: warning: <msg>" on stderr. */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "hint: <msg>" on stderr, after an error. */
+void cli_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Prints a usage error and a one-line hint to see 'gpuaas <cmd> --help';
+ * cmd is the command as typed ("projects create"), NULL for the top level.
+ * Returns CLI_USAGE.
+ */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parses "table" or "json"; returns 0 or -1. */
+int cli_parse_output(const char *s, enum cli_output *ret);
+
+/*
+ * Global flags may also follow the command word (`gpuaas orgs list -o json`).
+ * If argv[*i] is one (-o, --output, --server, --token, with the value as the
+ * next word or after '='), consumes it and its value into cli_opts, advances
+ * *i past them and returns 1. Returns 0 when argv[*i] is not a global flag,
+ * or CLI_USAGE (after printing why) when its value is missing or wrong.
+ */
+int cli_take_global_flag(const char *cmd, int argc, char **argv, int *i);
+
+/*
+ * Matches argv[*i] against a flag: "--name VALUE" or "--name=VALUE" (and
+ * short, when not NULL, as "-x VALUE"). On a match, sets *ret_value, advances
+ * *i past the value and returns 1; returns 0 on no match, CLI_USAGE (after
+ * printing why) when the value is missing.
+ */
+int cli_take_value_flag(const char *cmd, int argc, char **argv, int *i, const char *name,
+                        const char *short_name, const char **ret_value);
+
+/* True for "-h" and "--help". */
+bool cli_is_help(const char *arg);
+
+/* The commands of main.c's table. */
+int cmd_login(int argc, char **argv);
+int cmd_logout(int argc, char **argv);
+int cmd_whoami(int argc, char **argv);
+/* Generic verbs for any resource of the model; argv[0] is the resource word. */
+int cmd_resource(int argc, char **argv);
+
+#endif
