@@ -89,13 +89,13 @@ kill_daemon() {
   DAEMON_PID=
 }
 
-# api METHOD PATH TOKEN [BODY]: prints the body, sets HTTP_STATUS.
+# api METHOD PATH TOKEN [BODY]: sets HTTP_STATUS and BODY (the response body).
 api() {
   local method=$1 path=$2 token=$3 body=${4:-}
   local args=(-sS -o "$TMP/resp" -w "%{http_code}" -X "$method" -H "Authorization: Bearer $token")
   if [ -n "$body" ]; then args+=(-H "Content-Type: application/json" --data "$body"); fi
   HTTP_STATUS=$(curl "${args[@]}" "$URL$path")
-  cat "$TMP/resp"
+  BODY=$(cat "$TMP/resp")
 }
 
 expect_eq() { # actual expected what

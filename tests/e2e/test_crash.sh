@@ -7,8 +7,9 @@
 . "$(dirname "$0")/lib.sh"
 
 start_daemon
-org=$(api POST /v1/organizations "$ADMIN_TOKEN" '{"name":"crash"}' | jq -r .id)
+api POST /v1/organizations "$ADMIN_TOKEN" '{"name":"crash"}'
 expect_eq "$HTTP_STATUS" 201 "create org"
+org=$(jq -r .id <<<"$BODY")
 
 writer() { # id: creates projects until the daemon dies, logging acknowledged names
   local w=$1 i=0 code
@@ -24,7 +25,7 @@ writer() { # id: creates projects until the daemon dies, logging acknowledged na
 for w in 1 2 3 4; do writer $w & done
 # Let the burst run until a good number of writes landed, then kill mid-stream.
 for _ in $(seq 200); do
-  n=$(cat "$TMP"/acked.* 2>/dev/null | wc -l)
+  n=$( (cat "$TMP"/acked.* 2>/dev/null || true) | wc -l)
   [ "$n" -ge 300 ] && break
   sleep 0.05
 done
@@ -39,8 +40,9 @@ start_daemon "$TMP/gpuaas.db"
 after=""
 next=0
 while :; do
-  page=$(api GET "/v1/projects?org_id=$org&limit=1000&after=$next" "$ADMIN_TOKEN")
+  api GET "/v1/projects?org_id=$org&limit=1000&after=$next" "$ADMIN_TOKEN"
   expect_eq "$HTTP_STATUS" 200 "list projects after restart"
+  page=$BODY
   after+=$(jq -r '.items[].name' <<<"$page")$'\n'
   next=$(jq -r '.next_after' <<<"$page")
   [ "$next" = null ] && break

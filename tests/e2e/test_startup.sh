@@ -9,9 +9,9 @@ start_daemon
 [ -n "$ADMIN_TOKEN" ] || fail "no bootstrap token written"
 expect_contains "$(cat "$TMP"/daemon0.out)" "$ADMIN_TOKEN" "bootstrap token printed on stdout"
 [ "$(stat -c %a "$TMP/token")" = 600 ] || fail "token file is not mode 0600"
-out=$(api GET /v1/whoami "$ADMIN_TOKEN")
+api GET /v1/whoami "$ADMIN_TOKEN"
 expect_eq "$HTTP_STATUS" 200 "whoami as bootstrap admin"
-expect_contains "$out" '"admin":true' "bootstrap user is admin"
+expect_contains "$BODY" '"admin":true' "bootstrap user is admin"
 expect_contains "$(curl -sS -D - -o /dev/null "$URL/healthz")" "X-Request-Id" "request id header"
 
 # A second daemon on the same port: one line, exit 1.
@@ -26,7 +26,7 @@ stop_daemon
 start_daemon "$TMP/gpuaas.db"
 [ ! -s "$TMP/token" ] || fail "bootstrap ran twice"
 grep -q gpa_ "$TMP/daemon1.out" && fail "token printed again on restart"
-api GET /v1/whoami "$ADMIN_TOKEN" >/dev/null
+api GET /v1/whoami "$ADMIN_TOKEN"
 expect_eq "$HTTP_STATUS" 200 "old token after restart"
 stop_daemon
 
