@@ -18,7 +18,9 @@
  * Errors: ERR_NOT_FOUND (no such row), ERR_CONFLICT (a unique key is taken,
  * or a row is still referenced by another on delete), ERR_INVALID (a
  * reference to a row that does not exist), ERR_BUSY (lock timeout),
- * ERR_STORE (anything else, with the engine's message in ei).
+ * ERR_STORE (anything else, with the engine's message in ei). PostgreSQL adds
+ * ERR_UNAVAILABLE: the server session was lost; the pooled connection
+ * reconnects on its next use outside a transaction.
  */
 #ifndef GPUAAS_STORE_H
 #define GPUAAS_STORE_H
@@ -38,16 +40,19 @@ enum store_engine { STORE_SQLITE, STORE_POSTGRES };
 
 struct store_options {
     int n_conns;            /* connections in the pool, >= 1 */
-    int busy_timeout_ms;    /* SQLite busy timeout, PostgreSQL lock_timeout */
+    int busy_timeout_ms;    /* SQLite busy timeout, PostgreSQL lock_timeout; <= 0: 5000 */
     bool sqlite_sync_full;  /* SQLite synchronous=FULL instead of NORMAL */
 };
 
 /*
  * Opens a store from a URL: "postgresql://..." or "postgres://..." selects
  * PostgreSQL; "sqlite:PATH", "file:PATH" or a plain path selects SQLite
- * (the file is created when missing). Applies pending migrations. On
- * failure ei says why in one line ("could not open database 'x': ...").
- * The caller frees the store with store_close().
+ * (the file is created when missing; "file:///abs/path" is /abs/path).
+ * opt NULL means 4 connections and a 5000 ms busy timeout. Applies pending
+ * migrations. On failure ei says why in one line ("could not open database
+ * 'x': ...", "could not connect to postgresql: ..."; ERR_SCHEMA_NEWER when
+ * the store was migrated by a newer binary). The caller frees the store
+ * with store_close().
  */
 int store_open(const char *url, const struct store_options *opt, struct store **ret_store,
                struct error_info *ei);
@@ -63,7 +68,12 @@ struct store_conn *store_conn_get(struct store *s);
 /* Gives it back; a transaction still open on it is rolled back. */
 void store_conn_put(struct store_conn *c);
 
-/* Transactions: every multi-row change runs inside one. Not nestable. */
+/*
+ * Transactions: every multi-row change runs inside one. Not nestable. After
+ * an error inside a transaction, roll it back: PostgreSQL has already
+ * aborted it and SQLite has not, so only store_rollback() is portable. A
+ * failed store_commit() has rolled the transaction back.
+ */
 int store_begin(struct store_conn *c, struct error_info *ei);
 int store_commit(struct store_conn *c, struct error_info *ei);
 /* Rolls back; harmless when no transaction is open. */
@@ -110,14 +120,22 @@ struct store_filter {
     int limit; /* 1..10000 */
 };
 
+/* No conditions, after_id 0, limit 100. */
 void store_filter_init(struct store_filter *f);
-/* Adds an equality; asserts there is room. */
+/*
+ * Adds an equality; asserts there is room. _int is for fields stored as
+ * integers (FT_INT, FT_BOOL, FT_REF, FT_TIME), _str for the others (s is
+ * not copied); store_list refuses a mismatch with ERR_INVALID.
+ */
 void store_filter_eq_int(struct store_filter *f, int field, int64_t i);
 void store_filter_eq_str(struct store_filter *f, int field, const char *s);
 void store_filter_eq_null(struct store_filter *f, int field);
 void store_filter_any(struct store_filter *f, int field, const int64_t *ids, size_t n_ids);
 
-/* Runs a list query; *ret_rows (in a) holds *ret_n rows. */
+/*
+ * Runs a list query; *ret_rows (in a) holds *ret_n rows. ERR_INVALID for a
+ * filter out of range (limit, field index, value kind, any on a non-id field).
+ */
 int store_list(struct store_conn *c, const struct resource_def *def, const struct store_filter *f,
                struct arena *a, struct row **ret_rows, size_t *ret_n, struct error_info *ei);
 
