@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 runs=${1:-5}
 secs=${2:-10}
 bash scripts/deps.sh
-bash scripts/build.sh build >/dev/null
+build=${BENCH_BUILD:-build}
+bash scripts/build.sh "$build" >/dev/null
 TMP=$(mktemp -d /tmp/gpuaas-bench.XXXXXX)
 pid=
 pg_dir=
@@ -26,7 +27,7 @@ rps() { grep "Requests/sec" | awk '{print $2}'; }
 bench_store() { # label db-url
   local label=$1 db=$2
   rm -f "$TMP/token"
-  build/src/gpuaasd --listen 127.0.0.1:0 --db "$db" --threads 2 --db-pool 4 \
+  "$build"/src/gpuaasd --listen 127.0.0.1:0 --db "$db" --threads 2 --db-pool 4 \
     --bootstrap-token-file "$TMP/token" >/dev/null 2>"$TMP/daemon.log" &
   pid=$!
   for _ in $(seq 200); do grep -q msg=ready "$TMP/daemon.log" && break; sleep 0.05; done

@@ -74,6 +74,11 @@ struct api {
     pthread_mutex_t tenancy_lock;
     struct tenancy *tenancy;
     uint64_t tenancy_version;
+    /*
+     * Held from the commit of a change to an organization or project until
+     * the snapshot has it, so the snapshot sees changes in commit order.
+     */
+    pthread_mutex_t tenancy_commit_lock;
     struct auth_cache *auth;
 };
 
@@ -148,8 +153,12 @@ bool rbac_sees_org(struct req *r, int64_t org_id);
 bool rbac_sees_project(struct req *r, int64_t project_id);
 /* The org of a project, 0 when unknown. */
 int64_t rbac_project_org(struct req *r, int64_t project_id);
-/* Whether setting org's parent to new_parent would make a cycle. */
-bool rbac_org_would_cycle(struct req *r, int64_t org_id, int64_t new_parent);
+/*
+ * Checks that org_id (0 for a new one) may hang under new_parent (0 for a
+ * root): no cycle, and the tree stays within its depth limit. ERR_INVALID.
+ */
+int rbac_org_check_parent(struct req *r, int64_t org_id, int64_t new_parent,
+                          struct error_info *ei);
 /*
  * Ids of the organizations / projects on which the caller holds at least
  * `least` (arena memory). Admins are not asked: they see everything.

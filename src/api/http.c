@@ -112,13 +112,25 @@ int req_each_arg(struct req *r, int (*fn)(void *ctx, const char *key, const char
     return w.rc < 0 ? w.rc : 0;
 }
 
+/* "application/json", optionally with parameters ("; charset=utf-8"). */
+static bool is_json_media_type(const char *ctype)
+{
+    size_t n = strlen("application/json");
+    if (strncasecmp(ctype, "application/json", n) != 0)
+        return false;
+    ctype += n;
+    while (*ctype == ' ' || *ctype == '\t')
+        ctype++;
+    return *ctype == '\0' || *ctype == ';';
+}
+
 int req_json_body(struct req *r, json_t **ret_obj, struct error_info *ei)
 {
     const char *ctype = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Type");
     json_error_t jerr;
     json_t *obj;
 
-    if (ctype && strncasecmp(ctype, "application/json", 16) != 0)
+    if (ctype && !is_json_media_type(ctype))
         return errinfo_set(ei, ERR_MEDIA_TYPE, NULL,
                            "request body must be application/json, not '%.60s'", ctype);
     if (r->body.len == 0)
@@ -294,6 +306,7 @@ int api_start(struct store *store, const struct api_options *opt, struct api **r
     api->opt = *opt;
     atomic_init(&api->generation, 1);
     pthread_mutex_init(&api->tenancy_lock, NULL);
+    pthread_mutex_init(&api->tenancy_commit_lock, NULL);
     api->auth = auth_cache_new();
 
     errno = 0;
@@ -337,5 +350,6 @@ void api_stop(struct api *api)
     auth_cache_free(api->auth);
     tenancy_unref(api->tenancy);
     pthread_mutex_destroy(&api->tenancy_lock);
+    pthread_mutex_destroy(&api->tenancy_commit_lock);
     free(api);
 }

@@ -96,13 +96,25 @@ static json_t *response(const char *desc, json_t *schema)
     return r;
 }
 
-static json_t *error_responses(void)
+enum { WITH_BODY = 1, MAY_CONFLICT = 2 };
+
+static json_t *error_responses(int what)
 {
     json_t *r = json_object();
     json_object_set_new(r, "400", response("invalid request", ref_to("Error")));
     json_object_set_new(r, "401", response("missing, invalid or expired token", ref_to("Error")));
     json_object_set_new(r, "403", response("role does not allow it", ref_to("Error")));
     json_object_set_new(r, "404", response("no such object (or not yours)", ref_to("Error")));
+    if (what & MAY_CONFLICT)
+        json_object_set_new(r, "409",
+                            response("a unique key is taken, the object is still referenced, or "
+                                     "the last admin would go",
+                                     ref_to("Error")));
+    if (what & WITH_BODY) {
+        json_object_set_new(r, "413", response("body too large", ref_to("Error")));
+        json_object_set_new(r, "415", response("body is not application/json", ref_to("Error")));
+    }
+    json_object_set_new(r, "503", response("store busy; retry", ref_to("Error")));
     return r;
 }
 
@@ -142,7 +154,7 @@ static json_t *collection_path(const struct resource_def *def, const char *schem
             json_array_append_new(params, json_pack("{s:s,s:s,s:o}", "name", f->name, "in",
                                                     "query", "schema", field_schema(f)));
     }
-    rs = error_responses();
+    rs = error_responses(0);
     json_object_set_new(
         rs, "200",
         response("a page of objects",
@@ -154,10 +166,8 @@ static json_t *collection_path(const struct resource_def *def, const char *schem
     json_object_set_new(coll, "get", list);
     if (def->need[ACT_CREATE] != ROLE_NOBODY) {
         json_t *create;
-        rs = error_responses();
+        rs = error_responses(WITH_BODY | MAY_CONFLICT);
         json_object_set_new(rs, "201", response("created", ref_to(schema)));
-        json_object_set_new(rs, "409", response("conflicts with an existing object",
-                                                ref_to("Error")));
         create = op("create", "create", schema, rs);
         json_object_set_new(create, "requestBody", body_of(schema));
         json_object_set_new(coll, "post", create);
@@ -172,12 +182,12 @@ static json_t *item_path(const struct resource_def *def, const char *schema)
     json_object_set_new(item, "parameters",
                         json_pack("[{s:s,s:s,s:b,s:{s:s}}]", "name", "id", "in", "path",
                                   "required", 1, "schema", "type", "integer"));
-    rs = error_responses();
+    rs = error_responses(0);
     json_object_set_new(rs, "200", response("the object", ref_to(schema)));
     json_object_set_new(item, "get", op("read", "get", schema, rs));
     if (def->need[ACT_UPDATE] != ROLE_NOBODY) {
         json_t *patch;
-        rs = error_responses();
+        rs = error_responses(WITH_BODY | MAY_CONFLICT);
         json_object_set_new(rs, "200", response("the changed object", ref_to(schema)));
         patch = op("change some fields", "update", schema, rs);
         json_object_set_new(patch, "requestBody", body_of(schema));
@@ -185,7 +195,7 @@ static json_t *item_path(const struct resource_def *def, const char *schema)
     }
     if (def->need[ACT_DELETE] != ROLE_NOBODY) {
         bool revoke = def == &model_tokens;
-        rs = error_responses();
+        rs = error_responses(MAY_CONFLICT);
         json_object_set_new(rs, "204", response(revoke ? "revoked" : "deleted", NULL));
         json_object_set_new(item, "delete", op(revoke ? "revoke" : "delete", "delete", schema, rs));
     }

@@ -11,7 +11,8 @@
 
 #include "api/api-int.h"
 
-#define MAX_ORG_DEPTH 64 /* deeper trees are refused when they are made */
+/* Levels in the organization tree; deeper trees are refused when made or moved. */
+#define MAX_ORG_DEPTH 32
 #define LOAD_PAGE 10000
 
 void tenancy_unref(struct tenancy *t)
@@ -127,6 +128,13 @@ int rbac_refresh(struct req *r, struct error_info *ei)
     return 0;
 }
 
+/* memcpy of n int64s; n may be 0 with NULL pointers (an empty snapshot). */
+static void copy_i64(int64_t *dst, const int64_t *src, size_t n)
+{
+    if (n)
+        memcpy(dst, src, n * sizeof(*src));
+}
+
 /* Inserts, replaces or (remove) drops id -> ref in a pair of sorted arrays, copying them. */
 static void pairs_copy_with(const int64_t *ids, const int64_t *refs, size_t n, int64_t id,
                             int64_t ref, bool remove, int64_t **ret_ids, int64_t **ret_refs,
@@ -142,8 +150,8 @@ static void pairs_copy_with(const int64_t *ids, const int64_t *refs, size_t n, i
         else
             hi = mid;
     }
-    memcpy(nid, ids, lo * sizeof(*ids));
-    memcpy(nref, refs, lo * sizeof(*refs));
+    copy_i64(nid, ids, lo);
+    copy_i64(nref, refs, lo);
     k = lo;
     if (!remove) {
         nid[k] = id;
@@ -152,8 +160,8 @@ static void pairs_copy_with(const int64_t *ids, const int64_t *refs, size_t n, i
     }
     if (lo < n && ids[lo] == id)
         lo++; /* the old entry is replaced or removed */
-    memcpy(nid + k, ids + lo, (n - lo) * sizeof(*ids));
-    memcpy(nref + k, refs + lo, (n - lo) * sizeof(*refs));
+    copy_i64(nid + k, ids + lo, n - lo);
+    copy_i64(nref + k, refs + lo, n - lo);
     *ret_ids = nid;
     *ret_refs = nref;
     *ret_n = k + (n - lo);
@@ -182,8 +190,8 @@ void rbac_apply(struct api *api, const struct resource_def *def, enum action act
                             act == ACT_DELETE, &t->org_ids, &t->org_parent, &t->n_orgs);
             t->project_ids = xcalloc(old->n_projects + 1, sizeof(int64_t));
             t->project_org = xcalloc(old->n_projects + 1, sizeof(int64_t));
-            memcpy(t->project_ids, old->project_ids, old->n_projects * sizeof(int64_t));
-            memcpy(t->project_org, old->project_org, old->n_projects * sizeof(int64_t));
+            copy_i64(t->project_ids, old->project_ids, old->n_projects);
+            copy_i64(t->project_org, old->project_org, old->n_projects);
             t->n_projects = old->n_projects;
         } else {
             pairs_copy_with(old->project_ids, old->project_org, old->n_projects, id, ref,
@@ -191,8 +199,8 @@ void rbac_apply(struct api *api, const struct resource_def *def, enum action act
                             &t->n_projects);
             t->org_ids = xcalloc(old->n_orgs + 1, sizeof(int64_t));
             t->org_parent = xcalloc(old->n_orgs + 1, sizeof(int64_t));
-            memcpy(t->org_ids, old->org_ids, old->n_orgs * sizeof(int64_t));
-            memcpy(t->org_parent, old->org_parent, old->n_orgs * sizeof(int64_t));
+            copy_i64(t->org_ids, old->org_ids, old->n_orgs);
+            copy_i64(t->org_parent, old->org_parent, old->n_orgs);
             t->n_orgs = old->n_orgs;
         }
         api->tenancy = t;
@@ -239,14 +247,44 @@ int64_t rbac_project_org(struct req *r, int64_t project_id)
     return i < 0 ? 0 : r->ten->project_org[i];
 }
 
-bool rbac_org_would_cycle(struct req *r, int64_t org_id, int64_t new_parent)
+/* Levels from org up to its root, the org itself included (1 for a root). */
+static int org_depth(const struct tenancy *t, int64_t org)
 {
     int depth = 0;
-    for (int64_t o = new_parent; o != 0; o = org_parent(r->ten, o)) {
-        if (o == org_id || ++depth >= MAX_ORG_DEPTH)
-            return true;
+    for (; org != 0 && depth <= MAX_ORG_DEPTH; org = org_parent(t, org))
+        depth++;
+    return depth;
+}
+
+/* Levels of the subtree under org, org included. */
+static int subtree_height(const struct tenancy *t, int64_t org)
+{
+    int height = 1;
+    for (size_t i = 0; i < t->n_orgs; i++) {
+        int64_t o = t->org_ids[i];
+        int dist = 1;
+        for (; o != 0 && o != org && dist <= MAX_ORG_DEPTH; o = org_parent(t, o))
+            dist++;
+        if (o == org && dist > height)
+            height = dist;
     }
-    return false;
+    return height;
+}
+
+int rbac_org_check_parent(struct req *r, int64_t org_id, int64_t new_parent,
+                          struct error_info *ei)
+{
+    if (new_parent == 0)
+        return 0;
+    if (org_id && org_within(r->ten, new_parent, org_id))
+        return errinfo_set(ei, ERR_INVALID, "parent_id",
+                           "organization %" PRId64 " cannot be placed under its own subtree",
+                           org_id);
+    if (org_depth(r->ten, new_parent) + (org_id ? subtree_height(r->ten, org_id) : 1) >
+        MAX_ORG_DEPTH)
+        return errinfo_set(ei, ERR_INVALID, "parent_id",
+                           "the organization tree would be deeper than %d levels", MAX_ORG_DEPTH);
+    return 0;
 }
 
 static enum role max_role(enum role a, enum role b)
@@ -257,10 +295,10 @@ static enum role max_role(enum role a, enum role b)
 enum role rbac_role_on_org(struct req *r, int64_t org_id)
 {
     enum role best = ROLE_NONE;
+    if (find_sorted(r->ten->org_ids, r->ten->n_orgs, org_id) < 0)
+        return ROLE_NONE; /* no such organization */
     if (r->who->admin)
         return ROLE_ADMIN;
-    if (find_sorted(r->ten->org_ids, r->ten->n_orgs, org_id) < 0)
-        return ROLE_NONE;
     for (size_t i = 0; i < r->who->n_bindings; i++) {
         const struct binding *b = &r->who->bindings[i];
         if (b->org_id && org_within(r->ten, org_id, b->org_id))

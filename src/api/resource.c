@@ -15,21 +15,6 @@
 #define LIST_DEFAULT_LIMIT 100
 #define LIST_MAX_LIMIT 1000
 
-/*
- * After a committed change: keeps the tenancy snapshot current, and drops
- * cached principals when the change can alter what a token stands for
- * (deleting an organization or project removes the bindings on it).
- */
-static void note_change(struct req *r, const struct resource_def *def, enum action act,
-                        const struct row *row)
-{
-    bool tenancy = def == &model_organizations || def == &model_projects;
-    rbac_apply(r->api, def, act, row);
-    if (def == &model_users || def == &model_tokens || def == &model_role_bindings ||
-        (tenancy && act == ACT_DELETE))
-        atomic_fetch_add(&r->api->generation, 1);
-}
-
 static bool value_present(const struct value *v)
 {
     return v->set && !v->null;
@@ -39,6 +24,34 @@ static int64_t ref_or_zero(const struct resource_def *def, const struct row *row
 {
     const struct value *v = model_get(def, row, f);
     return value_present(v) ? v->i : 0;
+}
+
+/*
+ * Commits the request's transaction and then brings in-memory state up to
+ * date: the tenancy snapshot, and cached principals when the change can
+ * alter what a token stands for (deleting an organization or project
+ * removes the bindings on it). Changes to organizations and projects commit
+ * and reach the snapshot under one lock, so the snapshot sees them in commit
+ * order. act says what happened to row (for a delete, row is the old one).
+ */
+static int commit_change(struct req *r, const struct resource_def *def, enum action act,
+                         const struct row *row, struct error_info *ei)
+{
+    bool tenancy = def == &model_organizations || def == &model_projects;
+    int rc;
+
+    if (tenancy)
+        pthread_mutex_lock(&r->api->tenancy_commit_lock);
+    rc = store_commit(req_db(r), ei);
+    if (rc >= 0) {
+        rbac_apply(r->api, def, act, row);
+        if (def == &model_users || def == &model_tokens || def == &model_role_bindings ||
+            (tenancy && act == ACT_DELETE))
+            atomic_fetch_add(&r->api->generation, 1);
+    }
+    if (tenancy)
+        pthread_mutex_unlock(&r->api->tenancy_commit_lock);
+    return rc;
 }
 
 /* ---- who may see and change what ---- */
@@ -325,7 +338,11 @@ static int restrict_to_visible(struct req *r, const struct resource_def *def,
     case SCOPE_GLOBAL:
         return 0;
     case SCOPE_ORG:
-        rbac_visible_orgs(r, &ids, &n);
+        /* Organizations show the path above one's projects; what hangs off them needs a role. */
+        if (def == &model_organizations)
+            rbac_visible_orgs(r, &ids, &n);
+        else
+            rbac_orgs_with(r, def->need[ACT_READ], &ids, &n);
         any_of(f, def, def->scope_field, ids, n);
         return 0;
     case SCOPE_PROJECT:
@@ -468,12 +485,19 @@ static int check_create_rules(struct req *r, const struct resource_def *def, str
                                "you cannot grant role '%s': it is above your own on that scope",
                                role_name(granted));
     }
-    if (def == &model_organizations) {
-        int64_t parent = ref_or_zero(def, row, "parent_id");
-        if (parent && rbac_org_would_cycle(r, -1, parent))
-            return errinfo_set(ei, ERR_INVALID, "parent_id", "organization tree is too deep");
-    }
+    if (def == &model_organizations)
+        return rbac_org_check_parent(r, 0, ref_or_zero(def, row, "parent_id"), ei);
     return 0;
+}
+
+/* Actions a resource does not offer are 405 whatever the caller or the body. */
+static bool offered(struct req *r, const struct resource_def *def, enum action act)
+{
+    struct error_info ei = {0};
+    if (def->need[act] != ROLE_NOBODY)
+        return true;
+    req_reply_error(r, forbid(&ei, def, act), &ei);
+    return false;
 }
 
 void resource_create(struct req *r, const struct resource_def *def)
@@ -485,6 +509,8 @@ void resource_create(struct req *r, const struct resource_def *def)
     int64_t id;
     int rc;
 
+    if (!offered(r, def, ACT_CREATE))
+        return;
     rc = req_json_body(r, &body, &ei);
     if (rc >= 0)
         rc = model_decode(def, body, DECODE_CREATE, &r->arena, &row, &ei);
@@ -525,12 +551,11 @@ void resource_create(struct req *r, const struct resource_def *def)
         rc = resource_audit(r, req_db(r), "create", def, id, NULL, &row, &ei);
     }
     if (rc >= 0)
-        rc = store_commit(req_db(r), &ei);
+        rc = commit_change(r, def, ACT_CREATE, &row, &ei);
     if (rc < 0) {
         store_rollback(req_db(r));
         goto fail;
     }
-    note_change(r, def, ACT_CREATE, &row);
     out = model_encode(def, &row);
     if (token)
         json_object_set_new(out, "token", json_string(token));
@@ -543,69 +568,6 @@ fail:
 }
 
 /* ---- update ---- */
-
-void resource_update(struct req *r, const struct resource_def *def, int64_t id)
-{
-    struct error_info ei = {0};
-    json_t *body = NULL;
-    struct row before, patch, after;
-    bool any = false;
-    int rc;
-
-    rc = req_json_body(r, &body, &ei);
-    if (rc >= 0)
-        rc = model_decode(def, body, DECODE_UPDATE, &r->arena, &patch, &ei);
-    json_decref(body);
-    if (rc < 0)
-        goto fail;
-    for (size_t i = 0; i < def->n_fields; i++)
-        any |= patch.v[i].set;
-
-    rc = store_begin(req_db(r), &ei);
-    if (rc < 0)
-        goto fail;
-    rc = load_visible(r, def, id, &before, &ei);
-    if (rc >= 0 && !may(r, def, &before, ACT_UPDATE))
-        rc = forbid(&ei, def, ACT_UPDATE);
-    if (rc >= 0 && !any)
-        rc = errinfo_set(&ei, ERR_INVALID, NULL, "the request names no field to change");
-    if (rc < 0)
-        goto rollback;
-    after = model_row_new(def, &r->arena);
-    memcpy(after.v, before.v, def->n_fields * sizeof(struct value));
-    model_merge(def, &after, &patch);
-    set_times(def, &after, r->now, false);
-    rc = model_check_row(def, &after, &ei);
-    if (rc >= 0)
-        rc = check_refs(r, def, &patch, &ei);
-    if (rc >= 0 && def == &model_organizations && patch.v[model_field_index(def, "parent_id")].set) {
-        int64_t parent = ref_or_zero(def, &after, "parent_id");
-        /* Moving an organization needs the right to create under its new parent. */
-        if (!may(r, def, &after, ACT_CREATE))
-            rc = forbid(&ei, def, ACT_UPDATE);
-        else if (parent && rbac_org_would_cycle(r, id, parent))
-            rc = errinfo_set(&ei, ERR_INVALID, "parent_id",
-                             "organization %" PRId64 " cannot be placed under its own subtree",
-                             id);
-    }
-    if (rc >= 0)
-        rc = store_update(req_db(r), def, id, &after, &ei);
-    if (rc >= 0)
-        rc = resource_audit(r, req_db(r), "update", def, id, &before, &after, &ei);
-    if (rc >= 0)
-        rc = store_commit(req_db(r), &ei);
-    if (rc < 0)
-        goto rollback;
-    note_change(r, def, ACT_UPDATE, &after);
-    req_reply_json(r, 200, model_encode(def, &after));
-    return;
-rollback:
-    store_rollback(req_db(r));
-fail:
-    req_reply_error(r, rc, &ei);
-}
-
-/* ---- delete ---- */
 
 static int count_admins(struct req *r, int64_t *ret_n, int64_t *ret_only_user,
                         struct error_info *ei)
@@ -642,9 +604,74 @@ static int keep_last_admin(struct req *r, const struct resource_def *def, const 
         return rc;
     if (n == 1 && (admin_binding || only_user == model_row_id(row)))
         return errinfo_set(ei, ERR_CONFLICT, NULL,
-                           "cannot remove the last admin; make another user admin first");
+                           "this would leave no admin; make another user admin first");
     return 0;
 }
+
+
+void resource_update(struct req *r, const struct resource_def *def, int64_t id)
+{
+    struct error_info ei = {0};
+    json_t *body = NULL;
+    struct row before, patch, after;
+    bool any = false;
+    int rc;
+
+    if (!offered(r, def, ACT_UPDATE))
+        return;
+    rc = req_json_body(r, &body, &ei);
+    if (rc >= 0)
+        rc = model_decode(def, body, DECODE_UPDATE, &r->arena, &patch, &ei);
+    json_decref(body);
+    if (rc < 0)
+        goto fail;
+    for (size_t i = 0; i < def->n_fields; i++)
+        any |= patch.v[i].set;
+
+    rc = store_begin(req_db(r), &ei);
+    if (rc < 0)
+        goto fail;
+    rc = load_visible(r, def, id, &before, &ei);
+    if (rc >= 0 && !may(r, def, &before, ACT_UPDATE))
+        rc = forbid(&ei, def, ACT_UPDATE);
+    if (rc >= 0 && !any)
+        rc = errinfo_set(&ei, ERR_INVALID, NULL, "the request names no field to change");
+    if (rc < 0)
+        goto rollback;
+    after = model_row_new(def, &r->arena);
+    memcpy(after.v, before.v, def->n_fields * sizeof(struct value));
+    model_merge(def, &after, &patch);
+    set_times(def, &after, r->now, false);
+    rc = model_check_row(def, &after, &ei);
+    if (rc >= 0)
+        rc = check_refs(r, def, &patch, &ei);
+    if (rc >= 0 && def == &model_organizations && patch.v[model_field_index(def, "parent_id")].set) {
+        int64_t parent = ref_or_zero(def, &after, "parent_id");
+        /* Moving an organization needs the right to create under its new parent. */
+        if (!may(r, def, &after, ACT_CREATE))
+            rc = forbid(&ei, def, ACT_UPDATE);
+        else
+            rc = rbac_org_check_parent(r, id, parent, &ei);
+    }
+    if (rc >= 0 && def == &model_users && model_get_int(def, &after, "disabled"))
+        rc = keep_last_admin(r, def, &after, &ei);
+    if (rc >= 0)
+        rc = store_update(req_db(r), def, id, &after, &ei);
+    if (rc >= 0)
+        rc = resource_audit(r, req_db(r), "update", def, id, &before, &after, &ei);
+    if (rc >= 0)
+        rc = commit_change(r, def, ACT_UPDATE, &after, &ei);
+    if (rc < 0)
+        goto rollback;
+    req_reply_json(r, 200, model_encode(def, &after));
+    return;
+rollback:
+    store_rollback(req_db(r));
+fail:
+    req_reply_error(r, rc, &ei);
+}
+
+/* ---- delete ---- */
 
 void resource_delete(struct req *r, const struct resource_def *def, int64_t id)
 {
@@ -653,6 +680,8 @@ void resource_delete(struct req *r, const struct resource_def *def, int64_t id)
     bool revoke = def == &model_tokens;
     int rc;
 
+    if (!offered(r, def, ACT_DELETE))
+        return;
     rc = store_begin(req_db(r), &ei);
     if (rc < 0)
         goto fail;
@@ -681,10 +710,10 @@ void resource_delete(struct req *r, const struct resource_def *def, int64_t id)
             rc = resource_audit(r, req_db(r), "delete", def, id, &before, NULL, &ei);
     }
     if (rc >= 0)
-        rc = store_commit(req_db(r), &ei);
+        rc = commit_change(r, def, revoke ? ACT_UPDATE : ACT_DELETE, revoke ? &after : &before,
+                           &ei);
     if (rc < 0)
         goto rollback;
-    note_change(r, def, revoke ? ACT_UPDATE : ACT_DELETE, revoke ? &after : &before);
     req_reply_json(r, 204, NULL);
     r->raw = "";
     r->raw_len = 0;

@@ -99,7 +99,7 @@ static void dispatch_resource(struct req *r, const struct resource_def *def, con
             method_not_allowed(r, "GET or POST");
         return;
     }
-    if (parse_int64(id_s, 1, INT64_MAX, &id) < 0) {
+    if (id_s[0] < '1' || id_s[0] > '9' || parse_int64(id_s, 1, INT64_MAX, &id) < 0) {
         struct error_info ei = {0};
         errinfo_set(&ei, ERR_NOT_FOUND, NULL, "'%.40s' is not a %s id", id_s, def->singular);
         req_reply_error(r, ERR_NOT_FOUND, &ei);

@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_api_openapi.c: the OpenAPI document at /v1/openapi.json against the
+ * live server it describes. It must be OpenAPI 3, name every model resource
+ * with /v1/<name> and /v1/<name>/{id} and the fixed routes, and describe each
+ * resource's fields as the model does. Then every path and method in it is
+ * requested as the admin (an existing id for {id}, a valid body) and must
+ * really be served: never 404 "no route" nor 405, and answered with a status
+ * the operation documents. Conversely a method the document does not list
+ * for a path is 405.
+ */
+#include "base/common.h"
+
+#include <setjmp.h>
+
+#include <cmocka.h>
+
+#include "base/alloc.h"
+#include "model/model.h"
+#include "support/testsrv.h"
+
+struct fixture {
+    struct testsrv *srv;
+    const char *tok;
+    json_t *doc;
+    int64_t id[32]; /* an existing object of model_resources[i] */
+    int failures;
+};
+
+static void failed(struct fixture *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void failed(struct fixture *f, const char *fmt, ...)
+{
+    va_list ap;
+    f->failures++;
+    fprintf(stderr, "FAIL: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+}
+
+static void finish(struct fixture *f)
+{
+    if (f->failures)
+        fail_msg("%d check(s) failed (listed above)", f->failures);
+}
+
+static int res_index(const char *name)
+{
+    for (size_t i = 0; i < model_n_resources; i++) {
+        if (strcmp(model_resources[i]->name, name) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+static void set_id(struct fixture *f, const char *res, int64_t id)
+{
+    int i = res_index(res);
+    assert_true(i >= 0);
+    f->id[i] = id;
+}
+
+static int64_t get_id(struct fixture *f, const char *res)
+{
+    int i = res_index(res);
+    return i >= 0 ? f->id[i] : 0;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = xcalloc(1, sizeof(*f));
+    struct testsrv *s;
+    const char *t;
+    int64_t org, prj, usr, clu, node, cls, gpu, pool;
+    json_t *j;
+    long got;
+
+    assert_true(model_n_resources <= ARRAY_SIZE(f->id));
+    f->srv = s = testsrv_start();
+    f->tok = t = s->admin_token;
+    org = testsrv_create(s, t, "organizations", "{\"name\":\"org-1\"}");
+    prj = testsrv_create(s, t, "projects", "{\"org_id\":%" PRId64 ",\"name\":\"p1\"}", org);
+    usr = testsrv_create(s, t, "users", "{\"name\":\"user-1\"}");
+    clu = testsrv_create(s, t, "clusters", "{\"name\":\"c1\",\"backend\":\"sim\"}");
+    node = testsrv_create(s, t, "nodes", "{\"cluster_id\":%" PRId64 ",\"name\":\"n1\"}", clu);
+    cls = testsrv_create(s, t, "gpu-classes", "{\"name\":\"h100\"}");
+    gpu = testsrv_create(s, t, "gpus",
+                         "{\"node_id\":%" PRId64 ",\"index\":0,\"gpu_class_id\":%" PRId64 "}", node,
+                         cls);
+    pool = testsrv_create(s, t, "pools", "{\"name\":\"pool-1\",\"owner_project_id\":%" PRId64 "}",
+                          prj);
+    set_id(f, "organizations", org);
+    set_id(f, "projects", prj);
+    set_id(f, "users", usr);
+    set_id(f, "clusters", clu);
+    set_id(f, "nodes", node);
+    set_id(f, "gpu-classes", cls);
+    set_id(f, "gpus", gpu);
+    set_id(f, "pools", pool);
+    set_id(f, "flavors", testsrv_create(s, t, "flavors", "{\"name\":\"f1\"}"));
+    set_id(f, "quotas",
+           testsrv_create(s, t, "quotas",
+                          "{\"project_id\":%" PRId64 ",\"gpu_class_id\":%" PRId64 "}", prj, cls));
+    set_id(f, "org-quotas",
+           testsrv_create(s, t, "org-quotas",
+                          "{\"org_id\":%" PRId64 ",\"gpu_class_id\":%" PRId64 "}", org, cls));
+    set_id(f, "role-bindings",
+           testsrv_create(s, t, "role-bindings",
+                          "{\"user_id\":%" PRId64 ",\"role\":\"viewer\",\"project_id\":%" PRId64
+                          "}",
+                          usr, prj));
+    set_id(f, "tokens", testsrv_create(s, t, "tokens", "{\"user_id\":%" PRId64 "}", usr));
+    testsrv_req(s, "GET", "/v1/audit?limit=1", t, NULL, &got, &j);
+    assert_int_equal(got, 200);
+    set_id(f, "audit", testsrv_id(json_array_get(json_object_get(j, "items"), 0)));
+    json_decref(j);
+
+    testsrv_req(s, "GET", "/v1/openapi.json", NULL, NULL, &got, &f->doc);
+    assert_int_equal(got, 200);
+    assert_non_null(f->doc);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    if (f) {
+        json_decref(f->doc);
+        testsrv_stop(f->srv);
+        free(f);
+    }
+    return 0;
+}
+
+/* ---- the document itself ---- */
+
+static void test_document_shape(void **state)
+{
+    struct fixture *f = *state;
+    json_t *paths = json_object_get(f->doc, "paths");
+    json_t *schemas = json_object_get(json_object_get(f->doc, "components"), "schemas");
+    const char *ver = json_string_value(json_object_get(f->doc, "openapi"));
+    static const char *const fixed[] = {"/healthz", "/v1/whoami", "/v1/openapi.json"};
+
+    if (!ver || strncmp(ver, "3.", 2) != 0)
+        failed(f, "\"openapi\" is '%s', not 3.x", ver ? ver : "(missing)");
+    if (!json_is_string(json_object_get(json_object_get(f->doc, "info"), "title")) ||
+        !json_is_string(json_object_get(json_object_get(f->doc, "info"), "version")))
+        failed(f, "info.title and info.version are required");
+    assert_true(json_is_object(paths));
+    assert_true(json_is_object(schemas));
+    if (!strstr(f->srv->content_type, "application/json"))
+        failed(f, "served as '%s'", f->srv->content_type);
+
+    for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
+        if (!json_is_object(json_object_get(json_object_get(paths, fixed[i]), "get")))
+            failed(f, "GET %s is not in the document", fixed[i]);
+    }
+    for (size_t i = 0; i < model_n_resources; i++) {
+        const struct resource_def *def = model_resources[i];
+        char coll[96], item[96];
+        snprintf(coll, sizeof(coll), "/v1/%s", def->name);
+        snprintf(item, sizeof(item), "/v1/%s/{id}", def->name);
+        if (!json_is_object(json_object_get(json_object_get(paths, coll), "get")))
+            failed(f, "GET %s is not in the document", coll);
+        if (!json_is_object(json_object_get(json_object_get(paths, item), "get")))
+            failed(f, "GET %s is not in the document", item);
+    }
+    finish(f);
+}
+
+/* Every "$ref" in the document resolves. */
+static void check_refs(struct fixture *f, json_t *node, const char *where)
+{
+    if (json_is_object(node)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(node, k, v)
+        {
+            if (strcmp(k, "$ref") == 0) {
+                const char *ref = json_string_value(v);
+                const char *prefix = "#/components/schemas/";
+                json_t *schemas = json_object_get(json_object_get(f->doc, "components"), "schemas");
+                if (!ref || strncmp(ref, prefix, strlen(prefix)) != 0 ||
+                    !json_object_get(schemas, ref + strlen(prefix)))
+                    failed(f, "%s: $ref '%s' does not resolve", where, ref ? ref : "?");
+            } else {
+                check_refs(f, v, where);
+            }
+        }
+    } else if (json_is_array(node)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(node, i, v)
+        {
+            check_refs(f, v, where);
+        }
+    }
+}
+
+/* The schema of each resource: the model's fields, its required ones, read-only flags. */
+static void test_schemas_match_model(void **state)
+{
+    struct fixture *f = *state;
+    json_t *paths = json_object_get(f->doc, "paths");
+
+    check_refs(f, f->doc, "document");
+    for (size_t i = 0; i < model_n_resources; i++) {
+        const struct resource_def *def = model_resources[i];
+        char coll[96];
+        json_t *get, *schema = NULL, *props, *req;
+        const char *ref;
+
+        snprintf(coll, sizeof(coll), "/v1/%s/{id}", def->name);
+        get = json_object_get(json_object_get(paths, coll), "get");
+        ref = json_string_value(json_object_get(
+            json_object_get(
+                json_object_get(
+                    json_object_get(json_object_get(json_object_get(get, "responses"), "200"),
+                                    "content"),
+                    "application/json"),
+                "schema"),
+            "$ref"));
+        if (ref && strrchr(ref, '/'))
+            schema =
+                json_object_get(json_object_get(json_object_get(f->doc, "components"), "schemas"),
+                                strrchr(ref, '/') + 1);
+        if (!json_is_object(schema)) {
+            failed(f, "GET %s: no schema for the 200 response", coll);
+            continue;
+        }
+        props = json_object_get(schema, "properties");
+        req = json_object_get(schema, "required");
+        for (size_t k = 0; k < def->n_fields; k++) {
+            const struct field_def *fd = &def->fields[k];
+            json_t *p = json_object_get(props, fd->name);
+            bool in_required = false;
+            size_t r;
+            json_t *v;
+
+            json_array_foreach(req, r, v)
+            {
+                if (strcmp(json_string_value(v) ?: "", fd->name) == 0)
+                    in_required = true;
+            }
+            if (fd->flags & FF_SECRET) {
+                if (p)
+                    failed(f, "%s: the secret field '%s' is in the schema", def->name, fd->name);
+                continue;
+            }
+            if (!p) {
+                failed(f, "%s: field '%s' is missing from the schema", def->name, fd->name);
+                continue;
+            }
+            if (in_required != !!(fd->flags & FF_REQUIRED))
+                failed(f, "%s.%s: required is %d in the document, %d in the model", def->name,
+                       fd->name, in_required, !!(fd->flags & FF_REQUIRED));
+            if (json_is_true(json_object_get(p, "readOnly")) != !!(fd->flags & FF_READONLY))
+                failed(f, "%s.%s: readOnly disagrees with the model", def->name, fd->name);
+            if (json_is_true(json_object_get(p, "nullable")) != !!(fd->flags & FF_NULLABLE))
+                failed(f, "%s.%s: nullable disagrees with the model", def->name, fd->name);
+        }
+        if (json_object_size(props) > def->n_fields)
+            failed(f, "%s: the schema has fields the model does not", def->name);
+    }
+    finish(f);
+}
+
+/* ---- every operation, served ---- */
+
+/* A valid body to create one more of each resource (JSON text, caller frees). */
+static char *create_body(struct fixture *f, const char *res, int n)
+{
+    int64_t org = get_id(f, "organizations"), prj = get_id(f, "projects");
+    int64_t cls = get_id(f, "gpu-classes");
+
+    if (strcmp(res, "organizations") == 0)
+        return xasprintf("{\"name\":\"org-new-%d\",\"parent_id\":%" PRId64 "}", n, org);
+    if (strcmp(res, "projects") == 0)
+        return xasprintf("{\"org_id\":%" PRId64 ",\"name\":\"p-new-%d\"}", org, n);
+    if (strcmp(res, "users") == 0)
+        return xasprintf("{\"name\":\"user-new-%d\"}", n);
+    if (strcmp(res, "role-bindings") == 0) {
+        int64_t u2 = testsrv_create(f->srv, f->tok, "users", "{\"name\":\"bound-%d\"}", n);
+        return xasprintf("{\"user_id\":%" PRId64 ",\"role\":\"member\",\"org_id\":%" PRId64 "}", u2,
+                         org);
+    }
+    if (strcmp(res, "tokens") == 0)
+        return xasprintf("{\"name\":\"new-%d\"}", n);
+    if (strcmp(res, "clusters") == 0)
+        return xasprintf("{\"name\":\"c-new-%d\",\"backend\":\"local\"}", n);
+    if (strcmp(res, "nodes") == 0)
+        return xasprintf("{\"cluster_id\":%" PRId64 ",\"name\":\"n-new-%d\"}",
+                         get_id(f, "clusters"), n);
+    if (strcmp(res, "gpu-classes") == 0)
+        return xasprintf("{\"name\":\"class-new-%d\"}", n);
+    if (strcmp(res, "gpus") == 0)
+        return xasprintf("{\"node_id\":%" PRId64 ",\"index\":%d,\"gpu_class_id\":%" PRId64 "}",
+                         get_id(f, "nodes"), 1 + n % 1000, cls);
+    if (strcmp(res, "pools") == 0)
+        return xasprintf("{\"name\":\"pool-new-%d\",\"owner_org_id\":%" PRId64 "}", n, org);
+    if (strcmp(res, "flavors") == 0)
+        return xasprintf("{\"name\":\"f-new-%d\"}", n);
+    if (strcmp(res, "quotas") == 0) {
+        int64_t p2 = testsrv_create(f->srv, f->tok, "projects",
+                                    "{\"org_id\":%" PRId64 ",\"name\":\"qp-%d\"}", org, n);
+        return xasprintf("{\"project_id\":%" PRId64 ",\"gpu_class_id\":%" PRId64 "}", p2, cls);
+    }
+    if (strcmp(res, "org-quotas") == 0) {
+        int64_t o2 = testsrv_create(f->srv, f->tok, "organizations", "{\"name\":\"qo-%d\"}", n);
+        return xasprintf("{\"org_id\":%" PRId64 ",\"gpu_class_id\":%" PRId64 "}", o2, cls);
+    }
+    (void)prj;
+    return xstrdup("{}");
+}
+
+/* A valid change for each resource; "{}" where there is none to make. */
+static const char *patch_body(const char *res)
+{
+    static const struct {
+        const char *res, *body;
+    } t[] = {
+        {"organizations", "{\"display_name\":\"x\"}"},
+        {"projects", "{\"description\":\"x\"}"},
+        {"users", "{\"email\":\"x@example.com\"}"},
+        {"clusters", "{\"description\":\"x\"}"},
+        {"nodes", "{\"state\":\"drain\"}"},
+        {"gpu-classes", "{\"vendor\":\"nvidia\"}"},
+        {"gpus", "{\"health\":\"degraded\"}"},
+        {"pools", "{\"currency\":\"EUR\"}"},
+        {"flavors", "{\"active\":false}"},
+        {"quotas", "{\"limit_milli\":4000}"},
+        {"org-quotas", "{\"limit_milli\":4000}"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
+        if (strcmp(t[i].res, res) == 0)
+            return t[i].body;
+    }
+    return "{}";
+}
+
+/* "/v1/<res>/{id}" -> res (in out); false for other shapes. */
+static bool resource_of(const char *path, char *out, size_t size, bool *ret_item)
+{
+    const char *p, *slash;
+    size_t len;
+    if (strncmp(path, "/v1/", 4) != 0)
+        return false;
+    p = path + 4;
+    slash = strchr(p, '/');
+    len = slash ? (size_t)(slash - p) : strlen(p);
+    if (len == 0 || len >= size)
+        return false;
+    memcpy(out, p, len);
+    out[len] = '\0';
+    *ret_item = slash != NULL;
+    return !slash || strcmp(slash, "/{id}") == 0;
+}
+
+static bool documented(json_t *op, long status)
+{
+    char s[16];
+    json_t *rs = json_object_get(op, "responses");
+    snprintf(s, sizeof(s), "%ld", status);
+    return json_object_get(rs, s) || json_object_get(rs, "default") ||
+           (status >= 400 && status < 500 && json_object_get(rs, "4XX")) ||
+           (status >= 500 && json_object_get(rs, "5XX"));
+}
+
+static void call(struct fixture *f, const char *path_tmpl, const char *method, json_t *op, int n)
+{
+    char res[64], url[160], upper[16];
+    bool item = false, known;
+    char *body = NULL;
+    long got;
+    json_t *j;
+    size_t k;
+    bool no_auth = json_is_array(json_object_get(op, "security")) &&
+                   json_array_size(json_object_get(op, "security")) == 0;
+
+    for (k = 0; method[k] && k < sizeof(upper) - 1; k++)
+        upper[k] = (char)(method[k] & ~0x20);
+    upper[k] = '\0';
+    known = resource_of(path_tmpl, res, sizeof(res), &item) && res_index(res) >= 0;
+    if (known && item && strcmp(upper, "DELETE") == 0 && strcmp(res, "audit") != 0) {
+        /* delete a fresh object: the fixtures are referenced (409) and needed elsewhere */
+        char *fresh = create_body(f, res, 500 + n);
+        int64_t id = testsrv_create(f->srv, f->tok, res, "%s", fresh);
+        free(fresh);
+        snprintf(url, sizeof(url), "/v1/%s/%" PRId64, res, id);
+    } else if (known && item)
+        snprintf(url, sizeof(url), "/v1/%s/%" PRId64, res, get_id(f, res));
+    else
+        snprintf(url, sizeof(url), "%s", path_tmpl);
+    if (strchr(url, '{')) {
+        failed(f, "%s %s: a path parameter this test cannot fill", upper, path_tmpl);
+        return;
+    }
+    if (strcmp(upper, "POST") == 0)
+        body = known ? create_body(f, res, n) : xstrdup("{}");
+    else if (strcmp(upper, "PATCH") == 0)
+        body = xstrdup(known ? patch_body(res) : "{}");
+    if (json_is_object(json_object_get(op, "requestBody")) && !body)
+        body = xstrdup("{}");
+
+    testsrv_req(f->srv, upper, url, no_auth ? NULL : f->tok, body, &got, &j);
+    if (got == 405 || got < 0 || (got == 404 && strstr(testsrv_err_message(j), "no route")))
+        failed(f, "%s %s (documented as %s): not served: %ld %s", upper, url, path_tmpl, got,
+               f->srv->body);
+    else if (got == 401 || got == 403)
+        failed(f, "%s %s as admin: %ld %s", upper, url, got, f->srv->body);
+    else if (!documented(op, got))
+        failed(f, "%s %s: status %ld is not among the documented responses: %s", upper, url, got,
+               f->srv->body);
+    else if (got >= 400)
+        failed(f, "%s %s with a valid request: %ld %s", upper, url, got, f->srv->body);
+    json_decref(j);
+    free(body);
+}
+
+static const char *const http_methods[] = {"get",     "put",  "post",  "delete",
+                                           "options", "head", "patch", "trace"};
+
+static bool is_method(const char *k)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(http_methods); i++) {
+        if (strcmp(k, http_methods[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void test_every_operation_served(void **state)
+{
+    struct fixture *f = *state;
+    json_t *paths = json_object_get(f->doc, "paths"), *item;
+    const char *path;
+    int n = 0, n_ops = 0;
+
+    /* Reads, creates and changes first; deletes last, so {id} still exists for the rest. */
+    for (int pass = 0; pass < 2; pass++) {
+        json_object_foreach(paths, path, item)
+        {
+            const char *m;
+            json_t *op;
+            json_object_foreach(item, m, op)
+            {
+                if (!is_method(m)) {
+                    if (strcmp(m, "parameters") != 0 && strcmp(m, "summary") != 0 &&
+                        strcmp(m, "description") != 0 && strcmp(m, "servers") != 0)
+                        failed(f, "%s: unknown path item member '%s'", path, m);
+                    continue;
+                }
+                if ((strcmp(m, "delete") == 0) != (pass == 1))
+                    continue;
+                call(f, path, m, op, n++);
+                n_ops++;
+            }
+        }
+    }
+    fprintf(stderr, "openapi: %d operations requested\n", n_ops);
+    assert_true(n_ops >= 3 + 14 * 2);
+    finish(f);
+}
+
+/* A method a path does not document is 405 (and the route exists: not 404). */
+static void test_undocumented_methods_405(void **state)
+{
+    struct fixture *f = *state;
+    json_t *paths = json_object_get(f->doc, "paths"), *item;
+    const char *path;
+    static const char *const methods[] = {"get", "post", "put", "patch", "delete"};
+
+    json_object_foreach(paths, path, item)
+    {
+        char res[64], url[160], upper[16];
+        bool is_item = false;
+        bool known = resource_of(path, res, sizeof(res), &is_item) && res_index(res) >= 0;
+
+        if (known && is_item)
+            snprintf(url, sizeof(url), "/v1/%s/%" PRId64, res, get_id(f, res));
+        else
+            snprintf(url, sizeof(url), "%s", path);
+        for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
+            long got;
+            size_t k;
+            const char *body =
+                strcmp(methods[i], "get") && strcmp(methods[i], "delete") ? "{}" : NULL;
+            if (json_object_get(item, methods[i]))
+                continue;
+            for (k = 0; methods[i][k]; k++)
+                upper[k] = (char)(methods[i][k] & ~0x20);
+            upper[k] = '\0';
+            testsrv_req(f->srv, upper, url, f->tok, body, &got, NULL);
+            if (got != 405)
+                failed(f, "%s %s is not in the document: want 405, got %ld: %s", upper, url, got,
+                       f->srv->body);
+        }
+    }
+    finish(f);
+}
+
+/* A few error statuses docs/api.md promises, checked against the operations' responses. */
+static void test_documented_errors(void **state)
+{
+    struct fixture *f = *state;
+    json_t *paths = json_object_get(f->doc, "paths");
+    char url[96];
+    long got;
+    json_t *op;
+
+    /* deleting an organization that still has projects: 409, which DELETE must document */
+    snprintf(url, sizeof(url), "/v1/organizations/%" PRId64, get_id(f, "organizations"));
+    got = testsrv_status(f->srv, "DELETE", url, f->tok, NULL);
+    assert_int_equal(got, 409);
+    op = json_object_get(json_object_get(paths, "/v1/organizations/{id}"), "delete");
+    if (!documented(op, 409))
+        failed(f, "DELETE /v1/organizations/{id} can answer 409 but does not document it");
+    /* a name taken on rename: PATCH 409 */
+    testsrv_create(f->srv, f->tok, "clusters", "{\"name\":\"c2\",\"backend\":\"sim\"}");
+    snprintf(url, sizeof(url), "/v1/clusters/%" PRId64, get_id(f, "clusters"));
+    got = testsrv_status(f->srv, "PATCH", url, f->tok, "{\"name\":\"c2\"}");
+    assert_int_equal(got, 409);
+    op = json_object_get(json_object_get(paths, "/v1/clusters/{id}"), "patch");
+    if (!documented(op, 409))
+        failed(f, "PATCH /v1/clusters/{id} can answer 409 but does not document it");
+    /* the no-token routes say so */
+    op = json_object_get(json_object_get(paths, "/v1/openapi.json"), "get");
+    if (!json_is_array(json_object_get(op, "security")) ||
+        json_array_size(json_object_get(op, "security")) != 0)
+        failed(f, "GET /v1/openapi.json needs no token but does not say security: []");
+    op = json_object_get(json_object_get(paths, "/v1/whoami"), "get");
+    if (json_is_array(json_object_get(op, "security")) &&
+        json_array_size(json_object_get(op, "security")) == 0)
+        failed(f, "GET /v1/whoami needs a token but says security: []");
+    finish(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_document_shape, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schemas_match_model, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_operation_served, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_undocumented_methods_405, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_documented_errors, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
