@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * api-int.h: what the files of the API module share: the request being
- * served, the caller (principal), the tenancy snapshot used for RBAC, and
+ * served, the caller (principal), the tenancy (org tree) used for RBAC, and
  * the handler entry points. Nothing outside src/api includes it.
  */
 #ifndef GPUAAS_API_INT_H
@@ -19,20 +19,27 @@
 #include "model/model.h"
 #include "store/store.h"
 
-/* ---- tenancy snapshot: the org tree and project -> org, for RBAC ---- */
+/* ---- tenancy: the org tree and project -> org, for RBAC ---- */
 
+/*
+ * Loaded from the store on first use, then kept current in place as
+ * organizations and projects change; readers and writers take the lock.
+ * version counts changes, so that a load that raced with one is redone.
+ */
 struct tenancy {
+    pthread_rwlock_t lock;
+    bool loaded;
+    uint64_t version;
     int64_t *org_ids;     /* sorted */
     int64_t *org_parent;  /* parallel to org_ids; 0 for a root */
-    size_t n_orgs;
+    size_t n_orgs, cap_orgs;
     int64_t *project_ids; /* sorted */
     int64_t *project_org; /* parallel to project_ids */
-    size_t n_projects;
-    atomic_int refs;      /* the api's reference plus one per request using it */
+    size_t n_projects, cap_projects;
 };
 
-/* Drops a reference; frees at zero. NULL is fine. */
-void tenancy_unref(struct tenancy *t);
+void tenancy_init(struct tenancy *t);
+void tenancy_release(struct tenancy *t);
 
 /* ---- the caller ---- */
 
@@ -66,17 +73,10 @@ struct api {
      * reloaded.
      */
     atomic_uint_least64_t generation;
-    /*
-     * The current tenancy snapshot, replaced copy-on-write after each change
-     * to organizations or projects. tenancy_version counts those changes so
-     * that a snapshot loaded from the store while one happened is not kept.
-     */
-    pthread_mutex_t tenancy_lock;
-    struct tenancy *tenancy;
-    uint64_t tenancy_version;
+    struct tenancy tenancy;
     /*
      * Held from the commit of a change to an organization or project until
-     * the snapshot has it, so the snapshot sees changes in commit order.
+     * the tenancy has it, so the tenancy sees changes in commit order.
      */
     pthread_mutex_t tenancy_commit_lock;
     struct auth_cache *auth;
@@ -93,7 +93,6 @@ struct req {
     struct arena arena;
     const struct principal *who; /* NULL until authenticated; owned by arena */
     struct store_conn *db;       /* taken lazily by req_db() */
-    struct tenancy *ten;         /* snapshot this request uses (a reference) */
     int64_t now;                 /* request time, epoch seconds */
     /* the response */
     int status;
@@ -136,10 +135,10 @@ int auth_authenticate(struct req *r, struct error_info *ei);
 
 /* ---- rbac.c ---- */
 
-/* Gives the request a reference to the current tenancy snapshot, loading it the first time. */
+/* Loads the tenancy from the store the first time it is needed. */
 int rbac_refresh(struct req *r, struct error_info *ei);
 /*
- * Records a committed change to an organization or project in the snapshot
+ * Records a committed change to an organization or project in the tenancy
  * (other resources are ignored): act is ACT_CREATE, ACT_UPDATE or
  * ACT_DELETE, row the object after the change (before it, for a delete).
  */

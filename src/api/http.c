@@ -70,7 +70,6 @@ static void req_free(struct req *r)
         return;
     if (r->db)
         store_conn_put(r->db);
-    tenancy_unref(r->ten);
     if (r->json)
         json_decref(r->json);
     buf_release(&r->body);
@@ -305,7 +304,7 @@ int api_start(struct store *store, const struct api_options *opt, struct api **r
     api->store = store;
     api->opt = *opt;
     atomic_init(&api->generation, 1);
-    pthread_mutex_init(&api->tenancy_lock, NULL);
+    tenancy_init(&api->tenancy);
     pthread_mutex_init(&api->tenancy_commit_lock, NULL);
     api->auth = auth_cache_new();
 
@@ -348,8 +347,7 @@ void api_stop(struct api *api)
     if (api->mhd)
         MHD_stop_daemon(api->mhd);
     auth_cache_free(api->auth);
-    tenancy_unref(api->tenancy);
-    pthread_mutex_destroy(&api->tenancy_lock);
+    tenancy_release(&api->tenancy);
     pthread_mutex_destroy(&api->tenancy_commit_lock);
     free(api);
 }
