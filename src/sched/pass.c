@@ -1,0 +1,759 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * pass.c: one scheduling pass. Only projects whose situation changed are
+ * looked at (new work, freed capacity in a class they wait for, quota
+ * changes, timers). Owned (P1) work goes first; then borrowed capacity is
+ * shared among opportunistic (P2) work by weighted fair share: the project
+ * with the lowest dominant borrowed share for its weight goes next, one
+ * workload at a time. Within a project, work goes in queue order, but up to
+ * `lookahead` blocked workloads may be passed by smaller ones behind them;
+ * a head blocked longer than reserve_after gets nodes held for it.
+ *
+ * P1 work within its guarantee that finds no room reclaims it: the fewest,
+ * cheapest running P2 victims (of projects borrowing in that class, or of
+ * its own project) are told to stop, and the nodes they free are held for
+ * the preemptor until they have released. P2 work never preempts and P1
+ * work is never a victim, so no two workloads can preempt each other.
+ */
+#include "base/common.h"
+
+#include "base/alloc.h"
+#include "sched/sched-int.h"
+
+/* ---- decisions ---- */
+
+#define PUSH(d, arr, n, cap)                                                                   \
+    ((n) == (cap) ? ((cap) = (cap) ? (cap) * 2 : 64,                                           \
+                     (d)->arr = xreallocarray((d)->arr, (cap), sizeof(*(d)->arr)), 0)          \
+                  : 0,                                                                         \
+     &(d)->arr[(n)++])
+
+static int64_t need_of(const struct workload *wl)
+{
+    return (int64_t)wl->spec.replicas * wl->spec.gpu_milli;
+}
+
+static int64_t guaranteed_of(const struct sched *s, int32_t project, int32_t cls)
+{
+    struct project *p = &((struct sched *)s)->projects[project];
+    struct quota *q = sched__quota(p, cls, false);
+    return q ? sched__guaranteed(s, p, q) : 0;
+}
+
+static int64_t held_of(struct sched *s, int32_t project, int32_t cls)
+{
+    struct quota *q = sched__quota(&s->projects[project], cls, false);
+    return q ? q->p1 + q->p2 : 0;
+}
+
+/* ---- reservations ---- */
+
+void sched__unreserve(struct sched *s, int32_t w)
+{
+    struct workload *wl = &s->wls[w];
+    for (int32_t i = 0; i < wl->reserved.n; i++) {
+        struct node *nd = &s->nodes[wl->reserved.v[i]];
+        if (nd->reserved_for == w)
+            nd->reserved_for = NONE;
+    }
+    if (wl->reserved.n > 0 && wl->cls != NONE)
+        sched__class_freed(s, wl->cls);
+    wl->reserved.n = 0;
+    if (wl->cls != NONE && s->classes[wl->cls].hol_reserver == w)
+        s->classes[wl->cls].hol_reserver = NONE;
+}
+
+static void reserve_node(struct sched *s, int32_t w, int32_t n)
+{
+    struct node *nd = &s->nodes[n];
+    if (nd->reserved_for == w)
+        return;
+    if (nd->reserved_for != NONE)
+        ivec_remove_value(&s->wls[nd->reserved_for].reserved, n);
+    nd->reserved_for = w;
+    ivec_push(&s->wls[w].reserved, n);
+}
+
+/*
+ * Holds, for a head blocked too long, the nodes with the most free devices of
+ * its class (one per replica), so that smaller work stops taking them.
+ */
+static void reserve_for_head(struct sched *s, int32_t w)
+{
+    struct workload *wl = &s->wls[w];
+    struct cls *c = &s->classes[wl->cls];
+
+    for (int32_t r = 0; r < wl->spec.replicas; r++) {
+        int32_t best = NONE;
+        int64_t best_free = -1;
+        for (int32_t i = 0; i < c->slots.n; i++) {
+            const struct slot *st = &s->slots[c->slots.v[i]];
+            int64_t free_milli = 0;
+            if (!place__node_usable(s, w, st->node) || s->nodes[st->node].reserved_for == w)
+                continue;
+            if (s->nodes[st->node].reserved_for != NONE)
+                continue;
+            for (int32_t k = 0; k < st->gpus.n; k++) {
+                if (place__gpu_usable(s, w, st->gpus.v[k]))
+                    free_milli += s->gpus[st->gpus.v[k]].free;
+            }
+            if (free_milli > best_free) {
+                best_free = free_milli;
+                best = st->node;
+            }
+        }
+        if (best == NONE)
+            break;
+        reserve_node(s, w, best);
+    }
+    c->hol_reserver = w;
+}
+
+/* ---- preemption ---- */
+
+static void scratch_fit(struct sched *s)
+{
+#define FIT(arr, stamp, n, have)                                                               \
+    if ((size_t)(n) > (have)) {                                                                \
+        free(arr);                                                                             \
+        free(stamp);                                                                           \
+        (have) = (size_t)(n) * 2 + 16;                                                          \
+        (arr) = xcalloc((have), sizeof(*(arr)));                                               \
+        (stamp) = xcalloc((have), sizeof(uint32_t));                                           \
+    }
+    FIT(s->vfree, s->gpu_stamp, s->n_gpus, s->scratch_gpus);
+    if ((size_t)s->n_nodes > s->scratch_nodes) {
+        free(s->vcpu);
+        free(s->vmem);
+        free(s->node_stamp);
+        s->scratch_nodes = (size_t)s->n_nodes * 2 + 16;
+        s->vcpu = xcalloc(s->scratch_nodes, sizeof(int64_t));
+        s->vmem = xcalloc(s->scratch_nodes, sizeof(int64_t));
+        s->node_stamp = xcalloc(s->scratch_nodes, sizeof(uint32_t));
+    }
+    if ((size_t)s->n_wls > s->scratch_wls) {
+        free(s->wl_stamp);
+        s->scratch_wls = (size_t)s->n_wls * 2 + 16;
+        s->wl_stamp = xcalloc(s->scratch_wls, sizeof(uint32_t));
+    }
+    FIT(s->vused, s->proj_stamp, s->n_projects, s->scratch_projects);
+#undef FIT
+    if (++s->epoch == 0) { /* wrapped: clear every stamp */
+        memset(s->gpu_stamp, 0, s->scratch_gpus * sizeof(uint32_t));
+        memset(s->node_stamp, 0, s->scratch_nodes * sizeof(uint32_t));
+        memset(s->wl_stamp, 0, s->scratch_wls * sizeof(uint32_t));
+        memset(s->proj_stamp, 0, s->scratch_projects * sizeof(uint32_t));
+        s->epoch = 1;
+    }
+}
+
+void pass__release(struct sched *s)
+{
+    free(s->vfree);
+    free(s->gpu_stamp);
+    free(s->vcpu);
+    free(s->vmem);
+    free(s->node_stamp);
+    free(s->wl_stamp);
+    free(s->vused);
+    free(s->proj_stamp);
+}
+
+/* Virtual (what-if) views of free capacity and usage during a victim search. */
+static int32_t *vfree_of(struct sched *s, int32_t g)
+{
+    if (s->gpu_stamp[g] != s->epoch) {
+        s->gpu_stamp[g] = s->epoch;
+        s->vfree[g] = s->gpus[g].free;
+    }
+    return &s->vfree[g];
+}
+
+static void vnode_touch(struct sched *s, int32_t n)
+{
+    if (s->node_stamp[n] != s->epoch) {
+        s->node_stamp[n] = s->epoch;
+        s->vcpu[n] = s->nodes[n].cpu_free;
+        s->vmem[n] = s->nodes[n].mem_free;
+    }
+}
+
+static int64_t *vused_of(struct sched *s, int32_t p, int32_t cls)
+{
+    if (s->proj_stamp[p] != s->epoch) {
+        s->proj_stamp[p] = s->epoch;
+        s->vused[p] = held_of(s, p, cls);
+    }
+    return &s->vused[p];
+}
+
+static bool chosen(const struct sched *s, int32_t v)
+{
+    return s->wl_stamp[v] == s->epoch;
+}
+
+static int64_t lost_ms(const struct workload *v, int64_t now)
+{
+    int64_t since = v->checkpoint_ms > v->started_ms ? v->checkpoint_ms : v->started_ms;
+    return now > since ? now - since : 0;
+}
+
+/* Victim preference: lowest priority, then least work lost, then newest. */
+static bool cheaper(const struct workload *a, const struct workload *b, int64_t now)
+{
+    if (a->spec.priority != b->spec.priority)
+        return a->spec.priority < b->spec.priority;
+    if (lost_ms(a, now) != lost_ms(b, now))
+        return lost_ms(a, now) < lost_ms(b, now);
+    return a->started_ms > b->started_ms;
+}
+
+/* Whether v may be preempted for w now (ignoring what is already chosen). */
+static bool victim_ok(struct sched *s, int32_t w, int32_t v, int64_t now)
+{
+    const struct workload *wl = &s->wls[w], *vl = &s->wls[v];
+    if (vl->state != SCHED_RUNNING || vl->spec.pclass != SCHED_P2 || vl->cls != wl->cls ||
+        chosen(s, v))
+        return false;
+    if (now - vl->started_ms < vl->spec.min_runtime_ms) {
+        sched__wake_at(s, vl->started_ms + vl->spec.min_runtime_ms);
+        return false;
+    }
+    if (vl->project == wl->project)
+        return true;
+    /* Another project's work only while that project is still borrowing. */
+    return *vused_of(s, vl->project, vl->cls) > guaranteed_of(s, vl->project, vl->cls);
+}
+
+/* Virtually frees (sign -1: takes back) everything v holds. */
+static void virtual_free(struct sched *s, int32_t v, int sign)
+{
+    const struct workload *vl = &s->wls[v];
+    int32_t last = NONE;
+    for (int32_t i = 0; i < vl->n_assigns; i++) {
+        const struct sched_assign *a = &vl->assigns[i];
+        int32_t n = idmap_get(&s->node_ids, a->node_id);
+        if (a->gpu_id)
+            *vfree_of(s, idmap_get(&s->gpu_ids, a->gpu_id)) += sign * a->milli;
+        if (a->replica != last) {
+            vnode_touch(s, n);
+            s->vcpu[n] += sign * vl->spec.cpu_milli;
+            s->vmem[n] += sign * vl->spec.mem_mib;
+            last = a->replica;
+        }
+    }
+    *vused_of(s, vl->project, vl->cls) -= sign * need_of(vl);
+}
+
+/* Whether one replica of w fits on node n in the virtual view; picks its devices. */
+static bool vfits(struct sched *s, int32_t w, int32_t n, int32_t cls, int32_t *ret_gpus)
+{
+    const struct workload *wl = &s->wls[w];
+    int32_t k = wl->spec.gpu_milli >= WHOLE ? wl->spec.gpu_milli / WHOLE : 1;
+    int32_t want = wl->spec.gpu_milli >= WHOLE ? WHOLE : wl->spec.gpu_milli, got = 0;
+    int32_t sl = NONE;
+    const struct node *nd = &s->nodes[n];
+
+    vnode_touch(s, n);
+    if ((nd->cpu_cap && s->vcpu[n] < wl->spec.cpu_milli) ||
+        (nd->mem_cap && s->vmem[n] < wl->spec.mem_mib))
+        return false;
+    for (int32_t i = 0; i < nd->slots.n; i++) {
+        if (s->slots[nd->slots.v[i]].cls == cls)
+            sl = nd->slots.v[i];
+    }
+    if (sl == NONE)
+        return false;
+    for (int32_t i = 0; i < s->slots[sl].gpus.n && got < k; i++) {
+        int32_t g = s->slots[sl].gpus.v[i];
+        if (*vfree_of(s, g) >= want && place__gpu_usable(s, w, g))
+            ret_gpus[got++] = g;
+    }
+    return got == k;
+}
+
+struct pick {
+    int32_t node;
+    int32_t n_victims;
+    int64_t lost;
+    int32_t victims[64];
+};
+
+/*
+ * Tries to make one replica of w fit on node n by adding victims in the
+ * given order; on success fills pk (victims are left virtually freed: the
+ * caller undoes them). by_size orders bigger victims first (fewest victims).
+ */
+static bool try_node(struct sched *s, int32_t w, int32_t n, bool by_size, int64_t now,
+                     struct pick *pk)
+{
+    struct node *nd = &s->nodes[n];
+    int32_t cand[64], n_cand = 0, gpus[SCHED_MAX_GPUS_PER_NODE];
+
+    for (int32_t i = 0; i < nd->running.n && n_cand < 64; i++) {
+        if (victim_ok(s, w, nd->running.v[i], now))
+            cand[n_cand++] = nd->running.v[i];
+    }
+    /* insertion sort: nodes hold few workloads */
+    for (int32_t i = 1; i < n_cand; i++) {
+        int32_t x = cand[i], j = i - 1;
+        while (j >= 0) {
+            const struct workload *a = &s->wls[x], *b = &s->wls[cand[j]];
+            bool before = by_size ? (need_of(a) != need_of(b) ? need_of(a) > need_of(b)
+                                                               : cheaper(a, b, now))
+                                  : cheaper(a, b, now);
+            if (!before)
+                break;
+            cand[j + 1] = cand[j];
+            j--;
+        }
+        cand[j + 1] = x;
+    }
+    pk->node = n;
+    pk->n_victims = 0;
+    pk->lost = 0;
+    for (int32_t i = 0; i <= n_cand; i++) {
+        if (vfits(s, w, n, s->wls[w].cls, gpus))
+            return true;
+        if (i == n_cand)
+            break;
+        /* Another project's work stops being a victim once that project is back at its guarantee. */
+        if (!victim_ok(s, w, cand[i], now))
+            continue;
+        virtual_free(s, cand[i], +1);
+        s->wl_stamp[cand[i]] = s->epoch;
+        pk->victims[pk->n_victims++] = cand[i];
+        pk->lost += lost_ms(&s->wls[cand[i]], now) * need_of(&s->wls[cand[i]]);
+    }
+    return false;
+}
+
+static void undo_pick(struct sched *s, const struct pick *pk)
+{
+    for (int32_t i = pk->n_victims - 1; i >= 0; i--) {
+        virtual_free(s, pk->victims[i], -1);
+        s->wl_stamp[pk->victims[i]] = 0;
+    }
+}
+
+static bool better(const struct pick *a, const struct pick *b)
+{
+    if (a->n_victims != b->n_victims)
+        return a->n_victims < b->n_victims;
+    return a->lost < b->lost;
+}
+
+/* Takes the replica's capacity in the virtual view on the chosen node. */
+static void vtake_replica(struct sched *s, int32_t w, int32_t n)
+{
+    const struct workload *wl = &s->wls[w];
+    int32_t gpus[SCHED_MAX_GPUS_PER_NODE];
+    int32_t k = wl->spec.gpu_milli >= WHOLE ? wl->spec.gpu_milli / WHOLE : 1;
+    bool fits = vfits(s, w, n, wl->cls, gpus);
+    assert(fits);
+    (void)fits;
+    for (int32_t i = 0; i < k; i++)
+        *vfree_of(s, gpus[i]) -= wl->spec.gpu_milli >= WHOLE ? WHOLE : wl->spec.gpu_milli;
+    s->vcpu[n] -= wl->spec.cpu_milli;
+    s->vmem[n] -= wl->spec.mem_mib;
+}
+
+/* Own P2 work that must go so that the project stays within its limit. */
+static bool pick_for_limit(struct sched *s, int32_t w, int64_t over, int64_t now,
+                           struct ivec *victims)
+{
+    const struct workload *wl = &s->wls[w];
+    const struct cls *c = &s->classes[wl->cls];
+    while (over > 0) {
+        int32_t best = NONE;
+        for (int32_t i = 0; i < c->slots.n; i++) {
+            const struct node *nd = &s->nodes[s->slots[c->slots.v[i]].node];
+            for (int32_t k = 0; k < nd->running.n; k++) {
+                int32_t v = nd->running.v[k];
+                if (s->wls[v].project == wl->project && victim_ok(s, w, v, now) &&
+                    (best == NONE || cheaper(&s->wls[v], &s->wls[best], now)))
+                    best = v;
+            }
+        }
+        if (best == NONE)
+            return false;
+        virtual_free(s, best, +1);
+        s->wl_stamp[best] = s->epoch;
+        ivec_push(victims, best);
+        over -= need_of(&s->wls[best]);
+    }
+    return true;
+}
+
+static void record_preemption(struct sched *s, int32_t w, const struct ivec *victims,
+                              int64_t now, struct sched_decisions *d)
+{
+    struct workload *wl = &s->wls[w];
+    struct sched_preemption *pe;
+    int64_t grace = 0, freed = 0;
+    int32_t projects[64], n_projects = 0;
+
+    pe = PUSH(d, preemptions, d->n_preemptions, d->cap_preemptions);
+    memset(pe, 0, sizeof(*pe));
+    pe->preemptor_id = wl->spec.id;
+    pe->rule = SCHED_RULE_RECLAIM;
+    pe->decided_ms = now;
+    pe->first_victim = d->n_victims;
+    pe->n_victims = (size_t)victims->n;
+    projects[n_projects++] = wl->project;
+    for (int32_t i = 0; i < victims->n; i++) {
+        struct workload *v = &s->wls[victims->v[i]];
+        struct sched_victim *sv = PUSH(d, victims, d->n_victims, d->cap_victims);
+        int64_t g = v->spec.grace_ms >= 0 ? v->spec.grace_ms : s->cfg.default_grace_ms;
+        bool seen = false;
+        sv->workload_id = v->spec.id;
+        sv->project_id = v->spec.project_id;
+        sv->gpu_milli = need_of(v);
+        sv->lost_ms = lost_ms(v, now);
+        grace = g > grace ? g : grace;
+        freed += need_of(v);
+        for (int32_t k = 0; k < n_projects && !seen; k++)
+            seen = projects[k] == v->project;
+        if (!seen && n_projects < 64)
+            projects[n_projects++] = v->project;
+    }
+    pe->grace_ms = grace;
+    pe->gpu_milli_reclaimed = freed;
+    pe->first_quota = d->n_quotas;
+    for (int32_t k = 0; k < n_projects; k++) {
+        struct sched_quota_snapshot *qs = PUSH(d, quotas, d->n_quotas, d->cap_quotas);
+        struct quota *q = sched__quota(&s->projects[projects[k]], wl->cls, false);
+        qs->project_id = s->projects[projects[k]].id;
+        qs->class_id = wl->spec.class_id;
+        qs->used = q ? q->p1 + q->p2 : 0;
+        qs->guaranteed = guaranteed_of(s, projects[k], wl->cls);
+        qs->limit = q ? q->limit : -1;
+    }
+    pe->n_quotas = (size_t)n_projects;
+}
+
+/*
+ * Finds the fewest, cheapest victims that make room for every replica of the
+ * P1 workload w (and bring its project under its limit); on success marks
+ * them preempting, holds the freed nodes for w and records the decision.
+ */
+static bool reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
+                    struct sched_decisions *d)
+{
+    struct workload *wl = &s->wls[w];
+    const struct cls *c = &s->classes[wl->cls];
+    struct ivec victims = {0}, nodes = {0};
+    bool ok = true;
+
+    scratch_fit(s);
+    if (over_limit > 0)
+        ok = pick_for_limit(s, w, over_limit, now, &victims);
+    for (int32_t r = 0; ok && r < wl->spec.replicas; r++) {
+        struct pick best = {.node = NONE}, cur;
+        for (int32_t i = 0; i < c->slots.n; i++) {
+            int32_t n = s->slots[c->slots.v[i]].node;
+            if (!place__node_usable(s, w, n))
+                continue;
+            for (int by_size = 0; by_size < 2; by_size++) {
+                bool fit = try_node(s, w, n, by_size, now, &cur);
+                undo_pick(s, &cur);
+                if (fit && (best.node == NONE || better(&cur, &best)))
+                    best = cur;
+            }
+            if (best.node != NONE && best.n_victims == 0)
+                break; /* cannot do better than no victim at all */
+        }
+        if (best.node == NONE) {
+            ok = false;
+            break;
+        }
+        for (int32_t i = 0; i < best.n_victims; i++) {
+            virtual_free(s, best.victims[i], +1);
+            s->wl_stamp[best.victims[i]] = s->epoch;
+            ivec_push(&victims, best.victims[i]);
+        }
+        vtake_replica(s, w, best.node);
+        ivec_push(&nodes, best.node);
+    }
+    if (ok && victims.n == 0)
+        ok = false; /* it fits without anyone leaving: placement will take it */
+    if (ok) {
+        record_preemption(s, w, &victims, now, d);
+        for (int32_t i = 0; i < victims.n; i++) {
+            struct workload *v = &s->wls[victims.v[i]];
+            v->state = SCHED_PREEMPTING;
+            v->preemptor_id = wl->spec.id;
+        }
+        for (int32_t i = 0; i < nodes.n; i++)
+            reserve_node(s, w, nodes.v[i]);
+        wl->victims_pending = victims.n;
+        wl->reason = (struct sched_reason){.code = SCHED_WAIT_RECLAIM,
+                                           .class_id = wl->spec.class_id,
+                                           .need = need_of(wl),
+                                           .count = victims.n};
+    }
+    ivec_release(&victims);
+    ivec_release(&nodes);
+    return ok;
+}
+
+/* ---- admission ---- */
+
+static void admit(struct sched *s, int32_t w, int64_t now, struct sched_decisions *d)
+{
+    struct workload *wl = &s->wls[w];
+    struct sched_admit *ad;
+
+    sched__queue_remove(s, w);
+    wl->state = SCHED_RUNNING;
+    wl->started_ms = wl->checkpoint_ms = now;
+    wl->blocked_since_ms = 0;
+    wl->reason = (struct sched_reason){0};
+    sched__charge(s, w, +1);
+    sched__unreserve(s, w);
+    ad = PUSH(d, admits, d->n_admits, d->cap_admits);
+    ad->workload_id = wl->spec.id;
+    ad->first_assign = d->n_assigns;
+    ad->n_assigns = (size_t)wl->n_assigns;
+    ad->borrowed = wl->cls != NONE && held_of(s, wl->project, wl->cls) >
+                                          guaranteed_of(s, wl->project, wl->cls);
+    for (int32_t i = 0; i < wl->n_assigns; i++)
+        *PUSH(d, assigns, d->n_assigns, d->cap_assigns) = wl->assigns[i];
+}
+
+static void wait_for(struct workload *wl, enum sched_reason_code code, int64_t used, int64_t cap)
+{
+    wl->reason = (struct sched_reason){.code = code,
+                                       .class_id = wl->spec.class_id,
+                                       .need = need_of(wl),
+                                       .used = used,
+                                       .cap = cap};
+}
+
+/* Records why w found no room, and holds capacity for it once it has waited long enough. */
+static void blocked_on_capacity(struct sched *s, int32_t w, int64_t now)
+{
+    struct workload *wl = &s->wls[w];
+    struct cls *c = wl->cls != NONE ? &s->classes[wl->cls] : NULL;
+
+    if (wl->fits_generation != s->fleet_generation + 1) {
+        wl->ever_fits = place__ever_fits(s, w);
+        wl->fits_generation = s->fleet_generation + 1;
+    }
+    if (!wl->ever_fits) {
+        wait_for(wl, SCHED_WAIT_NO_NODES, 0, 0);
+        return;
+    }
+    if (c && c->hol_reserver != NONE && c->hol_reserver != w) {
+        wait_for(wl, SCHED_WAIT_RESERVED, 0, 0);
+        wl->reason.other_id = s->wls[c->hol_reserver].spec.id;
+    } else {
+        wait_for(wl, SCHED_WAIT_CAPACITY, 0, place__largest_free(s, w));
+    }
+    if (!c)
+        return;
+    if (wl->blocked_since_ms == 0) {
+        wl->blocked_since_ms = now;
+        sched__wake_at(s, now + s->cfg.reserve_after_ms);
+    } else if (now - wl->blocked_since_ms >= s->cfg.reserve_after_ms && c->hol_reserver == NONE) {
+        reserve_for_head(s, w);
+    }
+}
+
+/* Tries to admit w now; false (with its reason set) when it must wait. */
+static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_decisions *d)
+{
+    struct workload *wl = &s->wls[w];
+    struct project *p = &s->projects[wl->project];
+    int64_t need = need_of(wl), over_limit = 0;
+
+    if (wl->cls != NONE) {
+        struct quota *q = sched__quota(p, wl->cls, false);
+        struct org_cap *oc = sched__org_cap(s, p->org, wl->cls, false);
+        int64_t p1 = q ? q->p1 : 0, p2 = q ? q->p2 : 0, limit = q ? q->limit : -1;
+        int64_t g = q ? sched__guaranteed(s, p, q) : 0;
+
+        if (wl->spec.pclass == SCHED_P1 && p1 + need > g) {
+            wait_for(wl, SCHED_WAIT_GUARANTEE, p1, g);
+            return false;
+        }
+        if (limit >= 0 && p1 + p2 + need > limit) {
+            if (wl->spec.pclass == SCHED_P2) {
+                wait_for(wl, SCHED_WAIT_LIMIT, p1 + p2, limit);
+                return false;
+            }
+            over_limit = p1 + p2 + need - limit; /* own P2 work makes way */
+        }
+        if (oc && oc->limit >= 0 && oc->used + need > oc->limit) {
+            wait_for(wl, SCHED_WAIT_ORG_CAP, oc->used, oc->limit);
+            return false;
+        }
+    }
+    if (wl->victims_pending > 0)
+        return false; /* still SCHED_WAIT_RECLAIM */
+    if (over_limit == 0 && place__gang(s, w)) {
+        admit(s, w, now, d);
+        return true;
+    }
+    if (wl->spec.pclass == SCHED_P1 && wl->cls != NONE && reclaim(s, w, over_limit, now, d))
+        return false;
+    if (over_limit > 0) {
+        struct quota *q = sched__quota(p, wl->cls, false);
+        wait_for(wl, SCHED_WAIT_LIMIT, q->p1 + q->p2, q->limit);
+        return false;
+    }
+    blocked_on_capacity(s, w, now);
+    return false;
+}
+
+/* ---- the pass ---- */
+
+/* First queue index of P2 work (the queue holds P1 work first). */
+static int32_t first_p2(const struct sched *s, const struct project *p)
+{
+    int32_t lo = 0, hi = p->queue.n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (s->wls[p->queue.v[mid]].spec.pclass == SCHED_P1)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/*
+ * Looks at p's queue from p->cursor for work of class pclass, admitting what
+ * fits, until `lookahead` workloads were found blocked or (one_only) one was
+ * admitted. Returns whether anything was admitted.
+ */
+static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, bool one_only,
+                         int64_t now, struct sched_decisions *d)
+{
+    struct project *p = &s->projects[pi];
+    bool any = false;
+    while (p->cursor < p->queue.n && p->blocked <= s->cfg.lookahead) {
+        int32_t w = p->queue.v[p->cursor];
+        if (s->wls[w].spec.pclass != pclass)
+            break;
+        if (try_admit(s, w, now, d)) {
+            any = true; /* the queue moved up: the cursor now points at the next one */
+            if (one_only)
+                break;
+        } else {
+            p->blocked++;
+            p->cursor++;
+        }
+    }
+    return any;
+}
+
+/* Dominant share of borrowed capacity over classes, for the weight. */
+static double borrowed_share(const struct sched *s, const struct project *p)
+{
+    double most = 0;
+    for (int32_t i = 0; i < p->n_quotas; i++) {
+        const struct quota *q = &p->quotas[i];
+        int64_t cap = s->classes[q->cls].capacity;
+        int64_t borrowed = q->p1 + q->p2 - sched__guaranteed(s, p, q);
+        if (cap > 0 && borrowed > 0 && (double)borrowed / (double)cap > most)
+            most = (double)borrowed / (double)cap;
+    }
+    return most / p->weight;
+}
+
+/* A small binary min-heap of project indices by share_key (ties: lower project id). */
+struct heap {
+    int32_t *v;
+    int32_t n;
+};
+
+static bool heap_less(const struct sched *s, int32_t a, int32_t b)
+{
+    const struct project *pa = &s->projects[a], *pb = &s->projects[b];
+    if (pa->share_key != pb->share_key)
+        return pa->share_key < pb->share_key;
+    return pa->id < pb->id;
+}
+
+static void heap_push(const struct sched *s, struct heap *h, int32_t p)
+{
+    int32_t i = h->n++;
+    h->v[i] = p;
+    while (i > 0 && heap_less(s, h->v[i], h->v[(i - 1) / 2])) {
+        int32_t t = h->v[i];
+        h->v[i] = h->v[(i - 1) / 2];
+        h->v[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static int32_t heap_pop(const struct sched *s, struct heap *h)
+{
+    int32_t top = h->v[0], i = 0;
+    h->v[0] = h->v[--h->n];
+    for (;;) {
+        int32_t l = 2 * i + 1, r = l + 1, m = i, t;
+        if (l < h->n && heap_less(s, h->v[l], h->v[m]))
+            m = l;
+        if (r < h->n && heap_less(s, h->v[r], h->v[m]))
+            m = r;
+        if (m == i)
+            break;
+        t = h->v[i];
+        h->v[i] = h->v[m];
+        h->v[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
+{
+    size_t before = d->n_admits + d->n_preemptions;
+    struct ivec todo = s->dirty;
+    struct heap h;
+
+    if (now_ms >= s->next_wakeup_ms) {
+        /* A timer is due (a reservation, a victim's minimum runtime): look at everyone. */
+        s->next_wakeup_ms = INT64_MAX;
+        for (int32_t i = 0; i < s->n_projects; i++) {
+            if (s->projects[i].queue.n > 0)
+                sched__mark_dirty(s, i);
+        }
+        todo = s->dirty;
+    }
+    memset(&s->dirty, 0, sizeof(s->dirty));
+    for (int32_t i = 0; i < todo.n; i++)
+        s->projects[todo.v[i]].dirty = false;
+
+    /* Owned work first, project by project. */
+    for (int32_t i = 0; i < todo.n; i++) {
+        struct project *p = &s->projects[todo.v[i]];
+        p->cursor = 0;
+        p->blocked = 0;
+        scan_project(s, todo.v[i], SCHED_P1, false, now_ms, d);
+    }
+    /* Then borrowed capacity, by weighted fair share, one workload per turn. */
+    h.v = xcalloc((size_t)todo.n + 1, sizeof(int32_t));
+    h.n = 0;
+    for (int32_t i = 0; i < todo.n; i++) {
+        struct project *p = &s->projects[todo.v[i]];
+        p->cursor = first_p2(s, p);
+        p->blocked = 0;
+        if (p->cursor < p->queue.n) {
+            p->share_key = borrowed_share(s, p);
+            heap_push(s, &h, todo.v[i]);
+        }
+    }
+    while (h.n > 0) {
+        int32_t pi = heap_pop(s, &h);
+        if (scan_project(s, pi, SCHED_P2, true, now_ms, d)) {
+            s->projects[pi].share_key = borrowed_share(s, &s->projects[pi]);
+            heap_push(s, &h, pi);
+        }
+    }
+    free(h.v);
+    ivec_release(&todo);
+    return (int)(d->n_admits + d->n_preemptions - before);
+}

@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * place.c: where work can go. Free capacity is indexed so that best-fit is
+ * a bucket lookup, not a scan of the fleet: per GPU class, each node's
+ * devices of that class (a slot) sit in a list by their number of free whole
+ * devices, and partially used devices sit in lists by free milli (in steps of
+ * 50). A whole-GPU replica takes the first usable node of the smallest
+ * bucket that fits; a share takes the fullest partially used device that
+ * fits, else a free device on the fullest node. Gangs place replica by
+ * replica and undo everything when one does not fit.
+ */
+#include "base/common.h"
+
+#include "base/alloc.h"
+#include "sched/sched-int.h"
+
+#define SHARE_STEP (WHOLE / SHARE_BUCKETS)
+
+/* ---- the index ---- */
+
+void place__slot_link(struct sched *s, int32_t sl)
+{
+    struct slot *st = &s->slots[sl];
+    struct cls *c = &s->classes[st->cls];
+    int32_t b = st->free_whole;
+    if (st->linked || s->nodes[st->node].state != SCHED_NODE_READY)
+        return;
+    st->prev = NONE;
+    st->next = c->whole_head[b];
+    if (st->next != NONE)
+        s->slots[st->next].prev = sl;
+    c->whole_head[b] = sl;
+    st->linked = true;
+}
+
+void place__slot_unlink(struct sched *s, int32_t sl)
+{
+    struct slot *st = &s->slots[sl];
+    struct cls *c = &s->classes[st->cls];
+    if (!st->linked)
+        return;
+    if (st->prev != NONE)
+        s->slots[st->prev].next = st->next;
+    else
+        c->whole_head[st->free_whole] = st->next;
+    if (st->next != NONE)
+        s->slots[st->next].prev = st->prev;
+    st->prev = st->next = NONE;
+    st->linked = false;
+}
+
+void place__gpu_link(struct sched *s, int32_t g)
+{
+    struct gpu *gp = &s->gpus[g];
+    struct cls *c = &s->classes[s->slots[gp->slot].cls];
+    int32_t b;
+    if (gp->sbucket != NONE || gp->free <= 0 || gp->free >= WHOLE ||
+        s->nodes[gp->node].state != SCHED_NODE_READY)
+        return;
+    b = gp->free / SHARE_STEP;
+    gp->sbucket = b;
+    gp->sprev = NONE;
+    gp->snext = c->share_head[b];
+    if (gp->snext != NONE)
+        s->gpus[gp->snext].sprev = g;
+    c->share_head[b] = g;
+}
+
+void place__gpu_unlink(struct sched *s, int32_t g)
+{
+    struct gpu *gp = &s->gpus[g];
+    struct cls *c = &s->classes[s->slots[gp->slot].cls];
+    if (gp->sbucket == NONE)
+        return;
+    if (gp->sprev != NONE)
+        s->gpus[gp->sprev].snext = gp->snext;
+    else
+        c->share_head[gp->sbucket] = gp->snext;
+    if (gp->snext != NONE)
+        s->gpus[gp->snext].sprev = gp->sprev;
+    gp->sbucket = gp->sprev = gp->snext = NONE;
+}
+
+/* Moves milli between a device and its users, keeping every index right. */
+static void gpu_adjust(struct sched *s, int32_t g, int32_t delta)
+{
+    struct gpu *gp = &s->gpus[g];
+    struct slot *st = &s->slots[gp->slot];
+    bool ready = s->nodes[gp->node].state == SCHED_NODE_READY;
+    bool was_whole = gp->free == WHOLE;
+
+    place__gpu_unlink(s, g);
+    gp->free += delta;
+    assert(gp->free >= 0 && gp->free <= WHOLE);
+    place__gpu_link(s, g);
+    if (ready)
+        s->classes[st->cls].free += delta;
+    if (was_whole != (gp->free == WHOLE)) {
+        place__slot_unlink(s, gp->slot);
+        st->free_whole += was_whole ? -1 : 1;
+        place__slot_link(s, gp->slot);
+    }
+}
+
+void place__gpu_take(struct sched *s, int32_t g, int32_t milli)
+{
+    gpu_adjust(s, g, -milli);
+}
+
+void place__gpu_give(struct sched *s, int32_t g, int32_t milli)
+{
+    gpu_adjust(s, g, milli);
+}
+
+/* ---- eligibility ---- */
+
+bool place__node_fits_labels(const struct node *n, const struct sched_workload_spec *spec)
+{
+    for (int i = 0; i < spec->n_selector; i++) {
+        bool found = false;
+        for (int k = 0; k < n->n_labels && !found; k++)
+            found = n->labels[k] == spec->selector[i];
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+bool place__node_usable(const struct sched *s, int32_t w, int32_t n)
+{
+    const struct node *nd = &s->nodes[n];
+    const struct workload *wl = &s->wls[w];
+    if (nd->state != SCHED_NODE_READY || !place__node_fits_labels(nd, &wl->spec))
+        return false;
+    /* A node held for other work is off limits, except P2 holds for P1 work. */
+    if (nd->reserved_for != NONE && nd->reserved_for != w &&
+        !(s->wls[nd->reserved_for].spec.pclass == SCHED_P2 && wl->spec.pclass == SCHED_P1))
+        return false;
+    return true;
+}
+
+bool place__gpu_usable(const struct sched *s, int32_t w, int32_t g)
+{
+    const struct workload *wl = &s->wls[w];
+    int32_t pool = s->gpus[g].pool;
+    if (!sched__project_may_use_pool(s, &s->projects[wl->project], pool))
+        return false;
+    if (wl->spec.n_pools == 0)
+        return true;
+    for (int i = 0; i < wl->spec.n_pools; i++) {
+        if (pool != NONE && s->pools[pool].id == wl->spec.pool_ids[i])
+            return true;
+    }
+    return false;
+}
+
+static bool node_has_room(const struct node *nd, const struct sched_workload_spec *spec)
+{
+    return (nd->cpu_cap == 0 || nd->cpu_free >= spec->cpu_milli) &&
+           (nd->mem_cap == 0 || nd->mem_free >= spec->mem_mib);
+}
+
+/* ---- one replica ---- */
+
+struct gang {
+    int32_t w;
+    int64_t block; /* 0: any */
+    struct sched_assign *as;
+    int32_t n_as;
+    int32_t *replica_node;
+};
+
+static bool node_ok(const struct sched *s, const struct gang *gg, int32_t n)
+{
+    const struct node *nd = &s->nodes[n];
+    return (gg->block == 0 || nd->block_id == gg->block) && place__node_usable(s, gg->w, n) &&
+           node_has_room(nd, &s->wls[gg->w].spec);
+}
+
+static void take_node_room(struct sched *s, struct gang *gg, int32_t replica, int32_t n)
+{
+    const struct sched_workload_spec *sp = &s->wls[gg->w].spec;
+    s->nodes[n].cpu_free -= sp->cpu_milli;
+    s->nodes[n].mem_free -= sp->mem_mib;
+    gg->replica_node[replica] = n;
+}
+
+static void assign(struct sched *s, struct gang *gg, int32_t replica, int32_t g, int32_t milli)
+{
+    place__gpu_take(s, g, milli);
+    gg->as[gg->n_as++] = (struct sched_assign){.replica = replica,
+                                               .node_id = s->nodes[s->gpus[g].node].id,
+                                               .gpu_id = s->gpus[g].id,
+                                               .milli = milli};
+}
+
+/* k whole devices on one node, best fit through the buckets. */
+static bool place_whole(struct sched *s, struct gang *gg, int32_t replica, int32_t k)
+{
+    const struct cls *c = &s->classes[s->wls[gg->w].cls];
+    for (int32_t b = k; b <= SCHED_MAX_GPUS_PER_NODE; b++) {
+        for (int32_t sl = c->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
+            const struct slot *st = &s->slots[sl];
+            int32_t usable = 0;
+            if (!node_ok(s, gg, st->node))
+                continue;
+            for (int32_t i = 0; i < st->gpus.n && usable < k; i++) {
+                int32_t g = st->gpus.v[i];
+                usable += s->gpus[g].free == WHOLE && place__gpu_usable(s, gg->w, g);
+            }
+            if (usable < k)
+                continue;
+            take_node_room(s, gg, replica, st->node);
+            for (int32_t i = 0, got = 0; got < k; i++) {
+                int32_t g = st->gpus.v[i];
+                if (s->gpus[g].free == WHOLE && place__gpu_usable(s, gg->w, g)) {
+                    assign(s, gg, replica, g, WHOLE);
+                    got++;
+                }
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A share of one device: the fullest partially used device that fits, else a free one. */
+static bool place_share(struct sched *s, struct gang *gg, int32_t replica, int32_t milli)
+{
+    const struct cls *c = &s->classes[s->wls[gg->w].cls];
+    for (int32_t b = milli / SHARE_STEP; b < SHARE_BUCKETS; b++) {
+        int32_t best = NONE;
+        for (int32_t g = c->share_head[b]; g != NONE; g = s->gpus[g].snext) {
+            const struct gpu *gp = &s->gpus[g];
+            if (gp->free < milli || (best != NONE && gp->free >= s->gpus[best].free))
+                continue;
+            if (node_ok(s, gg, gp->node) && place__gpu_usable(s, gg->w, g))
+                best = g;
+        }
+        if (best != NONE) {
+            take_node_room(s, gg, replica, s->gpus[best].node);
+            assign(s, gg, replica, best, milli);
+            return true;
+        }
+    }
+    for (int32_t b = 1; b <= SCHED_MAX_GPUS_PER_NODE; b++) {
+        for (int32_t sl = c->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
+            const struct slot *st = &s->slots[sl];
+            if (!node_ok(s, gg, st->node))
+                continue;
+            for (int32_t i = 0; i < st->gpus.n; i++) {
+                int32_t g = st->gpus.v[i];
+                if (s->gpus[g].free == WHOLE && place__gpu_usable(s, gg->w, g)) {
+                    take_node_room(s, gg, replica, st->node);
+                    assign(s, gg, replica, g, milli);
+                    return true;
+                }
+            }
+        }
+    }
+    return false;
+}
+
+/* Any policy: score every usable node of the class, take the lowest. */
+static bool place_by_policy(struct sched *s, struct gang *gg, int32_t replica)
+{
+    const struct sched_policy *pol = s->cfg.policy;
+    const struct workload *wl = &s->wls[gg->w];
+    const struct cls *c = &s->classes[wl->cls];
+    struct sched_replica_req req = {c->id, wl->spec.gpu_milli, wl->spec.cpu_milli,
+                                    wl->spec.mem_mib};
+    int32_t best_slot = NONE, k = wl->spec.gpu_milli >= WHOLE ? wl->spec.gpu_milli / WHOLE : 1;
+    int64_t best_score = INT64_MAX;
+    int best_pick[SCHED_MAX_GPUS_PER_NODE];
+    int32_t best_gpus[SCHED_MAX_GPUS_PER_NODE];
+
+    if (!s->view_free) {
+        s->view_free = xcalloc(SCHED_MAX_GPUS_PER_NODE, sizeof(int32_t));
+        s->view_ids = xcalloc(SCHED_MAX_GPUS_PER_NODE, sizeof(int64_t));
+        s->view_gpus = xcalloc(SCHED_MAX_GPUS_PER_NODE, sizeof(int32_t));
+        s->view_pick = xcalloc(SCHED_MAX_GPUS_PER_NODE, sizeof(int));
+    }
+    for (int32_t i = 0; i < c->slots.n; i++) {
+        const struct slot *st = &s->slots[c->slots.v[i]];
+        const struct node *nd = &s->nodes[st->node];
+        struct sched_node_view v = {nd->id, nd->cpu_free, nd->cpu_cap, nd->mem_free, nd->mem_cap,
+                                    0, s->view_free, s->view_ids};
+        int64_t score;
+        if (!node_ok(s, gg, st->node))
+            continue;
+        for (int32_t k2 = 0; k2 < st->gpus.n; k2++) {
+            int32_t g = st->gpus.v[k2];
+            if (!place__gpu_usable(s, gg->w, g))
+                continue;
+            s->view_free[v.n_gpus] = s->gpus[g].free;
+            s->view_ids[v.n_gpus] = s->gpus[g].id;
+            s->view_gpus[v.n_gpus] = g;
+            v.n_gpus++;
+        }
+        if (v.n_gpus == 0)
+            continue;
+        score = pol->score(pol, &v, &req, s->view_pick);
+        if (score == INT64_MAX ||
+            (best_slot != NONE && (score > best_score ||
+                                   (score == best_score &&
+                                    nd->id > s->nodes[s->slots[best_slot].node].id))))
+            continue;
+        /* Check the policy's choice: right count, in range, distinct, with room. */
+        {
+            bool valid = true;
+            for (int32_t a = 0; a < k && valid; a++) {
+                int pick = s->view_pick[a];
+                valid = pick >= 0 && pick < v.n_gpus &&
+                        s->view_free[pick] >= (wl->spec.gpu_milli >= WHOLE ? WHOLE
+                                                                            : wl->spec.gpu_milli);
+                for (int32_t b2 = 0; b2 < a && valid; b2++)
+                    valid = s->view_pick[b2] != pick;
+            }
+            if (!valid)
+                continue;
+        }
+        best_score = score;
+        best_slot = c->slots.v[i];
+        for (int32_t a = 0; a < k; a++) {
+            best_pick[a] = s->view_pick[a];
+            best_gpus[a] = s->view_gpus[best_pick[a]];
+        }
+    }
+    if (best_slot == NONE)
+        return false;
+    take_node_room(s, gg, replica, s->slots[best_slot].node);
+    for (int32_t a = 0; a < k; a++)
+        assign(s, gg, replica, best_gpus[a], wl->spec.gpu_milli >= WHOLE ? WHOLE
+                                                                       : wl->spec.gpu_milli);
+    return true;
+}
+
+/* CPU-only: the next node with room, round robin so such work spreads. */
+static bool place_cpu(struct sched *s, struct gang *gg, int32_t replica)
+{
+    for (int32_t i = 0; i < s->n_nodes; i++) {
+        int32_t n = (int32_t)((s->cpu_cursor + (uint32_t)i) % (uint32_t)s->n_nodes);
+        if (!node_ok(s, gg, n))
+            continue;
+        s->cpu_cursor = (uint32_t)n + 1;
+        take_node_room(s, gg, replica, n);
+        gg->as[gg->n_as++] = (struct sched_assign){.replica = replica,
+                                                   .node_id = s->nodes[n].id};
+        return true;
+    }
+    return false;
+}
+
+static bool place_replica(struct sched *s, struct gang *gg, int32_t replica)
+{
+    const struct workload *wl = &s->wls[gg->w];
+    if (wl->cls == NONE)
+        return place_cpu(s, gg, replica);
+    if (s->cfg.policy)
+        return place_by_policy(s, gg, replica);
+    if (wl->spec.gpu_milli >= WHOLE)
+        return place_whole(s, gg, replica, wl->spec.gpu_milli / WHOLE);
+    return place_share(s, gg, replica, wl->spec.gpu_milli);
+}
+
+static void undo(struct sched *s, struct gang *gg, int32_t n_replicas)
+{
+    const struct sched_workload_spec *sp = &s->wls[gg->w].spec;
+    for (int32_t i = 0; i < gg->n_as; i++) {
+        if (gg->as[i].gpu_id)
+            place__gpu_give(s, idmap_get(&s->gpu_ids, gg->as[i].gpu_id), gg->as[i].milli);
+    }
+    for (int32_t r = 0; r < n_replicas; r++) {
+        s->nodes[gg->replica_node[r]].cpu_free += sp->cpu_milli;
+        s->nodes[gg->replica_node[r]].mem_free += sp->mem_mib;
+    }
+    gg->n_as = 0;
+}
+
+static bool place_all(struct sched *s, struct gang *gg)
+{
+    int32_t replicas = s->wls[gg->w].spec.replicas;
+    for (int32_t r = 0; r < replicas; r++) {
+        if (!place_replica(s, gg, r)) {
+            undo(s, gg, r);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Topology blocks that hold devices of the workload's class, each once. */
+static int64_t *blocks_of_class(const struct sched *s, const struct workload *wl, int32_t *ret_n)
+{
+    const struct cls *c = &s->classes[wl->cls];
+    int64_t *blocks = xcalloc((size_t)c->slots.n + 1, sizeof(int64_t));
+    int32_t n = 0;
+    for (int32_t i = 0; i < c->slots.n; i++) {
+        int64_t b = s->nodes[s->slots[c->slots.v[i]].node].block_id;
+        bool seen = b == 0;
+        for (int32_t k = 0; k < n && !seen; k++)
+            seen = blocks[k] == b;
+        if (!seen)
+            blocks[n++] = b;
+    }
+    *ret_n = n;
+    return blocks;
+}
+
+bool place__gang(struct sched *s, int32_t w)
+{
+    struct workload *wl = &s->wls[w];
+    int32_t per_replica = wl->cls == NONE          ? 1
+                          : wl->spec.gpu_milli >= WHOLE ? wl->spec.gpu_milli / WHOLE
+                                                        : 1;
+    struct gang gg = {.w = w};
+    bool ok = false;
+
+    gg.as = xcalloc((size_t)wl->spec.replicas * (size_t)per_replica, sizeof(*gg.as));
+    gg.replica_node = xcalloc((size_t)wl->spec.replicas, sizeof(int32_t));
+    if (wl->spec.same_block && wl->spec.replicas > 1 && wl->cls != NONE) {
+        int32_t n_blocks;
+        int64_t *blocks = blocks_of_class(s, wl, &n_blocks);
+        for (int32_t i = 0; i < n_blocks && !ok; i++) {
+            gg.block = blocks[i];
+            ok = place_all(s, &gg);
+        }
+        free(blocks);
+    } else {
+        ok = place_all(s, &gg);
+    }
+    if (!ok) {
+        free(gg.as);
+        free(gg.replica_node);
+        return false;
+    }
+    free(wl->assigns);
+    wl->assigns = gg.as;
+    wl->n_assigns = gg.n_as;
+    for (int32_t r = 0; r < wl->spec.replicas; r++) {
+        struct ivec *running = &s->nodes[gg.replica_node[r]].running;
+        ivec_remove_value(running, w);
+        ivec_push(running, w);
+    }
+    free(gg.replica_node);
+    return true;
+}
+
+void place__release(struct sched *s, int32_t w)
+{
+    struct workload *wl = &s->wls[w];
+    int32_t last_replica = NONE;
+    for (int32_t i = 0; i < wl->n_assigns; i++) {
+        const struct sched_assign *a = &wl->assigns[i];
+        int32_t n = idmap_get(&s->node_ids, a->node_id);
+        if (a->gpu_id)
+            place__gpu_give(s, idmap_get(&s->gpu_ids, a->gpu_id), a->milli);
+        /* A replica's devices are contiguous and on one node: give its CPU and memory once. */
+        if (a->replica != last_replica) {
+            s->nodes[n].cpu_free += wl->spec.cpu_milli;
+            s->nodes[n].mem_free += wl->spec.mem_mib;
+            ivec_remove_value(&s->nodes[n].running, w);
+            last_replica = a->replica;
+        }
+    }
+    free(wl->assigns);
+    wl->assigns = NULL;
+    wl->n_assigns = 0;
+}
+
+int64_t place__largest_free(const struct sched *s, int32_t w)
+{
+    const struct workload *wl = &s->wls[w];
+    const struct cls *c;
+    if (wl->cls == NONE)
+        return 0;
+    c = &s->classes[wl->cls];
+    for (int32_t b = SCHED_MAX_GPUS_PER_NODE; b >= 1; b--) {
+        if (c->whole_head[b] != NONE)
+            return (int64_t)b * WHOLE;
+    }
+    for (int32_t b = SHARE_BUCKETS - 1; b >= 0; b--) {
+        int32_t most = 0;
+        for (int32_t g = c->share_head[b]; g != NONE; g = s->gpus[g].snext)
+            most = s->gpus[g].free > most ? s->gpus[g].free : most;
+        if (most)
+            return most;
+    }
+    return 0;
+}
+
+bool place__ever_fits(const struct sched *s, int32_t w)
+{
+    const struct workload *wl = &s->wls[w];
+    int32_t k = wl->spec.gpu_milli >= WHOLE ? wl->spec.gpu_milli / WHOLE : 1;
+    const struct cls *c;
+
+    if (wl->cls == NONE) {
+        for (int32_t n = 0; n < s->n_nodes; n++) {
+            const struct node *nd = &s->nodes[n];
+            if (place__node_fits_labels(nd, &wl->spec) &&
+                (nd->cpu_cap == 0 || nd->cpu_cap >= wl->spec.cpu_milli) &&
+                (nd->mem_cap == 0 || nd->mem_cap >= wl->spec.mem_mib))
+                return true;
+        }
+        return false;
+    }
+    c = &s->classes[wl->cls];
+    if (c->max_gpus_per_node < k)
+        return false;
+    for (int32_t i = 0; i < c->slots.n; i++) {
+        const struct slot *st = &s->slots[c->slots.v[i]];
+        const struct node *nd = &s->nodes[st->node];
+        int32_t usable = 0;
+        if (nd->state == SCHED_NODE_DOWN || !place__node_fits_labels(nd, &wl->spec) ||
+            (nd->cpu_cap && nd->cpu_cap < wl->spec.cpu_milli) ||
+            (nd->mem_cap && nd->mem_cap < wl->spec.mem_mib))
+            continue;
+        for (int32_t g = 0; g < st->gpus.n; g++)
+            usable += place__gpu_usable(s, w, st->gpus.v[g]);
+        if (usable >= k)
+            return true;
+    }
+    return false;
+}

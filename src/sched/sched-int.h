@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sched-int.h: the scheduler core's internal state, shared by its files:
+ * sched.c (fleet, tenants, workloads, events, queries), place.c (the free
+ * capacity index and placement) and pass.c (admission, fair share,
+ * preemption, reservations). Everything is addressed by dense int indices;
+ * the caller's int64 ids map to them through idmaps.
+ */
+#ifndef GPUAAS_SCHED_INT_H
+#define GPUAAS_SCHED_INT_H
+
+#include "sched/sched.h"
+
+#define NONE (-1)
+#define SHARE_BUCKETS 20 /* partially used GPUs bucketed by free milli / 50 */
+#define WHOLE 1000
+
+/* ---- id -> index maps (open addressing, linear probing) ---- */
+
+struct idmap {
+    int64_t *keys; /* 0 = empty */
+    int32_t *vals;
+    size_t cap, n;
+};
+
+void idmap_release(struct idmap *m);
+int32_t idmap_get(const struct idmap *m, int64_t key); /* NONE when absent */
+void idmap_put(struct idmap *m, int64_t key, int32_t val);
+void idmap_del(struct idmap *m, int64_t key);
+
+/* Growable int32 arrays. */
+struct ivec {
+    int32_t *v;
+    int32_t n, cap;
+};
+void ivec_push(struct ivec *a, int32_t x);
+void ivec_remove_value(struct ivec *a, int32_t x); /* first occurrence, order kept */
+void ivec_release(struct ivec *a);
+
+/* ---- fleet ---- */
+
+struct gpu {
+    int64_t id;
+    int32_t node, slot;   /* node and its class slot */
+    int32_t pool;         /* NONE: in no pool */
+    int32_t free;         /* milli */
+    int32_t sbucket;      /* share bucket when 0 < free < WHOLE, else NONE */
+    int32_t sprev, snext; /* share bucket list */
+};
+
+/* A node's devices of one class, linked into that class's bucket by free whole GPUs. */
+struct slot {
+    int32_t node, cls;
+    struct ivec gpus;
+    int32_t free_whole;
+    int32_t prev, next;
+    bool linked;
+};
+
+struct node {
+    int64_t id, cluster_id;
+    int64_t cpu_cap, cpu_free, mem_cap, mem_free;
+    uint32_t labels[SCHED_MAX_LABELS];
+    int n_labels;
+    int64_t block_id;
+    enum sched_node_state state;
+    struct ivec slots;
+    struct ivec running;  /* workloads with a replica here */
+    int32_t reserved_for; /* workload the node is held for, or NONE */
+};
+
+struct cls {
+    int64_t id;
+    int32_t whole_head[SCHED_MAX_GPUS_PER_NODE + 1]; /* slot lists by free whole GPUs */
+    int32_t share_head[SHARE_BUCKETS];               /* gpu lists by free milli / 50 */
+    struct ivec slots;                               /* every slot of this class */
+    int32_t max_gpus_per_node;
+    int64_t capacity, free; /* over ready nodes */
+    struct ivec waiting;    /* projects with queued work in this class (may hold stale ones) */
+    int32_t hol_reserver;   /* workload holding a head-of-line reservation, or NONE */
+};
+
+struct pool {
+    int64_t id;
+    int64_t owner_project_id, owner_org_id;
+    int64_t *access_projects, *access_orgs;
+    size_t n_access_projects, n_access_orgs;
+};
+
+/* ---- tenants ---- */
+
+struct quota {
+    int32_t cls;
+    int64_t guaranteed; /* explicit, or < 0: derived from owned pools */
+    int64_t limit;      /* < 0: none */
+    int64_t p1, p2;     /* held: running and preempting work */
+    int32_t queued;     /* queued workloads of this class */
+};
+
+struct project {
+    int64_t id, org_id;
+    int32_t org;
+    int weight;
+    struct quota *quotas;
+    int32_t n_quotas, cap_quotas;
+    struct ivec queue; /* workload indices in queue order */
+    bool dirty;
+    /* scratch for one pass */
+    int32_t cursor, blocked;
+    double share_key;
+};
+
+struct org_cap {
+    int32_t cls;
+    int64_t limit, used;
+};
+
+struct org {
+    int64_t id;
+    struct org_cap *caps;
+    int32_t n_caps, cap_caps;
+};
+
+/* ---- workloads ---- */
+
+struct workload {
+    struct sched_workload_spec spec;
+    int32_t project, cls; /* cls NONE for CPU-only */
+    enum sched_state state;
+    int64_t started_ms, checkpoint_ms;
+    struct sched_assign *assigns;
+    int32_t n_assigns;
+    struct sched_reason reason;
+    int64_t blocked_since_ms; /* 0 when not blocked on capacity */
+    int32_t victims_pending;  /* as a preemptor */
+    int64_t preemptor_id;     /* as a victim: who it makes room for, or 0 */
+    struct ivec reserved;     /* nodes held for it */
+    uint32_t fits_generation; /* fleet generation ever_fits was computed at, 0: never */
+    bool ever_fits;
+    bool in_use;
+};
+
+struct sched {
+    struct sched_config cfg;
+    struct idmap class_ids, node_ids, gpu_ids, pool_ids, project_ids, org_ids, workload_ids;
+    struct cls *classes;
+    int32_t n_classes, cap_classes;
+    struct node *nodes;
+    int32_t n_nodes, cap_nodes;
+    struct slot *slots;
+    int32_t n_slots, cap_slots;
+    struct gpu *gpus;
+    int32_t n_gpus, cap_gpus;
+    struct pool *pools;
+    int32_t n_pools, cap_pools;
+    struct project *projects;
+    int32_t n_projects, cap_projects;
+    struct org *orgs;
+    int32_t n_orgs, cap_orgs;
+    struct workload *wls;
+    int32_t n_wls, cap_wls;
+    struct ivec free_wls;
+    struct ivec dirty; /* projects to look at in the next pass */
+    int64_t next_wakeup_ms;
+    uint32_t cpu_cursor;
+    uint32_t fleet_generation; /* bumped when nodes, GPUs, labels or pools change */
+    /* scratch for policies */
+    int32_t *view_free;
+    int64_t *view_ids;
+    int32_t *view_gpus;
+    int *view_pick;
+    /* scratch for preemption: values valid where their stamp equals epoch */
+    uint32_t epoch;
+    uint32_t *gpu_stamp, *node_stamp, *wl_stamp, *proj_stamp;
+    int32_t *vfree;
+    int64_t *vcpu, *vmem, *vused;
+    size_t scratch_gpus, scratch_nodes, scratch_wls, scratch_projects;
+};
+
+/* ---- sched.c ---- */
+
+struct quota *sched__quota(struct project *p, int32_t cls, bool create);
+int64_t sched__guaranteed(const struct sched *s, const struct project *p, const struct quota *q);
+struct org_cap *sched__org_cap(struct sched *s, int32_t org, int32_t cls, bool create);
+void sched__mark_dirty(struct sched *s, int32_t project);
+void sched__class_freed(struct sched *s, int32_t cls);
+void sched__wake_at(struct sched *s, int64_t when_ms);
+bool sched__project_may_use_pool(const struct sched *s, const struct project *p, int32_t pool);
+void sched__queue_remove(struct sched *s, int32_t w);
+void sched__queue_insert(struct sched *s, int32_t w);
+void sched__unreserve(struct sched *s, int32_t w);
+/* Usage bookkeeping when a workload starts or stops holding its GPUs. */
+void sched__charge(struct sched *s, int32_t w, int sign);
+
+/* ---- place.c ---- */
+
+void place__gpu_take(struct sched *s, int32_t g, int32_t milli);
+void place__gpu_give(struct sched *s, int32_t g, int32_t milli);
+void place__slot_link(struct sched *s, int32_t slot);
+void place__slot_unlink(struct sched *s, int32_t slot);
+void place__gpu_link(struct sched *s, int32_t g);
+void place__gpu_unlink(struct sched *s, int32_t g);
+bool place__node_fits_labels(const struct node *n, const struct sched_workload_spec *spec);
+/*
+ * Places every replica of w, or none: on success its assigns are set and the
+ * capacity is taken. ignore_hol tells whether head-of-line reservations of
+ * other workloads may be ignored (P1 work ignores those of P2 work).
+ */
+bool place__gang(struct sched *s, int32_t w);
+/* Releases everything w holds. */
+void place__release(struct sched *s, int32_t w);
+/* Largest per-replica amount the class could give this workload now (for reasons). */
+int64_t place__largest_free(const struct sched *s, int32_t w);
+/* Whether some node could ever hold one replica of w (class, size, labels). */
+bool place__ever_fits(const struct sched *s, int32_t w);
+/* Whether w may put a replica on node n now (state, labels, reservation, block). */
+bool place__node_usable(const struct sched *s, int32_t w, int32_t n);
+bool place__gpu_usable(const struct sched *s, int32_t w, int32_t g);
+
+/* ---- pass.c ---- */
+
+/* Frees the preemption scratch arrays. */
+void pass__release(struct sched *s);
+
+#endif

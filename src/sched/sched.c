@@ -1,0 +1,952 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sched.c: the scheduler core's state: the fleet, tenants and quotas, the
+ * workloads and their queues, the events that change them, and queries.
+ * Placement lives in place.c and the scheduling pass in pass.c.
+ */
+#include "base/common.h"
+
+#include "base/alloc.h"
+#include "sched/sched-int.h"
+
+/* ---- small containers ---- */
+
+static size_t hash64(int64_t key, size_t cap)
+{
+    uint64_t x = (uint64_t)key;
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
+}
+
+void idmap_release(struct idmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof(*m));
+}
+
+int32_t idmap_get(const struct idmap *m, int64_t key)
+{
+    if (m->cap == 0 || key == 0)
+        return NONE;
+    for (size_t i = hash64(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == key)
+            return m->vals[i];
+        if (m->keys[i] == 0)
+            return NONE;
+    }
+}
+
+static void idmap_grow(struct idmap *m)
+{
+    struct idmap bigger = {0};
+    bigger.cap = m->cap ? m->cap * 2 : 64;
+    bigger.keys = xcalloc(bigger.cap, sizeof(int64_t));
+    bigger.vals = xcalloc(bigger.cap, sizeof(int32_t));
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->keys[i])
+            idmap_put(&bigger, m->keys[i], m->vals[i]);
+    }
+    idmap_release(m);
+    *m = bigger;
+}
+
+void idmap_put(struct idmap *m, int64_t key, int32_t val)
+{
+    size_t i;
+    assert(key != 0);
+    if ((m->n + 1) * 2 > m->cap)
+        idmap_grow(m);
+    for (i = hash64(key, m->cap); m->keys[i] && m->keys[i] != key; i = (i + 1) & (m->cap - 1))
+        ;
+    if (!m->keys[i])
+        m->n++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+}
+
+void idmap_del(struct idmap *m, int64_t key)
+{
+    size_t i, j;
+    if (m->cap == 0)
+        return;
+    for (i = hash64(key, m->cap); m->keys[i] != key; i = (i + 1) & (m->cap - 1)) {
+        if (m->keys[i] == 0)
+            return;
+    }
+    /* Backward-shift deletion keeps probe chains intact without tombstones. */
+    m->keys[i] = 0;
+    m->n--;
+    for (j = (i + 1) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1)) {
+        size_t home = hash64(m->keys[j], m->cap);
+        bool between = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+        if (!between) {
+            m->keys[i] = m->keys[j];
+            m->vals[i] = m->vals[j];
+            m->keys[j] = 0;
+            i = j;
+        }
+    }
+}
+
+void ivec_push(struct ivec *a, int32_t x)
+{
+    if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 4;
+        a->v = xreallocarray(a->v, (size_t)a->cap, sizeof(int32_t));
+    }
+    a->v[a->n++] = x;
+}
+
+void ivec_remove_value(struct ivec *a, int32_t x)
+{
+    for (int32_t i = 0; i < a->n; i++) {
+        if (a->v[i] == x) {
+            memmove(a->v + i, a->v + i + 1, (size_t)(a->n - i - 1) * sizeof(int32_t));
+            a->n--;
+            return;
+        }
+    }
+}
+
+void ivec_release(struct ivec *a)
+{
+    free(a->v);
+    memset(a, 0, sizeof(*a));
+}
+
+/* Appends one zeroed element to a growable array of structs and returns its index. */
+#define GROW(arr, n, cap)                                                                      \
+    ((n) == (cap) ? ((cap) = (cap) ? (cap) * 2 : 16,                                           \
+                     (arr) = xreallocarray((arr), (size_t)(cap), sizeof(*(arr))), 0)           \
+                  : 0,                                                                         \
+     memset(&(arr)[(n)], 0, sizeof(*(arr))), (n)++)
+
+/* ---- lifecycle ---- */
+
+void sched_config_init(struct sched_config *cfg)
+{
+    cfg->reserve_after_ms = 10 * 60 * 1000;
+    cfg->default_grace_ms = 30 * 1000;
+    cfg->lookahead = 8;
+    cfg->policy = NULL;
+}
+
+struct sched *sched_new(const struct sched_config *cfg)
+{
+    struct sched *s;
+    if (cfg->reserve_after_ms < 0 || cfg->default_grace_ms < 0 || cfg->lookahead < 0)
+        return NULL;
+    s = xcalloc(1, sizeof(*s));
+    s->cfg = *cfg;
+    s->next_wakeup_ms = INT64_MAX;
+    return s;
+}
+
+void sched_free(struct sched *s)
+{
+    if (!s)
+        return;
+    for (int32_t i = 0; i < s->n_classes; i++) {
+        ivec_release(&s->classes[i].slots);
+        ivec_release(&s->classes[i].waiting);
+    }
+    for (int32_t i = 0; i < s->n_nodes; i++) {
+        ivec_release(&s->nodes[i].slots);
+        ivec_release(&s->nodes[i].running);
+    }
+    for (int32_t i = 0; i < s->n_slots; i++)
+        ivec_release(&s->slots[i].gpus);
+    for (int32_t i = 0; i < s->n_pools; i++) {
+        free(s->pools[i].access_projects);
+        free(s->pools[i].access_orgs);
+    }
+    for (int32_t i = 0; i < s->n_projects; i++) {
+        free(s->projects[i].quotas);
+        ivec_release(&s->projects[i].queue);
+    }
+    for (int32_t i = 0; i < s->n_orgs; i++)
+        free(s->orgs[i].caps);
+    for (int32_t i = 0; i < s->n_wls; i++) {
+        free(s->wls[i].assigns);
+        ivec_release(&s->wls[i].reserved);
+    }
+    free(s->classes);
+    free(s->nodes);
+    free(s->slots);
+    free(s->gpus);
+    free(s->pools);
+    free(s->projects);
+    free(s->orgs);
+    free(s->wls);
+    ivec_release(&s->free_wls);
+    ivec_release(&s->dirty);
+    free(s->view_free);
+    free(s->view_ids);
+    free(s->view_gpus);
+    free(s->view_pick);
+    pass__release(s);
+    idmap_release(&s->class_ids);
+    idmap_release(&s->node_ids);
+    idmap_release(&s->gpu_ids);
+    idmap_release(&s->pool_ids);
+    idmap_release(&s->project_ids);
+    idmap_release(&s->org_ids);
+    idmap_release(&s->workload_ids);
+    free(s);
+}
+
+/* ---- fleet ---- */
+
+int sched_add_class(struct sched *s, int64_t class_id)
+{
+    int32_t c;
+    if (class_id <= 0)
+        return SCHED_EINVAL;
+    if (idmap_get(&s->class_ids, class_id) != NONE)
+        return SCHED_EEXIST;
+    c = GROW(s->classes, s->n_classes, s->cap_classes);
+    s->classes[c].id = class_id;
+    for (int i = 0; i <= SCHED_MAX_GPUS_PER_NODE; i++)
+        s->classes[c].whole_head[i] = NONE;
+    for (int i = 0; i < SHARE_BUCKETS; i++)
+        s->classes[c].share_head[i] = NONE;
+    s->classes[c].hol_reserver = NONE;
+    idmap_put(&s->class_ids, class_id, c);
+    return 0;
+}
+
+int sched_add_node(struct sched *s, const struct sched_node_spec *spec)
+{
+    int32_t n;
+    struct node *nd;
+    if (spec->id <= 0 || spec->n_labels < 0 || spec->n_labels > SCHED_MAX_LABELS ||
+        spec->cpu_milli < 0 || spec->mem_mib < 0)
+        return SCHED_EINVAL;
+    if (idmap_get(&s->node_ids, spec->id) != NONE)
+        return SCHED_EEXIST;
+    n = GROW(s->nodes, s->n_nodes, s->cap_nodes);
+    nd = &s->nodes[n];
+    nd->id = spec->id;
+    nd->cluster_id = spec->cluster_id;
+    nd->cpu_cap = nd->cpu_free = spec->cpu_milli;
+    nd->mem_cap = nd->mem_free = spec->mem_mib;
+    memcpy(nd->labels, spec->labels, sizeof(uint32_t) * (size_t)spec->n_labels);
+    nd->n_labels = spec->n_labels;
+    nd->block_id = spec->block_id;
+    nd->state = SCHED_NODE_READY;
+    nd->reserved_for = NONE;
+    idmap_put(&s->node_ids, spec->id, n);
+    s->fleet_generation++;
+    return 0;
+}
+
+static int32_t node_slot(struct sched *s, int32_t n, int32_t c, bool create)
+{
+    struct node *nd = &s->nodes[n];
+    int32_t sl;
+    for (int32_t i = 0; i < nd->slots.n; i++) {
+        if (s->slots[nd->slots.v[i]].cls == c)
+            return nd->slots.v[i];
+    }
+    if (!create)
+        return NONE;
+    sl = GROW(s->slots, s->n_slots, s->cap_slots);
+    s->slots[sl].node = n;
+    s->slots[sl].cls = c;
+    s->slots[sl].prev = s->slots[sl].next = NONE;
+    ivec_push(&s->nodes[n].slots, sl);
+    ivec_push(&s->classes[c].slots, sl);
+    return sl;
+}
+
+int sched_add_gpu(struct sched *s, int64_t node_id, int64_t gpu_id, int64_t class_id,
+                  int64_t pool_id)
+{
+    int32_t n = idmap_get(&s->node_ids, node_id), c = idmap_get(&s->class_ids, class_id);
+    int32_t p = pool_id ? idmap_get(&s->pool_ids, pool_id) : NONE, g, sl;
+    struct cls *cl;
+
+    if (n == NONE || c == NONE || (pool_id && p == NONE) || gpu_id <= 0)
+        return SCHED_ENOENT;
+    if (idmap_get(&s->gpu_ids, gpu_id) != NONE)
+        return SCHED_EEXIST;
+    sl = node_slot(s, n, c, true);
+    if (s->slots[sl].gpus.n >= SCHED_MAX_GPUS_PER_NODE)
+        return SCHED_EINVAL;
+    g = GROW(s->gpus, s->n_gpus, s->cap_gpus);
+    s->gpus[g] = (struct gpu){.id = gpu_id, .node = n, .slot = sl, .pool = p, .free = WHOLE,
+                              .sbucket = NONE, .sprev = NONE, .snext = NONE};
+    idmap_put(&s->gpu_ids, gpu_id, g);
+    cl = &s->classes[c];
+    if (s->nodes[n].state == SCHED_NODE_READY)
+        place__slot_unlink(s, sl);
+    ivec_push(&s->slots[sl].gpus, g);
+    s->slots[sl].free_whole++;
+    if (s->slots[sl].gpus.n > cl->max_gpus_per_node)
+        cl->max_gpus_per_node = s->slots[sl].gpus.n;
+    if (s->nodes[n].state == SCHED_NODE_READY) {
+        place__slot_link(s, sl);
+        cl->capacity += WHOLE;
+        cl->free += WHOLE;
+    }
+    sched__class_freed(s, c);
+    s->fleet_generation++;
+    return 0;
+}
+
+int sched_set_node_state(struct sched *s, int64_t node_id, enum sched_node_state state)
+{
+    int32_t n = idmap_get(&s->node_ids, node_id);
+    struct node *nd;
+    bool was_ready, ready = state == SCHED_NODE_READY;
+
+    if (n == NONE)
+        return SCHED_ENOENT;
+    nd = &s->nodes[n];
+    was_ready = nd->state == SCHED_NODE_READY;
+    nd->state = state;
+    s->fleet_generation++;
+    if (was_ready == ready)
+        return 0;
+    /* Unready nodes leave the index: no placement ever looks at them. */
+    for (int32_t i = 0; i < nd->slots.n; i++) {
+        struct slot *sl = &s->slots[nd->slots.v[i]];
+        struct cls *cl = &s->classes[sl->cls];
+        int64_t cap = 0, free_milli = 0;
+        for (int32_t k = 0; k < sl->gpus.n; k++) {
+            cap += WHOLE;
+            free_milli += s->gpus[sl->gpus.v[k]].free;
+            if (ready)
+                place__gpu_link(s, sl->gpus.v[k]);
+            else
+                place__gpu_unlink(s, sl->gpus.v[k]);
+        }
+        if (ready) {
+            place__slot_link(s, nd->slots.v[i]);
+            cl->capacity += cap;
+            cl->free += free_milli;
+            sched__class_freed(s, sl->cls);
+        } else {
+            place__slot_unlink(s, nd->slots.v[i]);
+            cl->capacity -= cap;
+            cl->free -= free_milli;
+        }
+    }
+    return 0;
+}
+
+/* ---- tenants ---- */
+
+static int32_t org_index(struct sched *s, int64_t org_id)
+{
+    int32_t o = idmap_get(&s->org_ids, org_id);
+    if (o == NONE) {
+        o = GROW(s->orgs, s->n_orgs, s->cap_orgs);
+        s->orgs[o].id = org_id;
+        idmap_put(&s->org_ids, org_id, o);
+    }
+    return o;
+}
+
+int sched_set_project(struct sched *s, int64_t project_id, int64_t org_id, int weight)
+{
+    int32_t p = idmap_get(&s->project_ids, project_id);
+    if (project_id <= 0 || org_id <= 0 || weight < 1)
+        return SCHED_EINVAL;
+    if (p == NONE) {
+        p = GROW(s->projects, s->n_projects, s->cap_projects);
+        s->projects[p].id = project_id;
+        idmap_put(&s->project_ids, project_id, p);
+    } else if (s->projects[p].org_id != org_id && s->projects[p].queue.n > 0) {
+        return SCHED_ESTATE; /* moving a project with work would break org caps */
+    }
+    s->projects[p].org_id = org_id;
+    s->projects[p].org = org_index(s, org_id);
+    s->projects[p].weight = weight;
+    sched__mark_dirty(s, p);
+    return 0;
+}
+
+int sched_set_pool(struct sched *s, const struct sched_pool_spec *spec)
+{
+    int32_t p = idmap_get(&s->pool_ids, spec->id);
+    struct pool *pl;
+    if (spec->id <= 0 || (spec->owner_project_id == 0) == (spec->owner_org_id == 0))
+        return SCHED_EINVAL;
+    if (p == NONE) {
+        p = GROW(s->pools, s->n_pools, s->cap_pools);
+        idmap_put(&s->pool_ids, spec->id, p);
+    }
+    pl = &s->pools[p];
+    free(pl->access_projects);
+    free(pl->access_orgs);
+    pl->id = spec->id;
+    pl->owner_project_id = spec->owner_project_id;
+    pl->owner_org_id = spec->owner_org_id;
+    pl->n_access_projects = spec->n_access_projects;
+    pl->n_access_orgs = spec->n_access_orgs;
+    pl->access_projects = xcalloc(spec->n_access_projects, sizeof(int64_t));
+    pl->access_orgs = xcalloc(spec->n_access_orgs, sizeof(int64_t));
+    if (spec->n_access_projects)
+        memcpy(pl->access_projects, spec->access_project_ids,
+               spec->n_access_projects * sizeof(int64_t));
+    if (spec->n_access_orgs)
+        memcpy(pl->access_orgs, spec->access_org_ids, spec->n_access_orgs * sizeof(int64_t));
+    s->fleet_generation++;
+    /* Access and derived guarantees may change for anyone. */
+    for (int32_t i = 0; i < s->n_projects; i++)
+        sched__mark_dirty(s, i);
+    return 0;
+}
+
+bool sched__project_may_use_pool(const struct sched *s, const struct project *p, int32_t pool)
+{
+    const struct pool *pl;
+    if (pool == NONE)
+        return true;
+    pl = &s->pools[pool];
+    if (pl->owner_project_id == p->id || pl->owner_org_id == p->org_id)
+        return true;
+    for (size_t i = 0; i < pl->n_access_projects; i++) {
+        if (pl->access_projects[i] == p->id)
+            return true;
+    }
+    for (size_t i = 0; i < pl->n_access_orgs; i++) {
+        if (pl->access_orgs[i] == p->org_id)
+            return true;
+    }
+    return false;
+}
+
+struct quota *sched__quota(struct project *p, int32_t cls, bool create)
+{
+    for (int32_t i = 0; i < p->n_quotas; i++) {
+        if (p->quotas[i].cls == cls)
+            return &p->quotas[i];
+    }
+    if (!create)
+        return NULL;
+    GROW(p->quotas, p->n_quotas, p->cap_quotas);
+    p->quotas[p->n_quotas - 1].cls = cls;
+    p->quotas[p->n_quotas - 1].guaranteed = 0;
+    p->quotas[p->n_quotas - 1].limit = -1;
+    return &p->quotas[p->n_quotas - 1];
+}
+
+int64_t sched__guaranteed(const struct sched *s, const struct project *p, const struct quota *q)
+{
+    int64_t g = 0;
+    if (q->guaranteed >= 0)
+        return q->guaranteed;
+    /* Derived: the devices of this class in the pools the project owns (healthy nodes). */
+    for (int32_t i = 0; i < s->classes[q->cls].slots.n; i++) {
+        const struct slot *sl = &s->slots[s->classes[q->cls].slots.v[i]];
+        if (s->nodes[sl->node].state == SCHED_NODE_DOWN)
+            continue;
+        for (int32_t k = 0; k < sl->gpus.n; k++) {
+            int32_t pool = s->gpus[sl->gpus.v[k]].pool;
+            if (pool != NONE && s->pools[pool].owner_project_id == p->id)
+                g += WHOLE;
+        }
+    }
+    return q->limit >= 0 && g > q->limit ? q->limit : g;
+}
+
+int sched_set_quota(struct sched *s, int64_t project_id, int64_t class_id, int64_t guaranteed,
+                    int64_t limit)
+{
+    int32_t p = idmap_get(&s->project_ids, project_id), c = idmap_get(&s->class_ids, class_id);
+    struct quota *q;
+    if (p == NONE || c == NONE)
+        return SCHED_ENOENT;
+    if (guaranteed >= 0 && limit >= 0 && guaranteed > limit)
+        return SCHED_EINVAL;
+    q = sched__quota(&s->projects[p], c, true);
+    q->guaranteed = guaranteed;
+    q->limit = limit;
+    sched__mark_dirty(s, p);
+    return 0;
+}
+
+struct org_cap *sched__org_cap(struct sched *s, int32_t org, int32_t cls, bool create)
+{
+    struct org *o = &s->orgs[org];
+    for (int32_t i = 0; i < o->n_caps; i++) {
+        if (o->caps[i].cls == cls)
+            return &o->caps[i];
+    }
+    if (!create)
+        return NULL;
+    GROW(o->caps, o->n_caps, o->cap_caps);
+    o->caps[o->n_caps - 1].cls = cls;
+    o->caps[o->n_caps - 1].limit = -1;
+    return &o->caps[o->n_caps - 1];
+}
+
+int sched_set_org_cap(struct sched *s, int64_t org_id, int64_t class_id, int64_t limit)
+{
+    int32_t c = idmap_get(&s->class_ids, class_id);
+    if (org_id <= 0 || c == NONE)
+        return c == NONE ? SCHED_ENOENT : SCHED_EINVAL;
+    sched__org_cap(s, org_index(s, org_id), c, true)->limit = limit < 0 ? -1 : limit;
+    for (int32_t i = 0; i < s->n_projects; i++) {
+        if (s->projects[i].org_id == org_id)
+            sched__mark_dirty(s, i);
+    }
+    return 0;
+}
+
+/* ---- dirtiness: which queues the next pass looks at ---- */
+
+void sched__mark_dirty(struct sched *s, int32_t project)
+{
+    if (!s->projects[project].dirty) {
+        s->projects[project].dirty = true;
+        ivec_push(&s->dirty, project);
+    }
+}
+
+void sched__class_freed(struct sched *s, int32_t cls)
+{
+    struct ivec *waiting = &s->classes[cls].waiting;
+    int32_t k = 0;
+    /* Drop projects that no longer wait for this class while marking the rest. */
+    for (int32_t i = 0; i < waiting->n; i++) {
+        struct project *p = &s->projects[waiting->v[i]];
+        struct quota *q = sched__quota(p, cls, false);
+        if (!q || q->queued == 0)
+            continue;
+        waiting->v[k++] = waiting->v[i];
+        sched__mark_dirty(s, waiting->v[i]);
+    }
+    waiting->n = k;
+}
+
+void sched__wake_at(struct sched *s, int64_t when_ms)
+{
+    if (when_ms < s->next_wakeup_ms)
+        s->next_wakeup_ms = when_ms;
+}
+
+/* ---- queues ---- */
+
+/* Queue order: P1 before P2, then higher priority, then earlier submit, then id. */
+static bool queue_before(const struct workload *a, const struct workload *b)
+{
+    if (a->spec.pclass != b->spec.pclass)
+        return a->spec.pclass < b->spec.pclass;
+    if (a->spec.priority != b->spec.priority)
+        return a->spec.priority > b->spec.priority;
+    if (a->spec.submit_ms != b->spec.submit_ms)
+        return a->spec.submit_ms < b->spec.submit_ms;
+    return a->spec.id < b->spec.id;
+}
+
+static int32_t queue_lower_bound(const struct sched *s, const struct project *p,
+                                 const struct workload *w)
+{
+    int32_t lo = 0, hi = p->queue.n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (queue_before(&s->wls[p->queue.v[mid]], w))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void sched__queue_insert(struct sched *s, int32_t w)
+{
+    struct workload *wl = &s->wls[w];
+    struct project *p = &s->projects[wl->project];
+    int32_t pos = queue_lower_bound(s, p, wl);
+
+    ivec_push(&p->queue, 0);
+    memmove(p->queue.v + pos + 1, p->queue.v + pos, (size_t)(p->queue.n - 1 - pos) * sizeof(int32_t));
+    p->queue.v[pos] = w;
+    wl->state = SCHED_QUEUED;
+    if (wl->cls != NONE) {
+        struct quota *q = sched__quota(p, wl->cls, true);
+        if (q->queued++ == 0)
+            ivec_push(&s->classes[wl->cls].waiting, wl->project);
+    }
+    sched__mark_dirty(s, wl->project);
+}
+
+void sched__queue_remove(struct sched *s, int32_t w)
+{
+    struct workload *wl = &s->wls[w];
+    struct project *p = &s->projects[wl->project];
+    int32_t pos = queue_lower_bound(s, p, wl);
+
+    assert(pos < p->queue.n && p->queue.v[pos] == w);
+    memmove(p->queue.v + pos, p->queue.v + pos + 1, (size_t)(p->queue.n - pos - 1) * sizeof(int32_t));
+    p->queue.n--;
+    if (wl->cls != NONE)
+        sched__quota(p, wl->cls, true)->queued--;
+}
+
+/* ---- usage ---- */
+
+void sched__charge(struct sched *s, int32_t w, int sign)
+{
+    struct workload *wl = &s->wls[w];
+    struct project *p = &s->projects[wl->project];
+    int64_t held = (int64_t)wl->spec.replicas * wl->spec.gpu_milli * sign;
+    struct quota *q;
+    struct org_cap *oc;
+
+    if (wl->cls == NONE)
+        return;
+    q = sched__quota(p, wl->cls, true);
+    if (wl->spec.pclass == SCHED_P1)
+        q->p1 += held;
+    else
+        q->p2 += held;
+    oc = sched__org_cap(s, p->org, wl->cls, true);
+    oc->used += held;
+}
+
+/* ---- workloads ---- */
+
+static int check_spec(const struct sched *s, const struct sched_workload_spec *sp)
+{
+    if (sp->id <= 0 || (sp->pclass != SCHED_P1 && sp->pclass != SCHED_P2) || sp->replicas < 1 ||
+        sp->replicas > SCHED_MAX_REPLICAS || sp->gpu_milli < 0 || sp->cpu_milli < 0 ||
+        sp->mem_mib < 0 || sp->n_selector < 0 || sp->n_selector > SCHED_MAX_SELECTOR ||
+        sp->n_pools < 0 || sp->n_pools > SCHED_MAX_POOLS || sp->min_runtime_ms < 0)
+        return SCHED_EINVAL;
+    if (sp->gpu_milli > WHOLE && sp->gpu_milli % WHOLE != 0)
+        return SCHED_EINVAL;
+    if (sp->gpu_milli / WHOLE > SCHED_MAX_GPUS_PER_NODE)
+        return SCHED_EINVAL;
+    if ((sp->class_id == 0) != (sp->gpu_milli == 0))
+        return SCHED_EINVAL;
+    if (idmap_get(&s->project_ids, sp->project_id) == NONE)
+        return SCHED_ENOENT;
+    if (sp->class_id && idmap_get(&s->class_ids, sp->class_id) == NONE)
+        return SCHED_ENOENT;
+    for (int i = 0; i < sp->n_pools; i++) {
+        if (idmap_get(&s->pool_ids, sp->pool_ids[i]) == NONE)
+            return SCHED_ENOENT;
+    }
+    if (idmap_get(&s->workload_ids, sp->id) != NONE)
+        return SCHED_EEXIST;
+    return 0;
+}
+
+static int32_t workload_new(struct sched *s, const struct sched_workload_spec *spec)
+{
+    int32_t w;
+    if (s->free_wls.n > 0) {
+        w = s->free_wls.v[--s->free_wls.n];
+        memset(&s->wls[w], 0, sizeof(s->wls[w]));
+    } else {
+        w = GROW(s->wls, s->n_wls, s->cap_wls);
+    }
+    s->wls[w].spec = *spec;
+    s->wls[w].project = idmap_get(&s->project_ids, spec->project_id);
+    s->wls[w].cls = spec->class_id ? idmap_get(&s->class_ids, spec->class_id) : NONE;
+    s->wls[w].in_use = true;
+    idmap_put(&s->workload_ids, spec->id, w);
+    return w;
+}
+
+static void workload_drop(struct sched *s, int32_t w)
+{
+    struct workload *wl = &s->wls[w];
+    sched__unreserve(s, w);
+    idmap_del(&s->workload_ids, wl->spec.id);
+    free(wl->assigns);
+    ivec_release(&wl->reserved);
+    memset(wl, 0, sizeof(*wl));
+    ivec_push(&s->free_wls, w);
+}
+
+int sched_submit(struct sched *s, const struct sched_workload_spec *spec, int64_t now_ms)
+{
+    int rc = check_spec(s, spec);
+    int32_t w;
+    (void)now_ms;
+    if (rc < 0)
+        return rc;
+    w = workload_new(s, spec);
+    s->wls[w].reason.code = SCHED_WAIT_NEW;
+    sched__queue_insert(s, w);
+    return 0;
+}
+
+/* Ends holding: frees the GPUs and the usage, and tells a waiting preemptor. */
+static void stop_holding(struct sched *s, int32_t w)
+{
+    struct workload *wl = &s->wls[w];
+    if (wl->preemptor_id) {
+        int32_t pre = idmap_get(&s->workload_ids, wl->preemptor_id);
+        if (pre != NONE && s->wls[pre].victims_pending > 0)
+            s->wls[pre].victims_pending--;
+        wl->preemptor_id = 0;
+    }
+    place__release(s, w);
+    sched__charge(s, w, -1);
+    if (wl->cls != NONE) {
+        sched__class_freed(s, wl->cls);
+    } else {
+        for (int32_t i = 0; i < s->n_projects; i++)
+            sched__mark_dirty(s, i);
+    }
+}
+
+int sched_cancel(struct sched *s, int64_t workload_id, int64_t now_ms)
+{
+    int32_t w = idmap_get(&s->workload_ids, workload_id);
+    (void)now_ms;
+    if (w == NONE)
+        return SCHED_ENOENT;
+    if (s->wls[w].state == SCHED_QUEUED)
+        sched__queue_remove(s, w);
+    else
+        stop_holding(s, w);
+    workload_drop(s, w);
+    return 0;
+}
+
+int sched_released(struct sched *s, int64_t workload_id, int64_t now_ms)
+{
+    int32_t w = idmap_get(&s->workload_ids, workload_id);
+    struct workload *wl;
+    bool requeue;
+    (void)now_ms;
+    if (w == NONE)
+        return SCHED_ENOENT;
+    wl = &s->wls[w];
+    if (wl->state == SCHED_QUEUED)
+        return SCHED_ESTATE;
+    requeue = wl->state == SCHED_PREEMPTING && wl->spec.requeue;
+    stop_holding(s, w);
+    if (requeue) {
+        /* Back in line at its original place: submit_ms is unchanged. */
+        wl->started_ms = wl->checkpoint_ms = 0;
+        wl->reason = (struct sched_reason){.code = SCHED_WAIT_NEW};
+        sched__queue_insert(s, w);
+    } else {
+        workload_drop(s, w);
+    }
+    return 0;
+}
+
+int sched_checkpoint(struct sched *s, int64_t workload_id, int64_t now_ms)
+{
+    int32_t w = idmap_get(&s->workload_ids, workload_id);
+    if (w == NONE)
+        return SCHED_ENOENT;
+    if (s->wls[w].state == SCHED_QUEUED)
+        return SCHED_ESTATE;
+    s->wls[w].checkpoint_ms = now_ms;
+    return 0;
+}
+
+int sched_restore_running(struct sched *s, const struct sched_workload_spec *spec,
+                          const int64_t *gpus, const int32_t *milli, const int32_t *replica_of,
+                          size_t n, int64_t started_ms, bool preempting)
+{
+    int rc = check_spec(s, spec);
+    struct workload *wl;
+    int32_t w;
+
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        int32_t g = idmap_get(&s->gpu_ids, gpus[i]);
+        if (g == NONE)
+            return SCHED_ENOENT;
+        if (milli[i] <= 0 || milli[i] > s->gpus[g].free || replica_of[i] < 0 ||
+            replica_of[i] >= spec->replicas)
+            return SCHED_EINVAL;
+    }
+    w = workload_new(s, spec);
+    wl = &s->wls[w];
+    wl->assigns = xcalloc(n ? n : 1, sizeof(*wl->assigns));
+    for (size_t i = 0; i < n; i++) {
+        int32_t g = idmap_get(&s->gpu_ids, gpus[i]);
+        place__gpu_take(s, g, milli[i]);
+        if (i == 0 || replica_of[i] != replica_of[i - 1]) {
+            s->nodes[s->gpus[g].node].cpu_free -= spec->cpu_milli;
+            s->nodes[s->gpus[g].node].mem_free -= spec->mem_mib;
+        }
+        wl->assigns[i] = (struct sched_assign){.replica = replica_of[i],
+                                               .node_id = s->nodes[s->gpus[g].node].id,
+                                               .gpu_id = gpus[i],
+                                               .milli = milli[i]};
+        ivec_remove_value(&s->nodes[s->gpus[g].node].running, w);
+        ivec_push(&s->nodes[s->gpus[g].node].running, w);
+    }
+    wl->n_assigns = (int32_t)n;
+    wl->state = preempting ? SCHED_PREEMPTING : SCHED_RUNNING;
+    wl->started_ms = wl->checkpoint_ms = started_ms;
+    sched__charge(s, w, +1);
+    return 0;
+}
+
+/* ---- decisions ---- */
+
+void sched_decisions_init(struct sched_decisions *d)
+{
+    memset(d, 0, sizeof(*d));
+}
+
+void sched_decisions_reset(struct sched_decisions *d)
+{
+    d->n_admits = d->n_assigns = d->n_preemptions = d->n_victims = d->n_quotas = 0;
+}
+
+void sched_decisions_release(struct sched_decisions *d)
+{
+    free(d->admits);
+    free(d->assigns);
+    free(d->preemptions);
+    free(d->victims);
+    free(d->quotas);
+    sched_decisions_init(d);
+}
+
+/* ---- queries ---- */
+
+int sched_workload_info(const struct sched *s, int64_t workload_id,
+                        struct sched_workload_info *ret)
+{
+    int32_t w = idmap_get(&s->workload_ids, workload_id);
+    const struct workload *wl;
+    if (w == NONE)
+        return SCHED_ENOENT;
+    wl = &s->wls[w];
+    memset(ret, 0, sizeof(*ret));
+    ret->state = wl->state;
+    ret->started_ms = wl->started_ms;
+    if (wl->state == SCHED_QUEUED) {
+        ret->reason = wl->reason;
+        ret->queue_position = queue_lower_bound(s, &s->projects[wl->project], wl) + 1;
+        /* Not looked at yet because earlier work of its project blocks the way. */
+        if (ret->reason.code == SCHED_WAIT_NEW && ret->queue_position > 1)
+            ret->reason = (struct sched_reason){.code = SCHED_WAIT_BEHIND,
+                                                .class_id = wl->spec.class_id,
+                                                .count = ret->queue_position - 1};
+    }
+    return 0;
+}
+
+int sched_project_usage(const struct sched *s, int64_t project_id, int64_t class_id,
+                        struct sched_usage *ret)
+{
+    int32_t p = idmap_get(&s->project_ids, project_id), c = idmap_get(&s->class_ids, class_id);
+    const struct project *pr;
+    memset(ret, 0, sizeof(*ret));
+    ret->limit = -1;
+    if (p == NONE || c == NONE)
+        return SCHED_ENOENT;
+    pr = &s->projects[p];
+    for (int32_t i = 0; i < pr->n_quotas; i++) {
+        const struct quota *q = &pr->quotas[i];
+        if (q->cls != c)
+            continue;
+        ret->p1 = q->p1;
+        ret->p2 = q->p2;
+        ret->guaranteed = sched__guaranteed(s, pr, q);
+        ret->limit = q->limit;
+    }
+    return 0;
+}
+
+int sched_class_capacity(const struct sched *s, int64_t class_id, int64_t *ret_capacity,
+                         int64_t *ret_free)
+{
+    int32_t c = idmap_get(&s->class_ids, class_id);
+    if (c == NONE)
+        return SCHED_ENOENT;
+    *ret_capacity = s->classes[c].capacity;
+    *ret_free = s->classes[c].free;
+    return 0;
+}
+
+int64_t sched_class_guaranteed(const struct sched *s, int64_t class_id)
+{
+    int32_t c = idmap_get(&s->class_ids, class_id);
+    int64_t sum = 0;
+    if (c == NONE)
+        return 0;
+    for (int32_t p = 0; p < s->n_projects; p++) {
+        const struct project *pr = &s->projects[p];
+        for (int32_t i = 0; i < pr->n_quotas; i++) {
+            if (pr->quotas[i].cls == c)
+                sum += sched__guaranteed(s, pr, &pr->quotas[i]);
+        }
+    }
+    return sum;
+}
+
+void sched_reason_format(const struct sched_reason *r, char *buf, size_t size)
+{
+    switch (r->code) {
+    case SCHED_WAIT_NONE:
+        snprintf(buf, size, "not waiting");
+        break;
+    case SCHED_WAIT_NEW:
+        snprintf(buf, size, "waiting for the scheduler to look at it");
+        break;
+    case SCHED_WAIT_GUARANTEE:
+        snprintf(buf, size,
+                 "waiting for %" PRId64 " milli-GPU of class %" PRId64
+                 ": owned (P1) work of the project is at its guarantee %" PRId64 "/%" PRId64,
+                 r->need, r->class_id, r->used, r->cap);
+        break;
+    case SCHED_WAIT_LIMIT:
+        snprintf(buf, size,
+                 "waiting for %" PRId64 " milli-GPU of class %" PRId64
+                 ": project at limit %" PRId64 "/%" PRId64,
+                 r->need, r->class_id, r->used, r->cap);
+        break;
+    case SCHED_WAIT_ORG_CAP:
+        snprintf(buf, size,
+                 "waiting for %" PRId64 " milli-GPU of class %" PRId64
+                 ": organization at cap %" PRId64 "/%" PRId64,
+                 r->need, r->class_id, r->used, r->cap);
+        break;
+    case SCHED_WAIT_CAPACITY:
+        snprintf(buf, size,
+                 "waiting for %" PRId64 " milli-GPU of class %" PRId64
+                 ": no room; the most one replica could get now is %" PRId64,
+                 r->need, r->class_id, r->cap);
+        break;
+    case SCHED_WAIT_RECLAIM:
+        snprintf(buf, size,
+                 "reclaiming capacity: %" PRId64 " preempted workload(s) are releasing %" PRId64
+                 " milli-GPU of class %" PRId64,
+                 r->count, r->need, r->class_id);
+        break;
+    case SCHED_WAIT_BEHIND:
+        snprintf(buf, size, "queued behind %" PRId64 " earlier workload(s) of its project",
+                 r->count);
+        break;
+    case SCHED_WAIT_RESERVED:
+        snprintf(buf, size,
+                 "capacity of class %" PRId64 " is held for workload %" PRId64
+                 ", which has waited longest",
+                 r->class_id, r->other_id);
+        break;
+    case SCHED_WAIT_FAIR_SHARE:
+        snprintf(buf, size,
+                 "waiting for its fair share of borrowed class %" PRId64
+                 ": other projects borrow less for their weight",
+                 r->class_id);
+        break;
+    case SCHED_WAIT_NO_NODES:
+        snprintf(buf, size,
+                 "no node can ever hold one replica (%" PRId64 " milli-GPU of class %" PRId64
+                 " with its labels and pools)",
+                 r->need, r->class_id);
+        break;
+    }
+}

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sched.h: the scheduler core (DESIGN.md section 3), a pure library: no I/O,
+ * no clock, no globals. Time is an argument (milliseconds since the epoch),
+ * backend events are calls, and decisions come back as data for the caller
+ * to persist and then carry out. The daemon, the simulator and the
+ * benchmarks all drive this same code.
+ *
+ * Vocabulary:
+ * - GPU amounts are milli-GPU: 1000 is one whole device. A replica asks for
+ *   a share of one device (1..999) or whole devices (a multiple of 1000, all
+ *   on one node). MIG instances are devices of their own class.
+ * - P1 ("owned") work runs within its project's guarantee for the GPU class
+ *   and is never preempted; P2 ("opportunistic") work runs on idle capacity
+ *   the project may access, up to its limit, and may be preempted.
+ * - A project is "borrowing" in a class while its usage there (P1 + P2) is
+ *   above its guarantee.
+ *
+ * Ownership: struct sched owns everything it is given (specs are copied).
+ * Decision buffers belong to the caller (sched_decisions_init/_release).
+ * Ids are the caller's (store ids); 0 is never a valid id.
+ */
+#ifndef GPUAAS_SCHED_H
+#define GPUAAS_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sched;
+
+#define SCHED_MAX_LABELS 16   /* labels per node */
+#define SCHED_MAX_SELECTOR 8  /* labels a workload requires */
+#define SCHED_MAX_POOLS 8     /* pools a workload may be restricted to */
+#define SCHED_MAX_REPLICAS 256
+#define SCHED_MAX_GPUS_PER_NODE 64
+
+/* ---- configuration ---- */
+
+/* What a placement policy sees of one node when it is asked to choose. */
+struct sched_node_view {
+    int64_t node_id;
+    int64_t cpu_free, cpu_cap; /* cap 0: not counted */
+    int64_t mem_free, mem_cap;
+    int n_gpus;                /* devices of the requested class this workload may use */
+    const int32_t *gpu_free;   /* free milli of each */
+    const int64_t *gpu_ids;
+};
+
+/* One replica's request. */
+struct sched_replica_req {
+    int64_t class_id;
+    int32_t gpu_milli;
+    int64_t cpu_milli;
+    int64_t mem_mib;
+};
+
+/*
+ * A placement policy scores each node that can hold a replica; the lowest
+ * score wins (ties: the lower node id). score() returns INT64_MAX when the
+ * replica does not fit, else fills ret_gpus with the indices (into the
+ * view's arrays) of the devices to use: one for a share, gpu_milli / 1000
+ * for whole GPUs. Policies must be pure functions of their arguments and
+ * their own state. Without a policy the scheduler uses its built-in
+ * best-fit, which finds the same answer as a best-fit score through an
+ * index instead of a scan.
+ */
+struct sched_policy {
+    const char *name;
+    int64_t (*score)(const struct sched_policy *p, const struct sched_node_view *node,
+                     const struct sched_replica_req *req, int *ret_gpus);
+    void *state;
+};
+
+struct sched_config {
+    /* A queue head blocked this long gets capacity reserved for it (ms). */
+    int64_t reserve_after_ms;
+    /* Grace between the preemption signal and the kill, unless the workload says. */
+    int64_t default_grace_ms;
+    /* Workloads looked at behind a blocked head, per project per pass (best-effort FIFO). */
+    int lookahead;
+    /* Placement policy; NULL is best-fit. Not owned. */
+    const struct sched_policy *policy;
+};
+
+void sched_config_init(struct sched_config *cfg);
+
+/* Returns NULL only for an invalid config (negative durations). Free with sched_free. */
+struct sched *sched_new(const struct sched_config *cfg);
+void sched_free(struct sched *s);
+
+/* ---- the fleet ---- */
+
+/* A GPU class (whole GPUs and MIG profiles alike). Classes are never removed. */
+int sched_add_class(struct sched *s, int64_t class_id);
+
+struct sched_node_spec {
+    int64_t id;
+    int64_t cluster_id;
+    int64_t cpu_milli; /* capacity; 0 means not counted */
+    int64_t mem_mib;   /* capacity; 0 means not counted */
+    uint32_t labels[SCHED_MAX_LABELS]; /* interned "key=value" ids, any order */
+    int n_labels;
+    int64_t block_id; /* topology block (rack, NVLink domain); 0 for none */
+};
+
+enum sched_node_state { SCHED_NODE_READY, SCHED_NODE_DRAIN, SCHED_NODE_DOWN };
+
+int sched_add_node(struct sched *s, const struct sched_node_spec *spec);
+/* Drain and down nodes take no new work; what runs there is the caller's to stop. */
+int sched_set_node_state(struct sched *s, int64_t node_id, enum sched_node_state state);
+
+/* A GPU device on a node, of a class, optionally in a pool (0 for none). */
+int sched_add_gpu(struct sched *s, int64_t node_id, int64_t gpu_id, int64_t class_id,
+                  int64_t pool_id);
+
+/* ---- tenants, pools, quotas ---- */
+
+int sched_set_project(struct sched *s, int64_t project_id, int64_t org_id, int weight);
+
+/*
+ * A pool's owner (a project, or else an organization) and who may borrow it.
+ * GPUs in no pool are open to every project. A project may use a pool's GPUs
+ * when it owns the pool, its organization owns it, or it (or its
+ * organization) is on the access list.
+ */
+struct sched_pool_spec {
+    int64_t id;
+    int64_t owner_project_id; /* 0 when owned by an organization */
+    int64_t owner_org_id;     /* 0 when owned by a project */
+    const int64_t *access_project_ids;
+    size_t n_access_projects;
+    const int64_t *access_org_ids;
+    size_t n_access_orgs;
+};
+
+int sched_set_pool(struct sched *s, const struct sched_pool_spec *spec);
+
+/*
+ * Quota of a project in a class, in milli-GPU. guaranteed < 0 derives the
+ * guarantee from the GPUs of the pools the project owns in that class;
+ * limit < 0 means no limit. Without a quota a project has guarantee 0 and
+ * no limit in that class.
+ */
+int sched_set_quota(struct sched *s, int64_t project_id, int64_t class_id, int64_t guaranteed,
+                    int64_t limit);
+/* Cap on everything an organization's projects hold together in a class; < 0 removes it. */
+int sched_set_org_cap(struct sched *s, int64_t org_id, int64_t class_id, int64_t limit);
+
+/* ---- workloads ---- */
+
+enum sched_class { SCHED_P1 = 1, SCHED_P2 = 2 };
+
+struct sched_workload_spec {
+    int64_t id;
+    int64_t project_id;
+    enum sched_class pclass;
+    int32_t priority;     /* higher first, within a project and class */
+    int64_t submit_ms;    /* original submit time: queue order, kept across requeues */
+    int32_t replicas;     /* 1..SCHED_MAX_REPLICAS; all or none are placed */
+    int64_t class_id;     /* GPU class; 0 for CPU-only work */
+    int32_t gpu_milli;    /* per replica: 1..999, or a multiple of 1000 */
+    int64_t cpu_milli;    /* per replica */
+    int64_t mem_mib;      /* per replica */
+    uint32_t selector[SCHED_MAX_SELECTOR]; /* labels every node must carry */
+    int n_selector;
+    int64_t pool_ids[SCHED_MAX_POOLS]; /* pools it may run on; none means any it may use */
+    int n_pools;
+    bool same_block;      /* all replicas in one topology block */
+    int64_t min_runtime_ms; /* P2: not preempted before running this long */
+    int64_t grace_ms;     /* < 0: the configured default */
+    bool requeue;         /* back to the queue (original order) when preempted */
+};
+
+/* States of a workload as the scheduler sees it. */
+enum sched_state {
+    SCHED_QUEUED = 1,   /* waiting; has a pending reason */
+    SCHED_RUNNING,      /* placed and admitted: holds its GPUs */
+    SCHED_PREEMPTING,   /* told to stop; holds its GPUs until released */
+};
+/* Finished, cancelled and preempted-without-requeue work leaves the scheduler: SCHED_ENOENT. */
+
+/*
+ * Adds a workload to its project's queue. Errors: invalid spec (-EINVAL
+ * style negative codes are the caller's to map: SCHED_EINVAL), unknown
+ * project or class, duplicate id.
+ */
+int sched_submit(struct sched *s, const struct sched_workload_spec *spec, int64_t now_ms);
+/* Removes a queued workload, or releases a running one's GPUs at once. */
+int sched_cancel(struct sched *s, int64_t workload_id, int64_t now_ms);
+/*
+ * The backend reports the end of a running or preempting workload (exit,
+ * failure, or the end of a preemption). Its GPUs are free from now. A
+ * preempted workload that asked to be requeued goes back to its queue.
+ */
+int sched_released(struct sched *s, int64_t workload_id, int64_t now_ms);
+/* A running workload reports a checkpoint: less work is lost if it is preempted. */
+int sched_checkpoint(struct sched *s, int64_t workload_id, int64_t now_ms);
+
+/*
+ * For recovery after a restart: a workload that is already running (or
+ * preempting) on these GPUs. gpus[i] and milli[i] give each replica's
+ * devices in replica order: replica r owns the entries with replica_of[i]
+ * == r. Started_ms is when it started.
+ */
+int sched_restore_running(struct sched *s, const struct sched_workload_spec *spec,
+                          const int64_t *gpus, const int32_t *milli, const int32_t *replica_of,
+                          size_t n, int64_t started_ms, bool preempting);
+
+#define SCHED_EINVAL (-1)
+#define SCHED_ENOENT (-2)
+#define SCHED_EEXIST (-3)
+#define SCHED_ESTATE (-4)
+
+/* ---- decisions ---- */
+
+/* One device (or a share of one) given to one replica. */
+struct sched_assign {
+    int32_t replica;
+    int64_t node_id;
+    int64_t gpu_id; /* 0 for a CPU-only replica */
+    int32_t milli;  /* of that device */
+};
+
+struct sched_admit {
+    int64_t workload_id;
+    size_t first_assign; /* into sched_decisions.assigns */
+    size_t n_assigns;
+    bool borrowed; /* admitted beyond its project's guarantee */
+};
+
+enum sched_rule {
+    SCHED_RULE_RECLAIM = 1, /* P1 within guarantee takes back capacity from borrowing P2 */
+};
+
+/* Quota of one project in one class, in milli-GPU. limit < 0: none. */
+struct sched_quota_snapshot {
+    int64_t project_id;
+    int64_t class_id;
+    int64_t used;
+    int64_t guaranteed;
+    int64_t limit;
+};
+
+struct sched_preemption {
+    int64_t preemptor_id;
+    enum sched_rule rule;
+    size_t first_victim; /* into sched_decisions.victims */
+    size_t n_victims;
+    int64_t decided_ms;
+    int64_t grace_ms;    /* victims are to be killed at decided_ms + grace_ms */
+    int64_t gpu_milli_reclaimed;
+    /* The preemptor's project and each victim project, before the decision. */
+    size_t first_quota; /* into sched_decisions.quotas, before; after = before - freed */
+    size_t n_quotas;
+};
+
+struct sched_victim {
+    int64_t workload_id;
+    int64_t project_id;
+    int64_t gpu_milli;      /* held, all replicas */
+    int64_t lost_ms;        /* run time since start or last checkpoint */
+};
+
+struct sched_decisions {
+    struct sched_admit *admits;
+    size_t n_admits, cap_admits;
+    struct sched_assign *assigns;
+    size_t n_assigns, cap_assigns;
+    struct sched_preemption *preemptions;
+    size_t n_preemptions, cap_preemptions;
+    struct sched_victim *victims;
+    size_t n_victims, cap_victims;
+    struct sched_quota_snapshot *quotas;
+    size_t n_quotas, cap_quotas;
+};
+
+void sched_decisions_init(struct sched_decisions *d);
+void sched_decisions_reset(struct sched_decisions *d);
+void sched_decisions_release(struct sched_decisions *d);
+
+/*
+ * One scheduling pass at time now: admits and places what fits, decides
+ * preemptions for P1 work that has a right to capacity, reserves capacity
+ * for heads blocked too long, and updates every affected pending reason.
+ * Decisions are appended to d. The scheduler's own state already reflects
+ * them (admitted work holds its GPUs; victims are SCHED_PREEMPTING).
+ * Only queues whose situation changed since the last pass are examined.
+ * Returns the number of decisions made.
+ */
+int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d);
+
+/* ---- reading state ---- */
+
+/* Why a queued workload waits. Numbers are milli-GPU unless said otherwise. */
+enum sched_reason_code {
+    SCHED_WAIT_NONE = 0,
+    SCHED_WAIT_NEW,            /* not looked at yet */
+    SCHED_WAIT_GUARANTEE,      /* P1 beyond the project's guarantee: used, cap = guaranteed */
+    SCHED_WAIT_LIMIT,          /* project at its limit: used, cap = limit */
+    SCHED_WAIT_ORG_CAP,        /* organization at its cap: used, cap */
+    SCHED_WAIT_CAPACITY,       /* no room: need per replica, cap = largest free per replica */
+    SCHED_WAIT_RECLAIM,        /* victims are releasing capacity for it: count = victims */
+    SCHED_WAIT_BEHIND,         /* behind earlier work of its project: count = position */
+    SCHED_WAIT_RESERVED,       /* capacity is being held for an earlier blocked workload */
+    SCHED_WAIT_FAIR_SHARE,     /* other projects' turn for borrowed capacity */
+    SCHED_WAIT_NO_NODES,       /* no node can ever fit it (class, labels, pools, size) */
+};
+
+struct sched_reason {
+    enum sched_reason_code code;
+    int64_t class_id;
+    int64_t need;  /* what it asks, all replicas */
+    int64_t used;
+    int64_t cap;
+    int64_t count;
+    int64_t other_id; /* SCHED_WAIT_RESERVED: the workload capacity is held for */
+};
+
+struct sched_workload_info {
+    enum sched_state state;
+    struct sched_reason reason; /* when queued */
+    int64_t started_ms;         /* when running */
+    int queue_position;         /* 1-based within its project queue, when queued */
+};
+
+int sched_workload_info(const struct sched *s, int64_t workload_id,
+                        struct sched_workload_info *ret);
+
+/* Usage of a project in a class (milli-GPU): P1, P2, the effective guarantee and limit. */
+struct sched_usage {
+    int64_t p1, p2;
+    int64_t guaranteed; /* effective: explicit, or derived from owned pools */
+    int64_t limit;      /* < 0: none */
+};
+int sched_project_usage(const struct sched *s, int64_t project_id, int64_t class_id,
+                        struct sched_usage *ret);
+
+/* Totals of a class over ready nodes: capacity and free milli-GPU. */
+int sched_class_capacity(const struct sched *s, int64_t class_id, int64_t *ret_capacity,
+                         int64_t *ret_free);
+/* Sum of guarantees in a class; more than healthy capacity deserves a warning. */
+int64_t sched_class_guaranteed(const struct sched *s, int64_t class_id);
+
+/*
+ * Writes a one-line reason ("waiting for 4000 milli-GPU of class 3: project
+ * 7 at limit 16000/16000") into buf; names come from the caller, who may
+ * format reasons itself from struct sched_reason instead.
+ */
+void sched_reason_format(const struct sched_reason *r, char *buf, size_t size);
+
+#endif
