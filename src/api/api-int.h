@@ -175,6 +175,8 @@ void resource_create(struct req *r, const struct resource_def *def);
 void resource_get(struct req *r, const struct resource_def *def, int64_t id);
 void resource_update(struct req *r, const struct resource_def *def, int64_t id);
 void resource_delete(struct req *r, const struct resource_def *def, int64_t id);
+/* POST /v1/workloads/<id>/cancel: a member of its project asks the engine to cancel it. */
+void resource_cancel(struct req *r, int64_t id);
 /*
  * Appends an audit entry for a change on connection db (inside the caller's
  * transaction). before/after may be NULL rows.

@@ -14,6 +14,7 @@
 #include "store/store.h"
 
 struct api;
+struct engine;
 
 struct api_options {
     const char *bind_addr;  /* IPv4 address to listen on, e.g. "127.0.0.1" */
@@ -22,6 +23,7 @@ struct api_options {
     size_t max_body_bytes;  /* larger request bodies get 413 */
     int max_connections;    /* concurrent connections accepted */
     int conn_timeout_s;     /* idle connection timeout */
+    struct engine *engine;  /* runs submitted work; NULL: work stays queued (tests) */
 };
 
 /* Defaults suitable for a small server. */

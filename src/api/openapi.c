@@ -234,6 +234,17 @@ json_t *openapi_document(void)
     }
     for (size_t i = 0; i < model_n_resources; i++)
         add_resource_paths(paths, schemas, model_resources[i]);
+    {
+        json_t *rs = error_responses(MAY_CONFLICT);
+        json_object_set_new(rs, "202", response("cancel accepted: queued work is cancelled, "
+                                                "running work is being stopped",
+                                                ref_to("workloads")));
+        json_object_set_new(
+            paths, "/v1/workloads/{id}/cancel",
+            json_pack("{s:[{s:s,s:s,s:b,s:{s:s}}],s:o}", "parameters", "name", "id", "in", "path",
+                      "required", 1, "schema", "type", "integer", "post",
+                      op("cancel a workload", "cancel", "workloads", rs)));
+    }
     json_object_set_new(
         schemas, "Error",
         json_pack("{s:s,s:{s:{s:s,s:{s:{s:s},s:{s:s},s:{s:s}}}}}", "type", "object", "properties",

@@ -8,6 +8,7 @@
 
 #include "api/api-int.h"
 #include "base/parse.h"
+#include "engine/engine.h"
 
 static void reply_health(struct req *r)
 {
@@ -44,6 +45,34 @@ static void reply_whoami(struct req *r)
                    json_pack("{s:o,s:o,s:b,s:I}", "user", model_encode(&model_users, &user),
                              "bindings", bindings, "admin", r->who->admin, "token_id",
                              (json_int_t)r->who->token_id));
+}
+
+/* Capacity per GPU class against the guarantees promised on it: overcommitment is a warning. */
+static void reply_capacity(struct req *r)
+{
+    struct engine_capacity caps[256];
+    size_t n = r->api->opt.engine ? engine_capacity(r->api->opt.engine, caps, ARRAY_SIZE(caps)) : 0;
+    json_t *items = json_array();
+
+    for (size_t i = 0; i < n; i++) {
+        struct row cls;
+        const char *name = "?";
+        json_t *item;
+        if (store_get(req_db(r), &model_gpu_classes, caps[i].class_id, &r->arena, &cls, NULL) >= 0)
+            name = model_get(&model_gpu_classes, &cls, "name")->s;
+        item = json_pack("{s:I,s:s,s:I,s:I,s:I}", "gpu_class_id", (json_int_t)caps[i].class_id,
+                         "gpu_class", name, "capacity_milli", (json_int_t)caps[i].capacity,
+                         "free_milli", (json_int_t)caps[i].free, "guaranteed_milli",
+                         (json_int_t)caps[i].guaranteed);
+        if (caps[i].guaranteed > caps[i].capacity)
+            json_object_set_new(
+                item, "warning",
+                json_sprintf("guarantees (%" PRId64 " milli-GPU) exceed healthy capacity (%" PRId64
+                             "): owned work may wait",
+                             caps[i].guaranteed, caps[i].capacity));
+        json_array_append_new(items, item);
+    }
+    req_reply_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
 static void method_not_allowed(struct req *r, const char *allowed)
@@ -119,6 +148,9 @@ const struct route routes_fixed[] = {
     {"GET", "/healthz", false, reply_health, "liveness probe"},
     {"GET", "/v1/openapi.json", false, reply_openapi, "this API described as OpenAPI 3"},
     {"GET", "/v1/whoami", true, reply_whoami, "the caller: user, role bindings, admin flag"},
+    {"GET", "/v1/capacity", true, reply_capacity,
+     "capacity, free and guaranteed milli-GPU per GPU class, with a warning when guarantees "
+     "exceed healthy capacity"},
 };
 const size_t routes_n_fixed = ARRAY_SIZE(routes_fixed);
 
@@ -154,6 +186,15 @@ void routes_dispatch(struct req *r)
         else
             method_not_allowed(r, fixed->method);
         return;
+    }
+    if (strncmp(r->path, "/v1/workloads/", 14) == 0 && strstr(r->path, "/cancel")) {
+        int64_t id;
+        char tail[64];
+        if (sscanf(r->path + 14, "%" SCNd64 "%63s", &id, tail) == 2 && id > 0 &&
+            strcmp(tail, "/cancel") == 0 && r->path[14] >= '1' && r->path[14] <= '9') {
+            is(r, "POST") ? resource_cancel(r, id) : method_not_allowed(r, "POST");
+            return;
+        }
     }
     if (!split_resource_path(r->path, res, sizeof(res), &id_s) || !(def = model_find(res))) {
         not_found(r);

@@ -35,6 +35,14 @@ static const struct opt options[] = {
     STR("log-level", log_level, "debug, info, warn or error (default info)"),
     STR("bootstrap-token-file", bootstrap_token_file,
         "also write the first admin token to this file (mode 0600)"),
+    STR("sim-fleet", sim_fleet,
+        "import this fleet (node CSV or JSON) as a simulated cluster on start, once"),
+    STR("sim-cluster", sim_cluster, "name of the simulated cluster made by sim-fleet (default sim)"),
+    INT("sim-speed", sim_speed, 1, 1000000,
+        "simulated clusters run this many times faster than real time (default 1)"),
+    INT("grace-s", grace_s, 0, 86400, "default preemption grace in seconds (default 30)"),
+    INT("reserve-after-s", reserve_after_s, 0, 864000,
+        "a queue head blocked this long gets capacity held for it (default 600)"),
 };
 
 void config_usage(FILE *out)
@@ -60,6 +68,10 @@ static void defaults(struct config *cfg)
     cfg->max_connections = 1024;
     cfg->busy_timeout_ms = 5000;
     snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+    snprintf(cfg->sim_cluster, sizeof(cfg->sim_cluster), "sim");
+    cfg->sim_speed = 1;
+    cfg->grace_s = 30;
+    cfg->reserve_after_s = 600;
 }
 
 static const struct opt *find_opt(const char *key)

@@ -12,8 +12,11 @@
 #include <sys/stat.h>
 
 #include "api/api.h"
+#include "backend/simfleet.h"
 #include "base/log.h"
+#include "base/timeutil.h"
 #include "daemon/config.h"
+#include "engine/engine.h"
 #include "store/store.h"
 
 #define GPUAAS_VERSION "0.1.0"
@@ -60,6 +63,32 @@ static int bootstrap(struct store *store, const struct config *cfg, struct error
     return rc;
 }
 
+/* Imports the --sim-fleet file as a simulated cluster, unless that cluster exists. */
+static int import_sim_fleet(struct store *store, const struct config *cfg, struct error_info *ei)
+{
+    struct simfleet *f = NULL;
+    struct store_conn *c;
+    size_t nodes = 0;
+    int rc;
+
+    if (!cfg->sim_fleet[0])
+        return 0;
+    rc = simfleet_load(cfg->sim_fleet, &f, ei);
+    if (rc < 0)
+        return rc;
+    c = store_conn_get(store);
+    rc = simfleet_store(c, cfg->sim_cluster, f, time_now_s(), NULL, &nodes, ei);
+    store_conn_put(c);
+    simfleet_free(f);
+    if (rc >= 0 && nodes > 0) {
+        char n[24];
+        snprintf(n, sizeof(n), "%zu", nodes);
+        log_info("imported a simulated fleet", "cluster", cfg->sim_cluster, "nodes", n, "file",
+                 cfg->sim_fleet);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     struct error_info ei = {0};
@@ -68,6 +97,8 @@ int main(int argc, char **argv)
     struct api_options aopt;
     struct store *store = NULL;
     struct api *api = NULL;
+    struct engine *engine = NULL;
+    struct engine_options eopt;
     enum log_level level;
     sigset_t sigs;
     char port[16], threads[16];
@@ -106,6 +137,18 @@ int main(int argc, char **argv)
         store_close(store);
         return fail("could not create the first admin", &ei);
     }
+    if (import_sim_fleet(store, &cfg, &ei) < 0) {
+        store_close(store);
+        return fail("could not import the simulated fleet", &ei);
+    }
+    engine_options_init(&eopt);
+    eopt.sim_speed = cfg.sim_speed;
+    eopt.default_grace_ms = (int64_t)cfg.grace_s * 1000;
+    eopt.reserve_after_ms = (int64_t)cfg.reserve_after_s * 1000;
+    if (engine_start(store, &eopt, &engine, &ei) < 0) {
+        store_close(store);
+        return fail("could not start the scheduler", &ei);
+    }
 
     api_options_init(&aopt);
     aopt.bind_addr = cfg.listen_addr;
@@ -113,7 +156,9 @@ int main(int argc, char **argv)
     aopt.threads = cfg.threads;
     aopt.max_body_bytes = (size_t)cfg.max_body_bytes;
     aopt.max_connections = cfg.max_connections;
+    aopt.engine = engine;
     if (api_start(store, &aopt, &api, &ei) < 0) {
+        engine_stop(engine);
         store_close(store);
         return fail("", &ei);
     }
@@ -127,6 +172,7 @@ int main(int argc, char **argv)
         ;
     log_info("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     api_stop(api);
+    engine_stop(engine);
     store_close(store);
     log_info("stopped");
     return 0;

@@ -113,7 +113,10 @@ const char *model_column(const struct field_def *f);
 /* The resources the rest of the code names directly. */
 extern const struct resource_def model_organizations, model_projects, model_users,
     model_role_bindings, model_tokens, model_clusters, model_nodes, model_gpu_classes, model_gpus,
-    model_pools, model_flavors, model_quotas, model_org_quotas, model_audit;
+    model_pools, model_flavors, model_quotas, model_org_quotas, model_audit, model_workloads,
+    model_allocations, model_events, model_preemptions;
+/* Workload states, NULL-terminated, as model_workloads' "state" enum. */
+extern const char *const model_workload_states[];
 
 struct value {
     bool set;     /* present: in a decoded request, given by the client */

@@ -434,6 +434,7 @@ const struct resource_def *const model_resources[] = {
     &model_organizations, &model_projects, &model_users,  &model_role_bindings,
     &model_tokens,        &model_clusters, &model_nodes,  &model_gpu_classes,
     &model_gpus,          &model_pools,    &model_flavors, &model_quotas,
-    &model_org_quotas,    &model_audit,
+    &model_org_quotas,    &model_audit,  &model_workloads, &model_allocations,
+    &model_events,        &model_preemptions,
 };
 const size_t model_n_resources = ARRAY_SIZE(model_resources);

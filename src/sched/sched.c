@@ -791,6 +791,28 @@ int sched_restore_running(struct sched *s, const struct sched_workload_spec *spe
     return 0;
 }
 
+int sched_restore_preemption(struct sched *s, int64_t preemptor_id, const int64_t *victim_ids,
+                             size_t n)
+{
+    int32_t p = idmap_get(&s->workload_ids, preemptor_id);
+    if (p == NONE)
+        return SCHED_ENOENT;
+    for (size_t i = 0; i < n; i++) {
+        int32_t v = idmap_get(&s->workload_ids, victim_ids[i]);
+        if (v == NONE || s->wls[v].state != SCHED_PREEMPTING || s->wls[v].preemptor_id)
+            continue;
+        s->wls[v].preemptor_id = preemptor_id;
+        s->wls[p].victims_pending++;
+    }
+    if (s->wls[p].victims_pending > 0)
+        s->wls[p].reason = (struct sched_reason){.code = SCHED_WAIT_RECLAIM,
+                                                 .class_id = s->wls[p].spec.class_id,
+                                                 .need = (int64_t)s->wls[p].spec.replicas *
+                                                         s->wls[p].spec.gpu_milli,
+                                                 .count = s->wls[p].victims_pending};
+    return 0;
+}
+
 /* ---- decisions ---- */
 
 void sched_decisions_init(struct sched_decisions *d)

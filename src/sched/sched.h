@@ -207,6 +207,14 @@ int sched_restore_running(struct sched *s, const struct sched_workload_spec *spe
                           const int64_t *gpus, const int32_t *milli, const int32_t *replica_of,
                           size_t n, int64_t started_ms, bool preempting);
 
+/*
+ * For recovery: the restored (preempting) victims are making room for the
+ * queued P1 workload preemptor_id, which must not choose new victims until
+ * they have released.
+ */
+int sched_restore_preemption(struct sched *s, int64_t preemptor_id, const int64_t *victim_ids,
+                             size_t n);
+
 #define SCHED_EINVAL (-1)
 #define SCHED_ENOENT (-2)
 #define SCHED_EEXIST (-3)

@@ -218,11 +218,104 @@ static const char migration_1[] =
     "    value TEXT NOT NULL\n"
     ");\n";
 
+
+/*
+ * Running work: workloads, their allocations and events, and the preemption
+ * ledger. History is kept: a project, flavor, node or GPU that work has used
+ * cannot be deleted (RESTRICT). One submit per (project, idempotency key).
+ */
+static const char migration_2[] =
+    "CREATE TABLE workloads (\n"
+    "    id @ID@,\n"
+    "    project_id BIGINT NOT NULL REFERENCES projects (id) ON DELETE RESTRICT,\n"
+    "    name TEXT NOT NULL,\n"
+    "    flavor_id BIGINT NOT NULL REFERENCES flavors (id) ON DELETE RESTRICT,\n"
+    "    kind TEXT NOT NULL,\n"
+    "    replicas BIGINT NOT NULL,\n"
+    "    command TEXT NOT NULL,\n"
+    "    image TEXT NOT NULL,\n"
+    "    priority_class TEXT NOT NULL,\n"
+    "    priority BIGINT NOT NULL,\n"
+    "    max_runtime_s BIGINT,\n"
+    "    min_runtime_s BIGINT NOT NULL,\n"
+    "    grace_s BIGINT,\n"
+    "    requeue BIGINT NOT NULL,\n"
+    "    idempotency_key TEXT,\n"
+    "    duration_s BIGINT,\n"
+    "    state TEXT NOT NULL,\n"
+    "    reason TEXT NOT NULL,\n"
+    "    user_id BIGINT REFERENCES users (id) ON DELETE SET NULL,\n"
+    "    cluster_id BIGINT REFERENCES clusters (id) ON DELETE RESTRICT,\n"
+    "    submitted_ms BIGINT NOT NULL,\n"
+    "    started_at BIGINT,\n"
+    "    finished_at BIGINT,\n"
+    "    exit_code BIGINT,\n"
+    "    preemptions BIGINT NOT NULL,\n"
+    "    created_at BIGINT NOT NULL,\n"
+    "    updated_at BIGINT NOT NULL\n"
+    ");\n"
+    "CREATE UNIQUE INDEX workloads_idempotency ON workloads (project_id, idempotency_key);\n"
+    "CREATE INDEX workloads_state ON workloads (state);\n"
+    "CREATE INDEX workloads_flavor_id ON workloads (flavor_id);\n"
+    "CREATE INDEX workloads_user_id ON workloads (user_id);\n"
+    "CREATE INDEX workloads_cluster_id ON workloads (cluster_id);\n"
+    "CREATE TABLE allocations (\n"
+    "    id @ID@,\n"
+    "    workload_id BIGINT NOT NULL REFERENCES workloads (id) ON DELETE RESTRICT,\n"
+    "    project_id BIGINT NOT NULL REFERENCES projects (id) ON DELETE RESTRICT,\n"
+    "    replica BIGINT NOT NULL,\n"
+    "    node_id BIGINT NOT NULL REFERENCES nodes (id) ON DELETE RESTRICT,\n"
+    "    gpu_id BIGINT REFERENCES gpus (id) ON DELETE RESTRICT,\n"
+    "    gpu_class_id BIGINT REFERENCES gpu_classes (id) ON DELETE RESTRICT,\n"
+    "    milli BIGINT NOT NULL,\n"
+    "    priority_class TEXT NOT NULL,\n"
+    "    borrowed BIGINT NOT NULL,\n"
+    "    started_ms BIGINT NOT NULL,\n"
+    "    ended_ms BIGINT,\n"
+    "    end_reason TEXT NOT NULL\n"
+    ");\n"
+    "CREATE INDEX allocations_workload_id ON allocations (workload_id);\n"
+    "CREATE INDEX allocations_project_id ON allocations (project_id);\n"
+    "CREATE INDEX allocations_node_id ON allocations (node_id);\n"
+    "CREATE INDEX allocations_gpu_id ON allocations (gpu_id);\n"
+    "CREATE INDEX allocations_gpu_class_id ON allocations (gpu_class_id);\n"
+    "CREATE INDEX allocations_open ON allocations (ended_ms);\n"
+    "CREATE TABLE workload_events (\n"
+    "    id @ID@,\n"
+    "    workload_id BIGINT NOT NULL REFERENCES workloads (id) ON DELETE RESTRICT,\n"
+    "    project_id BIGINT NOT NULL REFERENCES projects (id) ON DELETE RESTRICT,\n"
+    "    at_ms BIGINT NOT NULL,\n"
+    "    type TEXT NOT NULL,\n"
+    "    message TEXT NOT NULL\n"
+    ");\n"
+    "CREATE INDEX workload_events_workload_id ON workload_events (workload_id);\n"
+    "CREATE INDEX workload_events_project_id ON workload_events (project_id);\n"
+    "CREATE TABLE preemptions (\n"
+    "    id @ID@,\n"
+    "    preemptor_id BIGINT NOT NULL REFERENCES workloads (id) ON DELETE RESTRICT,\n"
+    "    project_id BIGINT NOT NULL REFERENCES projects (id) ON DELETE RESTRICT,\n"
+    "    rule TEXT NOT NULL,\n"
+    "    gpu_class_id BIGINT REFERENCES gpu_classes (id) ON DELETE RESTRICT,\n"
+    "    victims TEXT NOT NULL,\n"
+    "    quota_before TEXT NOT NULL,\n"
+    "    quota_after TEXT NOT NULL,\n"
+    "    gpu_milli BIGINT NOT NULL,\n"
+    "    grace_ms BIGINT NOT NULL,\n"
+    "    decided_ms BIGINT NOT NULL,\n"
+    "    released_ms BIGINT,\n"
+    "    reclaim_ms BIGINT,\n"
+    "    gpu_ms_lost BIGINT NOT NULL\n"
+    ");\n"
+    "CREATE INDEX preemptions_preemptor_id ON preemptions (preemptor_id);\n"
+    "CREATE INDEX preemptions_project_id ON preemptions (project_id);\n"
+    "CREATE INDEX preemptions_gpu_class_id ON preemptions (gpu_class_id);\n";
+
 static const struct {
     const char *name;
     const char *sql;
 } migrations[] = {
     {"initial schema", migration_1},
+    {"workloads, allocations, events, preemption ledger", migration_2},
 };
 
 int store_schema_latest(void)

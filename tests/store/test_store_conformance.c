@@ -291,7 +291,7 @@ static void assert_err(int rc, int want, const struct error_info *ei, const char
 
 struct world {
     struct row user, org, sub_org, project, binding, token, cluster, node, gpu_class, mig_class,
-        gpu, pool, flavor, quota, org_quota, audit;
+        gpu, pool, flavor, quota, org_quota, audit, workload, allocation, event, preemption;
 };
 
 static void make_tenants(struct env *e, struct world *w)
@@ -421,11 +421,63 @@ static void make_catalog(struct env *e, struct world *w)
     ins(e, &model_audit, &w->audit);
 }
 
+/* Running work: a workload with an allocation, an event and a preemption entry. */
+static void make_work(struct env *e, struct world *w)
+{
+    struct arena *a = &e->a;
+    const struct resource_def *wd = &model_workloads, *ad = &model_allocations;
+
+    w->workload = new_row(wd, a);
+    set_i(wd, &w->workload, "project_id", model_row_id(&w->project));
+    set_i(wd, &w->workload, "flavor_id", model_row_id(&w->flavor));
+    set_s(wd, a, &w->workload, "command", "python train.py --lr 3e-4 'quoted' \"x\"");
+    set_s(wd, a, &w->workload, "priority_class", "owned");
+    set_i(wd, &w->workload, "replicas", 4);
+    set_i(wd, &w->workload, "max_runtime_s", 3600);
+    set_null(wd, &w->workload, "grace_s");
+    set_s(wd, a, &w->workload, "idempotency_key", "k-1");
+    set_null(wd, &w->workload, "duration_s");
+    set_i(wd, &w->workload, "user_id", model_row_id(&w->user));
+    set_i(wd, &w->workload, "cluster_id", model_row_id(&w->cluster));
+    set_i(wd, &w->workload, "submitted_ms", INT64_C(1796053787250));
+    set_null(wd, &w->workload, "finished_at");
+    set_i(wd, &w->workload, "exit_code", -9);
+    ins(e, wd, &w->workload);
+
+    w->allocation = new_row(ad, a);
+    set_i(ad, &w->allocation, "workload_id", model_row_id(&w->workload));
+    set_i(ad, &w->allocation, "project_id", model_row_id(&w->project));
+    set_i(ad, &w->allocation, "node_id", model_row_id(&w->node));
+    set_i(ad, &w->allocation, "gpu_id", model_row_id(&w->gpu));
+    set_i(ad, &w->allocation, "gpu_class_id", model_row_id(&w->gpu_class));
+    set_i(ad, &w->allocation, "milli", 500);
+    set_s(ad, a, &w->allocation, "priority_class", "opportunistic");
+    set_i(ad, &w->allocation, "borrowed", 1);
+    set_null(ad, &w->allocation, "ended_ms");
+    ins(e, ad, &w->allocation);
+
+    w->event = new_row(&model_events, a);
+    set_i(&model_events, &w->event, "workload_id", model_row_id(&w->workload));
+    set_i(&model_events, &w->event, "project_id", model_row_id(&w->project));
+    set_s(&model_events, a, &w->event, "type", "admitted");
+    ins(e, &model_events, &w->event);
+
+    w->preemption = new_row(&model_preemptions, a);
+    set_i(&model_preemptions, &w->preemption, "preemptor_id", model_row_id(&w->workload));
+    set_i(&model_preemptions, &w->preemption, "project_id", model_row_id(&w->project));
+    set_i(&model_preemptions, &w->preemption, "gpu_class_id", model_row_id(&w->gpu_class));
+    set_s(&model_preemptions, a, &w->preemption, "victims",
+          "[{\"workload_id\":1,\"lost_ms\":12}]");
+    set_null(&model_preemptions, &w->preemption, "released_ms");
+    ins(e, &model_preemptions, &w->preemption);
+}
+
 static void make_world(struct env *e, struct world *w)
 {
     make_tenants(e, w);
     make_fleet(e, w);
     make_catalog(e, w);
+    make_work(e, w);
 }
 
 /* ---- schema and migrations ---- */
@@ -519,6 +571,10 @@ static void test_roundtrip_every_resource(void **state)
         {&model_quotas, &w.quota},
         {&model_org_quotas, &w.org_quota},
         {&model_audit, &w.audit},
+        {&model_workloads, &w.workload},
+        {&model_allocations, &w.allocation},
+        {&model_events, &w.event},
+        {&model_preemptions, &w.preemption},
     };
     bool seen[32] = {false};
 
@@ -786,6 +842,19 @@ static void test_cascades(void **state)
     assert_int_equal(count_rows(e, &model_role_bindings, "user_id", uid), 0);
     org = get_ok(e, &model_organizations, model_row_id(&w.org));
     assert_true(org.v[fi(&model_organizations, "manager_id")].null);
+
+    /* Work keeps its history: a project that ran work cannot go, until the work rows do. */
+    {
+        struct error_info ei = {0};
+        assert_int_equal(store_delete(e->c, &model_projects, model_row_id(&w.project), &ei),
+                         ERR_CONFLICT);
+        assert_int_equal(store_delete(e->c, &model_nodes, model_row_id(&w.node), &ei),
+                         ERR_CONFLICT);
+    }
+    delete_ok(e, &model_preemptions, model_row_id(&w.preemption));
+    delete_ok(e, &model_events, model_row_id(&w.event));
+    delete_ok(e, &model_allocations, model_row_id(&w.allocation));
+    delete_ok(e, &model_workloads, model_row_id(&w.workload));
 
     /* A project takes its quotas along, once no pool is owned by it. */
     delete_ok(e, &model_projects, model_row_id(&w.project));

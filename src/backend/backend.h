@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * backend.h: what runs placed work (DESIGN.md section 6). A backend is a
+ * table of functions over one cluster: launch a workload on the nodes and
+ * devices the scheduler chose, stop it (signal, grace, kill), and report
+ * what really happened. The engine calls a backend from one thread only.
+ * Times are milliseconds since the epoch, given by the caller, so that the
+ * simulator can be driven faster than real time and tests are exact.
+ *
+ * Backends: sim (here), local and slurm (later, same interface).
+ */
+#ifndef GPUAAS_BACKEND_H
+#define GPUAAS_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+/* One device (or share of one) given to one replica. */
+struct backend_device {
+    int64_t gpu_id;
+    const char *uuid; /* may be NULL */
+    int32_t index;    /* on its node */
+    int32_t milli;
+};
+
+struct backend_replica {
+    int32_t replica;
+    int64_t node_id;
+    const char *node_name;
+    const struct backend_device *devices;
+    size_t n_devices;
+};
+
+struct backend_launch {
+    int64_t workload_id;
+    int64_t project_id;
+    const char *command; /* "" when none */
+    const char *image;   /* "" when none */
+    int64_t cpu_milli;   /* per replica */
+    int64_t mem_mib;     /* per replica */
+    int64_t duration_ms;    /* sim: how long it runs; < 0 until stopped */
+    int64_t max_runtime_ms; /* < 0: no limit; reaching it ends the work, killed */
+    const struct backend_replica *replicas;
+    size_t n_replicas;
+};
+
+enum backend_end {
+    BACKEND_EXITED = 1, /* ended by itself: exit_code says how */
+    BACKEND_STOPPED,    /* ended after stop(): by the signal or the kill */
+    BACKEND_TIMEOUT,    /* killed at its max runtime */
+    BACKEND_LOST,       /* the backend no longer knows it (after a restart) */
+};
+
+struct backend_event {
+    int64_t workload_id;
+    int64_t at_ms;
+    enum backend_end how;
+    int exit_code; /* negative: killed by that signal number */
+};
+
+struct backend;
+
+struct backend_ops {
+    const char *name;
+    /* Starts all replicas at now_ms. Errors: ERR_INVALID, ERR_UNAVAILABLE, with ei. */
+    int (*launch)(struct backend *b, const struct backend_launch *l, int64_t now_ms,
+                  struct error_info *ei);
+    /* Asks the work to stop now (SIGTERM or equivalent) and kills it at now_ms + grace_ms. */
+    int (*stop)(struct backend *b, int64_t workload_id, int64_t grace_ms, int64_t now_ms);
+    /* Ends that happened up to now_ms, oldest first, at most max; returns how many. */
+    size_t (*poll)(struct backend *b, int64_t now_ms, struct backend_event *out, size_t max);
+    /* The earliest time poll() will have something, INT64_MAX when unknown or never. */
+    int64_t (*next_event_ms)(struct backend *b);
+    /*
+     * After a daemon restart: takes back work the previous daemon launched at
+     * started_ms. Work that ended meanwhile is reported by the next poll()
+     * with its real end time; work the backend cannot find is BACKEND_LOST.
+     */
+    int (*adopt)(struct backend *b, const struct backend_launch *l, int64_t started_ms,
+                 int64_t now_ms, struct error_info *ei);
+    void (*free)(struct backend *b);
+};
+
+struct backend {
+    const struct backend_ops *ops;
+    int64_t cluster_id;
+    void *impl;
+};
+
+struct sim_options {
+    /*
+     * Speed of simulated time: 1 is real time, 60 runs a minute of work in a
+     * second. Durations and grace periods are divided by it.
+     */
+    int64_t speed;
+    /* How long a stopped workload takes to exit after the signal (before speed). */
+    int64_t exit_after_signal_ms;
+};
+
+/*
+ * The simulator's rules (src/backend/sim.c). Spans are divided by speed
+ * (speed < 1 counts as 1); a positive span never rounds down to 0 ms.
+ *  - launch: the work ends at now + duration_ms (BACKEND_EXITED, exit 0), or
+ *    never when duration_ms < 0; when max_runtime_ms >= 0 is strictly
+ *    shorter, it ends at now + max_runtime_ms instead (BACKEND_TIMEOUT, -9).
+ *    ERR_INVALID: no replicas, or a workload id <= 0; ERR_CONFLICT: that id
+ *    is still known (running, or ended and not yet polled).
+ *  - stop: the work ends BACKEND_STOPPED at now + min(grace_ms,
+ *    exit_after_signal_ms), at least 1 ms later: exit -15 when it exits on
+ *    the signal, -9 when the grace is shorter and it is killed. If it would
+ *    end by itself (or time out) no later than that, that end stands. An
+ *    unknown or already ended workload is a no-op; stop always returns 0.
+ *  - poll: ends up to now, by end time then workload id, each exactly once;
+ *    a polled workload is forgotten (its id may be launched again).
+ *  - adopt: as launch, with the times counted from started_ms
+ *    (ERR_INVALID when started_ms > now_ms). The simulator never loses work,
+ *    so it never reports BACKEND_LOST.
+ * launch, stop and each polled event cost O(log n) in the work it knows.
+ */
+/* A simulated backend: work "runs" for its duration. Caller frees with b->ops->free(b). */
+struct backend *backend_sim_new(int64_t cluster_id, const struct sim_options *opt);
+
+#endif

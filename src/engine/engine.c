@@ -1,0 +1,1357 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * engine.c: the scheduler, run for real. One thread loops: take new work
+ * from the inbox, collect what backends report, run a scheduling pass,
+ * write its decisions to the store in one transaction, then act on them.
+ * Everything the engine knows is rebuilt from the store on start (and after
+ * configuration changes), since the store holds every transition.
+ */
+#include "base/common.h"
+
+#include <pthread.h>
+
+#include <jansson.h>
+
+#include "backend/backend.h"
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/timeutil.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "sched/sched.h"
+
+#define PAGE 10000
+#define MAX_EVENTS 1024
+
+struct node_info {
+    int64_t id, cluster_id;
+    char *name;
+};
+
+struct gpu_info {
+    int64_t id, node_id, class_id;
+    int32_t index;
+    char *uuid;
+};
+
+struct flavor_info {
+    int64_t id, class_id;
+    int32_t gpu_milli;
+    int64_t cpu_milli, mem_mib;
+    int64_t pools[SCHED_MAX_POOLS];
+    int n_pools;
+    uint32_t selector[SCHED_MAX_SELECTOR];
+    int n_selector;
+    bool active;
+};
+
+struct named {
+    int64_t id;
+    char *name;
+};
+
+/* A victim still releasing, and the ledger entry it belongs to. */
+struct pending_victim {
+    int64_t victim_id, ledger_id, preemptor_id;
+};
+
+struct cluster_backend {
+    int64_t cluster_id;
+    struct backend *b;
+};
+
+struct engine {
+    struct store *store;
+    struct store_conn *db;
+    struct engine_options opt;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool stopping, started, reload;
+    uint64_t iterations;
+
+    struct sched *sched;
+    struct cluster_backend *backends;
+    size_t n_backends, cap_backends;
+    struct node_info *nodes;
+    size_t n_nodes;
+    struct gpu_info *gpus;
+    size_t n_gpus;
+    struct flavor_info *flavors;
+    size_t n_flavors;
+    struct named *classes, *projects;
+    size_t n_classes, n_projects, cap_classes, cap_projects;
+    char **labels;
+    size_t n_labels;
+
+    int64_t *inbox;
+    size_t n_inbox, cap_inbox;
+    int64_t *cancelling;
+    size_t n_cancelling, cap_cancelling;
+    struct pending_victim *victims;
+    size_t n_victims, cap_victims;
+
+    struct sched_decisions dec;
+};
+
+/* ---- small helpers ---- */
+
+#define APPEND(arr, n, cap)                                                                    \
+    ((n) == (cap) ? ((cap) = (cap) ? (cap) * 2 : 16,                                           \
+                     (arr) = xreallocarray((arr), (cap), sizeof(*(arr))), 0)                   \
+                  : 0,                                                                         \
+     &(arr)[(n)++])
+
+static const struct value *get(const struct resource_def *def, const struct row *r,
+                               const char *f)
+{
+    return model_get(def, r, f);
+}
+
+static int64_t get_i(const struct resource_def *def, const struct row *r, const char *f)
+{
+    const struct value *v = model_get(def, r, f);
+    return v->null ? 0 : v->i;
+}
+
+static const char *get_s(const struct resource_def *def, const struct row *r, const char *f)
+{
+    const struct value *v = model_get(def, r, f);
+    return v->null || !v->s ? "" : v->s;
+}
+
+static void set_i(const struct resource_def *def, struct row *r, const char *f, int64_t i)
+{
+    model_set_int(r, model_field_index(def, f), i);
+}
+
+static void set_s(const struct resource_def *def, struct arena *a, struct row *r, const char *f,
+                  const char *s)
+{
+    model_set_str(r, a, model_field_index(def, f), s);
+}
+
+static void set_null(const struct resource_def *def, struct row *r, const char *f)
+{
+    model_set_null(r, model_field_index(def, f));
+}
+
+/*
+ * Sorted-by-id lookup over an array of structs whose first member is their
+ * int64 id: the store lists in id order and new rows get higher ids.
+ */
+static void *find_by_id(const void *base, size_t n, size_t size, int64_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *p = (const char *)base + mid * size;
+        int64_t have;
+        memcpy(&have, p, sizeof(have));
+        if (have == id)
+            return (void *)p;
+        if (have < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+#define FIND_BY_ID(arr, n, want) find_by_id((arr), (n), sizeof(*(arr)), (want))
+
+static const char *class_name(const struct engine *e, int64_t id)
+{
+    const struct named *n = FIND_BY_ID(e->classes, e->n_classes, id);
+    return n ? n->name : "?";
+}
+
+static const char *project_name(const struct engine *e, int64_t id)
+{
+    const struct named *n = FIND_BY_ID(e->projects, e->n_projects, id);
+    return n ? n->name : "?";
+}
+
+static uint32_t intern_label(struct engine *e, const char *key, const char *val)
+{
+    char buf[600];
+    snprintf(buf, sizeof(buf), "%s=%s", key, val);
+    for (size_t i = 0; i < e->n_labels; i++) {
+        if (strcmp(e->labels[i], buf) == 0)
+            return (uint32_t)i + 1;
+    }
+    e->labels = xreallocarray(e->labels, e->n_labels + 1, sizeof(char *));
+    e->labels[e->n_labels++] = xstrdup(buf);
+    return (uint32_t)e->n_labels;
+}
+
+/* Interns a labels JSON object ({"rack":"r1"}) into ids; returns how many fit in max. */
+static int intern_labels(struct engine *e, const char *json, uint32_t *out, int max)
+{
+    json_t *obj = json_loads(json && *json ? json : "{}", 0, NULL), *v;
+    const char *k;
+    int n = 0;
+    json_object_foreach(obj, k, v)
+    {
+        if (n < max && json_is_string(v))
+            out[n++] = intern_label(e, k, json_string_value(v));
+    }
+    json_decref(obj);
+    return n;
+}
+
+static bool labels_match(const char *node_labels, const char *selector)
+{
+    json_t *nl = json_loads(node_labels && *node_labels ? node_labels : "{}", 0, NULL);
+    json_t *sel = json_loads(selector && *selector ? selector : "{}", 0, NULL), *v;
+    const char *k;
+    bool ok = true;
+    json_object_foreach(sel, k, v)
+    {
+        json_t *have = json_object_get(nl, k);
+        if (!have || !json_equal(have, v))
+            ok = false;
+    }
+    json_decref(nl);
+    json_decref(sel);
+    return ok;
+}
+
+static bool id_in_json_list(const char *json, int64_t id)
+{
+    json_t *list = json_loads(json && *json ? json : "[]", 0, NULL), *v;
+    size_t i;
+    bool found = false;
+    json_array_foreach(list, i, v)
+    {
+        if (json_integer_value(v) == id)
+            found = true;
+    }
+    json_decref(list);
+    return found;
+}
+
+/* Loads every row matching f (its limit and after_id are ours to set), in id order. */
+static int load_filtered(struct engine *e, const struct resource_def *def, struct store_filter *f,
+                         struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei)
+{
+    struct row *all = NULL;
+    size_t n = 0;
+
+    f->limit = PAGE;
+    f->after_id = 0;
+    for (;;) {
+        struct row *rows;
+        size_t got;
+        int rc = store_list(e->db, def, f, a, &rows, &got, ei);
+        if (rc < 0)
+            return rc;
+        if (got) {
+            struct row *grown = arena_calloc(a, n + got, sizeof(struct row));
+            if (n)
+                memcpy(grown, all, n * sizeof(struct row));
+            memcpy(grown + n, rows, got * sizeof(struct row));
+            all = grown;
+            n += got;
+            f->after_id = model_row_id(&rows[got - 1]);
+        }
+        if (got < PAGE)
+            break;
+    }
+    *ret = all;
+    *ret_n = n;
+    return 0;
+}
+
+/* Every row of a resource, or those in one state. */
+static int load_all(struct engine *e, const struct resource_def *def, const char *state,
+                    struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei)
+{
+    struct store_filter f;
+    store_filter_init(&f);
+    if (state)
+        store_filter_eq_str(&f, model_field_index(def, "state"), state);
+    return load_filtered(e, def, &f, a, ret, ret_n, ei);
+}
+
+/* Rows whose field is null (open allocations, unreleased preemptions). */
+static int load_open(struct engine *e, const struct resource_def *def, const char *null_field,
+                     struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei)
+{
+    struct store_filter f;
+    store_filter_init(&f);
+    store_filter_eq_null(&f, model_field_index(def, null_field));
+    return load_filtered(e, def, &f, a, ret, ret_n, ei);
+}
+
+/* ---- loading the scheduler from the store ---- */
+
+static void forget_fleet(struct engine *e)
+{
+    for (size_t i = 0; i < e->n_nodes; i++)
+        free(e->nodes[i].name);
+    for (size_t i = 0; i < e->n_gpus; i++)
+        free(e->gpus[i].uuid);
+    for (size_t i = 0; i < e->n_classes; i++)
+        free(e->classes[i].name);
+    for (size_t i = 0; i < e->n_projects; i++)
+        free(e->projects[i].name);
+    free(e->nodes);
+    free(e->gpus);
+    free(e->classes);
+    free(e->projects);
+    free(e->flavors);
+    e->nodes = NULL;
+    e->gpus = NULL;
+    e->classes = e->projects = NULL;
+    e->flavors = NULL;
+    e->n_nodes = e->n_gpus = e->n_classes = e->n_projects = e->n_flavors = 0;
+    e->cap_classes = e->cap_projects = 0;
+    e->n_victims = 0;
+    sched_free(e->sched);
+    e->sched = NULL;
+}
+
+static struct backend *backend_of(struct engine *e, int64_t cluster_id)
+{
+    for (size_t i = 0; i < e->n_backends; i++) {
+        if (e->backends[i].cluster_id == cluster_id)
+            return e->backends[i].b;
+    }
+    return NULL;
+}
+
+static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
+{
+    struct row *rows, *pools;
+    size_t n, n_pools;
+    int rc;
+
+    rc = load_all(e, &model_gpu_classes, NULL, a, &rows, &n, ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        int64_t id = model_row_id(&rows[i]);
+        sched_add_class(e->sched, id);
+        *APPEND(e->classes, e->n_classes, e->cap_classes) =
+            (struct named){id, xstrdup(get_s(&model_gpu_classes, &rows[i], "name"))};
+    }
+    if (rc >= 0)
+        rc = load_all(e, &model_clusters, NULL, a, &rows, &n, ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        int64_t id = model_row_id(&rows[i]);
+        const char *kind = get_s(&model_clusters, &rows[i], "backend");
+        if (backend_of(e, id) || strcmp(kind, "sim") != 0)
+            continue; /* local, slurm and kubernetes backends are not built yet */
+        {
+            struct sim_options so = {e->opt.sim_speed, 2000};
+            struct cluster_backend *cb = APPEND(e->backends, e->n_backends, e->cap_backends);
+            cb->cluster_id = id;
+            cb->b = backend_sim_new(id, &so);
+        }
+    }
+    if (rc >= 0)
+        rc = load_all(e, &model_pools, NULL, a, &pools, &n_pools, ei);
+    for (size_t i = 0; rc >= 0 && i < n_pools; i++) {
+        const struct row *p = &pools[i];
+        json_t *ap = json_loads(get_s(&model_pools, p, "access_project_ids"), 0, NULL);
+        json_t *ao = json_loads(get_s(&model_pools, p, "access_org_ids"), 0, NULL);
+        int64_t aps[256], aos[256];
+        size_t nap = 0, nao = 0, k;
+        json_t *v;
+        json_array_foreach(ap, k, v) if (nap < 256) aps[nap++] = json_integer_value(v);
+        json_array_foreach(ao, k, v) if (nao < 256) aos[nao++] = json_integer_value(v);
+        struct sched_pool_spec ps = {.id = model_row_id(p),
+                                     .owner_project_id = get_i(&model_pools, p, "owner_project_id"),
+                                     .owner_org_id = get_i(&model_pools, p, "owner_org_id"),
+                                     .access_project_ids = aps,
+                                     .n_access_projects = nap,
+                                     .access_org_ids = aos,
+                                     .n_access_orgs = nao};
+        sched_set_pool(e->sched, &ps);
+        json_decref(ap);
+        json_decref(ao);
+    }
+    if (rc >= 0)
+        rc = load_all(e, &model_nodes, NULL, a, &rows, &n, ei);
+    e->nodes = xcalloc(n + 1, sizeof(*e->nodes));
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        const struct row *r = &rows[i];
+        struct sched_node_spec ns = {.id = model_row_id(r)};
+        const char *state = get_s(&model_nodes, r, "state");
+        ns.cluster_id = get_i(&model_nodes, r, "cluster_id");
+        if (!backend_of(e, ns.cluster_id))
+            continue;
+        ns.cpu_milli = get_i(&model_nodes, r, "cpu_milli");
+        ns.mem_mib = get_i(&model_nodes, r, "memory_mib");
+        ns.n_labels = intern_labels(e, get_s(&model_nodes, r, "labels"), ns.labels,
+                                    SCHED_MAX_LABELS);
+        sched_add_node(e->sched, &ns);
+        if (strcmp(state, "ready") != 0)
+            sched_set_node_state(e->sched, ns.id,
+                                 strcmp(state, "drain") == 0 ? SCHED_NODE_DRAIN : SCHED_NODE_DOWN);
+        e->nodes[e->n_nodes++] = (struct node_info){ns.id, ns.cluster_id,
+                                                    xstrdup(get_s(&model_nodes, r, "name"))};
+    }
+    if (rc >= 0)
+        rc = load_all(e, &model_gpus, NULL, a, &rows, &n, ei);
+    e->gpus = xcalloc(n + 1, sizeof(*e->gpus));
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        const struct row *r = &rows[i];
+        int64_t node_id = get_i(&model_gpus, r, "node_id"), pool = 0;
+        const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, node_id);
+        struct gpu_info *gi;
+        if (!ni || strcmp(get_s(&model_gpus, r, "health"), "failed") == 0)
+            continue;
+        /* A GPU's pool: the first pool (by id) naming it, else the first whose selection holds it. */
+        for (size_t k = 0; k < n_pools && !pool; k++) {
+            if (id_in_json_list(get_s(&model_pools, &pools[k], "gpu_ids"), model_row_id(r)))
+                pool = model_row_id(&pools[k]);
+        }
+        for (size_t k = 0; k < n_pools && !pool; k++) {
+            const struct row *p = &pools[k];
+            int64_t cl = get_i(&model_pools, p, "cluster_id");
+            const char *sel = get_s(&model_pools, p, "node_selector");
+            bool any_criterion = cl || strcmp(sel, "{}") != 0;
+            struct row node_row;
+            if (!any_criterion || (cl && cl != ni->cluster_id))
+                continue;
+            if (strcmp(sel, "{}") != 0) {
+                if (store_get(e->db, &model_nodes, node_id, a, &node_row, ei) < 0 ||
+                    !labels_match(get_s(&model_nodes, &node_row, "labels"), sel))
+                    continue;
+            }
+            pool = model_row_id(p);
+        }
+        sched_add_gpu(e->sched, node_id, model_row_id(r), get_i(&model_gpus, r, "gpu_class_id"),
+                      pool);
+        gi = &e->gpus[e->n_gpus++];
+        gi->id = model_row_id(r);
+        gi->node_id = node_id;
+        gi->class_id = get_i(&model_gpus, r, "gpu_class_id");
+        gi->index = (int32_t)get_i(&model_gpus, r, "index");
+        gi->uuid = xstrdup(get_s(&model_gpus, r, "uuid"));
+    }
+    return rc;
+}
+
+static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei)
+{
+    struct row *rows;
+    size_t n;
+    int rc = load_all(e, &model_projects, NULL, a, &rows, &n, ei);
+
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        int64_t id = model_row_id(&rows[i]);
+        sched_set_project(e->sched, id, get_i(&model_projects, &rows[i], "org_id"),
+                          (int)get_i(&model_projects, &rows[i], "weight"));
+        *APPEND(e->projects, e->n_projects, e->cap_projects) =
+            (struct named){id, xstrdup(get_s(&model_projects, &rows[i], "name"))};
+    }
+    if (rc >= 0)
+        rc = load_all(e, &model_quotas, NULL, a, &rows, &n, ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        const struct value *g = get(&model_quotas, &rows[i], "guaranteed_milli");
+        const struct value *l = get(&model_quotas, &rows[i], "limit_milli");
+        sched_set_quota(e->sched, get_i(&model_quotas, &rows[i], "project_id"),
+                        get_i(&model_quotas, &rows[i], "gpu_class_id"), g->null ? -1 : g->i,
+                        l->null ? -1 : l->i);
+    }
+    if (rc >= 0)
+        rc = load_all(e, &model_org_quotas, NULL, a, &rows, &n, ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++)
+        sched_set_org_cap(e->sched, get_i(&model_org_quotas, &rows[i], "org_id"),
+                          get_i(&model_org_quotas, &rows[i], "gpu_class_id"),
+                          get_i(&model_org_quotas, &rows[i], "limit_milli"));
+    if (rc >= 0)
+        rc = load_all(e, &model_flavors, NULL, a, &rows, &n, ei);
+    e->flavors = xcalloc(n + 1, sizeof(*e->flavors));
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        const struct row *r = &rows[i];
+        struct flavor_info *f = &e->flavors[e->n_flavors++];
+        json_t *pl = json_loads(get_s(&model_flavors, r, "pool_ids"), 0, NULL), *v;
+        size_t k;
+        f->id = model_row_id(r);
+        f->class_id = get_i(&model_flavors, r, "gpu_class_id");
+        f->gpu_milli = (int32_t)get_i(&model_flavors, r, "gpu_milli");
+        f->cpu_milli = get_i(&model_flavors, r, "vcpus") * 1000;
+        f->mem_mib = get_i(&model_flavors, r, "memory_mib");
+        f->active = get_i(&model_flavors, r, "active");
+        json_array_foreach(pl, k, v) if (f->n_pools < SCHED_MAX_POOLS) f->pools[f->n_pools++] =
+            json_integer_value(v);
+        json_decref(pl);
+        f->n_selector = intern_labels(e, get_s(&model_flavors, r, "node_selector"), f->selector,
+                                      SCHED_MAX_SELECTOR);
+    }
+    return rc;
+}
+
+/* The scheduler's view of a workload row. */
+static int spec_of(struct engine *e, const struct row *w, struct sched_workload_spec *sp)
+{
+    const struct resource_def *d = &model_workloads;
+    const struct flavor_info *f = FIND_BY_ID(e->flavors, e->n_flavors, get_i(d, w, "flavor_id"));
+    const struct value *grace = get(d, w, "grace_s");
+
+    if (!f)
+        return ERR_INVALID;
+    memset(sp, 0, sizeof(*sp));
+    sp->id = model_row_id(w);
+    sp->project_id = get_i(d, w, "project_id");
+    sp->pclass = strcmp(get_s(d, w, "priority_class"), "owned") == 0 ? SCHED_P1 : SCHED_P2;
+    sp->priority = (int32_t)get_i(d, w, "priority");
+    sp->submit_ms = get_i(d, w, "submitted_ms");
+    sp->replicas = (int32_t)get_i(d, w, "replicas");
+    sp->class_id = f->class_id;
+    sp->gpu_milli = f->gpu_milli;
+    sp->cpu_milli = f->cpu_milli;
+    sp->mem_mib = f->mem_mib;
+    memcpy(sp->selector, f->selector, sizeof(f->selector));
+    sp->n_selector = f->n_selector;
+    memcpy(sp->pool_ids, f->pools, sizeof(f->pools));
+    sp->n_pools = f->n_pools;
+    sp->min_runtime_ms = get_i(d, w, "min_runtime_s") * 1000;
+    sp->grace_ms = grace->null ? -1 : grace->i * 1000;
+    sp->requeue = get_i(d, w, "requeue") != 0;
+    return 0;
+}
+
+static void launch_of(struct engine *e, const struct row *w, const struct sched_assign *as,
+                      size_t n_as, struct arena *a, struct backend_launch *l);
+
+static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct arena *a,
+                             struct error_info *ei)
+{
+    struct row *rows, *allocs, *ledger;
+    size_t n, n_allocs, n_ledger;
+    int rc;
+
+    rc = load_all(e, &model_workloads, "queued", a, &rows, &n, ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        struct sched_workload_spec sp;
+        if (spec_of(e, &rows[i], &sp) == 0)
+            sched_submit(e->sched, &sp, now);
+    }
+    if (rc < 0)
+        return rc;
+    rc = load_open(e, &model_allocations, "ended_ms", a, &allocs, &n_allocs, ei);
+    for (int pass = 0; rc >= 0 && pass < 2; pass++) {
+        const char *state = pass == 0 ? "running" : "preempting";
+        rc = load_all(e, &model_workloads, state, a, &rows, &n, ei);
+        for (size_t i = 0; rc >= 0 && i < n; i++) {
+            int64_t wid = model_row_id(&rows[i]);
+            struct sched_workload_spec sp;
+            int64_t gpus[SCHED_MAX_REPLICAS * 8];
+            int32_t milli[SCHED_MAX_REPLICAS * 8], rep[SCHED_MAX_REPLICAS * 8];
+            struct sched_assign as[SCHED_MAX_REPLICAS * 8];
+            size_t k = 0;
+            int64_t started = get_i(&model_workloads, &rows[i], "started_at") * 1000;
+            for (size_t j = 0; j < n_allocs && k < ARRAY_SIZE(gpus); j++) {
+                const struct row *al = &allocs[j];
+                if (get_i(&model_allocations, al, "workload_id") != wid)
+                    continue;
+                gpus[k] = get_i(&model_allocations, al, "gpu_id");
+                milli[k] = (int32_t)get_i(&model_allocations, al, "milli");
+                rep[k] = (int32_t)get_i(&model_allocations, al, "replica");
+                started = get_i(&model_allocations, al, "started_ms");
+                as[k] = (struct sched_assign){rep[k], get_i(&model_allocations, al, "node_id"),
+                                             gpus[k], milli[k]};
+                k++;
+            }
+            if (spec_of(e, &rows[i], &sp) < 0 ||
+                sched_restore_running(e->sched, &sp, gpus, milli, rep, k, started, pass == 1) < 0)
+                continue;
+            if (adopt && k > 0) {
+                const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
+                struct backend *b = ni ? backend_of(e, ni->cluster_id) : NULL;
+                struct backend_launch l;
+                if (b) {
+                    launch_of(e, &rows[i], as, k, a, &l);
+                    b->ops->adopt(b, &l, started, now, ei);
+                }
+            }
+        }
+    }
+    /* Victims still releasing: link them to their preemptor and ledger entry again. */
+    if (rc >= 0)
+        rc = load_open(e, &model_preemptions, "released_ms", a, &ledger, &n_ledger, ei);
+    for (size_t i = 0; rc >= 0 && i < n_ledger; i++) {
+        json_t *vs = json_loads(get_s(&model_preemptions, &ledger[i], "victims"), 0, NULL), *v;
+        int64_t pre = get_i(&model_preemptions, &ledger[i], "preemptor_id"), ids[256];
+        size_t k, n_ids = 0;
+        json_array_foreach(vs, k, v)
+        {
+            struct sched_workload_info info;
+            int64_t vid = json_integer_value(json_object_get(v, "workload_id"));
+            if (sched_workload_info(e->sched, vid, &info) < 0 || info.state != SCHED_PREEMPTING)
+                continue;
+            if (n_ids < 256)
+                ids[n_ids++] = vid;
+            *APPEND(e->victims, e->n_victims, e->cap_victims) =
+                (struct pending_victim){vid, model_row_id(&ledger[i]), pre};
+        }
+        json_decref(vs);
+        sched_restore_preemption(e->sched, pre, ids, n_ids);
+    }
+    return rc;
+}
+
+/* (Re)builds the scheduler from the store. adopt: also re-attach running work to backends. */
+static int engine_load(struct engine *e, bool adopt, struct error_info *ei)
+{
+    struct sched_config cfg;
+    struct arena a;
+    int rc;
+
+    forget_fleet(e);
+    sched_config_init(&cfg);
+    cfg.reserve_after_ms = e->opt.reserve_after_ms;
+    cfg.default_grace_ms = e->opt.default_grace_ms;
+    e->sched = sched_new(&cfg);
+    arena_init(&a);
+    rc = load_fleet(e, &a, ei);
+    if (rc >= 0)
+        rc = load_tenants(e, &a, ei);
+    if (rc >= 0)
+        rc = restore_workloads(e, adopt, time_now_ms(), &a, ei);
+    arena_release(&a);
+    return rc;
+}
+
+/* ---- acting on decisions ---- */
+
+static void launch_of(struct engine *e, const struct row *w, const struct sched_assign *as,
+                      size_t n_as, struct arena *a, struct backend_launch *l)
+{
+    const struct resource_def *d = &model_workloads;
+    const struct flavor_info *f = FIND_BY_ID(e->flavors, e->n_flavors, get_i(d, w, "flavor_id"));
+    int32_t replicas = (int32_t)get_i(d, w, "replicas");
+    struct backend_replica *reps = arena_calloc(a, (size_t)replicas, sizeof(*reps));
+    const struct value *dur = get(d, w, "duration_s"), *maxrt = get(d, w, "max_runtime_s");
+
+    memset(l, 0, sizeof(*l));
+    l->workload_id = model_row_id(w);
+    l->project_id = get_i(d, w, "project_id");
+    l->command = arena_strdup(a, get_s(d, w, "command"));
+    l->image = arena_strdup(a, get_s(d, w, "image"));
+    l->cpu_milli = f ? f->cpu_milli : 0;
+    l->mem_mib = f ? f->mem_mib : 0;
+    l->duration_ms = dur->null ? -1 : dur->i * 1000;
+    l->max_runtime_ms = maxrt->null ? -1 : maxrt->i * 1000;
+    for (int32_t r = 0; r < replicas; r++) {
+        struct backend_device *devs = arena_calloc(a, n_as, sizeof(*devs));
+        size_t nd = 0;
+        reps[r].replica = r;
+        for (size_t i = 0; i < n_as; i++) {
+            const struct gpu_info *g;
+            if (as[i].replica != r)
+                continue;
+            reps[r].node_id = as[i].node_id;
+            g = as[i].gpu_id ? FIND_BY_ID(e->gpus, e->n_gpus, as[i].gpu_id) : NULL;
+            if (g)
+                devs[nd++] = (struct backend_device){g->id, g->uuid, g->index, as[i].milli};
+        }
+        {
+            const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, reps[r].node_id);
+            reps[r].node_name = ni ? ni->name : "";
+        }
+        reps[r].devices = devs;
+        reps[r].n_devices = nd;
+    }
+    l->replicas = reps;
+    l->n_replicas = (size_t)replicas;
+}
+
+static int add_event(struct engine *e, struct arena *a, int64_t wid, int64_t project, int64_t at,
+                     const char *type, const char *msg, struct error_info *ei)
+{
+    struct row ev = model_row_new(&model_events, a);
+    int64_t id;
+    set_i(&model_events, &ev, "workload_id", wid);
+    set_i(&model_events, &ev, "project_id", project);
+    set_i(&model_events, &ev, "at_ms", at);
+    set_s(&model_events, a, &ev, "type", type);
+    set_s(&model_events, a, &ev, "message", msg);
+    return store_insert(e->db, &model_events, &ev, &id, ei);
+}
+
+static char *gpus_text(struct arena *a, int64_t milli)
+{
+    if (milli % 1000 == 0)
+        return arena_printf(a, "%" PRId64, milli / 1000);
+    return arena_printf(a, "%" PRId64 ".%03" PRId64, milli / 1000, milli % 1000);
+}
+
+static int persist_admit(struct engine *e, const struct sched_admit *ad, int64_t now,
+                         struct arena *a, struct row *ret_row, struct error_info *ei)
+{
+    const struct resource_def *d = &model_workloads;
+    const struct sched_assign *as = &e->dec.assigns[ad->first_assign];
+    struct row w;
+    struct buf where;
+    const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
+    int rc = store_get(e->db, d, ad->workload_id, a, &w, ei);
+
+    if (rc < 0)
+        return rc;
+    set_s(d, a, &w, "state", "running");
+    set_s(d, a, &w, "reason", ad->borrowed ? "running on borrowed capacity" : "running");
+    set_i(d, &w, "started_at", now / 1000);
+    set_null(d, &w, "finished_at");
+    set_null(d, &w, "exit_code");
+    if (ni)
+        set_i(d, &w, "cluster_id", ni->cluster_id);
+    set_i(d, &w, "updated_at", now / 1000);
+    rc = store_update(e->db, d, ad->workload_id, &w, ei);
+    buf_init(&where, 4096);
+    for (size_t i = 0; rc >= 0 && i < ad->n_assigns; i++) {
+        const struct resource_def *ald = &model_allocations;
+        struct row al = model_row_new(ald, a);
+        const struct gpu_info *g = as[i].gpu_id ? FIND_BY_ID(e->gpus, e->n_gpus, as[i].gpu_id) : NULL;
+        const struct node_info *n = FIND_BY_ID(e->nodes, e->n_nodes, as[i].node_id);
+        int64_t id;
+        set_i(ald, &al, "workload_id", ad->workload_id);
+        set_i(ald, &al, "project_id", get_i(d, &w, "project_id"));
+        set_i(ald, &al, "replica", as[i].replica);
+        set_i(ald, &al, "node_id", as[i].node_id);
+        if (g) {
+            set_i(ald, &al, "gpu_id", g->id);
+            set_i(ald, &al, "gpu_class_id", g->class_id);
+        } else {
+            set_null(ald, &al, "gpu_id");
+            set_null(ald, &al, "gpu_class_id");
+        }
+        set_i(ald, &al, "milli", as[i].milli);
+        set_s(ald, a, &al, "priority_class", get_s(d, &w, "priority_class"));
+        set_i(ald, &al, "borrowed", ad->borrowed);
+        set_i(ald, &al, "started_ms", now);
+        set_null(ald, &al, "ended_ms");
+        set_s(ald, a, &al, "end_reason", "");
+        rc = store_insert(e->db, ald, &al, &id, ei);
+        if (where.len < 3000)
+            buf_printf(&where, "%s%s/%d", i ? ", " : "", n ? n->name : "?", g ? g->index : -1);
+    }
+    if (rc >= 0)
+        rc = add_event(e, a, ad->workload_id, get_i(d, &w, "project_id"), now, "admitted",
+                       arena_printf(a, "admitted (%s) on %s", ad->borrowed ? "borrowed" : "owned",
+                                    where.data ? where.data : "cpu"),
+                       ei);
+    buf_release(&where);
+    *ret_row = w;
+    return rc;
+}
+
+static int persist_preemption(struct engine *e, const struct sched_preemption *pe,
+                              struct arena *a, struct error_info *ei)
+{
+    const struct sched_victim *vs = &e->dec.victims[pe->first_victim];
+    const struct sched_quota_snapshot *qs = &e->dec.quotas[pe->first_quota];
+    json_t *victims = json_array(), *before = json_array(), *after = json_array();
+    struct row pre, led = model_row_new(&model_preemptions, a);
+    int64_t lost = 0, ledger_id, pre_project;
+    char *text;
+    int rc = store_get(e->db, &model_workloads, pe->preemptor_id, a, &pre, ei);
+
+    if (rc < 0)
+        goto out;
+    pre_project = get_i(&model_workloads, &pre, "project_id");
+    for (size_t i = 0; i < pe->n_victims; i++) {
+        json_array_append_new(victims, json_pack("{s:I,s:I,s:I,s:I}", "workload_id",
+                                                 (json_int_t)vs[i].workload_id, "project_id",
+                                                 (json_int_t)vs[i].project_id, "gpu_milli",
+                                                 (json_int_t)vs[i].gpu_milli, "lost_ms",
+                                                 (json_int_t)vs[i].lost_ms));
+        lost += vs[i].gpu_milli * vs[i].lost_ms / 1000;
+    }
+    for (size_t i = 0; i < pe->n_quotas; i++) {
+        int64_t freed = 0;
+        for (size_t k = 0; k < pe->n_victims; k++) {
+            if (vs[k].project_id == qs[i].project_id)
+                freed += vs[k].gpu_milli;
+        }
+        json_array_append_new(before, json_pack("{s:I,s:I,s:I,s:I}", "project_id",
+                                                (json_int_t)qs[i].project_id, "used",
+                                                (json_int_t)qs[i].used, "guaranteed",
+                                                (json_int_t)qs[i].guaranteed, "limit",
+                                                (json_int_t)qs[i].limit));
+        json_array_append_new(after, json_pack("{s:I,s:I,s:I,s:I}", "project_id",
+                                               (json_int_t)qs[i].project_id, "used",
+                                               (json_int_t)(qs[i].used - freed), "guaranteed",
+                                               (json_int_t)qs[i].guaranteed, "limit",
+                                               (json_int_t)qs[i].limit));
+    }
+    set_i(&model_preemptions, &led, "preemptor_id", pe->preemptor_id);
+    set_i(&model_preemptions, &led, "project_id", pre_project);
+    set_s(&model_preemptions, a, &led, "rule", "reclaim");
+    set_i(&model_preemptions, &led, "gpu_class_id", qs[0].class_id);
+    text = json_dumps(victims, JSON_COMPACT);
+    set_s(&model_preemptions, a, &led, "victims", text);
+    free(text);
+    text = json_dumps(before, JSON_COMPACT);
+    set_s(&model_preemptions, a, &led, "quota_before", text);
+    free(text);
+    text = json_dumps(after, JSON_COMPACT);
+    set_s(&model_preemptions, a, &led, "quota_after", text);
+    free(text);
+    set_i(&model_preemptions, &led, "gpu_milli", pe->gpu_milli_reclaimed);
+    set_i(&model_preemptions, &led, "grace_ms", pe->grace_ms);
+    set_i(&model_preemptions, &led, "decided_ms", pe->decided_ms);
+    set_null(&model_preemptions, &led, "released_ms");
+    set_null(&model_preemptions, &led, "reclaim_ms");
+    set_i(&model_preemptions, &led, "gpu_ms_lost", lost);
+    rc = store_insert(e->db, &model_preemptions, &led, &ledger_id, ei);
+    if (rc >= 0)
+        rc = add_event(e, a, pe->preemptor_id, pre_project, pe->decided_ms, "reclaiming",
+                       arena_printf(a,
+                                    "reclaiming %s %s GPU(s) of its guarantee: preempting %zu "
+                                    "workload(s) (ledger entry %" PRId64 ")",
+                                    gpus_text(a, pe->gpu_milli_reclaimed),
+                                    class_name(e, qs[0].class_id), pe->n_victims, ledger_id),
+                       ei);
+    for (size_t i = 0; rc >= 0 && i < pe->n_victims; i++) {
+        struct row v;
+        rc = store_get(e->db, &model_workloads, vs[i].workload_id, a, &v, ei);
+        if (rc < 0)
+            break;
+        set_s(&model_workloads, a, &v, "state", "preempting");
+        set_s(&model_workloads, a, &v, "reason",
+              arena_printf(a, "preempted for owned work of project %s (workload %" PRId64 ")",
+                           project_name(e, pre_project), pe->preemptor_id));
+        set_i(&model_workloads, &v, "updated_at", pe->decided_ms / 1000);
+        rc = store_update(e->db, &model_workloads, vs[i].workload_id, &v, ei);
+        if (rc >= 0)
+            rc = add_event(e, a, vs[i].workload_id, vs[i].project_id, pe->decided_ms, "preempting",
+                           arena_printf(a,
+                                        "preempted (rule reclaim, ledger entry %" PRId64
+                                        "): project %s takes back its guarantee for workload "
+                                        "%" PRId64 "; stopping within %" PRId64 " s",
+                                        ledger_id, project_name(e, pre_project),
+                                        pe->preemptor_id, pe->grace_ms / 1000),
+                           ei);
+        *APPEND(e->victims, e->n_victims, e->cap_victims) =
+            (struct pending_victim){vs[i].workload_id, ledger_id, pe->preemptor_id};
+    }
+out:
+    json_decref(victims);
+    json_decref(before);
+    json_decref(after);
+    return rc;
+}
+
+/* Writes one pass's decisions in one transaction, then acts on them. */
+static int apply_decisions(struct engine *e, int64_t now, struct error_info *ei)
+{
+    struct arena a;
+    struct row *rows;
+    size_t n_victims_before = e->n_victims;
+    int rc;
+
+    if (e->dec.n_admits == 0 && e->dec.n_preemptions == 0)
+        return 0;
+    arena_init(&a);
+    rows = arena_calloc(&a, e->dec.n_admits + 1, sizeof(*rows));
+    rc = store_begin(e->db, ei);
+    for (size_t i = 0; rc >= 0 && i < e->dec.n_admits; i++)
+        rc = persist_admit(e, &e->dec.admits[i], now, &a, &rows[i], ei);
+    for (size_t i = 0; rc >= 0 && i < e->dec.n_preemptions; i++)
+        rc = persist_preemption(e, &e->dec.preemptions[i], &a, ei);
+    if (rc >= 0)
+        rc = store_commit(e->db, ei);
+    if (rc < 0) {
+        store_rollback(e->db);
+        e->n_victims = n_victims_before;
+        arena_release(&a);
+        return rc;
+    }
+    /* Committed: now act. */
+    for (size_t i = 0; i < e->dec.n_admits; i++) {
+        const struct sched_admit *ad = &e->dec.admits[i];
+        const struct node_info *ni =
+            FIND_BY_ID(e->nodes, e->n_nodes, e->dec.assigns[ad->first_assign].node_id);
+        struct backend *b = ni ? backend_of(e, ni->cluster_id) : NULL;
+        struct backend_launch l;
+        struct error_info lei = {0};
+        launch_of(e, &rows[i], &e->dec.assigns[ad->first_assign], ad->n_assigns, &a, &l);
+        if (!b || b->ops->launch(b, &l, now, &lei) < 0) {
+            char id[24];
+            snprintf(id, sizeof(id), "%" PRId64, ad->workload_id);
+            log_error("could not launch workload", "workload", id, "error",
+                      lei.code ? lei.message : "no backend for its cluster");
+        }
+    }
+    for (size_t i = 0; i < e->dec.n_preemptions; i++) {
+        const struct sched_preemption *pe = &e->dec.preemptions[i];
+        for (size_t k = 0; k < pe->n_victims; k++) {
+            int64_t vid = e->dec.victims[pe->first_victim + k].workload_id;
+            for (size_t b = 0; b < e->n_backends; b++)
+                e->backends[b].b->ops->stop(e->backends[b].b, vid, pe->grace_ms, now);
+        }
+    }
+    arena_release(&a);
+    return 0;
+}
+
+/* ---- ends reported by backends ---- */
+
+static bool take_cancelling(struct engine *e, int64_t id)
+{
+    for (size_t i = 0; i < e->n_cancelling; i++) {
+        if (e->cancelling[i] == id) {
+            e->cancelling[i] = e->cancelling[--e->n_cancelling];
+            return true;
+        }
+    }
+    return false;
+}
+
+static int close_allocations(struct engine *e, int64_t wid, int64_t at, const char *why,
+                             struct arena *a, struct error_info *ei)
+{
+    struct store_filter f;
+    struct row *rows;
+    size_t n;
+    int rc;
+
+    store_filter_init(&f);
+    f.limit = 10000;
+    store_filter_eq_int(&f, model_field_index(&model_allocations, "workload_id"), wid);
+    store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
+    rc = store_list(e->db, &model_allocations, &f, a, &rows, &n, ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        set_i(&model_allocations, &rows[i], "ended_ms", at);
+        set_s(&model_allocations, a, &rows[i], "end_reason", why);
+        rc = store_update(e->db, &model_allocations, model_row_id(&rows[i]), &rows[i], ei);
+    }
+    return rc;
+}
+
+/* A victim has released: when it was the last of its ledger entry, close the entry. */
+static int victim_released(struct engine *e, int64_t vid, int64_t at, struct arena *a,
+                           struct error_info *ei)
+{
+    int64_t ledger = 0;
+    bool others = false;
+    for (size_t i = 0; i < e->n_victims; i++) {
+        if (e->victims[i].victim_id == vid) {
+            ledger = e->victims[i].ledger_id;
+            e->victims[i] = e->victims[--e->n_victims];
+            break;
+        }
+    }
+    if (!ledger)
+        return 0;
+    for (size_t i = 0; i < e->n_victims; i++)
+        others |= e->victims[i].ledger_id == ledger;
+    if (!others) {
+        struct row led;
+        int rc = store_get(e->db, &model_preemptions, ledger, a, &led, ei);
+        if (rc < 0)
+            return rc;
+        set_i(&model_preemptions, &led, "released_ms", at);
+        set_i(&model_preemptions, &led, "reclaim_ms",
+              at - get_i(&model_preemptions, &led, "decided_ms"));
+        return store_update(e->db, &model_preemptions, ledger, &led, ei);
+    }
+    return 0;
+}
+
+static int handle_end(struct engine *e, const struct backend_event *ev, struct error_info *ei)
+{
+    const struct resource_def *d = &model_workloads;
+    struct sched_workload_info info;
+    struct arena a;
+    struct row w;
+    const char *state, *reason, *alloc_reason;
+    bool cancel, preempted, requeue;
+    int rc;
+
+    if (sched_workload_info(e->sched, ev->workload_id, &info) < 0 ||
+        info.state == SCHED_QUEUED)
+        return 0; /* not ours, or already dealt with */
+    arena_init(&a);
+    rc = store_get(e->db, d, ev->workload_id, &a, &w, ei);
+    if (rc < 0) {
+        arena_release(&a);
+        return rc;
+    }
+    cancel = take_cancelling(e, ev->workload_id);
+    preempted = info.state == SCHED_PREEMPTING && !cancel;
+    requeue = preempted && get_i(d, &w, "requeue");
+    if (cancel) {
+        state = "cancelled";
+        reason = "cancelled while running";
+    } else if (preempted) {
+        state = requeue ? "queued" : "preempted";
+        reason = requeue ? "preempted; queued again in its original place" : "preempted";
+    } else if (ev->how == BACKEND_TIMEOUT) {
+        state = "failed";
+        reason = "killed at its maximum runtime";
+    } else if (ev->how == BACKEND_LOST) {
+        state = "failed";
+        reason = "lost: its backend no longer knows it";
+    } else if (ev->how == BACKEND_EXITED && ev->exit_code == 0) {
+        state = "succeeded";
+        reason = "exited 0";
+    } else {
+        state = "failed";
+        reason = arena_printf(&a, "exited with status %d", ev->exit_code);
+    }
+    alloc_reason = preempted ? "preempted" : state;
+    set_s(d, &a, &w, "state", state);
+    set_s(d, &a, &w, "reason", reason);
+    set_i(d, &w, "exit_code", ev->exit_code);
+    if (requeue) {
+        set_null(d, &w, "finished_at");
+    } else {
+        set_i(d, &w, "finished_at", ev->at_ms / 1000);
+    }
+    if (preempted)
+        set_i(d, &w, "preemptions", get_i(d, &w, "preemptions") + 1);
+    set_i(d, &w, "updated_at", ev->at_ms / 1000);
+    rc = store_begin(e->db, ei);
+    if (rc >= 0)
+        rc = store_update(e->db, d, ev->workload_id, &w, ei);
+    if (rc >= 0)
+        rc = close_allocations(e, ev->workload_id, ev->at_ms, alloc_reason, &a, ei);
+    if (rc >= 0)
+        rc = add_event(e, &a, ev->workload_id, get_i(d, &w, "project_id"), ev->at_ms,
+                       requeue ? "requeued" : preempted ? "preempted" : state, reason, ei);
+    if (rc >= 0 && info.state == SCHED_PREEMPTING)
+        rc = victim_released(e, ev->workload_id, ev->at_ms, &a, ei);
+    if (rc >= 0)
+        rc = store_commit(e->db, ei);
+    if (rc < 0) {
+        store_rollback(e->db);
+        arena_release(&a);
+        return rc;
+    }
+    if (cancel)
+        sched_cancel(e->sched, ev->workload_id, ev->at_ms);
+    else
+        sched_released(e->sched, ev->workload_id, ev->at_ms);
+    arena_release(&a);
+    return 0;
+}
+
+/* ---- the loop ---- */
+
+static void take_inbox(struct engine *e, int64_t now)
+{
+    struct arena a;
+    arena_init(&a);
+    for (size_t i = 0; i < e->n_inbox; i++) {
+        struct row w;
+        struct sched_workload_spec sp;
+        struct error_info ei = {0};
+        if (store_get(e->db, &model_workloads, e->inbox[i], &a, &w, &ei) < 0 ||
+            strcmp(get_s(&model_workloads, &w, "state"), "queued") != 0)
+            continue;
+        if (spec_of(e, &w, &sp) == 0)
+            sched_submit(e->sched, &sp, now);
+    }
+    e->n_inbox = 0;
+    arena_release(&a);
+}
+
+static void rebuild(struct engine *e, const char *why)
+{
+    struct error_info ei = {0};
+    if (engine_load(e, false, &ei) < 0)
+        log_error("could not reload the scheduler from the store", "why", why, "error",
+                  ei.message);
+}
+
+/* One round: new work, backend ends, a pass, its decisions. Called with the lock held. */
+static void iterate(struct engine *e)
+{
+    int64_t now = time_now_ms();
+    struct backend_event evs[64];
+    struct error_info ei = {0};
+
+    if (e->reload) {
+        e->reload = false;
+        e->n_inbox = 0; /* the reload reads queued work from the store */
+        rebuild(e, "configuration changed");
+    }
+    take_inbox(e, now);
+    for (size_t b = 0; b < e->n_backends; b++) {
+        size_t n;
+        while ((n = e->backends[b].b->ops->poll(e->backends[b].b, now, evs, ARRAY_SIZE(evs))) > 0) {
+            for (size_t i = 0; i < n; i++) {
+                if (handle_end(e, &evs[i], &ei) < 0) {
+                    log_error("could not record the end of a workload", "error", ei.message);
+                    ei.code = 0;
+                }
+            }
+            if (n < ARRAY_SIZE(evs))
+                break;
+        }
+    }
+    sched_decisions_reset(&e->dec);
+    sched_pass(e->sched, now, &e->dec);
+    if (apply_decisions(e, now, &ei) < 0) {
+        log_error("could not write scheduling decisions; rebuilding from the store", "error",
+                  ei.message);
+        rebuild(e, "decisions not written");
+    }
+    e->iterations++;
+    pthread_cond_broadcast(&e->cond);
+}
+
+static void *engine_main(void *arg)
+{
+    struct engine *e = arg;
+    pthread_mutex_lock(&e->lock);
+    while (!e->stopping) {
+        int64_t now = time_now_ms(), due = now + e->opt.tick_ms;
+        struct timespec ts;
+        for (size_t b = 0; b < e->n_backends; b++) {
+            int64_t t = e->backends[b].b->ops->next_event_ms(e->backends[b].b);
+            if (t < due)
+                due = t;
+        }
+        if (e->n_inbox == 0 && !e->reload && due > now) {
+            ts.tv_sec = (time_t)(due / 1000);
+            ts.tv_nsec = (long)(due % 1000) * 1000000;
+            pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+        }
+        if (!e->stopping)
+            iterate(e);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+/* ---- the public side ---- */
+
+void engine_options_init(struct engine_options *opt)
+{
+    opt->sim_speed = 1;
+    opt->reserve_after_ms = 10 * 60 * 1000;
+    opt->default_grace_ms = 30 * 1000;
+    opt->tick_ms = 1000;
+}
+
+int engine_start(struct store *store, const struct engine_options *opt, struct engine **ret,
+                 struct error_info *ei)
+{
+    struct engine *e = xcalloc(1, sizeof(*e));
+    int rc;
+
+    e->store = store;
+    e->opt = *opt;
+    e->db = store_conn_get(store);
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_cond_init(&e->cond, NULL);
+    sched_decisions_init(&e->dec);
+    rc = engine_load(e, true, ei);
+    if (rc < 0) {
+        engine_stop(e);
+        return rc;
+    }
+    if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
+        engine_stop(e);
+        return errinfo_set(ei, ERR_INTERNAL, NULL, "could not start the scheduler thread");
+    }
+    e->started = true;
+    *ret = e;
+    return 0;
+}
+
+void engine_stop(struct engine *e)
+{
+    if (!e)
+        return;
+    if (e->started) {
+        pthread_mutex_lock(&e->lock);
+        e->stopping = true;
+        pthread_cond_broadcast(&e->cond);
+        pthread_mutex_unlock(&e->lock);
+        pthread_join(e->thread, NULL);
+    }
+    forget_fleet(e);
+    for (size_t i = 0; i < e->n_backends; i++)
+        e->backends[i].b->ops->free(e->backends[i].b);
+    for (size_t i = 0; i < e->n_labels; i++)
+        free(e->labels[i]);
+    free(e->labels);
+    free(e->backends);
+    free(e->inbox);
+    free(e->cancelling);
+    free(e->victims);
+    sched_decisions_release(&e->dec);
+    if (e->db)
+        store_conn_put(e->db);
+    pthread_cond_destroy(&e->cond);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+}
+
+void engine_submitted(struct engine *e, int64_t workload_id)
+{
+    pthread_mutex_lock(&e->lock);
+    *APPEND(e->inbox, e->n_inbox, e->cap_inbox) = workload_id;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+void engine_config_changed(struct engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    e->reload = true;
+    pthread_cond_broadcast(&e->cond);
+    pthread_mutex_unlock(&e->lock);
+}
+
+static int cancel_queued(struct engine *e, int64_t id, struct error_info *ei)
+{
+    struct arena a;
+    struct row w;
+    int64_t now = time_now_ms();
+    int rc;
+
+    arena_init(&a);
+    rc = store_begin(e->db, ei);
+    if (rc >= 0)
+        rc = store_get(e->db, &model_workloads, id, &a, &w, ei);
+    if (rc >= 0) {
+        set_s(&model_workloads, &a, &w, "state", "cancelled");
+        set_s(&model_workloads, &a, &w, "reason", "cancelled while queued");
+        set_i(&model_workloads, &w, "finished_at", now / 1000);
+        set_i(&model_workloads, &w, "updated_at", now / 1000);
+        rc = store_update(e->db, &model_workloads, id, &w, ei);
+    }
+    if (rc >= 0)
+        rc = add_event(e, &a, id, get_i(&model_workloads, &w, "project_id"), now, "cancelled",
+                       "cancelled while queued", ei);
+    if (rc >= 0)
+        rc = store_commit(e->db, ei);
+    if (rc < 0)
+        store_rollback(e->db);
+    else
+        sched_cancel(e->sched, id, now);
+    arena_release(&a);
+    return rc;
+}
+
+int engine_cancel(struct engine *e, int64_t workload_id, struct error_info *ei)
+{
+    struct sched_workload_info info;
+    int rc = 0;
+
+    pthread_mutex_lock(&e->lock);
+    /* Work submitted a moment ago may still be in the inbox. */
+    take_inbox(e, time_now_ms());
+    if (sched_workload_info(e->sched, workload_id, &info) < 0) {
+        rc = errinfo_set(ei, ERR_CONFLICT, NULL, "workload %" PRId64 " has already ended",
+                         workload_id);
+    } else if (info.state == SCHED_QUEUED) {
+        rc = cancel_queued(e, workload_id, ei);
+    } else {
+        int64_t now = time_now_ms();
+        struct arena a;
+        bool already = false;
+        for (size_t i = 0; i < e->n_cancelling; i++)
+            already |= e->cancelling[i] == workload_id;
+        if (!already)
+            *APPEND(e->cancelling, e->n_cancelling, e->cap_cancelling) = workload_id;
+        for (size_t b = 0; b < e->n_backends; b++)
+            e->backends[b].b->ops->stop(e->backends[b].b, workload_id, e->opt.default_grace_ms,
+                                        now);
+        arena_init(&a);
+        {
+            struct row w;
+            if (store_get(e->db, &model_workloads, workload_id, &a, &w, ei) >= 0)
+                rc = add_event(e, &a, workload_id, get_i(&model_workloads, &w, "project_id"), now,
+                               "cancelling", "cancel requested: stopping", ei);
+        }
+        arena_release(&a);
+        pthread_cond_broadcast(&e->cond);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return rc;
+}
+
+static void reason_text(const struct engine *e, const struct sched_reason *r, char *buf,
+                        size_t size)
+{
+    struct arena a;
+    const char *cls = class_name(e, r->class_id);
+    arena_init(&a);
+    switch (r->code) {
+    case SCHED_WAIT_GUARANTEE:
+        snprintf(buf, size,
+                 "waiting for %s %s: owned (P1) work of the project is at its guarantee %s/%s",
+                 gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
+        break;
+    case SCHED_WAIT_LIMIT:
+        snprintf(buf, size, "waiting for %s %s: project at its limit %s/%s",
+                 gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
+        break;
+    case SCHED_WAIT_ORG_CAP:
+        snprintf(buf, size, "waiting for %s %s: organization at its cap %s/%s",
+                 gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
+        break;
+    case SCHED_WAIT_CAPACITY:
+        snprintf(buf, size,
+                 "waiting for %s %s: no room now (the most one replica could get is %s)",
+                 gpus_text(&a, r->need), cls, gpus_text(&a, r->cap));
+        break;
+    case SCHED_WAIT_RECLAIM:
+        snprintf(buf, size, "reclaiming %s %s: %" PRId64 " preempted workload(s) are stopping",
+                 gpus_text(&a, r->need), cls, r->count);
+        break;
+    case SCHED_WAIT_RESERVED:
+        snprintf(buf, size, "%s capacity is held for workload %" PRId64 ", which waited longest",
+                 cls, r->other_id);
+        break;
+    case SCHED_WAIT_NO_NODES:
+        snprintf(buf, size,
+                 "no node can ever run it: %s %s per replica with its labels and pools does not "
+                 "exist in the fleet",
+                 gpus_text(&a, r->need), cls);
+        break;
+    default:
+        sched_reason_format(r, buf, size);
+    }
+    arena_release(&a);
+}
+
+int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending *ret)
+{
+    struct sched_workload_info info;
+    int rc;
+    memset(ret, 0, sizeof(*ret));
+    pthread_mutex_lock(&e->lock);
+    rc = sched_workload_info(e->sched, workload_id, &info);
+    if (rc == 0 && info.state == SCHED_QUEUED) {
+        ret->queued = true;
+        ret->position = info.queue_position;
+        reason_text(e, &info.reason, ret->reason, sizeof(ret->reason));
+    }
+    pthread_mutex_unlock(&e->lock);
+    return rc < 0 ? ERR_NOT_FOUND : 0;
+}
+
+size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&e->lock);
+    for (size_t i = 0; i < e->n_classes && n < max; i++) {
+        struct engine_capacity *c = &out[n++];
+        c->class_id = e->classes[i].id;
+        sched_class_capacity(e->sched, c->class_id, &c->capacity, &c->free);
+        c->guaranteed = sched_class_guaranteed(e->sched, c->class_id);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return n;
+}
+
+void engine_sync(struct engine *e)
+{
+    uint64_t target;
+    pthread_mutex_lock(&e->lock);
+    target = e->iterations + 2;
+    pthread_cond_broadcast(&e->cond);
+    while (e->iterations < target && !e->stopping)
+        pthread_cond_wait(&e->cond, &e->lock);
+    pthread_mutex_unlock(&e->lock);
+}

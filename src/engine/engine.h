@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * engine.h: runs the scheduler for real. The engine owns the scheduler core
+ * (src/sched) and the backends (src/backend), feeds the core from the store
+ * (fleet, tenants, quotas, workloads) and from backend events, and carries
+ * out its decisions: each pass's decisions are written to the store in one
+ * transaction first, then acted on (launch, stop). On start it rebuilds its
+ * state from the store, so a restart loses, duplicates and double-counts
+ * nothing: queued work is queued again, running work is re-adopted by its
+ * backend, and work that ended while the daemon was down is closed with its
+ * real end time.
+ *
+ * One engine thread does all scheduling and backend work; API threads only
+ * hand it work (engine_submitted, engine_cancel) and read from it.
+ */
+#ifndef GPUAAS_ENGINE_H
+#define GPUAAS_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "store/store.h"
+
+struct engine;
+
+struct engine_options {
+    int64_t sim_speed;        /* simulated clusters: how much faster than real time */
+    int64_t reserve_after_ms; /* head-of-line reservation delay */
+    int64_t default_grace_ms; /* preemption grace when a workload gives none */
+    int64_t tick_ms;          /* longest sleep between passes */
+};
+
+void engine_options_init(struct engine_options *opt);
+
+/* Loads everything from the store and starts the engine thread. */
+int engine_start(struct store *store, const struct engine_options *opt, struct engine **ret,
+                 struct error_info *ei);
+/* Stops the thread and frees; work keeps running in its backends. NULL is fine. */
+void engine_stop(struct engine *e);
+
+/* A workload was committed in state queued: schedule it. */
+void engine_submitted(struct engine *e, int64_t workload_id);
+/*
+ * Cancels a workload: queued work is cancelled at once (state written before
+ * this returns), running work is stopped (signal, grace, kill) and becomes
+ * cancelled when it has ended. ERR_CONFLICT when it has already ended.
+ */
+int engine_cancel(struct engine *e, int64_t workload_id, struct error_info *ei);
+/* Fleet, pools, projects or quotas changed in the store: the engine reloads them. */
+void engine_config_changed(struct engine *e);
+
+/* What the API shows of a queued workload: position in its project queue and why it waits. */
+struct engine_pending {
+    bool queued;
+    int position;
+    char reason[256];
+};
+int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending *ret);
+
+/* Capacity of a GPU class against the guarantees promised on it (milli-GPU). */
+struct engine_capacity {
+    int64_t class_id;
+    int64_t capacity, free, guaranteed;
+};
+/* Fills up to max entries, one per class; returns how many. */
+size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max);
+
+/* Runs passes until the engine is idle (tests, benchmarks). */
+void engine_sync(struct engine *e);
+
+#endif

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * workloads.c: the resources of running work (DESIGN.md sections 2 and 3):
+ * workloads, their allocations (who held which GPU when), their events, and
+ * the preemption ledger. Migration 2 in src/store/migrations.c creates the
+ * matching tables. Only workloads are created through the API (a submit);
+ * the scheduler writes the rest.
+ */
+#include "base/common.h"
+#include "model/model.h"
+
+#define F_ID {"id", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL, "server-assigned id"}
+#define RO_TIME(name, help) {name, NULL, FT_TIME, FF_READONLY | FF_NULLABLE, 0, 0, NULL, NULL, 0, NULL, help}
+
+const char *const model_workload_states[] = {"queued",    "running",   "preempting", "succeeded",
+                                             "failed",    "cancelled", "preempted",  NULL};
+static const char *const pclass_values[] = {"owned", "opportunistic", NULL};
+static const char *const kind_values[] = {"batch", "instance", NULL};
+
+static const struct field_def workload_fields[] = {
+    F_ID,
+    {"project_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "projects",
+     0, NULL, "project the work runs for"},
+    {"name", NULL, FT_STRING, 0, 0, 200, NULL, NULL, 0, "", "a label for people"},
+    {"flavor_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "flavors", 0,
+     NULL, "catalog flavor of each replica"},
+    {"kind", NULL, FT_ENUM, FF_IMMUTABLE, 0, 0, kind_values, NULL, 0, "batch",
+     "batch (runs to completion) or instance (runs until stopped)"},
+    {"replicas", NULL, FT_INT, FF_IMMUTABLE, 1, 256, NULL, NULL, 1, NULL,
+     "replicas, placed all together or not at all"},
+    {"command", NULL, FT_STRING, FF_IMMUTABLE, 0, 8192, NULL, NULL, 0, "", "command line"},
+    {"image", NULL, FT_STRING, FF_IMMUTABLE, 0, 512, NULL, NULL, 0, "",
+     "container image; empty to run the command directly"},
+    {"priority_class", NULL, FT_ENUM, FF_IMMUTABLE | FF_FILTER, 0, 0, pclass_values, NULL, 0,
+     "opportunistic", "owned (P1: within the guarantee, never preempted) or opportunistic (P2)"},
+    {"priority", NULL, FT_INT, FF_IMMUTABLE, -1000, 1000, NULL, NULL, 0, NULL,
+     "order within the project and class; higher first"},
+    {"max_runtime_s", NULL, FT_INT, FF_IMMUTABLE | FF_NULLABLE, 1, INT64_C(1) << 40, NULL, NULL, 0,
+     NULL, "stopped after running this long; null for no limit"},
+    {"min_runtime_s", NULL, FT_INT, FF_IMMUTABLE, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
+     "opportunistic work is not preempted before running this long"},
+    {"grace_s", NULL, FT_INT, FF_IMMUTABLE | FF_NULLABLE, 0, 86400, NULL, NULL, 0, NULL,
+     "time between the stop signal and the kill; null for the default"},
+    {"requeue", NULL, FT_BOOL, FF_IMMUTABLE, 0, 1, NULL, NULL, 1, NULL,
+     "back to the queue, in its original place, when preempted"},
+    {"idempotency_key", NULL, FT_STRING, FF_IMMUTABLE | FF_NULLABLE | FF_FILTER, 1, 128, NULL,
+     NULL, 0, NULL, "a second submit with the same key in the project returns the first"},
+    {"duration_s", NULL, FT_INT, FF_IMMUTABLE | FF_NULLABLE, 0, INT64_C(1) << 40, NULL, NULL, 0,
+     NULL, "simulated clusters: how long the work runs; null until stopped"},
+    {"state", NULL, FT_ENUM, FF_READONLY | FF_FILTER, 0, 0, model_workload_states, NULL, 0,
+     "queued", "queued, running, preempting, succeeded, failed, cancelled or preempted"},
+    {"reason", NULL, FT_STRING, FF_READONLY, 0, 1024, NULL, NULL, 0, "",
+     "why it waits, or how it ended"},
+    {"user_id", NULL, FT_REF, FF_READONLY | FF_NULLABLE | FF_FILTER, 0, 0, NULL, "users", 0, NULL,
+     "who submitted it"},
+    {"cluster_id", NULL, FT_REF, FF_READONLY | FF_NULLABLE | FF_FILTER, 0, 0, NULL, "clusters", 0,
+     NULL, "where it runs or ran"},
+    {"submitted_ms", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "original submit time in ms since the epoch: its place in the queue, kept across requeues"},
+    RO_TIME("started_at", "when it last started"),
+    RO_TIME("finished_at", "when it ended"),
+    {"exit_code", NULL, FT_INT, FF_READONLY | FF_NULLABLE, -1000, 1000, NULL, NULL, 0, NULL,
+     "exit status (negative: killed by that signal)"},
+    {"preemptions", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "times it was preempted"},
+    {"created_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "creation time (UTC)"},
+    {"updated_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "last change (UTC)"},
+};
+
+const struct resource_def model_workloads = {
+    .name = "workloads",
+    .table = "workloads",
+    .singular = "workload",
+    .fields = workload_fields,
+    .n_fields = ARRAY_SIZE(workload_fields),
+    .scope = SCOPE_PROJECT,
+    .scope_field = "project_id",
+    .need = {ROLE_VIEWER, ROLE_MEMBER, ROLE_NOBODY, ROLE_NOBODY},
+    .unique_desc = "project_id and idempotency_key",
+    .help = "work launched from a flavor: batch jobs and instances",
+};
+
+static const struct field_def allocation_fields[] = {
+    F_ID,
+    {"workload_id", NULL, FT_REF, FF_READONLY | FF_FILTER, 0, 0, NULL, "workloads", 0, NULL,
+     "the workload"},
+    {"project_id", NULL, FT_REF, FF_READONLY | FF_FILTER, 0, 0, NULL, "projects", 0, NULL,
+     "its project"},
+    {"replica", NULL, FT_INT, FF_READONLY, 0, 1000, NULL, NULL, 0, NULL, "replica index"},
+    {"node_id", NULL, FT_REF, FF_READONLY | FF_FILTER, 0, 0, NULL, "nodes", 0, NULL, "node"},
+    {"gpu_id", NULL, FT_REF, FF_READONLY | FF_NULLABLE | FF_FILTER, 0, 0, NULL, "gpus", 0, NULL,
+     "device; null for CPU-only work"},
+    {"gpu_class_id", NULL, FT_REF, FF_READONLY | FF_NULLABLE | FF_FILTER, 0, 0, NULL,
+     "gpu-classes", 0, NULL, "class of the device"},
+    {"milli", NULL, FT_INT, FF_READONLY, 0, 1000, NULL, NULL, 0, NULL,
+     "share of the device held, in milli-GPU"},
+    {"priority_class", NULL, FT_ENUM, FF_READONLY | FF_FILTER, 0, 0, pclass_values, NULL, 0, NULL,
+     "owned (P1) or opportunistic (P2)"},
+    {"borrowed", NULL, FT_BOOL, FF_READONLY, 0, 1, NULL, NULL, 0, NULL,
+     "admitted beyond the project's guarantee"},
+    {"started_ms", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "start, ms since the epoch"},
+    {"ended_ms", NULL, FT_INT, FF_READONLY | FF_NULLABLE, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "end, ms since the epoch; null while held"},
+    {"end_reason", NULL, FT_STRING, FF_READONLY, 0, 64, NULL, NULL, 0, "",
+     "succeeded, failed, cancelled, preempted, lost"},
+};
+
+const struct resource_def model_allocations = {
+    .name = "allocations",
+    .table = "allocations",
+    .singular = "allocation",
+    .fields = allocation_fields,
+    .n_fields = ARRAY_SIZE(allocation_fields),
+    .scope = SCOPE_PROJECT,
+    .scope_field = "project_id",
+    .need = {ROLE_VIEWER, ROLE_NOBODY, ROLE_NOBODY, ROLE_NOBODY},
+    .unique_desc = "id",
+    .help = "intervals during which a workload held a device: who used which GPU when",
+};
+
+static const struct field_def event_fields[] = {
+    F_ID,
+    {"workload_id", NULL, FT_REF, FF_READONLY | FF_FILTER, 0, 0, NULL, "workloads", 0, NULL,
+     "the workload"},
+    {"project_id", NULL, FT_REF, FF_READONLY | FF_FILTER, 0, 0, NULL, "projects", 0, NULL,
+     "its project"},
+    {"at_ms", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "when, ms since the epoch"},
+    {"type", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 32, NULL, NULL, 0, NULL,
+     "submitted, admitted, preempting, preempted, requeued, succeeded, failed, cancelled"},
+    {"message", NULL, FT_STRING, FF_READONLY, 0, 1024, NULL, NULL, 0, NULL, "what happened"},
+};
+
+const struct resource_def model_events = {
+    .name = "events",
+    .table = "workload_events",
+    .singular = "event",
+    .fields = event_fields,
+    .n_fields = ARRAY_SIZE(event_fields),
+    .scope = SCOPE_PROJECT,
+    .scope_field = "project_id",
+    .need = {ROLE_VIEWER, ROLE_NOBODY, ROLE_NOBODY, ROLE_NOBODY},
+    .unique_desc = "id",
+    .help = "every state change and decision about a workload",
+};
+
+static const struct field_def preemption_fields[] = {
+    F_ID,
+    {"preemptor_id", NULL, FT_REF, FF_READONLY | FF_FILTER, 0, 0, NULL, "workloads", 0, NULL,
+     "the workload capacity was reclaimed for"},
+    {"project_id", NULL, FT_REF, FF_READONLY | FF_FILTER, 0, 0, NULL, "projects", 0, NULL,
+     "the preemptor's project"},
+    {"rule", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 64, NULL, NULL, 0, NULL,
+     "why: reclaim (owned work takes back its guarantee)"},
+    {"gpu_class_id", NULL, FT_REF, FF_READONLY | FF_NULLABLE, 0, 0, NULL, "gpu-classes", 0, NULL,
+     "class reclaimed"},
+    {"victims", NULL, FT_JSON, FF_READONLY, 0, 0, NULL, NULL, 0, NULL,
+     "[{workload_id, project_id, gpu_milli, lost_ms}]"},
+    {"quota_before", NULL, FT_JSON, FF_READONLY, 0, 0, NULL, NULL, 0, NULL,
+     "[{project_id, used, guaranteed, limit}] before the decision (milli-GPU)"},
+    {"quota_after", NULL, FT_JSON, FF_READONLY, 0, 0, NULL, NULL, 0, NULL,
+     "the same once the victims have released"},
+    {"gpu_milli", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "capacity reclaimed"},
+    {"grace_ms", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "grace given to the victims"},
+    {"decided_ms", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "decision time, ms since the epoch"},
+    {"released_ms", NULL, FT_INT, FF_READONLY | FF_NULLABLE, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "when the last victim released its GPUs"},
+    {"reclaim_ms", NULL, FT_INT, FF_READONLY | FF_NULLABLE, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "released_ms - decided_ms: how long the owner waited for its capacity"},
+    {"gpu_ms_lost", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
+     "work lost by the victims: milli-GPU x ms since their last start or checkpoint, / 1000"},
+};
+
+const struct resource_def model_preemptions = {
+    .name = "preemptions",
+    .table = "preemptions",
+    .singular = "preemption",
+    .fields = preemption_fields,
+    .n_fields = ARRAY_SIZE(preemption_fields),
+    .scope = SCOPE_PROJECT,
+    .scope_field = "project_id",
+    .need = {ROLE_VIEWER, ROLE_NOBODY, ROLE_NOBODY, ROLE_NOBODY},
+    .unique_desc = "id",
+    .help = "the preemption ledger: preemptor, victims, rule, quota before and after, times",
+};
