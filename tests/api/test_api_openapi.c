@@ -17,6 +17,7 @@
 
 #include "base/alloc.h"
 #include "model/model.h"
+#include "store/store.h"
 #include "support/testsrv.h"
 
 struct fixture {
@@ -68,6 +69,63 @@ static int64_t get_id(struct fixture *f, const char *res)
     return i >= 0 ? f->id[i] : 0;
 }
 
+/*
+ * Allocations and ledger entries are written by the scheduler, which this
+ * in-process server does not run: put one of each straight into the store,
+ * and take the event the submit wrote.
+ */
+static void add_work_rows(struct fixture *f, int64_t prj, int64_t node, int64_t gpu, int64_t cls)
+{
+    struct store_conn *c = store_conn_get(f->srv->store);
+    struct error_info ei = {0};
+    struct arena a;
+    struct row al, pe;
+    int64_t id;
+    int64_t wid = get_id(f, "workloads");
+    json_t *j;
+    long got;
+
+    arena_init(&a);
+    al = model_row_new(&model_allocations, &a);
+    model_set_int(&al, model_field_index(&model_allocations, "workload_id"), wid);
+    model_set_int(&al, model_field_index(&model_allocations, "project_id"), prj);
+    model_set_int(&al, model_field_index(&model_allocations, "replica"), 0);
+    model_set_int(&al, model_field_index(&model_allocations, "node_id"), node);
+    model_set_int(&al, model_field_index(&model_allocations, "gpu_id"), gpu);
+    model_set_int(&al, model_field_index(&model_allocations, "gpu_class_id"), cls);
+    model_set_int(&al, model_field_index(&model_allocations, "milli"), 1000);
+    model_set_str(&al, &a, model_field_index(&model_allocations, "priority_class"), "owned");
+    model_set_int(&al, model_field_index(&model_allocations, "borrowed"), 0);
+    model_set_int(&al, model_field_index(&model_allocations, "started_ms"), 1);
+    model_set_null(&al, model_field_index(&model_allocations, "ended_ms"));
+    model_set_str(&al, &a, model_field_index(&model_allocations, "end_reason"), "");
+    assert_int_equal(store_insert(c, &model_allocations, &al, &id, &ei), 0);
+    set_id(f, "allocations", id);
+    pe = model_row_new(&model_preemptions, &a);
+    model_set_int(&pe, model_field_index(&model_preemptions, "preemptor_id"), wid);
+    model_set_int(&pe, model_field_index(&model_preemptions, "project_id"), prj);
+    model_set_str(&pe, &a, model_field_index(&model_preemptions, "rule"), "reclaim");
+    model_set_int(&pe, model_field_index(&model_preemptions, "gpu_class_id"), cls);
+    model_set_str(&pe, &a, model_field_index(&model_preemptions, "victims"), "[]");
+    model_set_str(&pe, &a, model_field_index(&model_preemptions, "quota_before"), "[]");
+    model_set_str(&pe, &a, model_field_index(&model_preemptions, "quota_after"), "[]");
+    model_set_int(&pe, model_field_index(&model_preemptions, "gpu_milli"), 0);
+    model_set_int(&pe, model_field_index(&model_preemptions, "grace_ms"), 0);
+    model_set_int(&pe, model_field_index(&model_preemptions, "decided_ms"), 1);
+    model_set_null(&pe, model_field_index(&model_preemptions, "released_ms"));
+    model_set_null(&pe, model_field_index(&model_preemptions, "reclaim_ms"));
+    model_set_int(&pe, model_field_index(&model_preemptions, "gpu_ms_lost"), 0);
+    assert_int_equal(store_insert(c, &model_preemptions, &pe, &id, &ei), 0);
+    set_id(f, "preemptions", id);
+    store_conn_put(c);
+    arena_release(&a);
+
+    testsrv_req(f->srv, "GET", "/v1/events?limit=1", f->tok, NULL, &got, &j);
+    assert_int_equal(got, 200);
+    set_id(f, "events", testsrv_id(json_array_get(json_object_get(j, "items"), 0)));
+    json_decref(j);
+}
+
 static int setup(void **state)
 {
     struct fixture *f = xcalloc(1, sizeof(*f));
@@ -112,6 +170,12 @@ static int setup(void **state)
                           "}",
                           usr, prj));
     set_id(f, "tokens", testsrv_create(s, t, "tokens", "{\"user_id\":%" PRId64 "}", usr));
+    /* A CPU-only flavor and a workload of it; the server (no engine here) keeps it queued. */
+    set_id(f, "workloads",
+           testsrv_create(s, t, "workloads",
+                          "{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64 "}", prj,
+                          get_id(f, "flavors")));
+    add_work_rows(f, prj, node, gpu, cls);
     testsrv_req(s, "GET", "/v1/audit?limit=1", t, NULL, &got, &j);
     assert_int_equal(got, 200);
     set_id(f, "audit", testsrv_id(json_array_get(json_object_get(j, "items"), 0)));
@@ -313,7 +377,10 @@ static char *create_body(struct fixture *f, const char *res, int n)
         int64_t o2 = testsrv_create(f->srv, f->tok, "organizations", "{\"name\":\"qo-%d\"}", n);
         return xasprintf("{\"org_id\":%" PRId64 ",\"gpu_class_id\":%" PRId64 "}", o2, cls);
     }
-    (void)prj;
+    if (strcmp(res, "workloads") == 0)
+        return xasprintf("{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64
+                         ",\"name\":\"w-%d\"}",
+                         prj, get_id(f, "flavors"), n);
     return xstrdup("{}");
 }
 
@@ -331,7 +398,7 @@ static const char *patch_body(const char *res)
         {"gpu-classes", "{\"vendor\":\"nvidia\"}"},
         {"gpus", "{\"health\":\"degraded\"}"},
         {"pools", "{\"currency\":\"EUR\"}"},
-        {"flavors", "{\"active\":false}"},
+        {"flavors", "{\"description\":\"x\"}"},
         {"quotas", "{\"limit_milli\":4000}"},
         {"org-quotas", "{\"limit_milli\":4000}"},
     };
@@ -391,10 +458,17 @@ static void call(struct fixture *f, const char *path_tmpl, const char *method, j
         int64_t id = testsrv_create(f->srv, f->tok, res, "%s", fresh);
         free(fresh);
         snprintf(url, sizeof(url), "/v1/%s/%" PRId64, res, id);
-    } else if (known && item)
+    } else if (known && item) {
         snprintf(url, sizeof(url), "/v1/%s/%" PRId64, res, get_id(f, res));
-    else
+    } else if (strcmp(path_tmpl, "/v1/workloads/{id}/cancel") == 0) {
+        /* cancel a fresh queued workload: the fixture one is needed elsewhere */
+        char *fresh = create_body(f, "workloads", 700 + n);
+        int64_t id = testsrv_create(f->srv, f->tok, "workloads", "%s", fresh);
+        free(fresh);
+        snprintf(url, sizeof(url), "/v1/workloads/%" PRId64 "/cancel", id);
+    } else {
         snprintf(url, sizeof(url), "%s", path_tmpl);
+    }
     if (strchr(url, '{')) {
         failed(f, "%s %s: a path parameter this test cannot fill", upper, path_tmpl);
         return;
@@ -482,6 +556,9 @@ static void test_undocumented_methods_405(void **state)
 
         if (known && is_item)
             snprintf(url, sizeof(url), "/v1/%s/%" PRId64, res, get_id(f, res));
+        else if (strcmp(path, "/v1/workloads/{id}/cancel") == 0)
+            snprintf(url, sizeof(url), "/v1/workloads/%" PRId64 "/cancel",
+                     get_id(f, "workloads"));
         else
             snprintf(url, sizeof(url), "%s", path);
         for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {

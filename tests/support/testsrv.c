@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 
 #include "api/api.h"
+#include "engine/engine.h"
 #include "base/log.h"
 #include "store/store.h"
 #include "support/testsrv.h"
@@ -54,7 +55,8 @@ struct testsrv *testsrv_start(void)
 struct testsrv *testsrv_start_with(const struct testsrv_options *opt)
 {
     struct testsrv *srv = xcalloc(1, sizeof(*srv));
-    struct store_options sopt = {.n_conns = 4, .busy_timeout_ms = 5000, .sqlite_sync_full = false};
+    struct store_options sopt = {.n_conns = 5, .busy_timeout_ms = 5000, .sqlite_sync_full = false};
+    struct engine_options eopt;
     struct api_options aopt;
     struct error_info ei = {0};
     const char *tmp = getenv("TMPDIR");
@@ -75,7 +77,15 @@ struct testsrv *testsrv_start_with(const struct testsrv_options *opt)
         remove_tree(srv->dir);
         fail_msg("bootstrap failed: %s", ei.code ? ei.message : "no token on a fresh store");
     }
+    /* The real scheduler engine: submitted work is scheduled (on no fleet, it stays queued). */
+    engine_options_init(&eopt);
+    if (engine_start(srv->store, &eopt, &srv->engine, &ei) < 0) {
+        store_close(srv->store);
+        remove_tree(srv->dir);
+        fail_msg("could not start the engine: %s", ei.message);
+    }
     api_options_init(&aopt);
+    aopt.engine = srv->engine;
     aopt.bind_addr = "127.0.0.1";
     aopt.port = 0;
     aopt.threads = opt->threads > 0 ? opt->threads : 2;
@@ -83,6 +93,7 @@ struct testsrv *testsrv_start_with(const struct testsrv_options *opt)
         aopt.max_body_bytes = opt->max_body_bytes;
     aopt.conn_timeout_s = 30;
     if (api_start(srv->store, &aopt, &srv->api, &ei) < 0) {
+        engine_stop(srv->engine);
         store_close(srv->store);
         remove_tree(srv->dir);
         fail_msg("could not start the API: %s", ei.message);
@@ -103,6 +114,7 @@ void testsrv_stop(struct testsrv *srv)
         curl_global_cleanup();
     }
     api_stop(srv->api);
+    engine_stop(srv->engine);
     store_close(srv->store);
     remove_tree(srv->dir);
     free(srv->admin_token);

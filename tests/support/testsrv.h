@@ -19,6 +19,7 @@
 
 struct store;
 struct api;
+struct engine;
 
 struct testsrv_options {
     size_t max_body_bytes; /* 0: the server's default */
@@ -30,6 +31,7 @@ struct testsrv {
     char base_url[64]; /* "http://127.0.0.1:PORT" */
     struct store *store;
     struct api *api;
+    struct engine *engine;
     char *admin_token; /* the bootstrap admin's token */
     void *curl;        /* CURL *, reused for every request */
     /* the last response */
