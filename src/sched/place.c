@@ -164,11 +164,22 @@ static bool node_has_room(const struct node *nd, const struct sched_workload_spe
 
 struct gang {
     int32_t w;
-    int64_t block; /* 0: any */
+    int64_t block;  /* 0: any */
+    bool own_pools; /* only devices of pools the workload's project owns */
     struct sched_assign *as;
     int32_t n_as;
     int32_t *replica_node;
 };
+
+/* A device this gang may take: usable by the workload, and in its own pool when asked. */
+static bool gpu_ok(const struct sched *s, const struct gang *gg, int32_t g)
+{
+    int32_t pool = s->gpus[g].pool;
+    if (!place__gpu_usable(s, gg->w, g))
+        return false;
+    return !gg->own_pools ||
+           (pool != NONE && s->pools[pool].owner_project_id == s->wls[gg->w].spec.project_id);
+}
 
 static bool node_ok(const struct sched *s, const struct gang *gg, int32_t n)
 {
@@ -206,14 +217,14 @@ static bool place_whole(struct sched *s, struct gang *gg, int32_t replica, int32
                 continue;
             for (int32_t i = 0; i < st->gpus.n && usable < k; i++) {
                 int32_t g = st->gpus.v[i];
-                usable += s->gpus[g].free == WHOLE && place__gpu_usable(s, gg->w, g);
+                usable += s->gpus[g].free == WHOLE && gpu_ok(s, gg, g);
             }
             if (usable < k)
                 continue;
             take_node_room(s, gg, replica, st->node);
             for (int32_t i = 0, got = 0; got < k; i++) {
                 int32_t g = st->gpus.v[i];
-                if (s->gpus[g].free == WHOLE && place__gpu_usable(s, gg->w, g)) {
+                if (s->gpus[g].free == WHOLE && gpu_ok(s, gg, g)) {
                     assign(s, gg, replica, g, WHOLE);
                     got++;
                 }
@@ -234,7 +245,7 @@ static bool place_share(struct sched *s, struct gang *gg, int32_t replica, int32
             const struct gpu *gp = &s->gpus[g];
             if (gp->free < milli || (best != NONE && gp->free >= s->gpus[best].free))
                 continue;
-            if (node_ok(s, gg, gp->node) && place__gpu_usable(s, gg->w, g))
+            if (node_ok(s, gg, gp->node) && gpu_ok(s, gg, g))
                 best = g;
         }
         if (best != NONE) {
@@ -250,7 +261,7 @@ static bool place_share(struct sched *s, struct gang *gg, int32_t replica, int32
                 continue;
             for (int32_t i = 0; i < st->gpus.n; i++) {
                 int32_t g = st->gpus.v[i];
-                if (s->gpus[g].free == WHOLE && place__gpu_usable(s, gg->w, g)) {
+                if (s->gpus[g].free == WHOLE && gpu_ok(s, gg, g)) {
                     take_node_room(s, gg, replica, st->node);
                     assign(s, gg, replica, g, milli);
                     return true;
@@ -290,7 +301,7 @@ static bool place_by_policy(struct sched *s, struct gang *gg, int32_t replica)
             continue;
         for (int32_t k2 = 0; k2 < st->gpus.n; k2++) {
             int32_t g = st->gpus.v[k2];
-            if (!place__gpu_usable(s, gg->w, g))
+            if (!gpu_ok(s, gg, g))
                 continue;
             s->view_free[v.n_gpus] = s->gpus[g].free;
             s->view_ids[v.n_gpus] = s->gpus[g].id;
@@ -418,16 +429,20 @@ bool place__gang(struct sched *s, int32_t w)
 
     gg.as = xcalloc((size_t)wl->spec.replicas * (size_t)per_replica, sizeof(*gg.as));
     gg.replica_node = xcalloc((size_t)wl->spec.replicas, sizeof(int32_t));
-    if (wl->spec.same_block && wl->spec.replicas > 1 && wl->cls != NONE) {
-        int32_t n_blocks;
-        int64_t *blocks = blocks_of_class(s, wl, &n_blocks);
-        for (int32_t i = 0; i < n_blocks && !ok; i++) {
-            gg.block = blocks[i];
+    /* Owned work goes to its owner's pools first, so borrowed capacity stays free for others. */
+    for (int own = wl->spec.pclass == SCHED_P1 && wl->cls != NONE; own >= 0 && !ok; own--) {
+        gg.own_pools = own;
+        if (wl->spec.same_block && wl->spec.replicas > 1 && wl->cls != NONE) {
+            int32_t n_blocks;
+            int64_t *blocks = blocks_of_class(s, wl, &n_blocks);
+            for (int32_t i = 0; i < n_blocks && !ok; i++) {
+                gg.block = blocks[i];
+                ok = place_all(s, &gg);
+            }
+            free(blocks);
+        } else {
             ok = place_all(s, &gg);
         }
-        free(blocks);
-    } else {
-        ok = place_all(s, &gg);
     }
     if (!ok) {
         free(gg.as);

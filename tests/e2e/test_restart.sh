@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A daemon killed (SIGKILL) and restarted in the middle of a run rebuilds its
+# queues and allocations from the store: running work is re-adopted, queued
+# work stays queued in order, work that ended while it was down is closed
+# with its real end time, and no allocation is lost, duplicated or closed
+# twice.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/sim_setup.sh"
+
+start_daemon "$TMP/gpuaas.db" --sim-fleet "$FLEET" --grace-s 1
+setup_teams
+
+short=$(submit "$PROJECT_B" "$FLAVOR_4X" opportunistic 2)    # ends while the daemon is down
+long=$(submit "$PROJECT_B" "$FLAVOR_4X" opportunistic 30)    # still running after restart
+for i in 1 2; do submit "$PROJECT_A" "$FLAVOR_4X" opportunistic 3 >/dev/null; done
+queued=$(submit "$PROJECT_A" "$FLAVOR_4X" opportunistic 3)   # 16 GPUs taken: waits
+wait_state "$short" running
+wait_state "$long" running
+[ "$(state_of "$queued")" = queued ] || fail "fifth 4-GPU job should wait, is $(state_of "$queued")"
+api GET "/v1/workloads/$short" "$ADMIN_TOKEN"
+short_started=$(jq -r .started_at <<<"$BODY")
+
+kill_daemon
+sleep 3
+start_daemon "$TMP/gpuaas.db" --sim-fleet "$FLEET" --grace-s 1
+
+# The short job ended while the daemon was down: closed at its real end.
+wait_state "$short" succeeded 10
+api GET "/v1/workloads/$short" "$ADMIN_TOKEN"
+finished=$(jq -r .finished_at <<<"$BODY")
+[ "$(date -d "$finished" +%s)" -le "$(($(date -d "$short_started" +%s) + 3))" ] ||
+  fail "short job closed at restart ($finished), not at its end (started $short_started + 2 s)"
+[ "$(state_of "$long")" = running ] || fail "long job not re-adopted: $(state_of "$long")"
+# The queued job runs once capacity frees up.
+wait_state "$queued" running 15
+
+# Every allocation: one per GPU per run, each closed at most once, never before it started.
+sqlite3 "$TMP/gpuaas.db" "SELECT workload_id, count(*), sum(ended_ms IS NULL) FROM allocations GROUP BY workload_id;" >"$TMP/alloc"
+while IFS='|' read -r wid n open; do
+  [ "$n" = 4 ] || fail "workload $wid has $n allocations, not 4 (one per GPU)"
+  st=$(state_of "$wid")
+  if [ "$st" = running ]; then want=4; else want=0; fi
+  [ "$open" = "$want" ] || fail "workload $wid ($st) has $open open allocations, want $want"
+done <"$TMP/alloc"
+bad=$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM allocations WHERE ended_ms < started_ms;")
+expect_eq "$bad" 0 "allocations ending before they start"
+# No GPU is held twice at once.
+overlap=$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM allocations x JOIN allocations y \
+  ON x.gpu_id = y.gpu_id AND x.id < y.id \
+  AND x.started_ms < COALESCE(y.ended_ms, 9e18) AND y.started_ms < COALESCE(x.ended_ms, 9e18) \
+  AND x.milli + y.milli > 1000;")
+expect_eq "$overlap" 0 "GPUs held by two workloads at once"
+stop_daemon
+echo "restart: ok"
