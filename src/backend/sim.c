@@ -46,7 +46,7 @@ struct sim {
     uint32_t *heap; /* pool indices */
     size_t n_heap, cap_heap;
 
-    uint32_t *map; /* slots: 0 empty, else pool index + 1 */
+    uint32_t *map;  /* slots: 0 empty, else pool index + 1 */
     size_t cap_map; /* a power of two */
     size_t n_map;
 };
@@ -273,8 +273,8 @@ static int check_launch(const struct backend_launch *l, struct error_info *ei)
     for (size_t i = 0; i < l->n_replicas; i++) {
         if (l->replicas[i].n_devices > 0 && !l->replicas[i].devices)
             return errinfo_set(ei, ERR_INVALID, "replicas",
-                               "workload %" PRId64 " replica %zu lists no devices",
-                               l->workload_id, i);
+                               "workload %" PRId64 " replica %zu lists no devices", l->workload_id,
+                               i);
     }
     return 0;
 }

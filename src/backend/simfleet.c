@@ -37,7 +37,8 @@ int simfleet_gpu_class(const char *model, char *out, size_t size)
         out[0] = '\0';
     for (const char *p = model; *p; p++) {
         char ch = *p;
-        bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        bool alnum =
+            (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
         if (!alnum) {
             dash = n > 0; /* a run of others becomes one '-', none at the start */
             continue;
@@ -106,12 +107,12 @@ static int number(struct loader *ld, const char *what, const char *text, int64_t
 {
     int rc = parse_int64(text, min, max, ret);
     if (rc == ERR_INVALID)
-        return fail(ld, ERR_INVALID, what, "%s must be a whole number, not '%.*s'", what,
-                    QUOTE_MAX, text);
+        return fail(ld, ERR_INVALID, what, "%s must be a whole number, not '%.*s'", what, QUOTE_MAX,
+                    text);
     if (rc < 0)
         return fail(ld, ERR_INVALID, what,
-                    "%s must be between %" PRId64 " and %" PRId64 ", not '%.*s'", what, min,
-                    max, QUOTE_MAX, text);
+                    "%s must be between %" PRId64 " and %" PRId64 ", not '%.*s'", what, min, max,
+                    QUOTE_MAX, text);
     return 0;
 }
 
@@ -135,12 +136,12 @@ static int set_model(struct loader *ld, struct simfleet_node *n, const char *wha
     if (!model || !*model)
         return fail(ld, ERR_INVALID, what, "%s is required for a node with GPUs", what);
     if (strlen(model) > MODEL_MAX || has_control(model))
-        return fail(ld, ERR_INVALID, what,
-                    "%s must be printable text of at most %d bytes", what, MODEL_MAX);
+        return fail(ld, ERR_INVALID, what, "%s must be printable text of at most %d bytes", what,
+                    MODEL_MAX);
     if (simfleet_gpu_class(model, cls, sizeof(cls)) < 0)
         return fail(ld, ERR_INVALID, what,
-                    "%s '%.*s' does not give a GPU class name (1 to %d letters and digits)",
-                    what, QUOTE_MAX, model, SIMFLEET_CLASS_MAX);
+                    "%s '%.*s' does not give a GPU class name (1 to %d letters and digits)", what,
+                    QUOTE_MAX, model, SIMFLEET_CLASS_MAX);
     n->model = arena_strdup(&ld->f->arena, model);
     n->gpu_class = arena_strdup(&ld->f->arena, cls);
     return 0;
@@ -245,15 +246,13 @@ static int load_csv(struct loader *ld, FILE *fp)
         if (len > 0 && line[len - 1] == '\n')
             line[--len] = '\0';
         else if (len == sizeof(line) - 1)
-            return fail(ld, ERR_TOO_LARGE, NULL, "line is longer than %d bytes",
-                        SIMFLEET_MAX_LINE);
+            return fail(ld, ERR_TOO_LARGE, NULL, "line is longer than %d bytes", SIMFLEET_MAX_LINE);
         else if (!feof(fp))
             return fail(ld, ERR_INVALID, NULL, "line contains a NUL byte");
         if (len > 0 && line[len - 1] == '\r')
             line[--len] = '\0';
         if (len > SIMFLEET_MAX_LINE)
-            return fail(ld, ERR_TOO_LARGE, NULL, "line is longer than %d bytes",
-                        SIMFLEET_MAX_LINE);
+            return fail(ld, ERR_TOO_LARGE, NULL, "line is longer than %d bytes", SIMFLEET_MAX_LINE);
         if (lineno == 1 && (unsigned char)p[0] == 0xef && (unsigned char)p[1] == 0xbb &&
             (unsigned char)p[2] == 0xbf)
             p += 3; /* a UTF-8 byte order mark, as spreadsheets write */
@@ -309,13 +308,12 @@ static int json_number(struct loader *ld, const char *what, const json_t *j, int
 {
     int64_t v;
     if (!json_is_integer(j))
-        return fail(ld, ERR_INVALID, what, "%s must be a whole number, not %s", what,
-                    json_kind(j));
+        return fail(ld, ERR_INVALID, what, "%s must be a whole number, not %s", what, json_kind(j));
     v = json_integer_value(j);
     if (v < min || v > max)
         return fail(ld, ERR_INVALID, what,
-                    "%s must be between %" PRId64 " and %" PRId64 ", not %" PRId64, what, min,
-                    max, v);
+                    "%s must be between %" PRId64 " and %" PRId64 ", not %" PRId64, what, min, max,
+                    v);
     *ret = v;
     return 0;
 }
@@ -343,8 +341,8 @@ static int json_labels(struct loader *ld, const json_t *j, struct simfleet_label
         if (!json_is_string(v) || json_string_length(v) > LABEL_MAX ||
             has_control(json_string_value(v)))
             return fail(ld, ERR_INVALID, "labels",
-                        "label '%.*s' must be a string of at most %d printable bytes",
-                        QUOTE_MAX, k, LABEL_MAX);
+                        "label '%.*s' must be a string of at most %d printable bytes", QUOTE_MAX, k,
+                        LABEL_MAX);
         l[n].key = arena_strdup(&ld->f->arena, k);
         l[n].value = arena_strdup(&ld->f->arena, json_string_value(v));
         n++;
@@ -360,7 +358,7 @@ static int json_node(struct loader *ld, const json_t *j, size_t index)
     struct simfleet_node proto = {.model = "", .gpu_class = "", .line = (int)index + 1};
     struct simfleet_label *labels = NULL;
     const json_t *name = NULL, *model = NULL;
-    int64_t count = -1, v;
+    int64_t count = -1, v = 0;
     bool have[4] = {false}; /* cpu_milli, memory_mib, gpus, name */
     const char *k;
     json_t *m;
@@ -372,8 +370,7 @@ static int json_node(struct loader *ld, const json_t *j, size_t index)
     {
         if (strcmp(k, "name") == 0) {
             if (!json_is_string(m))
-                return fail(ld, ERR_INVALID, "name", "name must be a string, not %s",
-                            json_kind(m));
+                return fail(ld, ERR_INVALID, "name", "name must be a string, not %s", json_kind(m));
             name = m;
             have[3] = true;
         } else if (strcmp(k, "cpu_milli") == 0) {
@@ -427,8 +424,7 @@ static int json_node(struct loader *ld, const json_t *j, size_t index)
             return rc;
     }
     if ((int64_t)ld->f->n_nodes + count > SIMFLEET_MAX_NODES)
-        return fail(ld, ERR_TOO_LARGE, "count", "more than %d nodes in all",
-                    SIMFLEET_MAX_NODES);
+        return fail(ld, ERR_TOO_LARGE, "count", "more than %d nodes in all", SIMFLEET_MAX_NODES);
     for (int64_t i = 0; i < count; i++) {
         struct simfleet_node *n = node_add(ld);
         *n = proto;
@@ -453,8 +449,7 @@ static int load_json(struct loader *ld, FILE *fp)
     while ((got = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
         if (buf_append(&b, chunk, got) < 0) {
             buf_release(&b);
-            return fail(ld, ERR_TOO_LARGE, NULL, "file is larger than %d bytes",
-                        SIMFLEET_MAX_JSON);
+            return fail(ld, ERR_TOO_LARGE, NULL, "file is larger than %d bytes", SIMFLEET_MAX_JSON);
         }
     }
     if (ferror(fp)) {
@@ -474,8 +469,8 @@ static int load_json(struct loader *ld, FILE *fp)
     json_object_foreach(root, k, m)
     {
         if (strcmp(k, "nodes") != 0) {
-            rc = fail(ld, ERR_INVALID, NULL, "unknown member '%.*s' (expected nodes)", QUOTE_MAX,
-                      k);
+            rc =
+                fail(ld, ERR_INVALID, NULL, "unknown member '%.*s' (expected nodes)", QUOTE_MAX, k);
             goto out;
         }
         nodes = m;
@@ -552,8 +547,9 @@ int simfleet_load(const char *path, struct simfleet **ret, struct error_info *ei
     if (ends_with(path, ".json"))
         ld.json = true;
     else if (!ends_with(path, ".csv"))
-        return fail(&ld, ERR_INVALID, NULL, "unknown fleet description format (expected a .csv "
-                                            "or .json file)");
+        return fail(&ld, ERR_INVALID, NULL,
+                    "unknown fleet description format (expected a .csv "
+                    "or .json file)");
     fp = fopen(path, "r");
     if (!fp)
         return fail(&ld, ERR_IO, NULL, "could not open: %s", strerror(errno));
@@ -705,8 +701,8 @@ static int check_fleet(const char *cluster_name, const struct simfleet *f, struc
             n->n_gpus > SIMFLEET_MAX_GPUS || n->cpu_milli < 0 || n->cpu_milli > NODE_NUM_MAX ||
             n->memory_mib < 0 || n->memory_mib > NODE_NUM_MAX ||
             (n->n_gpus > 0 &&
-             (!n->gpu_class || !model_valid_ident(n->gpu_class, SIMFLEET_CLASS_MAX) ||
-              !n->model || strlen(n->model) > MODEL_MAX)))
+             (!n->gpu_class || !model_valid_ident(n->gpu_class, SIMFLEET_CLASS_MAX) || !n->model ||
+              strlen(n->model) > MODEL_MAX)))
             return errinfo_set(ei, ERR_INVALID, NULL, "fleet node %zu ('%.*s') is not valid", i,
                                QUOTE_MAX, n->name ? n->name : "");
         if (n->n_gpus > 0 &&
@@ -804,8 +800,7 @@ static int cmp_node_class(const void *a, const void *b)
 static int resolve_classes(struct store_conn *c, const struct simfleet *f, int64_t now_s,
                            struct arena *a, int64_t *class_ids, struct error_info *ei)
 {
-    const struct simfleet_node **by_class = xcalloc(f->n_nodes ? f->n_nodes : 1,
-                                                    sizeof(*by_class));
+    const struct simfleet_node **by_class = xcalloc(f->n_nodes ? f->n_nodes : 1, sizeof(*by_class));
     size_t n = 0;
     int64_t id = 0;
     int rc = 0;
@@ -888,8 +883,7 @@ int simfleet_store(struct store_conn *c, const char *cluster_name, const struct 
     if ((rc = resolve_classes(c, f, now_s, &a, class_ids, ei)) < 0)
         goto fail;
     for (size_t i = 0; i < f->n_nodes; i++) {
-        rc = create_node(c, cluster_name, cluster_id, &f->nodes[i], class_ids[i], now_s, &tmp,
-                         ei);
+        rc = create_node(c, cluster_name, cluster_id, &f->nodes[i], class_ids[i], now_s, &tmp, ei);
         arena_release(&tmp);
         if (rc < 0)
             goto fail;

@@ -44,11 +44,11 @@ struct simfleet_label {
 };
 
 struct simfleet_node {
-    const char *name;     /* a valid node name (host name characters, <= 128 bytes) */
+    const char *name; /* a valid node name (host name characters, <= 128 bytes) */
     int64_t cpu_milli;
     int64_t memory_mib;
-    int32_t n_gpus;       /* 0..SIMFLEET_MAX_GPUS */
-    const char *model;    /* the file's GPU model string; "" when n_gpus is 0 */
+    int32_t n_gpus;        /* 0..SIMFLEET_MAX_GPUS */
+    const char *model;     /* the file's GPU model string; "" when n_gpus is 0 */
     const char *gpu_class; /* simfleet_gpu_class(model); "" when n_gpus is 0 */
     const struct simfleet_label *labels;
     size_t n_labels;
@@ -58,7 +58,7 @@ struct simfleet_node {
 struct simfleet {
     struct simfleet_node *nodes; /* in file order */
     size_t n_nodes;
-    int64_t n_gpus; /* sum over the nodes */
+    int64_t n_gpus;     /* sum over the nodes */
     struct arena arena; /* the strings and labels */
 };
 

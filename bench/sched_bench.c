@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * sched_bench: the pure-scheduler benchmark of issue 3. It builds a
+ * synthetic fleet (by default 10,000 nodes x 8 GPUs in 3 GPU classes), 500
+ * projects in 50 organizations with quotas (pool owners with derived
+ * guarantees, limits, some org caps) and 200,000 queued workloads of mixed
+ * shapes (1, 2, 4, 8 GPUs, multi-node gangs, milli shares; P1 and P2), then
+ * measures:
+ *   (a) admission+placement decisions per second while draining the initial
+ *       queue: passes until one admits nothing (victims are released between
+ *       passes); decisions/s = admitted / time spent in sched_pass;
+ *   (b) the latency of the scheduling pass that follows one completion
+ *       (sched_released of a random running workload), p50/p99/max over
+ *       --events events (victims decided by a pass are released and settled
+ *       by an untimed pass afterwards);
+ *   (c) peak RSS (getrusage ru_maxrss) of the whole process.
+ * The library has no clock; this program times it with CLOCK_MONOTONIC and
+ * feeds it a synthetic time. Targets: >= 200,000 decisions/s, p99 <= 5 ms,
+ * peak RSS <= 512 MiB; --check makes the exit status say whether they hold.
+ *
+ * Usage: sched_bench [--seed N] [--nodes N] [--gpus-per-node N]
+ *                    [--projects N] [--orgs N] [--workloads N] [--events N]
+ *                    [--check]
+ */
+#include "base/common.h"
+
+#include <sys/resource.h>
+
+#include "base/alloc.h"
+#include "base/parse.h"
+#include "sched/sched.h"
+
+#define N_CLASSES 3
+#define NODES_PER_POOL 20
+
+struct opts {
+    int64_t seed, nodes, gpus_per_node, projects, orgs, workloads, events;
+    bool check;
+};
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static int64_t rng_range(int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(rng_next() % (uint64_t)(hi - lo + 1));
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: sched_bench [--seed N] [--nodes N] [--gpus-per-node N] "
+                    "[--projects N] [--orgs N] [--workloads N] [--events N] [--check]\n");
+    return 2;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+    o->seed = 1;
+    o->nodes = 10000;
+    o->gpus_per_node = 8;
+    o->projects = 500;
+    o->orgs = 50;
+    o->workloads = 200000;
+    o->events = 2000;
+    o->check = false;
+    for (int i = 1; i < argc; i++) {
+        int64_t *dst = NULL, lo = 1, hi = 100000000;
+        if (strcmp(argv[i], "--check") == 0) {
+            o->check = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--seed") == 0) {
+            dst = &o->seed;
+            lo = 0;
+            hi = INT64_MAX;
+        } else if (strcmp(argv[i], "--nodes") == 0) {
+            dst = &o->nodes;
+        } else if (strcmp(argv[i], "--gpus-per-node") == 0) {
+            dst = &o->gpus_per_node;
+            hi = 8;
+        } else if (strcmp(argv[i], "--projects") == 0) {
+            dst = &o->projects;
+        } else if (strcmp(argv[i], "--orgs") == 0) {
+            dst = &o->orgs;
+        } else if (strcmp(argv[i], "--workloads") == 0) {
+            dst = &o->workloads;
+        } else if (strcmp(argv[i], "--events") == 0) {
+            dst = &o->events;
+        }
+        if (!dst || i + 1 >= argc || parse_int64(argv[i + 1], lo, hi, dst) != 0)
+            return usage();
+        i++;
+    }
+    if (o->orgs > o->projects)
+        o->orgs = o->projects;
+    return 0;
+}
+
+/* The running set: ids in an array, with each id's index (or -1). */
+struct running {
+    int64_t *ids;
+    int32_t *pos; /* by workload id */
+    size_t n;
+};
+
+static void running_add(struct running *r, int64_t id)
+{
+    r->pos[id] = (int32_t)r->n;
+    r->ids[r->n++] = id;
+}
+
+static void running_remove(struct running *r, int64_t id)
+{
+    int32_t i = r->pos[id];
+    if (i < 0)
+        return;
+    r->ids[i] = r->ids[--r->n];
+    r->pos[r->ids[i]] = i;
+    r->pos[id] = -1;
+}
+
+struct counts {
+    int64_t admitted, preemptions, victims;
+};
+
+/* Applies a pass's decisions to the running set; returns the victims released. */
+static void apply(struct sched *s, struct running *r, const struct sched_decisions *d,
+                  int64_t now_ms, struct counts *c)
+{
+    for (size_t i = 0; i < d->n_admits; i++)
+        running_add(r, d->admits[i].workload_id);
+    c->admitted += (int64_t)d->n_admits;
+    c->preemptions += (int64_t)d->n_preemptions;
+    c->victims += (int64_t)d->n_victims;
+    /* The backend stops victims at once: release them now. */
+    for (size_t i = 0; i < d->n_victims; i++) {
+        int64_t id = d->victims[i].workload_id;
+        running_remove(r, id);
+        if (sched_released(s, id, now_ms) != 0) {
+            fprintf(stderr, "sched_released of victim %" PRId64 " failed\n", id);
+            exit(1);
+        }
+    }
+}
+
+static void build_fleet(struct sched *s, const struct opts *o, int64_t *ret_pools)
+{
+    int64_t n_pools = 0;
+    for (int64_t c = 1; c <= N_CLASSES; c++)
+        if (sched_add_class(s, c) != 0)
+            exit(1);
+    for (int64_t p = 0; p < o->projects; p++)
+        if (sched_set_project(s, 1 + p, 1 + p % o->orgs, (int)(1 + p % 4)) != 0)
+            exit(1);
+    /*
+     * Pools of NODES_PER_POOL nodes, each owned by one project (the first
+     * projects, one pool each) and open to the owner's organization; about
+     * 40% of the fleet is pooled, the rest open to everyone.
+     */
+    int64_t pooled_nodes = o->nodes * 4 / 10;
+    n_pools = pooled_nodes / NODES_PER_POOL;
+    if (n_pools > o->projects)
+        n_pools = o->projects;
+    for (int64_t i = 0; i < n_pools; i++) {
+        int64_t org = 1 + i % o->orgs;
+        struct sched_pool_spec ps = {.id = 1 + i,
+                                     .owner_project_id = 1 + i,
+                                     .access_org_ids = &org,
+                                     .n_access_orgs = 1};
+        if (sched_set_pool(s, &ps) != 0)
+            exit(1);
+    }
+    for (int64_t n = 0; n < o->nodes; n++) {
+        struct sched_node_spec ns;
+        memset(&ns, 0, sizeof ns);
+        ns.id = 1 + n;
+        ns.cluster_id = 1 + n / 2500;
+        ns.cpu_milli = 128000;
+        ns.mem_mib = 1024 * 1024;
+        ns.block_id = 1 + n / 32;
+        ns.labels[0] = (uint32_t)(1 + n % 4);
+        ns.n_labels = 1;
+        if (sched_add_node(s, &ns) != 0)
+            exit(1);
+        int64_t pool = n / NODES_PER_POOL < n_pools ? 1 + n / NODES_PER_POOL : 0;
+        /* A pool's nodes share a class: class by pool, else by node. */
+        int64_t cls = 1 + (pool ? (pool - 1) : n) % N_CLASSES;
+        for (int64_t g = 0; g < o->gpus_per_node; g++)
+            if (sched_add_gpu(s, 1 + n, (1 + n) * 16 + g, cls, pool) != 0)
+                exit(1);
+    }
+    /* Quotas: owners derive their guarantee and may borrow 2x; others borrow up to 64 GPUs. */
+    for (int64_t p = 0; p < o->projects; p++)
+        for (int64_t c = 1; c <= N_CLASSES; c++) {
+            bool owner = p < n_pools && 1 + p % N_CLASSES == c;
+            int64_t g = owner ? NODES_PER_POOL * o->gpus_per_node * 1000 : 0;
+            if (sched_set_quota(s, 1 + p, c, owner ? -1 : 0, owner ? 3 * g : 64000) != 0)
+                exit(1);
+        }
+    /* Every fifth organization has a cap per class. */
+    for (int64_t org = 1; org <= o->orgs; org += 5)
+        for (int64_t c = 1; c <= N_CLASSES; c++)
+            if (sched_set_org_cap(s, org, c, 1000 * 1000) != 0)
+                exit(1);
+    *ret_pools = n_pools;
+}
+
+static void gen_workload(struct sched_workload_spec *w, int64_t id, const struct opts *o,
+                         int64_t n_pools)
+{
+    memset(w, 0, sizeof *w);
+    w->id = id;
+    int64_t p = rng_range(0, o->projects - 1);
+    w->project_id = 1 + p;
+    w->submit_ms = id;
+    w->priority = (int32_t)rng_range(0, 3);
+    w->grace_ms = -1;
+    w->requeue = rng_range(0, 9) < 7;
+    w->replicas = 1;
+    bool owner = p < n_pools;
+    if (owner && rng_range(0, 99) < 40) {
+        w->pclass = SCHED_P1;
+        w->class_id = 1 + p % N_CLASSES;
+    } else {
+        w->pclass = SCHED_P2;
+        w->class_id = rng_range(1, N_CLASSES);
+        if (rng_range(0, 9) == 0)
+            w->min_runtime_ms = 60000;
+    }
+    int64_t k = rng_range(0, 99);
+    if (k < 10)
+        w->gpu_milli = (int32_t)(250 * rng_range(1, 2)); /* shares */
+    else if (k < 45)
+        w->gpu_milli = 1000;
+    else if (k < 65)
+        w->gpu_milli = 2000;
+    else if (k < 80)
+        w->gpu_milli = 4000;
+    else if (k < 95)
+        w->gpu_milli = 8000;
+    else {
+        w->gpu_milli = 8000; /* multi-node gang */
+        w->replicas = (int32_t)rng_range(2, 4);
+        w->same_block = rng_range(0, 1) == 1;
+    }
+    if (w->gpu_milli > o->gpus_per_node * 1000)
+        w->gpu_milli = (int32_t)(o->gpus_per_node * 1000);
+    w->cpu_milli = 4000 * (w->gpu_milli >= 1000 ? w->gpu_milli / 1000 : 1);
+    w->mem_mib = 16384 * (w->gpu_milli >= 1000 ? w->gpu_milli / 1000 : 1);
+    if (rng_range(0, 19) == 0) {
+        w->selector[0] = (uint32_t)rng_range(1, 4);
+        w->n_selector = 1;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    struct sched_config cfg;
+    struct sched_decisions d;
+    struct running run;
+    struct counts cnt = {0, 0, 0};
+    int64_t n_pools = 0, t_ms = 1000000000;
+
+    if (parse_opts(argc, argv, &o) != 0)
+        return 2;
+    rng_state = (uint64_t)o.seed;
+    sched_config_init(&cfg);
+    cfg.default_grace_ms = 30000;
+    cfg.reserve_after_ms = 600000;
+    struct sched *s = sched_new(&cfg);
+    if (!s)
+        return 1;
+    sched_decisions_init(&d);
+    run.ids = xcalloc((size_t)o.workloads + 1, sizeof *run.ids);
+    run.pos = xmalloc(((size_t)o.workloads + 1) * sizeof *run.pos);
+    for (int64_t i = 0; i <= o.workloads; i++)
+        run.pos[i] = -1;
+    run.n = 0;
+
+    int64_t t0 = now_ns();
+    build_fleet(s, &o, &n_pools);
+    int64_t t_fleet = now_ns() - t0;
+
+    t0 = now_ns();
+    for (int64_t id = 1; id <= o.workloads; id++) {
+        struct sched_workload_spec w;
+        gen_workload(&w, id, &o, n_pools);
+        if (sched_submit(s, &w, t_ms) != 0) {
+            fprintf(stderr, "submit of %" PRId64 " failed\n", id);
+            return 1;
+        }
+    }
+    int64_t t_submit = now_ns() - t0;
+
+    /* (a) Drain: passes until one admits nothing and preempts nothing. */
+    int64_t pass_ns = 0, first_pass_ns = 0;
+    int passes = 0;
+    for (;;) {
+        sched_decisions_reset(&d);
+        t0 = now_ns();
+        int rc = sched_pass(s, t_ms, &d);
+        int64_t dt = now_ns() - t0;
+        if (rc < 0) {
+            fprintf(stderr, "sched_pass failed: %d\n", rc);
+            return 1;
+        }
+        pass_ns += dt;
+        if (passes == 0)
+            first_pass_ns = dt;
+        passes++;
+        apply(s, &run, &d, t_ms, &cnt);
+        t_ms += 1;
+        if ((d.n_admits == 0 && d.n_preemptions == 0) || passes >= 1000)
+            break;
+    }
+    struct counts drained = cnt;
+    double rate = pass_ns > 0 ? (double)drained.admitted / ((double)pass_ns / 1e9) : 0;
+
+    /* (b) One completion, then the next pass, timed. */
+    int64_t n_ev = o.events;
+    int64_t *lat = xcalloc((size_t)n_ev + 1, sizeof *lat);
+    int64_t n_lat = 0, ev_admits = 0, ev_preemptions = 0;
+    for (int64_t e = 0; e < n_ev && run.n > 0; e++) {
+        int64_t id = run.ids[rng_range(0, (int64_t)run.n - 1)];
+        t_ms += 1000;
+        running_remove(&run, id);
+        if (sched_released(s, id, t_ms) != 0) {
+            fprintf(stderr, "sched_released of %" PRId64 " failed\n", id);
+            return 1;
+        }
+        sched_decisions_reset(&d);
+        t0 = now_ns();
+        int rc = sched_pass(s, t_ms, &d);
+        lat[n_lat++] = now_ns() - t0;
+        if (rc < 0)
+            return 1;
+        ev_admits += (int64_t)d.n_admits;
+        ev_preemptions += (int64_t)d.n_preemptions;
+        bool had_victims = d.n_victims > 0;
+        apply(s, &run, &d, t_ms, &cnt);
+        if (had_victims) {
+            /* Settle what the released victims changed, untimed. */
+            sched_decisions_reset(&d);
+            if (sched_pass(s, t_ms, &d) < 0)
+                return 1;
+            ev_admits += (int64_t)d.n_admits;
+            apply(s, &run, &d, t_ms, &cnt);
+        }
+    }
+    qsort(lat, (size_t)n_lat, sizeof *lat, cmp_i64);
+    double p50 = n_lat ? (double)lat[n_lat / 2] / 1e6 : 0;
+    double p99 = n_lat ? (double)lat[(n_lat * 99) / 100 < n_lat ? (n_lat * 99) / 100 : n_lat - 1] / 1e6
+                       : 0;
+    double pmax = n_lat ? (double)lat[n_lat - 1] / 1e6 : 0;
+
+    /* (c) Peak RSS. */
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double rss_mib = (double)ru.ru_maxrss / 1024.0;
+
+    int64_t cap_total = 0, free_total = 0;
+    for (int64_t c = 1; c <= N_CLASSES; c++) {
+        int64_t cap = 0, fr = 0;
+        sched_class_capacity(s, c, &cap, &fr);
+        cap_total += cap;
+        free_total += fr;
+    }
+    bool ok_rate = rate >= 200000, ok_p99 = p99 <= 5.0, ok_rss = rss_mib <= 512.0;
+    printf("sched_bench (pure scheduler, synthetic; seed %" PRId64 ")\n", o.seed);
+    printf("fleet: %" PRId64 " nodes x %" PRId64 " GPUs in %d classes, %" PRId64
+           " pools; %" PRId64 " projects in %" PRId64 " orgs; built in %.1f ms\n",
+           o.nodes, o.gpus_per_node, N_CLASSES, n_pools, o.projects, o.orgs,
+           (double)t_fleet / 1e6);
+    printf("submitted %" PRId64 " workloads in %.1f ms (%.0f/s)\n", o.workloads,
+           (double)t_submit / 1e6, (double)o.workloads / ((double)t_submit / 1e9));
+    printf("(a) drain: %d passes, %" PRId64 " admitted, %" PRId64 " preemptions (%" PRId64
+           " victims), pass time %.1f ms (first pass %.1f ms): %.0f decisions/s  [target >= "
+           "200000: %s]\n",
+           passes, drained.admitted, drained.preemptions, drained.victims, (double)pass_ns / 1e6,
+           (double)first_pass_ns / 1e6, rate, ok_rate ? "ok" : "MISSED");
+    printf("    GPUs in use after drain: %.1f%% of %" PRId64 " milli\n",
+           cap_total ? 100.0 * (double)(cap_total - free_total) / (double)cap_total : 0.0,
+           cap_total);
+    printf("(b) pass after one completion: %" PRId64 " events, p50 %.3f ms, p99 %.3f ms, max "
+           "%.3f ms (%" PRId64 " admits, %" PRId64 " preemptions)  [target p99 <= 5 ms: %s]\n",
+           n_lat, p50, p99, pmax, ev_admits, ev_preemptions, ok_p99 ? "ok" : "MISSED");
+    printf("(c) peak RSS %.1f MiB  [target <= 512 MiB: %s]\n", rss_mib, ok_rss ? "ok" : "MISSED");
+
+    free(lat);
+    free(run.ids);
+    free(run.pos);
+    sched_decisions_release(&d);
+    sched_free(s);
+    if (o.check && !(ok_rate && ok_p99 && ok_rss))
+        return 1;
+    return 0;
+}
