@@ -63,7 +63,7 @@ void sched__unreserve(struct sched *s, int32_t w)
         s->classes[wl->cls].hol_reserver = NONE;
 }
 
-static void reserve_node(struct sched *s, int32_t w, int32_t n)
+void pass__reserve_node(struct sched *s, int32_t w, int32_t n)
 {
     struct node *nd = &s->nodes[n];
     if (nd->reserved_for == w)
@@ -104,7 +104,7 @@ static void reserve_for_head(struct sched *s, int32_t w)
         }
         if (best == NONE)
             break;
-        reserve_node(s, w, best);
+        pass__reserve_node(s, w, best);
     }
     c->hol_reserver = w;
 }
@@ -221,8 +221,13 @@ static bool victim_ok(struct sched *s, int32_t w, int32_t v, int64_t now)
     }
     if (vl->project == wl->project)
         return true;
-    /* Another project's work only while that project is still borrowing. */
-    return *vused_of(s, vl->project, vl->cls) > guaranteed_of(s, vl->project, vl->cls);
+    /*
+     * Another project's work only while that project is still borrowing, and
+     * only for a preemptor whose project, once admitted, is within its
+     * guarantee: a project at or above its guarantee takes nothing from others.
+     */
+    return *vused_of(s, vl->project, vl->cls) > guaranteed_of(s, vl->project, vl->cls) &&
+           *vused_of(s, wl->project, wl->cls) + need_of(wl) <= guaranteed_of(s, wl->project, wl->cls);
 }
 
 /* Virtually frees (sign -1: takes back) everything v holds. */
@@ -251,23 +256,21 @@ static bool vfits(struct sched *s, int32_t w, int32_t n, int32_t cls, int32_t *r
     const struct workload *wl = &s->wls[w];
     int32_t k = wl->spec.gpu_milli >= WHOLE ? wl->spec.gpu_milli / WHOLE : 1;
     int32_t want = wl->spec.gpu_milli >= WHOLE ? WHOLE : wl->spec.gpu_milli, got = 0;
-    int32_t sl = NONE;
     const struct node *nd = &s->nodes[n];
 
     vnode_touch(s, n);
     if ((nd->cpu_cap && s->vcpu[n] < wl->spec.cpu_milli) ||
         (nd->mem_cap && s->vmem[n] < wl->spec.mem_mib))
         return false;
-    for (int32_t i = 0; i < nd->slots.n; i++) {
-        if (s->slots[nd->slots.v[i]].cls == cls)
-            sl = nd->slots.v[i];
-    }
-    if (sl == NONE)
-        return false;
-    for (int32_t i = 0; i < s->slots[sl].gpus.n && got < k; i++) {
-        int32_t g = s->slots[sl].gpus.v[i];
-        if (*vfree_of(s, g) >= want && place__gpu_usable(s, w, g))
-            ret_gpus[got++] = g;
+    for (int32_t i = 0; i < nd->slots.n && got < k; i++) {
+        const struct slot *st = &s->slots[nd->slots.v[i]];
+        if (st->cls != cls)
+            continue;
+        for (int32_t j = 0; j < st->gpus.n && got < k; j++) {
+            int32_t g = st->gpus.v[j];
+            if (*vfree_of(s, g) >= want && place__gpu_usable(s, w, g))
+                ret_gpus[got++] = g;
+        }
     }
     return got == k;
 }
@@ -433,26 +436,33 @@ static void record_preemption(struct sched *s, int32_t w, const struct ivec *vic
 }
 
 /*
- * Finds the fewest, cheapest victims that make room for every replica of the
- * P1 workload w (and bring its project under its limit); on success marks
- * them preempting, holds the freed nodes for w and records the decision.
+ * Plans victims for every replica of w, optionally within one topology block:
+ * first its own P2 work that must make way (limit, or to bring its project
+ * back within its guarantee before it may take others' work), then per
+ * replica the node where the fewest, cheapest victims make room. Returns
+ * false when no plan exists; the plan is in victims and nodes, and its cost
+ * in *ret_lost.
  */
-static bool reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
-                    struct sched_decisions *d)
+static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t block,
+                         int64_t now, struct ivec *victims, struct ivec *nodes, int64_t *ret_lost)
 {
     struct workload *wl = &s->wls[w];
     const struct cls *c = &s->classes[wl->cls];
-    struct ivec victims = {0}, nodes = {0};
-    bool ok = true;
+    int64_t over_guarantee = held_of(s, wl->project, wl->cls) + need_of(wl) -
+                             guaranteed_of(s, wl->project, wl->cls);
+    int64_t own = over_limit > over_guarantee ? over_limit : over_guarantee;
 
     scratch_fit(s);
-    if (over_limit > 0)
-        ok = pick_for_limit(s, w, over_limit, now, &victims);
-    for (int32_t r = 0; ok && r < wl->spec.replicas; r++) {
+    victims->n = nodes->n = 0;
+    *ret_lost = 0;
+    /* Own P2 work: required for the limit; for the guarantee, as much as there is. */
+    if (own > 0 && !pick_for_limit(s, w, own, now, victims) && over_limit > 0)
+        return false;
+    for (int32_t r = 0; r < wl->spec.replicas; r++) {
         struct pick best = {.node = NONE}, cur;
         for (int32_t i = 0; i < c->slots.n; i++) {
             int32_t n = s->slots[c->slots.v[i]].node;
-            if (!place__node_usable(s, w, n))
+            if (!place__node_usable(s, w, n) || (block && s->nodes[n].block_id != block))
                 continue;
             for (int by_size = 0; by_size < 2; by_size++) {
                 bool fit = try_node(s, w, n, by_size, now, &cur);
@@ -463,38 +473,78 @@ static bool reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
             if (best.node != NONE && best.n_victims == 0)
                 break; /* cannot do better than no victim at all */
         }
-        if (best.node == NONE) {
-            ok = false;
-            break;
-        }
+        if (best.node == NONE)
+            return false;
         for (int32_t i = 0; i < best.n_victims; i++) {
             virtual_free(s, best.victims[i], +1);
             s->wl_stamp[best.victims[i]] = s->epoch;
-            ivec_push(&victims, best.victims[i]);
+            ivec_push(victims, best.victims[i]);
         }
+        *ret_lost += best.lost;
         vtake_replica(s, w, best.node);
-        ivec_push(&nodes, best.node);
+        ivec_push(nodes, best.node);
     }
-    if (ok && victims.n == 0)
-        ok = false; /* it fits without anyone leaving: placement will take it */
-    if (ok) {
-        record_preemption(s, w, &victims, now, d);
-        for (int32_t i = 0; i < victims.n; i++) {
-            struct workload *v = &s->wls[victims.v[i]];
+    return victims->n > 0; /* no victim: it fits as it is, placement will take it */
+}
+
+/*
+ * Finds the fewest, cheapest victims that make room for every replica of the
+ * P1 workload w (and bring its project under its limit); on success marks
+ * them preempting, holds the freed nodes for w and records the decision.
+ * A gang that must stay in one topology block gets the block whose plan
+ * costs least.
+ */
+static bool reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
+                    struct sched_decisions *d)
+{
+    struct workload *wl = &s->wls[w];
+    struct ivec victims = {0}, nodes = {0}, best_victims = {0}, best_nodes = {0};
+    bool found = false;
+    int64_t best_lost = 0;
+
+    if (wl->spec.same_block && wl->spec.replicas > 1) {
+        int32_t n_blocks;
+        const int64_t *blocks = place__blocks(s, wl->cls, &n_blocks);
+        for (int32_t k = 0; k < n_blocks; k++) {
+            int64_t lost;
+            if (!plan_reclaim(s, w, over_limit, blocks[k], now, &victims, &nodes, &lost))
+                continue;
+            if (!found || victims.n < best_victims.n ||
+                (victims.n == best_victims.n && lost < best_lost)) {
+                struct ivec t = best_victims;
+                best_victims = victims;
+                victims = t;
+                t = best_nodes;
+                best_nodes = nodes;
+                nodes = t;
+                best_lost = lost;
+                found = true;
+            }
+        }
+    } else {
+        found = plan_reclaim(s, w, over_limit, 0, now, &best_victims, &best_nodes, &best_lost);
+    }
+    if (found) {
+        record_preemption(s, w, &best_victims, now, d);
+        for (int32_t i = 0; i < best_victims.n; i++) {
+            struct workload *v = &s->wls[best_victims.v[i]];
             v->state = SCHED_PREEMPTING;
             v->preemptor_id = wl->spec.id;
         }
-        for (int32_t i = 0; i < nodes.n; i++)
-            reserve_node(s, w, nodes.v[i]);
-        wl->victims_pending = victims.n;
+        for (int32_t i = 0; i < best_nodes.n; i++)
+            pass__reserve_node(s, w, best_nodes.v[i]);
+        wl->victims_pending = best_victims.n;
+        wl->reclaim_ready = false;
         wl->reason = (struct sched_reason){.code = SCHED_WAIT_RECLAIM,
                                            .class_id = wl->spec.class_id,
                                            .need = need_of(wl),
-                                           .count = victims.n};
+                                           .count = best_victims.n};
     }
     ivec_release(&victims);
     ivec_release(&nodes);
-    return ok;
+    ivec_release(&best_victims);
+    ivec_release(&best_nodes);
+    return found;
 }
 
 /* ---- admission ---- */
@@ -560,6 +610,48 @@ static void blocked_on_capacity(struct sched *s, int32_t w, int64_t now)
     }
 }
 
+/* A plain request: no labels, pools or block to make it special; its size alone decides. */
+static bool plain(const struct workload *wl)
+{
+    return wl->cls != NONE && wl->spec.n_selector == 0 && wl->spec.n_pools == 0 &&
+           !wl->spec.same_block && wl->spec.cpu_milli == 0 && wl->spec.mem_mib == 0;
+}
+
+static struct quota *plain_memo(struct sched *s, const struct workload *wl)
+{
+    struct quota *q;
+    if (!plain(wl))
+        return NULL;
+    q = sched__quota(&s->projects[wl->project], wl->cls, true);
+    if (q->fail_pass != s->pass_no) {
+        q->fail_pass = s->pass_no;
+        q->fail_milli[0] = q->fail_milli[1] = INT32_MAX;
+    }
+    return q;
+}
+
+/*
+ * Whether a single replica of the same or a smaller size already found no
+ * room for this project in this pass. Sizes are monotone: no device with m
+ * milli free means no device with more free, whole ones included; a gang
+ * needs at least one replica of its size to fit.
+ */
+static bool known_not_to_fit(struct sched *s, int32_t w)
+{
+    const struct workload *wl = &s->wls[w];
+    struct quota *q = plain_memo(s, wl);
+    return q && wl->spec.gpu_milli >= q->fail_milli[wl->spec.pclass - 1];
+}
+
+/* Remembers a single replica that found no room (a gang's failure says less: not recorded). */
+static void remember_no_fit(struct sched *s, int32_t w)
+{
+    const struct workload *wl = &s->wls[w];
+    struct quota *q = plain_memo(s, wl);
+    if (q && wl->spec.replicas == 1 && wl->spec.gpu_milli < q->fail_milli[wl->spec.pclass - 1])
+        q->fail_milli[wl->spec.pclass - 1] = wl->spec.gpu_milli;
+}
+
 /* Tries to admit w now; false (with its reason set) when it must wait. */
 static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_decisions *d)
 {
@@ -591,9 +683,12 @@ static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_deci
     }
     if (wl->victims_pending > 0)
         return false; /* still SCHED_WAIT_RECLAIM */
-    if (over_limit == 0 && place__gang(s, w)) {
-        admit(s, w, now, d);
-        return true;
+    if (over_limit == 0 && !known_not_to_fit(s, w)) {
+        if (place__gang(s, w)) {
+            admit(s, w, now, d);
+            return true;
+        }
+        remember_no_fit(s, w);
     }
     if (wl->spec.pclass == SCHED_P1 && wl->cls != NONE && reclaim(s, w, over_limit, now, d))
         return false;
@@ -714,6 +809,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     struct ivec todo = s->dirty;
     struct heap h;
 
+    s->pass_no++;
     if (now_ms >= s->next_wakeup_ms) {
         /* A timer is due (a reservation, a victim's minimum runtime): look at everyone. */
         s->next_wakeup_ms = INT64_MAX;
@@ -726,6 +822,17 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     memset(&s->dirty, 0, sizeof(s->dirty));
     for (int32_t i = 0; i < todo.n; i++)
         s->projects[todo.v[i]].dirty = false;
+
+    /* Preemptors whose victims have all released go first: the capacity is theirs. */
+    for (int32_t i = 0; i < s->ready.n; i++) {
+        int32_t w = s->ready.v[i];
+        struct workload *wl = &s->wls[w];
+        if (!wl->in_use || !wl->reclaim_ready || wl->state != SCHED_QUEUED)
+            continue;
+        wl->reclaim_ready = false;
+        try_admit(s, w, now_ms, d);
+    }
+    s->ready.n = 0;
 
     /* Owned work first, project by project. */
     for (int32_t i = 0; i < todo.n; i++) {

@@ -18,47 +18,55 @@
 
 /* ---- the index ---- */
 
+struct bin *place__bin(const struct sched *s, int32_t cls, int32_t pool)
+{
+    return &s->classes[cls].bins[pool + 1];
+}
+
 void place__slot_link(struct sched *s, int32_t sl)
 {
     struct slot *st = &s->slots[sl];
-    struct cls *c = &s->classes[st->cls];
+    struct bin *bn = place__bin(s, st->cls, st->pool);
     int32_t b = st->free_whole;
     if (st->linked || s->nodes[st->node].state != SCHED_NODE_READY)
         return;
     st->prev = NONE;
-    st->next = c->whole_head[b];
+    st->next = bn->whole_head[b];
     if (st->next != NONE)
         s->slots[st->next].prev = sl;
-    c->whole_head[b] = sl;
+    bn->whole_head[b] = sl;
     st->linked = true;
+    s->classes[st->cls].whole_count[b]++;
 }
 
 void place__slot_unlink(struct sched *s, int32_t sl)
 {
     struct slot *st = &s->slots[sl];
-    struct cls *c = &s->classes[st->cls];
+    struct bin *bn = place__bin(s, st->cls, st->pool);
     if (!st->linked)
         return;
     if (st->prev != NONE)
         s->slots[st->prev].next = st->next;
     else
-        c->whole_head[st->free_whole] = st->next;
+        bn->whole_head[st->free_whole] = st->next;
     if (st->next != NONE)
         s->slots[st->next].prev = st->prev;
     st->prev = st->next = NONE;
     st->linked = false;
+    s->classes[st->cls].whole_count[st->free_whole]--;
 }
 
 void place__gpu_link(struct sched *s, int32_t g)
 {
     struct gpu *gp = &s->gpus[g];
-    struct cls *c = &s->classes[s->slots[gp->slot].cls];
+    struct bin *c = place__bin(s, s->slots[gp->slot].cls, gp->pool);
     int32_t b;
     if (gp->sbucket != NONE || gp->free <= 0 || gp->free >= WHOLE ||
         s->nodes[gp->node].state != SCHED_NODE_READY)
         return;
     b = gp->free / SHARE_STEP;
     gp->sbucket = b;
+    s->classes[s->slots[gp->slot].cls].share_count[b]++;
     gp->sprev = NONE;
     gp->snext = c->share_head[b];
     if (gp->snext != NONE)
@@ -69,7 +77,7 @@ void place__gpu_link(struct sched *s, int32_t g)
 void place__gpu_unlink(struct sched *s, int32_t g)
 {
     struct gpu *gp = &s->gpus[g];
-    struct cls *c = &s->classes[s->slots[gp->slot].cls];
+    struct bin *c = place__bin(s, s->slots[gp->slot].cls, gp->pool);
     if (gp->sbucket == NONE)
         return;
     if (gp->sprev != NONE)
@@ -78,6 +86,7 @@ void place__gpu_unlink(struct sched *s, int32_t g)
         c->share_head[gp->sbucket] = gp->snext;
     if (gp->snext != NONE)
         s->gpus[gp->snext].sprev = gp->sprev;
+    s->classes[s->slots[gp->slot].cls].share_count[gp->sbucket]--;
     gp->sbucket = gp->sprev = gp->snext = NONE;
 }
 
@@ -166,19 +175,21 @@ struct gang {
     int32_t w;
     int64_t block;  /* 0: any */
     bool own_pools; /* only devices of pools the workload's project owns */
+    int32_t *bins;  /* pools (NONE: no pool) whose devices the gang may use */
+    int32_t n_bins;
     struct sched_assign *as;
     int32_t n_as;
     int32_t *replica_node;
 };
 
-/* A device this gang may take: usable by the workload, and in its own pool when asked. */
+/* A device this gang may take: one of its bins. */
 static bool gpu_ok(const struct sched *s, const struct gang *gg, int32_t g)
 {
-    int32_t pool = s->gpus[g].pool;
-    if (!place__gpu_usable(s, gg->w, g))
-        return false;
-    return !gg->own_pools ||
-           (pool != NONE && s->pools[pool].owner_project_id == s->wls[gg->w].spec.project_id);
+    for (int32_t i = 0; i < gg->n_bins; i++) {
+        if (gg->bins[i] == s->gpus[g].pool)
+            return true;
+    }
+    return false;
 }
 
 static bool node_ok(const struct sched *s, const struct gang *gg, int32_t n)
@@ -205,31 +216,77 @@ static void assign(struct sched *s, struct gang *gg, int32_t replica, int32_t g,
                                                .milli = milli};
 }
 
-/* k whole devices on one node, best fit through the buckets. */
+/* The pools (NONE: no pool) a project may use, cached per fleet generation. */
+static const struct ivec *project_pools(struct sched *s, int32_t project)
+{
+    struct project *p = &s->projects[project];
+    if (p->pools_gen != s->fleet_generation + 1) {
+        p->pools.n = 0;
+        for (int32_t pool = NONE; pool < s->n_pools; pool++) {
+            if (sched__project_may_use_pool(s, p, pool))
+                ivec_push(&p->pools, pool);
+        }
+        p->pools_gen = s->fleet_generation + 1;
+    }
+    return &p->pools;
+}
+
+/* Which bins a gang may use: pools its project may use, its filter allows, and (own_pools) it owns. */
+static void gang_bins(struct sched *s, struct gang *gg)
+{
+    const struct workload *wl = &s->wls[gg->w];
+    const struct ivec *pools = project_pools(s, wl->project);
+    gg->n_bins = 0;
+    for (int32_t i = 0; i < pools->n; i++) {
+        int32_t p = pools->v[i];
+        bool ok = wl->spec.n_pools == 0;
+        for (int k = 0; k < wl->spec.n_pools && !ok; k++)
+            ok = p != NONE && s->pools[p].id == wl->spec.pool_ids[k];
+        if (ok && gg->own_pools)
+            ok = p != NONE && s->pools[p].owner_project_id == wl->spec.project_id;
+        if (ok)
+            gg->bins[gg->n_bins++] = p;
+    }
+}
+
+bool place__any_room(const struct sched *s, int32_t cls, int32_t milli)
+{
+    const struct cls *c = &s->classes[cls];
+    int32_t k = milli >= WHOLE ? milli / WHOLE : 1;
+    for (int32_t b = k; b <= SCHED_MAX_GPUS_PER_NODE; b++) {
+        if (c->whole_count[b] > 0)
+            return true;
+    }
+    if (milli < WHOLE) {
+        for (int32_t b = milli / SHARE_STEP; b < SHARE_BUCKETS; b++) {
+            if (c->share_count[b] > 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* k whole devices on one node, best fit through the buckets of the usable bins. */
 static bool place_whole(struct sched *s, struct gang *gg, int32_t replica, int32_t k)
 {
-    const struct cls *c = &s->classes[s->wls[gg->w].cls];
+    int32_t cls = s->wls[gg->w].cls;
     for (int32_t b = k; b <= SCHED_MAX_GPUS_PER_NODE; b++) {
-        for (int32_t sl = c->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
-            const struct slot *st = &s->slots[sl];
-            int32_t usable = 0;
-            if (!node_ok(s, gg, st->node))
-                continue;
-            for (int32_t i = 0; i < st->gpus.n && usable < k; i++) {
-                int32_t g = st->gpus.v[i];
-                usable += s->gpus[g].free == WHOLE && gpu_ok(s, gg, g);
-            }
-            if (usable < k)
-                continue;
-            take_node_room(s, gg, replica, st->node);
-            for (int32_t i = 0, got = 0; got < k; i++) {
-                int32_t g = st->gpus.v[i];
-                if (s->gpus[g].free == WHOLE && gpu_ok(s, gg, g)) {
-                    assign(s, gg, replica, g, WHOLE);
-                    got++;
+        for (int32_t i = 0; i < gg->n_bins; i++) {
+            const struct bin *bn = place__bin(s, cls, gg->bins[i]);
+            for (int32_t sl = bn->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
+                const struct slot *st = &s->slots[sl];
+                if (!node_ok(s, gg, st->node))
+                    continue;
+                take_node_room(s, gg, replica, st->node);
+                for (int32_t j = 0, got = 0; got < k; j++) {
+                    int32_t g = st->gpus.v[j];
+                    if (s->gpus[g].free == WHOLE) {
+                        assign(s, gg, replica, g, WHOLE);
+                        got++;
+                    }
                 }
+                return true;
             }
-            return true;
         }
     }
     return false;
@@ -238,15 +295,18 @@ static bool place_whole(struct sched *s, struct gang *gg, int32_t replica, int32
 /* A share of one device: the fullest partially used device that fits, else a free one. */
 static bool place_share(struct sched *s, struct gang *gg, int32_t replica, int32_t milli)
 {
-    const struct cls *c = &s->classes[s->wls[gg->w].cls];
+    int32_t cls = s->wls[gg->w].cls;
     for (int32_t b = milli / SHARE_STEP; b < SHARE_BUCKETS; b++) {
         int32_t best = NONE;
-        for (int32_t g = c->share_head[b]; g != NONE; g = s->gpus[g].snext) {
-            const struct gpu *gp = &s->gpus[g];
-            if (gp->free < milli || (best != NONE && gp->free >= s->gpus[best].free))
-                continue;
-            if (node_ok(s, gg, gp->node) && gpu_ok(s, gg, g))
-                best = g;
+        for (int32_t i = 0; i < gg->n_bins; i++) {
+            const struct bin *bn = place__bin(s, cls, gg->bins[i]);
+            for (int32_t g = bn->share_head[b]; g != NONE; g = s->gpus[g].snext) {
+                const struct gpu *gp = &s->gpus[g];
+                if (gp->free < milli || (best != NONE && gp->free >= s->gpus[best].free))
+                    continue;
+                if (node_ok(s, gg, gp->node))
+                    best = g;
+            }
         }
         if (best != NONE) {
             take_node_room(s, gg, replica, s->gpus[best].node);
@@ -255,16 +315,19 @@ static bool place_share(struct sched *s, struct gang *gg, int32_t replica, int32
         }
     }
     for (int32_t b = 1; b <= SCHED_MAX_GPUS_PER_NODE; b++) {
-        for (int32_t sl = c->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
-            const struct slot *st = &s->slots[sl];
-            if (!node_ok(s, gg, st->node))
-                continue;
-            for (int32_t i = 0; i < st->gpus.n; i++) {
-                int32_t g = st->gpus.v[i];
-                if (s->gpus[g].free == WHOLE && gpu_ok(s, gg, g)) {
-                    take_node_room(s, gg, replica, st->node);
-                    assign(s, gg, replica, g, milli);
-                    return true;
+        for (int32_t i = 0; i < gg->n_bins; i++) {
+            const struct bin *bn = place__bin(s, cls, gg->bins[i]);
+            for (int32_t sl = bn->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
+                const struct slot *st = &s->slots[sl];
+                if (!node_ok(s, gg, st->node))
+                    continue;
+                for (int32_t j = 0; j < st->gpus.n; j++) {
+                    int32_t g = st->gpus.v[j];
+                    if (s->gpus[g].free == WHOLE) {
+                        take_node_room(s, gg, replica, st->node);
+                        assign(s, gg, replica, g, milli);
+                        return true;
+                    }
                 }
             }
         }
@@ -400,22 +463,35 @@ static bool place_all(struct sched *s, struct gang *gg)
     return true;
 }
 
-/* Topology blocks that hold devices of the workload's class, each once. */
-static int64_t *blocks_of_class(const struct sched *s, const struct workload *wl, int32_t *ret_n)
+static int cmp_i64(const void *a, const void *b)
 {
-    const struct cls *c = &s->classes[wl->cls];
-    int64_t *blocks = xcalloc((size_t)c->slots.n + 1, sizeof(int64_t));
-    int32_t n = 0;
-    for (int32_t i = 0; i < c->slots.n; i++) {
-        int64_t b = s->nodes[s->slots[c->slots.v[i]].node].block_id;
-        bool seen = b == 0;
-        for (int32_t k = 0; k < n && !seen; k++)
-            seen = blocks[k] == b;
-        if (!seen)
-            blocks[n++] = b;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Topology blocks that hold devices of a class, each once; cached per fleet generation. */
+const int64_t *place__blocks(struct sched *s, int32_t cls, int32_t *ret_n)
+{
+    struct cls *c = &s->classes[cls];
+    if (c->blocks_gen != s->fleet_generation + 1) {
+        int32_t n = 0;
+        free(c->blocks);
+        c->blocks = xcalloc((size_t)c->slots.n + 1, sizeof(int64_t));
+        for (int32_t i = 0; i < c->slots.n; i++) {
+            int64_t b = s->nodes[s->slots[c->slots.v[i]].node].block_id;
+            if (b != 0)
+                c->blocks[n++] = b;
+        }
+        qsort(c->blocks, (size_t)n, sizeof(int64_t), cmp_i64);
+        c->n_blocks = 0;
+        for (int32_t i = 0; i < n; i++) {
+            if (c->n_blocks == 0 || c->blocks[c->n_blocks - 1] != c->blocks[i])
+                c->blocks[c->n_blocks++] = c->blocks[i];
+        }
+        c->blocks_gen = s->fleet_generation + 1;
     }
-    *ret_n = n;
-    return blocks;
+    *ret_n = c->n_blocks;
+    return c->blocks;
 }
 
 bool place__gang(struct sched *s, int32_t w)
@@ -429,21 +505,29 @@ bool place__gang(struct sched *s, int32_t w)
 
     gg.as = xcalloc((size_t)wl->spec.replicas * (size_t)per_replica, sizeof(*gg.as));
     gg.replica_node = xcalloc((size_t)wl->spec.replicas, sizeof(int32_t));
+    gg.bins = xcalloc((size_t)s->n_pools + 1, sizeof(int32_t));
+    if (wl->cls != NONE && !place__any_room(s, wl->cls, wl->spec.gpu_milli)) {
+        free(gg.bins);
+        free(gg.as);
+        free(gg.replica_node);
+        return false;
+    }
     /* Owned work goes to its owner's pools first, so borrowed capacity stays free for others. */
     for (int own = wl->spec.pclass == SCHED_P1 && wl->cls != NONE; own >= 0 && !ok; own--) {
         gg.own_pools = own;
+        gang_bins(s, &gg);
         if (wl->spec.same_block && wl->spec.replicas > 1 && wl->cls != NONE) {
             int32_t n_blocks;
-            int64_t *blocks = blocks_of_class(s, wl, &n_blocks);
+            const int64_t *blocks = place__blocks(s, wl->cls, &n_blocks);
             for (int32_t i = 0; i < n_blocks && !ok; i++) {
                 gg.block = blocks[i];
                 ok = place_all(s, &gg);
             }
-            free(blocks);
         } else {
             ok = place_all(s, &gg);
         }
     }
+    free(gg.bins);
     if (!ok) {
         free(gg.as);
         free(gg.replica_node);
@@ -486,22 +570,29 @@ void place__release(struct sched *s, int32_t w)
 int64_t place__largest_free(const struct sched *s, int32_t w)
 {
     const struct workload *wl = &s->wls[w];
-    const struct cls *c;
+    struct cls *c;
+    int64_t most = 0;
     if (wl->cls == NONE)
         return 0;
-    c = &s->classes[wl->cls];
-    for (int32_t b = SCHED_MAX_GPUS_PER_NODE; b >= 1; b--) {
-        if (c->whole_head[b] != NONE)
-            return (int64_t)b * WHOLE;
+    c = &((struct sched *)s)->classes[wl->cls];
+    if (c->largest_pass == s->pass_no)
+        return c->largest_free;
+    for (int32_t b = SCHED_MAX_GPUS_PER_NODE; b >= 1 && !most; b--) {
+        if (c->whole_count[b] > 0)
+            most = (int64_t)b * WHOLE;
     }
-    for (int32_t b = SHARE_BUCKETS - 1; b >= 0; b--) {
-        int32_t most = 0;
-        for (int32_t g = c->share_head[b]; g != NONE; g = s->gpus[g].snext)
-            most = s->gpus[g].free > most ? s->gpus[g].free : most;
-        if (most)
-            return most;
+    /* The fullest partially used devices: only the top non-empty bucket is read. */
+    for (int32_t b = SHARE_BUCKETS - 1; b >= 0 && !most; b--) {
+        if (c->share_count[b] == 0)
+            continue;
+        for (int32_t i = 0; i < c->n_bins; i++) {
+            for (int32_t g = c->bins[i].share_head[b]; g != NONE; g = s->gpus[g].snext)
+                most = s->gpus[g].free > most ? s->gpus[g].free : most;
+        }
     }
-    return 0;
+    c->largest_free = most;
+    c->largest_pass = s->pass_no;
+    return most;
 }
 
 bool place__ever_fits(const struct sched *s, int32_t w)

@@ -48,9 +48,12 @@ struct gpu {
     int32_t sprev, snext; /* share bucket list */
 };
 
-/* A node's devices of one class, linked into that class's bucket by free whole GPUs. */
+/*
+ * A node's devices of one class in one pool (or in none), linked into the
+ * bucket of its number of free whole devices in that class's bin for the pool.
+ */
 struct slot {
-    int32_t node, cls;
+    int32_t node, cls, pool;
     struct ivec gpus;
     int32_t free_whole;
     int32_t prev, next;
@@ -69,11 +72,28 @@ struct node {
     int32_t reserved_for; /* workload the node is held for, or NONE */
 };
 
-struct cls {
-    int64_t id;
+/*
+ * The free capacity of one class in one pool: who may use a pool is known
+ * per project, so placement only ever walks the bins its workload may use.
+ */
+struct bin {
     int32_t whole_head[SCHED_MAX_GPUS_PER_NODE + 1]; /* slot lists by free whole GPUs */
     int32_t share_head[SHARE_BUCKETS];               /* gpu lists by free milli / 50 */
-    struct ivec slots;                               /* every slot of this class */
+};
+
+struct cls {
+    int64_t id;
+    struct bin *bins;   /* bins[0]: devices in no pool; bins[p + 1]: in pool p */
+    int32_t n_bins;
+    /* How many slots / partial devices sit at each level over all bins: a quick "nothing fits". */
+    int32_t whole_count[SCHED_MAX_GPUS_PER_NODE + 1];
+    int32_t share_count[SHARE_BUCKETS];
+    int64_t largest_free;     /* for reasons: computed once per pass */
+    uint32_t largest_pass;
+    int64_t *blocks;          /* topology blocks of its nodes, valid at fleet generation */
+    int32_t n_blocks;
+    uint32_t blocks_gen;
+    struct ivec slots;  /* every slot of this class */
     int32_t max_gpus_per_node;
     int64_t capacity, free; /* over ready nodes */
     struct ivec waiting;    /* projects with queued work in this class (may hold stale ones) */
@@ -92,6 +112,15 @@ struct pool {
 struct quota {
     int32_t cls;
     int64_t guaranteed; /* explicit, or < 0: derived from owned pools */
+    int64_t derived;    /* the derived guarantee, valid at fleet generation derived_gen */
+    uint32_t derived_gen;
+    /*
+     * Within one pass capacity only shrinks: once a plain request of this
+     * project and class found no room, no larger one will. Per P1 and P2
+     * (they may use different reservations), valid while fail_pass is the pass.
+     */
+    uint32_t fail_pass;
+    int32_t fail_milli[2];
     int64_t limit;      /* < 0: none */
     int64_t p1, p2;     /* held: running and preempting work */
     int32_t queued;     /* queued workloads of this class */
@@ -104,6 +133,8 @@ struct project {
     struct quota *quotas;
     int32_t n_quotas, cap_quotas;
     struct ivec queue; /* workload indices in queue order */
+    struct ivec pools; /* pools it may use (NONE: no pool), valid at fleet generation pools_gen */
+    uint32_t pools_gen;
     bool dirty;
     /* scratch for one pass */
     int32_t cursor, blocked;
@@ -133,6 +164,7 @@ struct workload {
     struct sched_reason reason;
     int64_t blocked_since_ms; /* 0 when not blocked on capacity */
     int32_t victims_pending;  /* as a preemptor */
+    bool reclaim_ready;       /* its victims have all released: first in the next pass */
     int64_t preemptor_id;     /* as a victim: who it makes room for, or 0 */
     struct ivec reserved;     /* nodes held for it */
     uint32_t fits_generation; /* fleet generation ever_fits was computed at, 0: never */
@@ -161,9 +193,11 @@ struct sched {
     int32_t n_wls, cap_wls;
     struct ivec free_wls;
     struct ivec dirty; /* projects to look at in the next pass */
+    struct ivec ready; /* preemptors whose victims have all released */
     int64_t next_wakeup_ms;
     uint32_t cpu_cursor;
     uint32_t fleet_generation; /* bumped when nodes, GPUs, labels or pools change */
+    uint32_t pass_no;          /* counts passes, from 1 */
     /* scratch for policies */
     int32_t *view_free;
     int64_t *view_ids;
@@ -196,6 +230,7 @@ void sched__charge(struct sched *s, int32_t w, int sign);
 
 void place__gpu_take(struct sched *s, int32_t g, int32_t milli);
 void place__gpu_give(struct sched *s, int32_t g, int32_t milli);
+struct bin *place__bin(const struct sched *s, int32_t cls, int32_t pool);
 void place__slot_link(struct sched *s, int32_t slot);
 void place__slot_unlink(struct sched *s, int32_t slot);
 void place__gpu_link(struct sched *s, int32_t g);
@@ -213,6 +248,10 @@ void place__release(struct sched *s, int32_t w);
 int64_t place__largest_free(const struct sched *s, int32_t w);
 /* Whether some node could ever hold one replica of w (class, size, labels). */
 bool place__ever_fits(const struct sched *s, int32_t w);
+/* Topology blocks holding devices of a class, each once (cached). */
+const int64_t *place__blocks(struct sched *s, int32_t cls, int32_t *ret_n);
+/* Whether any ready node has room for one replica of this size, ignoring who may use it. */
+bool place__any_room(const struct sched *s, int32_t cls, int32_t milli);
 /* Whether w may put a replica on node n now (state, labels, reservation, block). */
 bool place__node_usable(const struct sched *s, int32_t w, int32_t n);
 bool place__gpu_usable(const struct sched *s, int32_t w, int32_t g);
@@ -221,5 +260,7 @@ bool place__gpu_usable(const struct sched *s, int32_t w, int32_t g);
 
 /* Frees the preemption scratch arrays. */
 void pass__release(struct sched *s);
+/* Holds node n for workload w (taking it from any other holder). */
+void pass__reserve_node(struct sched *s, int32_t w, int32_t n);
 
 #endif

@@ -152,6 +152,8 @@ void sched_free(struct sched *s)
     for (int32_t i = 0; i < s->n_classes; i++) {
         ivec_release(&s->classes[i].slots);
         ivec_release(&s->classes[i].waiting);
+        free(s->classes[i].bins);
+        free(s->classes[i].blocks);
     }
     for (int32_t i = 0; i < s->n_nodes; i++) {
         ivec_release(&s->nodes[i].slots);
@@ -166,6 +168,7 @@ void sched_free(struct sched *s)
     for (int32_t i = 0; i < s->n_projects; i++) {
         free(s->projects[i].quotas);
         ivec_release(&s->projects[i].queue);
+        ivec_release(&s->projects[i].pools);
     }
     for (int32_t i = 0; i < s->n_orgs; i++)
         free(s->orgs[i].caps);
@@ -183,6 +186,7 @@ void sched_free(struct sched *s)
     free(s->wls);
     ivec_release(&s->free_wls);
     ivec_release(&s->dirty);
+    ivec_release(&s->ready);
     free(s->view_free);
     free(s->view_ids);
     free(s->view_gpus);
@@ -200,6 +204,21 @@ void sched_free(struct sched *s)
 
 /* ---- fleet ---- */
 
+/* Gives a class one bin per pool (and one for no pool), new ones empty. */
+static void grow_bins(struct cls *c, int32_t n)
+{
+    if (n <= c->n_bins)
+        return;
+    c->bins = xreallocarray(c->bins, (size_t)n, sizeof(struct bin));
+    for (int32_t b = c->n_bins; b < n; b++) {
+        for (int i = 0; i <= SCHED_MAX_GPUS_PER_NODE; i++)
+            c->bins[b].whole_head[i] = NONE;
+        for (int i = 0; i < SHARE_BUCKETS; i++)
+            c->bins[b].share_head[i] = NONE;
+    }
+    c->n_bins = n;
+}
+
 int sched_add_class(struct sched *s, int64_t class_id)
 {
     int32_t c;
@@ -209,11 +228,8 @@ int sched_add_class(struct sched *s, int64_t class_id)
         return SCHED_EEXIST;
     c = GROW(s->classes, s->n_classes, s->cap_classes);
     s->classes[c].id = class_id;
-    for (int i = 0; i <= SCHED_MAX_GPUS_PER_NODE; i++)
-        s->classes[c].whole_head[i] = NONE;
-    for (int i = 0; i < SHARE_BUCKETS; i++)
-        s->classes[c].share_head[i] = NONE;
     s->classes[c].hol_reserver = NONE;
+    grow_bins(&s->classes[c], s->n_pools + 1);
     idmap_put(&s->class_ids, class_id, c);
     return 0;
 }
@@ -243,19 +259,18 @@ int sched_add_node(struct sched *s, const struct sched_node_spec *spec)
     return 0;
 }
 
-static int32_t node_slot(struct sched *s, int32_t n, int32_t c, bool create)
+static int32_t node_slot(struct sched *s, int32_t n, int32_t c, int32_t pool)
 {
     struct node *nd = &s->nodes[n];
     int32_t sl;
     for (int32_t i = 0; i < nd->slots.n; i++) {
-        if (s->slots[nd->slots.v[i]].cls == c)
+        if (s->slots[nd->slots.v[i]].cls == c && s->slots[nd->slots.v[i]].pool == pool)
             return nd->slots.v[i];
     }
-    if (!create)
-        return NONE;
     sl = GROW(s->slots, s->n_slots, s->cap_slots);
     s->slots[sl].node = n;
     s->slots[sl].cls = c;
+    s->slots[sl].pool = pool;
     s->slots[sl].prev = s->slots[sl].next = NONE;
     ivec_push(&s->nodes[n].slots, sl);
     ivec_push(&s->classes[c].slots, sl);
@@ -273,7 +288,7 @@ int sched_add_gpu(struct sched *s, int64_t node_id, int64_t gpu_id, int64_t clas
         return SCHED_ENOENT;
     if (idmap_get(&s->gpu_ids, gpu_id) != NONE)
         return SCHED_EEXIST;
-    sl = node_slot(s, n, c, true);
+    sl = node_slot(s, n, c, p);
     if (s->slots[sl].gpus.n >= SCHED_MAX_GPUS_PER_NODE)
         return SCHED_EINVAL;
     g = GROW(s->gpus, s->n_gpus, s->cap_gpus);
@@ -379,6 +394,8 @@ int sched_set_pool(struct sched *s, const struct sched_pool_spec *spec)
     if (p == NONE) {
         p = GROW(s->pools, s->n_pools, s->cap_pools);
         idmap_put(&s->pool_ids, spec->id, p);
+        for (int32_t c = 0; c < s->n_classes; c++)
+            grow_bins(&s->classes[c], s->n_pools + 1);
     }
     pl = &s->pools[p];
     free(pl->access_projects);
@@ -436,22 +453,41 @@ struct quota *sched__quota(struct project *p, int32_t cls, bool create)
     return &p->quotas[p->n_quotas - 1];
 }
 
-int64_t sched__guaranteed(const struct sched *s, const struct project *p, const struct quota *q)
+/* Recomputes every derived guarantee: the devices of the pools each project owns. */
+static void refresh_derived(struct sched *s)
 {
-    int64_t g = 0;
-    if (q->guaranteed >= 0)
-        return q->guaranteed;
-    /* Derived: the devices of this class in the pools the project owns (healthy nodes). */
-    for (int32_t i = 0; i < s->classes[q->cls].slots.n; i++) {
-        const struct slot *sl = &s->slots[s->classes[q->cls].slots.v[i]];
-        if (s->nodes[sl->node].state == SCHED_NODE_DOWN)
-            continue;
-        for (int32_t k = 0; k < sl->gpus.n; k++) {
-            int32_t pool = s->gpus[sl->gpus.v[k]].pool;
-            if (pool != NONE && s->pools[pool].owner_project_id == p->id)
-                g += WHOLE;
+    uint32_t gen = s->fleet_generation + 1;
+    for (int32_t p = 0; p < s->n_projects; p++) {
+        for (int32_t i = 0; i < s->projects[p].n_quotas; i++) {
+            s->projects[p].quotas[i].derived = 0;
+            s->projects[p].quotas[i].derived_gen = gen;
         }
     }
+    for (int32_t g = 0; g < s->n_gpus; g++) {
+        const struct gpu *gp = &s->gpus[g];
+        int32_t owner;
+        struct quota *q;
+        if (gp->pool == NONE || s->nodes[gp->node].state == SCHED_NODE_DOWN)
+            continue;
+        owner = idmap_get(&s->project_ids, s->pools[gp->pool].owner_project_id);
+        if (owner == NONE)
+            continue;
+        q = sched__quota(&s->projects[owner], s->slots[gp->slot].cls, false);
+        if (q)
+            q->derived += WHOLE;
+    }
+}
+
+int64_t sched__guaranteed(const struct sched *s, const struct project *p, const struct quota *q)
+{
+    int64_t g;
+    if (q->guaranteed >= 0)
+        return q->guaranteed;
+    /* Derived guarantees change only with the fleet and pools: cached per fleet generation. */
+    if (q->derived_gen != s->fleet_generation + 1)
+        refresh_derived((struct sched *)s);
+    g = q->derived;
+    (void)p;
     return q->limit >= 0 && g > q->limit ? q->limit : g;
 }
 
@@ -467,6 +503,7 @@ int sched_set_quota(struct sched *s, int64_t project_id, int64_t class_id, int64
     q = sched__quota(&s->projects[p], c, true);
     q->guaranteed = guaranteed;
     q->limit = limit;
+    q->derived_gen = 0;
     sched__mark_dirty(s, p);
     return 0;
 }
@@ -686,8 +723,11 @@ static void stop_holding(struct sched *s, int32_t w)
     struct workload *wl = &s->wls[w];
     if (wl->preemptor_id) {
         int32_t pre = idmap_get(&s->workload_ids, wl->preemptor_id);
-        if (pre != NONE && s->wls[pre].victims_pending > 0)
-            s->wls[pre].victims_pending--;
+        if (pre != NONE && s->wls[pre].victims_pending > 0 &&
+            --s->wls[pre].victims_pending == 0 && !s->wls[pre].reclaim_ready) {
+            s->wls[pre].reclaim_ready = true;
+            ivec_push(&s->ready, pre);
+        }
         wl->preemptor_id = 0;
     }
     place__release(s, w);
@@ -803,6 +843,9 @@ int sched_restore_preemption(struct sched *s, int64_t preemptor_id, const int64_
             continue;
         s->wls[v].preemptor_id = preemptor_id;
         s->wls[p].victims_pending++;
+        /* Hold the victims' nodes for the preemptor again, as the decision did. */
+        for (int32_t k = 0; k < s->wls[v].n_assigns; k++)
+            pass__reserve_node(s, p, idmap_get(&s->node_ids, s->wls[v].assigns[k].node_id));
     }
     if (s->wls[p].victims_pending > 0)
         s->wls[p].reason = (struct sched_reason){.code = SCHED_WAIT_RECLAIM,
