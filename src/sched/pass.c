@@ -610,11 +610,25 @@ static void blocked_on_capacity(struct sched *s, int32_t w, int64_t now)
     }
 }
 
-/* A plain request: no labels, pools or block to make it special; its size alone decides. */
+/*
+ * A plain request: no pool filter and no nodes held for it, so its shape and
+ * labels alone decide whether it fits (nodes held for it are room nobody
+ * else has).
+ */
 static bool plain(const struct workload *wl)
 {
-    return wl->cls != NONE && wl->spec.n_selector == 0 && wl->spec.n_pools == 0 &&
-           !wl->spec.same_block && wl->spec.cpu_milli == 0 && wl->spec.mem_mib == 0;
+    return wl->cls != NONE && wl->spec.n_pools == 0 && wl->reserved.n == 0;
+}
+
+/* An order-independent fingerprint of the labels a workload asks for; 0 for none. */
+static uint64_t selector_key(const struct workload *wl)
+{
+    uint64_t key = 0;
+    for (int i = 0; i < wl->spec.n_selector; i++) {
+        uint64_t x = wl->spec.selector[i] * UINT64_C(0x9e3779b97f4a7c15);
+        key += x ^ (x >> 29);
+    }
+    return key;
 }
 
 static struct quota *plain_memo(struct sched *s, const struct workload *wl)
@@ -625,31 +639,61 @@ static struct quota *plain_memo(struct sched *s, const struct workload *wl)
     q = sched__quota(&s->projects[wl->project], wl->cls, true);
     if (q->fail_pass != s->pass_no) {
         q->fail_pass = s->pass_no;
-        q->fail_milli[0] = q->fail_milli[1] = INT32_MAX;
+        memset(q->fail, 0, sizeof(q->fail));
     }
     return q;
 }
 
 /*
- * Whether a single replica of the same or a smaller size already found no
- * room for this project in this pass. Sizes are monotone: no device with m
- * milli free means no device with more free, whole ones included; a gang
- * needs at least one replica of its size to fit.
+ * Whether a request of this project already found no room in this pass that
+ * this one cannot beat. Within a pass capacity only shrinks, and for single
+ * replicas needs are monotone: no device with m milli free means none with
+ * more, whole ones included. Gangs are matched by their exact shape only.
  */
 static bool known_not_to_fit(struct sched *s, int32_t w)
 {
     const struct workload *wl = &s->wls[w];
     struct quota *q = plain_memo(s, wl);
-    return q && wl->spec.gpu_milli >= q->fail_milli[wl->spec.pclass - 1];
+    if (!q)
+        return false;
+    for (int i = 0; i < 4; i++) {
+        const __typeof__(q->fail[0][0]) *f = &q->fail[wl->spec.pclass - 1][i];
+        bool single = f->replicas == 1 && wl->spec.replicas == 1 && !wl->spec.same_block;
+        /* Singles: anything at least as big; gangs: only the very same shape again. */
+        if (f->milli && f->selector == selector_key(wl) && f->same_block == wl->spec.same_block &&
+            (single ? wl->spec.gpu_milli >= f->milli && wl->spec.cpu_milli >= f->cpu &&
+                          wl->spec.mem_mib >= f->mem
+                    : f->replicas == wl->spec.replicas && f->milli == wl->spec.gpu_milli &&
+                          f->cpu == wl->spec.cpu_milli && f->mem == wl->spec.mem_mib))
+            return true;
+    }
+    return false;
 }
 
-/* Remembers a single replica that found no room (a gang's failure says less: not recorded). */
+/* Remembers a request that found no room. */
 static void remember_no_fit(struct sched *s, int32_t w)
 {
     const struct workload *wl = &s->wls[w];
     struct quota *q = plain_memo(s, wl);
-    if (q && wl->spec.replicas == 1 && wl->spec.gpu_milli < q->fail_milli[wl->spec.pclass - 1])
-        q->fail_milli[wl->spec.pclass - 1] = wl->spec.gpu_milli;
+    int slot = 0;
+    if (!q)
+        return;
+    /* Keep the smallest requests: replace an empty entry or the largest. */
+    for (int i = 0; i < 4; i++) {
+        const __typeof__(q->fail[0][0]) *f = &q->fail[wl->spec.pclass - 1][i];
+        if (f->milli == 0) {
+            slot = i;
+            break;
+        }
+        if (f->milli > q->fail[wl->spec.pclass - 1][slot].milli)
+            slot = i;
+    }
+    q->fail[wl->spec.pclass - 1][slot].milli = wl->spec.gpu_milli;
+    q->fail[wl->spec.pclass - 1][slot].cpu = wl->spec.cpu_milli;
+    q->fail[wl->spec.pclass - 1][slot].mem = wl->spec.mem_mib;
+    q->fail[wl->spec.pclass - 1][slot].selector = selector_key(wl);
+    q->fail[wl->spec.pclass - 1][slot].replicas = wl->spec.replicas;
+    q->fail[wl->spec.pclass - 1][slot].same_block = wl->spec.same_block;
 }
 
 /* Tries to admit w now; false (with its reason set) when it must wait. */

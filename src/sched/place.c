@@ -494,6 +494,44 @@ const int64_t *place__blocks(struct sched *s, int32_t cls, int32_t *ret_n)
     return c->blocks;
 }
 
+/*
+ * Free devices a gang could use in each topology block (in one scan of the
+ * class), so that a gang bound to one block tries only blocks with room.
+ */
+static int64_t *block_room(const struct sched *s, const struct gang *gg, const int64_t *blocks,
+                           int32_t n_blocks)
+{
+    const struct workload *wl = &s->wls[gg->w];
+    const struct cls *c = &s->classes[wl->cls];
+    int64_t *room = xcalloc((size_t)n_blocks + 1, sizeof(int64_t));
+    int32_t per_replica = wl->spec.gpu_milli >= WHOLE ? wl->spec.gpu_milli / WHOLE : 1;
+    struct gang any = *gg;
+
+    any.block = 0;
+    for (int32_t i = 0; i < c->slots.n; i++) {
+        const struct slot *st = &s->slots[c->slots.v[i]];
+        int64_t b = s->nodes[st->node].block_id;
+        int32_t lo = 0, hi = n_blocks;
+        bool usable_bin = false;
+        if (b == 0 || st->free_whole < per_replica)
+            continue;
+        for (int32_t k = 0; k < gg->n_bins && !usable_bin; k++)
+            usable_bin = gg->bins[k] == st->pool;
+        if (!usable_bin || !node_ok(s, &any, st->node))
+            continue;
+        while (lo < hi) {
+            int32_t mid = lo + (hi - lo) / 2;
+            if (blocks[mid] < b)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n_blocks && blocks[lo] == b)
+            room[lo] += st->free_whole;
+    }
+    return room;
+}
+
 bool place__gang(struct sched *s, int32_t w)
 {
     struct workload *wl = &s->wls[w];
@@ -519,10 +557,16 @@ bool place__gang(struct sched *s, int32_t w)
         if (wl->spec.same_block && wl->spec.replicas > 1 && wl->cls != NONE) {
             int32_t n_blocks;
             const int64_t *blocks = place__blocks(s, wl->cls, &n_blocks);
+            int64_t *room = block_room(s, &gg, blocks, n_blocks);
+            int64_t need = (int64_t)wl->spec.replicas * per_replica;
             for (int32_t i = 0; i < n_blocks && !ok; i++) {
+                /* Not enough free devices in the block: skip its scan (shares may use partial ones). */
+                if (room[i] < need && wl->spec.gpu_milli >= WHOLE)
+                    continue;
                 gg.block = blocks[i];
                 ok = place_all(s, &gg);
             }
+            free(room);
         } else {
             ok = place_all(s, &gg);
         }

@@ -120,7 +120,13 @@ struct quota {
      * (they may use different reservations), valid while fail_pass is the pass.
      */
     uint32_t fail_pass;
-    int32_t fail_milli[2];
+    struct {
+        int32_t milli;
+        int64_t cpu, mem;
+        uint64_t selector; /* which labels it asked for (a hash; 0: none) */
+        int32_t replicas;
+        bool same_block;
+    } fail[2][4]; /* per class P1/P2: requests that found no room (milli 0: unused) */
     int64_t limit;      /* < 0: none */
     int64_t p1, p2;     /* held: running and preempting work */
     int32_t queued;     /* queued workloads of this class */
