@@ -573,6 +573,11 @@ static void victim_gone(struct world *w, struct m_wl *x)
 static void drop_track(struct world *w, struct m_wl *x)
 {
     if (x->track >= 0) {
+        /* Its victims no longer count for this slot, which a later reclaim may reuse. */
+        for (int i = 0; i < w->n_wl; i++) {
+            if (w->wl[i].victim_of_track == x->track)
+                w->wl[i].victim_of_track = -1;
+        }
         w->tracks[x->track].active = false;
         x->track = -1;
     }
