@@ -540,16 +540,26 @@ bool place__gang(struct sched *s, int32_t w)
                                                         : 1;
     struct gang gg = {.w = w};
     bool ok = false;
+    size_t n_as = (size_t)wl->spec.replicas * (size_t)per_replica;
 
-    gg.as = xcalloc((size_t)wl->spec.replicas * (size_t)per_replica, sizeof(*gg.as));
-    gg.replica_node = xcalloc((size_t)wl->spec.replicas, sizeof(int32_t));
-    gg.bins = xcalloc((size_t)s->n_pools + 1, sizeof(int32_t));
-    if (wl->cls != NONE && !place__any_room(s, wl->cls, wl->spec.gpu_milli)) {
-        free(gg.bins);
-        free(gg.as);
-        free(gg.replica_node);
+    if (wl->cls != NONE && !place__any_room(s, wl->cls, wl->spec.gpu_milli))
         return false;
+    /* Scratch reused across attempts: most attempts fail, and they should cost no allocation. */
+    if (n_as > s->scratch_as) {
+        s->gang_as = xreallocarray(s->gang_as, n_as, sizeof(*s->gang_as));
+        s->scratch_as = n_as;
     }
+    if ((size_t)wl->spec.replicas > s->scratch_rn) {
+        s->gang_nodes = xreallocarray(s->gang_nodes, (size_t)wl->spec.replicas, sizeof(int32_t));
+        s->scratch_rn = (size_t)wl->spec.replicas;
+    }
+    if ((size_t)s->n_pools + 1 > s->scratch_bins) {
+        s->gang_bins = xreallocarray(s->gang_bins, (size_t)s->n_pools + 1, sizeof(int32_t));
+        s->scratch_bins = (size_t)s->n_pools + 1;
+    }
+    gg.as = s->gang_as;
+    gg.replica_node = s->gang_nodes;
+    gg.bins = s->gang_bins;
     /* Owned work goes to its owner's pools first, so borrowed capacity stays free for others. */
     for (int own = wl->spec.pclass == SCHED_P1 && wl->cls != NONE; own >= 0 && !ok; own--) {
         gg.own_pools = own;
@@ -571,21 +581,17 @@ bool place__gang(struct sched *s, int32_t w)
             ok = place_all(s, &gg);
         }
     }
-    free(gg.bins);
-    if (!ok) {
-        free(gg.as);
-        free(gg.replica_node);
+    if (!ok)
         return false;
-    }
     free(wl->assigns);
-    wl->assigns = gg.as;
+    wl->assigns = xcalloc((size_t)gg.n_as, sizeof(*wl->assigns));
+    memcpy(wl->assigns, gg.as, (size_t)gg.n_as * sizeof(*wl->assigns));
     wl->n_assigns = gg.n_as;
     for (int32_t r = 0; r < wl->spec.replicas; r++) {
         struct ivec *running = &s->nodes[gg.replica_node[r]].running;
         ivec_remove_value(running, w);
         ivec_push(running, w);
     }
-    free(gg.replica_node);
     return true;
 }
 

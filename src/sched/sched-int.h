@@ -204,6 +204,10 @@ struct sched {
     uint32_t cpu_cursor;
     uint32_t fleet_generation; /* bumped when nodes, GPUs, labels or pools change */
     uint32_t pass_no;          /* counts passes, from 1 */
+    /* scratch for placing gangs */
+    struct sched_assign *gang_as;
+    int32_t *gang_nodes, *gang_bins;
+    size_t scratch_as, scratch_rn, scratch_bins;
     /* scratch for policies */
     int32_t *view_free;
     int64_t *view_ids;

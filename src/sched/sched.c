@@ -187,6 +187,9 @@ void sched_free(struct sched *s)
     ivec_release(&s->free_wls);
     ivec_release(&s->dirty);
     ivec_release(&s->ready);
+    free(s->gang_as);
+    free(s->gang_nodes);
+    free(s->gang_bins);
     free(s->view_free);
     free(s->view_ids);
     free(s->view_gpus);
