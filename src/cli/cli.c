@@ -6,9 +6,10 @@
  */
 #include "base/common.h"
 
+#include "base/timeutil.h"
 #include "cli/cli.h"
 
-struct cli_options cli_opts = {NULL, NULL, CLI_OUTPUT_TABLE};
+struct cli_options cli_opts = {NULL, NULL, CLI_OUTPUT_TABLE, 0};
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
 {
@@ -68,6 +69,11 @@ int cli_parse_output(const char *s, enum cli_output *ret)
 bool cli_is_help(const char *arg)
 {
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int64_t cli_now_ms(void)
+{
+    return cli_opts.now_ms ? cli_opts.now_ms : time_now_ms();
 }
 
 int cli_take_value_flag(const char *cmd, int argc, char **argv, int *i, const char *name,

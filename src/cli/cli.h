@@ -11,6 +11,7 @@
 #define GPUAAS_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #define CLI_VERSION "0.1.0"
 
@@ -27,6 +28,7 @@ struct cli_options {
     const char *server; /* --server, NULL when not given */
     const char *token;  /* --token, NULL when not given */
     enum cli_output output;
+    int64_t now_ms; /* the time commands take as now; 0 for the clock (tests set it) */
 };
 extern struct cli_options cli_opts;
 
@@ -67,11 +69,24 @@ int cli_take_value_flag(const char *cmd, int argc, char **argv, int *i, const ch
 /* True for "-h" and "--help". */
 bool cli_is_help(const char *arg);
 
+/* Now in ms since the epoch: cli_opts.now_ms when set, else the wall clock. */
+int64_t cli_now_ms(void);
+
 /* The commands of main.c's table. */
 int cmd_login(int argc, char **argv);
 int cmd_logout(int argc, char **argv);
 int cmd_whoami(int argc, char **argv);
 /* Generic verbs for any resource of the model; argv[0] is the resource word. */
 int cmd_resource(int argc, char **argv);
+/* Workloads (cmd_<name>.c each; they share work.c). */
+int cmd_run(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
+int cmd_preemptions(int argc, char **argv);
+int cmd_events(int argc, char **argv);
+int cmd_timeline(int argc, char **argv);
+int cmd_capacity(int argc, char **argv);
 
 #endif

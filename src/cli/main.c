@@ -19,11 +19,20 @@ struct command {
 
 static int cmd_version(int argc, char **argv);
 
-/* Later: run, ps, logs, cancel, quota, usage, invoice, inventory. */
+/* Later: logs, quota, usage, invoice, inventory. */
 static const struct command commands[] = {
     {"login", cmd_login, "check a server URL and token, and save them"},
     {"logout", cmd_logout, "remove the saved token"},
     {"whoami", cmd_whoami, "show the user of the token and its roles"},
+    {"run", cmd_run, "submit a workload: gpuaas run --flavor F -- COMMAND"},
+    {"ps", cmd_ps, "list workloads (unfinished ones unless --all)"},
+    {"show", cmd_show, "show a workload, its allocations and events"},
+    {"cancel", cmd_cancel, "cancel workloads"},
+    {"queue", cmd_queue, "queued work per project, in order, with reasons"},
+    {"events", cmd_events, "workload events in time order"},
+    {"timeline", cmd_timeline, "who held which GPU when"},
+    {"preemptions", cmd_preemptions, "the preemption ledger (list, show ID)"},
+    {"capacity", cmd_capacity, "capacity, free and guaranteed GPUs per class"},
     {"version", cmd_version, "print the client's version"},
 };
 

@@ -11,6 +11,7 @@ void table_init(struct table *t, size_t n_cols)
     t->n_rows = t->cap_rows = 0;
     t->cells = NULL;
     t->max_width = 0;
+    t->blank_empty = false;
 }
 
 void table_release(struct table *t)
@@ -37,13 +38,13 @@ size_t table_text_width(const char *s)
 }
 
 /* A copy of s that a terminal shows as text, cut to max characters (0: no limit). */
-static char *safe_cell(const char *s, size_t max)
+static char *safe_cell(const char *s, size_t max, bool blank)
 {
     size_t len, chars = 0, cut = 0;
     char *out;
 
     if (!s || !*s)
-        return xstrdup("-");
+        return xstrdup(blank ? "" : "-");
     len = strlen(s);
     if (max > 3 && table_text_width(s) > max) {
         /* keep max - 3 characters, then "..." */
@@ -66,6 +67,11 @@ static char *safe_cell(const char *s, size_t max)
     return out;
 }
 
+char *table_cut(const char *s, size_t max)
+{
+    return safe_cell(s, max, false);
+}
+
 void table_add_row(struct table *t, const char *const *cells)
 {
     char **row;
@@ -76,8 +82,40 @@ void table_add_row(struct table *t, const char *const *cells)
     }
     row = t->cells + t->n_rows * t->n_cols;
     for (size_t c = 0; c < t->n_cols; c++)
-        row[c] = safe_cell(cells[c], t->max_width);
+        row[c] = safe_cell(cells[c], t->max_width, t->blank_empty && t->n_rows > 0);
     t->n_rows++;
+}
+
+void table_fit_column(struct table *t, size_t col, size_t line_width)
+{
+    size_t others = 0, room;
+
+    if (col >= t->n_cols || t->n_rows == 0)
+        return;
+    for (size_t c = 0; c < t->n_cols; c++) {
+        size_t w = 0;
+        if (c == col)
+            continue;
+        for (size_t r = 0; r < t->n_rows; r++) {
+            size_t cw = table_text_width(t->cells[r * t->n_cols + c]);
+            if (cw > w)
+                w = cw;
+        }
+        others += w + 2;
+    }
+    room = line_width > others ? line_width - others : 0;
+    if (room < table_text_width(t->cells[col]))
+        room = table_text_width(t->cells[col]);
+    if (room < 12)
+        room = 12;
+    for (size_t r = 1; r < t->n_rows; r++) {
+        char **cell = &t->cells[r * t->n_cols + col];
+        if (table_text_width(*cell) > room) {
+            char *cut = safe_cell(*cell, room, false);
+            free(*cell);
+            *cell = cut;
+        }
+    }
 }
 
 int table_render(const struct table *t, struct buf *out)
@@ -93,10 +131,14 @@ int table_render(const struct table *t, struct buf *out)
         }
     }
     for (size_t r = 0; r < t->n_rows && rc == 0; r++) {
-        for (size_t c = 0; c < t->n_cols && rc == 0; c++) {
+        size_t n = t->n_cols;
+        /* blank cells at the end of a line: no padding before them */
+        while (n > 1 && t->cells[r * t->n_cols + n - 1][0] == '\0')
+            n--;
+        for (size_t c = 0; c < n && rc == 0; c++) {
             const char *cell = t->cells[r * t->n_cols + c];
             rc = buf_puts(out, cell);
-            if (rc == 0 && c + 1 < t->n_cols)
+            if (rc == 0 && c + 1 < n)
                 rc = buf_printf(out, "%*s", (int)(width[c] - table_text_width(cell) + 2), "");
         }
         if (rc == 0)

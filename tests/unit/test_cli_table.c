@@ -213,6 +213,65 @@ static void test_render_list_units(void **state)
     json_decref(tokens);
 }
 
+/* A free-text last column cut to fit a line width; blank cells with no padding after them. */
+static void test_table_fit_and_blank(void **state)
+{
+    struct table t;
+    struct buf b;
+    const char *header[] = {"ID", "STATE", "REASON"};
+    const char *row1[] = {"1", "queued", "waiting for 4 h100: project at its limit 16/16"};
+    const char *row2[] = {"22", "running", "running"};
+    const char *bh[] = {"A", "NOTE"};
+    const char *b1[] = {"x", ""};
+    const char *b2[] = {"yy", "preempted"};
+    char *cut;
+    (void)state;
+
+    table_init(&t, 3);
+    table_add_row(&t, header);
+    table_add_row(&t, row1);
+    table_add_row(&t, row2);
+    table_fit_column(&t, 2, 40);
+    buf_init(&b, 1 << 20);
+    assert_int_equal(table_render(&t, &b), 0);
+    assert_string_equal(b.data, "ID  STATE    REASON\n"
+                                "1   queued   waiting for 4 h100: proj...\n"
+                                "22  running  running\n");
+    table_release(&t);
+    buf_release(&b);
+
+    /* never narrower than 12 characters, whatever the line width */
+    table_init(&t, 3);
+    table_add_row(&t, header);
+    table_add_row(&t, row1);
+    table_fit_column(&t, 2, 10);
+    assert_int_equal(table_render(&t, &b), 0);
+    assert_string_equal(b.data, "ID  STATE   REASON\n"
+                                "1   queued  waiting f...\n");
+    table_release(&t);
+    buf_release(&b);
+
+    table_init(&t, 2);
+    t.blank_empty = true;
+    table_add_row(&t, bh);
+    table_add_row(&t, b1);
+    table_add_row(&t, b2);
+    assert_int_equal(table_render(&t, &b), 0);
+    assert_string_equal(b.data, "A   NOTE\n"
+                                "x\n"
+                                "yy  preempted\n");
+    assert_no_trailing_spaces(b.data);
+    table_release(&t);
+    buf_release(&b);
+
+    cut = table_cut("a\001bcdefghijkl", 8);
+    assert_string_equal(cut, "a?bcd...");
+    free(cut);
+    cut = table_cut(NULL, 8);
+    assert_string_equal(cut, "-");
+    free(cut);
+}
+
 static void test_render_list_empty_and_cut(void **state)
 {
     json_t *empty = json_array();
@@ -305,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_table_alignment),
         cmocka_unit_test(test_table_utf8_and_control_chars),
         cmocka_unit_test(test_table_cut),
+        cmocka_unit_test(test_table_fit_and_blank),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_cells),
         cmocka_unit_test(test_render_list_organizations),
