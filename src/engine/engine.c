@@ -731,7 +731,11 @@ static int persist_admit(struct engine *e, const struct sched_admit *ad, int64_t
     }
     if (rc >= 0)
         rc = add_event(e, a, ad->workload_id, get_i(d, &w, "project_id"), now, "admitted",
-                       arena_printf(a, "admitted (%s) on %s", ad->borrowed ? "borrowed" : "owned",
+                       arena_printf(a, "admitted as %s%s on %s",
+                                    strcmp(get_s(d, &w, "priority_class"), "owned") == 0
+                                        ? "owned (P1) work"
+                                        : "opportunistic (P2) work",
+                                    ad->borrowed ? ", on borrowed capacity" : "",
                                     where.data ? where.data : "cpu"),
                        ei);
     buf_release(&where);
@@ -1000,6 +1004,7 @@ static int handle_end(struct engine *e, const struct backend_event *ev, struct e
     set_i(d, &w, "exit_code", ev->exit_code);
     if (requeue) {
         set_null(d, &w, "finished_at");
+        set_null(d, &w, "exit_code");
     } else {
         set_i(d, &w, "finished_at", ev->at_ms / 1000);
     }
@@ -1253,15 +1258,19 @@ int engine_cancel(struct engine *e, int64_t workload_id, struct error_info *ei)
             already |= e->cancelling[i] == workload_id;
         if (!already)
             *APPEND(e->cancelling, e->n_cancelling, e->cap_cancelling) = workload_id;
-        for (size_t b = 0; b < e->n_backends; b++)
-            e->backends[b].b->ops->stop(e->backends[b].b, workload_id, e->opt.default_grace_ms,
-                                        now);
         arena_init(&a);
         {
             struct row w;
-            if (store_get(e->db, &model_workloads, workload_id, &a, &w, ei) >= 0)
+            int64_t grace = e->opt.default_grace_ms;
+            if (store_get(e->db, &model_workloads, workload_id, &a, &w, ei) >= 0) {
+                const struct value *g = get(&model_workloads, &w, "grace_s");
+                if (!g->null)
+                    grace = g->i * 1000; /* the workload's own grace, as for a preemption */
                 rc = add_event(e, &a, workload_id, get_i(&model_workloads, &w, "project_id"), now,
                                "cancelling", "cancel requested: stopping", ei);
+            }
+            for (size_t b = 0; b < e->n_backends; b++)
+                e->backends[b].b->ops->stop(e->backends[b].b, workload_id, grace, now);
         }
         arena_release(&a);
         pthread_cond_broadcast(&e->cond);
@@ -1278,17 +1287,33 @@ static void reason_text(const struct engine *e, const struct sched_reason *r, ch
     arena_init(&a);
     switch (r->code) {
     case SCHED_WAIT_GUARANTEE:
-        snprintf(buf, size,
-                 "waiting for %s %s: owned (P1) work of the project is at its guarantee %s/%s",
-                 gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
+        if (r->need > r->cap)
+            snprintf(buf, size,
+                     "can never run as owned (P1) work: it needs %s %s, more than the project's "
+                     "guarantee of %s; submit it as opportunistic or ask for a larger guarantee",
+                     gpus_text(&a, r->need), cls, gpus_text(&a, r->cap));
+        else
+            snprintf(buf, size,
+                     "waiting for %s %s: owned (P1) work of the project is at its guarantee %s/%s",
+                     gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
         break;
     case SCHED_WAIT_LIMIT:
-        snprintf(buf, size, "waiting for %s %s: project at its limit %s/%s",
-                 gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
+        if (r->need > r->cap)
+            snprintf(buf, size,
+                     "can never run: it needs %s %s, more than the project's limit of %s",
+                     gpus_text(&a, r->need), cls, gpus_text(&a, r->cap));
+        else
+            snprintf(buf, size, "waiting for %s %s: project at its limit %s/%s",
+                     gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
         break;
     case SCHED_WAIT_ORG_CAP:
-        snprintf(buf, size, "waiting for %s %s: organization at its cap %s/%s",
-                 gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
+        if (r->need > r->cap)
+            snprintf(buf, size,
+                     "can never run: it needs %s %s, more than the organization's cap of %s",
+                     gpus_text(&a, r->need), cls, gpus_text(&a, r->cap));
+        else
+            snprintf(buf, size, "waiting for %s %s: organization at its cap %s/%s",
+                     gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
         break;
     case SCHED_WAIT_CAPACITY:
         snprintf(buf, size,
@@ -1296,7 +1321,8 @@ static void reason_text(const struct engine *e, const struct sched_reason *r, ch
                  gpus_text(&a, r->need), cls, gpus_text(&a, r->cap));
         break;
     case SCHED_WAIT_RECLAIM:
-        snprintf(buf, size, "reclaiming %s %s: %" PRId64 " preempted workload(s) are stopping",
+        snprintf(buf, size,
+                 "reclaiming capacity for %s %s: %" PRId64 " preempted workload(s) are stopping",
                  gpus_text(&a, r->need), cls, r->count);
         break;
     case SCHED_WAIT_RESERVED:

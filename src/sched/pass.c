@@ -580,17 +580,24 @@ static void wait_for(struct workload *wl, enum sched_reason_code code, int64_t u
                                        .cap = cap};
 }
 
+/* Whether some node could ever hold one replica of w; cached per fleet generation. */
+static bool ever_fits(struct sched *s, int32_t w)
+{
+    struct workload *wl = &s->wls[w];
+    if (wl->fits_generation != s->fleet_generation + 1) {
+        wl->ever_fits = place__ever_fits(s, w);
+        wl->fits_generation = s->fleet_generation + 1;
+    }
+    return wl->ever_fits;
+}
+
 /* Records why w found no room, and holds capacity for it once it has waited long enough. */
 static void blocked_on_capacity(struct sched *s, int32_t w, int64_t now)
 {
     struct workload *wl = &s->wls[w];
     struct cls *c = wl->cls != NONE ? &s->classes[wl->cls] : NULL;
 
-    if (wl->fits_generation != s->fleet_generation + 1) {
-        wl->ever_fits = place__ever_fits(s, w);
-        wl->fits_generation = s->fleet_generation + 1;
-    }
-    if (!wl->ever_fits) {
+    if (!ever_fits(s, w)) {
         wait_for(wl, SCHED_WAIT_NO_NODES, 0, 0);
         return;
     }
@@ -703,6 +710,11 @@ static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_deci
     struct project *p = &s->projects[wl->project];
     int64_t need = need_of(wl), over_limit = 0;
 
+    /* A replica bigger than any node of its class says so first, whatever the quotas. */
+    if (wl->cls != NONE && wl->spec.gpu_milli / WHOLE > s->classes[wl->cls].max_gpus_per_node) {
+        wait_for(wl, SCHED_WAIT_NO_NODES, 0, 0);
+        return false;
+    }
     if (wl->cls != NONE) {
         struct quota *q = sched__quota(p, wl->cls, false);
         struct org_cap *oc = sched__org_cap(s, p->org, wl->cls, false);

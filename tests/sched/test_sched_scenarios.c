@@ -1132,7 +1132,8 @@ static void test_reclaim_not_hidden_by_blocked_head(void **state)
     run_b(&f, &b2, 1000);
     int64_t victim = reclaim_one(&f, 10000);
     /* A's higher-priority P1 beyond its guarantee goes ahead of 100 in A's queue. */
-    struct sched_workload_spec big = wl(101, 10, SCHED_P1, 1, C1, 16000, 12000);
+    /* Two 8-GPU replicas: each fits a node, together they exceed the 8-GPU guarantee. */
+    struct sched_workload_spec big = wl(101, 10, SCHED_P1, 2, C1, 8000, 12000);
     big.priority = 5;
     submit(&f, &big, 12000);
     pass(&f, 12000);
