@@ -275,9 +275,21 @@ static bool vfits(struct sched *s, int32_t w, int32_t n, int32_t cls, int32_t *r
     return got == k;
 }
 
+static bool node_in_own_pool(const struct sched *s, int32_t w, int32_t n)
+{
+    const struct node *nd = &s->nodes[n];
+    for (int32_t i = 0; i < nd->slots.n; i++) {
+        int32_t pool = s->slots[nd->slots.v[i]].pool;
+        if (pool != NONE && s->pools[pool].owner_project_id == s->wls[w].spec.project_id)
+            return true;
+    }
+    return false;
+}
+
 struct pick {
     int32_t node;
     int32_t n_victims;
+    bool own;       /* the node holds devices of the preemptor's own pools */
     int64_t lost;
     int32_t victims[64];
 };
@@ -314,6 +326,7 @@ static bool try_node(struct sched *s, int32_t w, int32_t n, bool by_size, int64_
     }
     pk->node = n;
     pk->n_victims = 0;
+    pk->own = node_in_own_pool(s, w, n);
     pk->lost = 0;
     for (int32_t i = 0; i <= n_cand; i++) {
         if (vfits(s, w, n, s->wls[w].cls, gpus))
@@ -339,12 +352,16 @@ static void undo_pick(struct sched *s, const struct pick *pk)
     }
 }
 
+/* Fewest victims, then the preemptor's own pools, then the least work lost. */
 static bool better(const struct pick *a, const struct pick *b)
 {
     if (a->n_victims != b->n_victims)
         return a->n_victims < b->n_victims;
+    if (a->own != b->own)
+        return a->own;
     return a->lost < b->lost;
 }
+
 
 /* Takes the replica's capacity in the virtual view on the chosen node. */
 static void vtake_replica(struct sched *s, int32_t w, int32_t n)
@@ -470,8 +487,8 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
                 if (fit && (best.node == NONE || better(&cur, &best)))
                     best = cur;
             }
-            if (best.node != NONE && best.n_victims == 0)
-                break; /* cannot do better than no victim at all */
+            if (best.node != NONE && best.n_victims == 0 && best.own)
+                break; /* cannot do better than no victim at all, at home */
         }
         if (best.node == NONE)
             return false;

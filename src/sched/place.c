@@ -560,8 +560,12 @@ bool place__gang(struct sched *s, int32_t w)
     gg.as = s->gang_as;
     gg.replica_node = s->gang_nodes;
     gg.bins = s->gang_bins;
-    /* Owned work goes to its owner's pools first, so borrowed capacity stays free for others. */
-    for (int own = wl->spec.pclass == SCHED_P1 && wl->cls != NONE; own >= 0 && !ok; own--) {
+    /*
+     * Work goes to its own project's pools first and borrows only when they
+     * are full: owned capacity is used where it is owned, and borrowed
+     * capacity stays free for its owners as long as possible.
+     */
+    for (int own = wl->cls != NONE; own >= 0 && !ok; own--) {
         gg.own_pools = own;
         gang_bins(s, &gg);
         if (wl->spec.same_block && wl->spec.replicas > 1 && wl->cls != NONE) {
