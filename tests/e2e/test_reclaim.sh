@@ -88,7 +88,8 @@ expect_eq "$(grep -c "preempted" <<<"$timeline")" 8 "one preempted allocation pe
 # A at its guarantee causes no further preemption: more owned work waits, with the reason.
 a3=$("${alice[@]}" -o json run --flavor h100.1x --owned --name extra --duration 1h -- true | jq -r .id)
 sleep 1
-expect_eq "$(state_of "$a3")" queued "A beyond its guarantee waits"
+api GET "/v1/workloads/$a3" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .state <<<"$BODY")" queued "A beyond its guarantee waits"
 expect_contains "$(jq -r .reason <<<"$BODY")" "guarantee" "reason names the guarantee"
 expect_eq "$("${admin[@]}" -o json preemptions list | jq '.items | length')" 2 "no new preemption"
 
