@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Fills a fresh gpuaas with a simulated demo fleet through the real CLI:
-# a cluster labelled simulated=true, GPU classes, nodes and GPUs, an
-# organization with two teams that each own a pool, flavors and quotas.
-# Usage: GPUAAS_SERVER=... GPUAAS_TOKEN=... demo-fleet.sh path/to/gpuaas
+# Fills a fresh gpuaas with a simulated demo fleet through the real CLI: a
+# cluster labelled simulated=true, GPU classes, four nodes of eight GPUs in
+# two racks, and a catalog of flavors. Tenants are left to you (see the
+# README's tour). Usage: GPUAAS_SERVER=... GPUAAS_TOKEN=... demo-fleet.sh path/to/gpuaas
 set -euo pipefail
 cli=${1:-gpuaas}
 g() { "$cli" "$@"; }
@@ -12,8 +12,6 @@ g cluster create demo-sim --backend sim --labels simulated=true,site=demo \
   --description "SIMULATED demo fleet: no real GPUs behind it"
 g gpu-class create h100-80gb --model "NVIDIA H100 80GB HBM3" --vendor nvidia --memory-mib 81559
 g gpu-class create a100-40gb --model "NVIDIA A100-SXM4-40GB" --vendor nvidia --memory-mib 40960
-g gpu-class create h100-80gb/1g.10gb --model "H100 MIG 1g.10gb" --vendor nvidia \
-  --memory-mib 9856 --parent h100-80gb --milli 142
 for n in 0 1 2 3; do
   cls=h100-80gb; [ $n -ge 2 ] && cls=a100-40gb
   g node create "sim-node-$n" --cluster demo-sim --cpu-milli 128000 --memory-mib 1048576 \
@@ -22,18 +20,11 @@ for n in 0 1 2 3; do
     g gpu create --node "sim-node-$n" --index $i --gpu-class $cls --uuid "GPU-sim-$n-$i" >/dev/null
   done
 done
-g org create acme --display-name "Acme Research" --cost-center CC-100
-g project create vision --org acme --display-name "Vision team"
-g project create nlp --org acme --display-name "NLP team"
-g pool create vision-h100 --owner-project vision --cost-per-gpu-hour-micros 1800000 \
-  --cluster demo-sim --node-selector rack=r0
-g pool create nlp-a100 --owner-project nlp --cost-per-gpu-hour-micros 900000 \
-  --cluster demo-sim --node-selector rack=r1
 g flavor create h100.1x --gpu-class h100-80gb --gpu-milli 1000 --vcpus 16 --memory-mib 131072 \
   --price-per-hour-micros 2500000
-g flavor create h100.8x --gpu-class h100-80gb --gpu-milli 8000 --vcpus 128 --memory-mib 1048576 \
+g flavor create h100.half --gpu-class h100-80gb --gpu-milli 500 --vcpus 8 --memory-mib 65536 \
+  --price-per-hour-micros 1300000
+g flavor create h100.8x --gpu-class h100-80gb --gpu-milli 8000 --vcpus 112 --memory-mib 917504 \
   --price-per-hour-micros 20000000
 g flavor create a100.1x --gpu-class a100-40gb --gpu-milli 1000 --vcpus 8 --memory-mib 65536 \
   --price-per-hour-micros 1200000
-g quota create --project vision --gpu-class h100-80gb --guaranteed-milli 16000 --limit-milli 24000
-g quota create --project nlp --gpu-class a100-40gb --guaranteed-milli 16000 --limit-milli 24000
