@@ -53,6 +53,13 @@ static int64_t rng_range(int64_t lo, int64_t hi)
     return lo + (int64_t)(rng_next() % (uint64_t)(hi - lo + 1));
 }
 
+/* For the slow-pass report only: a plain number or 0. */
+static int64_t atoll_checked(const char *s)
+{
+    int64_t v = 0;
+    return parse_int64(s, 0, INT64_MAX / 1000000, &v) == 0 ? v : 0;
+}
+
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -355,6 +362,10 @@ int main(int argc, char **argv)
         lat[n_lat++] = now_ns() - t0;
         if (rc < 0)
             return 1;
+        if (getenv("SCHED_BENCH_SLOW_MS") &&
+            lat[n_lat - 1] > atoll_checked(getenv("SCHED_BENCH_SLOW_MS")) * 1000000)
+            fprintf(stderr, "slow pass %.3f ms: %zu admits, %zu preemptions, %zu victims\n",
+                    (double)lat[n_lat - 1] / 1e6, d.n_admits, d.n_preemptions, d.n_victims);
         ev_admits += (int64_t)d.n_admits;
         ev_preemptions += (int64_t)d.n_preemptions;
         bool had_victims = d.n_victims > 0;

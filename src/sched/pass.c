@@ -216,7 +216,7 @@ static bool victim_ok(struct sched *s, int32_t w, int32_t v, int64_t now)
         chosen(s, v))
         return false;
     if (now - vl->started_ms < vl->spec.min_runtime_ms) {
-        sched__wake_at(s, vl->started_ms + vl->spec.min_runtime_ms);
+        sched__wake_at(s, vl->started_ms + vl->spec.min_runtime_ms, wl->project);
         return false;
     }
     if (vl->project == wl->project)
@@ -487,8 +487,12 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
                 if (fit && (best.node == NONE || better(&cur, &best)))
                     best = cur;
             }
-            if (best.node != NONE && best.n_victims == 0 && best.own)
-                break; /* cannot do better than no victim at all, at home */
+            /*
+             * One victim on one of its own nodes is as good as it gets (no
+             * victim at all means it fits, which placement tried): stop looking.
+             */
+            if (best.node != NONE && best.n_victims <= 1 && best.own)
+                break;
         }
         if (best.node == NONE)
             return false;
@@ -626,11 +630,13 @@ static void blocked_on_capacity(struct sched *s, int32_t w, int64_t now)
     }
     if (!c)
         return;
-    if (wl->blocked_since_ms == 0) {
+    if (wl->blocked_since_ms == 0)
         wl->blocked_since_ms = now;
-        sched__wake_at(s, now + s->cfg.reserve_after_ms);
-    } else if (now - wl->blocked_since_ms >= s->cfg.reserve_after_ms && c->hol_reserver == NONE) {
-        reserve_for_head(s, w);
+    if (now - wl->blocked_since_ms >= s->cfg.reserve_after_ms) {
+        if (c->hol_reserver == NONE)
+            reserve_for_head(s, w);
+    } else {
+        sched__wake_at(s, wl->blocked_since_ms + s->cfg.reserve_after_ms, wl->project);
     }
 }
 
@@ -754,6 +760,8 @@ static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_deci
             return false;
         }
     }
+    if (wl->cls != NONE)
+        sched__quota(p, wl->cls, true)->wants_capacity = true; /* from here on, room decides */
     if (wl->victims_pending > 0)
         return false; /* still SCHED_WAIT_RECLAIM */
     if (over_limit == 0 && !known_not_to_fit(s, w)) {
@@ -813,6 +821,9 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
             p->cursor++;
         }
     }
+    if (p->blocked > s->cfg.lookahead && p->cursor < p->queue.n &&
+        s->wls[p->queue.v[p->cursor]].spec.pclass == pclass)
+        p->stopped_early = true;
     return any;
 }
 
@@ -883,15 +894,9 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     struct heap h;
 
     s->pass_no++;
-    if (now_ms >= s->next_wakeup_ms) {
-        /* A timer is due (a reservation, a victim's minimum runtime): look at everyone. */
-        s->next_wakeup_ms = INT64_MAX;
-        for (int32_t i = 0; i < s->n_projects; i++) {
-            if (s->projects[i].queue.n > 0)
-                sched__mark_dirty(s, i);
-        }
-        todo = s->dirty;
-    }
+    /* Due timers (a reservation, a victim's minimum runtime) make their projects dirty. */
+    sched__fire_timers(s, now_ms);
+    todo = s->dirty;
     memset(&s->dirty, 0, sizeof(s->dirty));
     for (int32_t i = 0; i < todo.n; i++)
         s->projects[todo.v[i]].dirty = false;
@@ -907,6 +912,13 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     }
     s->ready.n = 0;
 
+    /* What each project waits for is found out afresh by looking at it. */
+    for (int32_t i = 0; i < todo.n; i++) {
+        struct project *p = &s->projects[todo.v[i]];
+        p->stopped_early = false;
+        for (int32_t k = 0; k < p->n_quotas; k++)
+            p->quotas[k].wants_capacity = false;
+    }
     /* Owned work first, project by project. */
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
@@ -934,6 +946,14 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
         }
     }
     free(h.v);
+    /* Work left unexamined behind the lookahead may be waiting for room: assume it is. */
+    for (int32_t i = 0; i < todo.n; i++) {
+        struct project *p = &s->projects[todo.v[i]];
+        for (int32_t k = 0; p->stopped_early && k < p->n_quotas; k++) {
+            if (p->quotas[k].queued > 0)
+                p->quotas[k].wants_capacity = true;
+        }
+    }
     ivec_release(&todo);
     return (int)(d->n_admits + d->n_preemptions - before);
 }

@@ -105,9 +105,12 @@ static void gpu_adjust(struct sched *s, int32_t g, int32_t delta)
     if (ready)
         s->classes[st->cls].free += delta;
     if (was_whole != (gp->free == WHOLE)) {
+        struct cls *c = &s->classes[st->cls];
         place__slot_unlink(s, gp->slot);
         st->free_whole += was_whole ? -1 : 1;
         place__slot_link(s, gp->slot);
+        if (ready && c->blocks_gen == s->fleet_generation + 1 && st->block != NONE)
+            c->block_free[st->block] += was_whole ? -1 : 1;
     }
 }
 
@@ -182,14 +185,13 @@ struct gang {
     int32_t *replica_node;
 };
 
+static bool bin_usable(const struct gang *gg, int32_t pool);
+static int32_t block_index(const struct cls *c, int64_t b);
+
 /* A device this gang may take: one of its bins. */
 static bool gpu_ok(const struct sched *s, const struct gang *gg, int32_t g)
 {
-    for (int32_t i = 0; i < gg->n_bins; i++) {
-        if (gg->bins[i] == s->gpus[g].pool)
-            return true;
-    }
-    return false;
+    return bin_usable(gg, s->gpus[g].pool);
 }
 
 static bool node_ok(const struct sched *s, const struct gang *gg, int32_t n)
@@ -253,7 +255,7 @@ bool place__any_room(const struct sched *s, int32_t cls, int32_t milli)
 {
     const struct cls *c = &s->classes[cls];
     int32_t k = milli >= WHOLE ? milli / WHOLE : 1;
-    for (int32_t b = k; b <= SCHED_MAX_GPUS_PER_NODE; b++) {
+    for (int32_t b = k; b <= s->classes[cls].max_gpus_per_node; b++) {
         if (c->whole_count[b] > 0)
             return true;
     }
@@ -266,25 +268,62 @@ bool place__any_room(const struct sched *s, int32_t cls, int32_t milli)
     return false;
 }
 
+static bool bin_usable(const struct gang *gg, int32_t pool)
+{
+    for (int32_t i = 0; i < gg->n_bins; i++) {
+        if (gg->bins[i] == pool)
+            return true;
+    }
+    return false;
+}
+
+static void take_whole(struct sched *s, struct gang *gg, int32_t replica, int32_t sl, int32_t k)
+{
+    const struct slot *st = &s->slots[sl];
+    take_node_room(s, gg, replica, st->node);
+    for (int32_t j = 0, got = 0; got < k; j++) {
+        int32_t g = st->gpus.v[j];
+        if (s->gpus[g].free == WHOLE) {
+            assign(s, gg, replica, g, WHOLE);
+            got++;
+        }
+    }
+}
+
+/* k whole devices on one node of the gang's block: best fit over that block's slots. */
+static bool place_whole_in_block(struct sched *s, struct gang *gg, int32_t replica, int32_t k)
+{
+    const struct cls *c = &s->classes[s->wls[gg->w].cls];
+    int32_t bi = block_index(c, gg->block), best = NONE;
+    if (bi == NONE)
+        return false;
+    for (int32_t i = c->block_start[bi]; i < c->block_start[bi + 1]; i++) {
+        const struct slot *st = &s->slots[c->block_slots[i]];
+        if (st->free_whole < k || (best != NONE && st->free_whole >= s->slots[best].free_whole) ||
+            !bin_usable(gg, st->pool) || !node_ok(s, gg, st->node))
+            continue;
+        best = c->block_slots[i];
+    }
+    if (best == NONE)
+        return false;
+    take_whole(s, gg, replica, best, k);
+    return true;
+}
+
 /* k whole devices on one node, best fit through the buckets of the usable bins. */
 static bool place_whole(struct sched *s, struct gang *gg, int32_t replica, int32_t k)
 {
     int32_t cls = s->wls[gg->w].cls;
-    for (int32_t b = k; b <= SCHED_MAX_GPUS_PER_NODE; b++) {
+    if (gg->block != 0)
+        return place_whole_in_block(s, gg, replica, k);
+    for (int32_t b = k; b <= s->classes[cls].max_gpus_per_node; b++) {
         for (int32_t i = 0; i < gg->n_bins; i++) {
             const struct bin *bn = place__bin(s, cls, gg->bins[i]);
             for (int32_t sl = bn->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
                 const struct slot *st = &s->slots[sl];
                 if (!node_ok(s, gg, st->node))
                     continue;
-                take_node_room(s, gg, replica, st->node);
-                for (int32_t j = 0, got = 0; got < k; j++) {
-                    int32_t g = st->gpus.v[j];
-                    if (s->gpus[g].free == WHOLE) {
-                        assign(s, gg, replica, g, WHOLE);
-                        got++;
-                    }
-                }
+                take_whole(s, gg, replica, sl, k);
                 return true;
             }
         }
@@ -314,7 +353,7 @@ static bool place_share(struct sched *s, struct gang *gg, int32_t replica, int32
             return true;
         }
     }
-    for (int32_t b = 1; b <= SCHED_MAX_GPUS_PER_NODE; b++) {
+    for (int32_t b = 1; b <= s->classes[cls].max_gpus_per_node; b++) {
         for (int32_t i = 0; i < gg->n_bins; i++) {
             const struct bin *bn = place__bin(s, cls, gg->bins[i]);
             for (int32_t sl = bn->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
@@ -470,12 +509,31 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Topology blocks that hold devices of a class, each once; cached per fleet generation. */
+static int32_t block_index(const struct cls *c, int64_t b)
+{
+    int32_t lo = 0, hi = c->n_blocks;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (c->blocks[mid] < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->n_blocks && c->blocks[lo] == b ? lo : NONE;
+}
+
+/*
+ * Topology blocks that hold devices of a class, each once, with the free
+ * whole devices of each (ready nodes); rebuilt when the fleet changes and
+ * then kept current as devices are taken and given back.
+ */
 const int64_t *place__blocks(struct sched *s, int32_t cls, int32_t *ret_n)
 {
     struct cls *c = &s->classes[cls];
     if (c->blocks_gen != s->fleet_generation + 1) {
         int32_t n = 0;
         free(c->blocks);
+        free(c->block_free);
         c->blocks = xcalloc((size_t)c->slots.n + 1, sizeof(int64_t));
         for (int32_t i = 0; i < c->slots.n; i++) {
             int64_t b = s->nodes[s->slots[c->slots.v[i]].node].block_id;
@@ -488,48 +546,36 @@ const int64_t *place__blocks(struct sched *s, int32_t cls, int32_t *ret_n)
             if (c->n_blocks == 0 || c->blocks[c->n_blocks - 1] != c->blocks[i])
                 c->blocks[c->n_blocks++] = c->blocks[i];
         }
+        free(c->block_start);
+        free(c->block_slots);
+        c->block_free = xcalloc((size_t)c->n_blocks + 1, sizeof(int32_t));
+        c->block_start = xcalloc((size_t)c->n_blocks + 2, sizeof(int32_t));
+        c->block_slots = xcalloc((size_t)c->slots.n + 1, sizeof(int32_t));
+        for (int32_t i = 0; i < c->slots.n; i++) {
+            struct slot *st = &s->slots[c->slots.v[i]];
+            const struct node *nd = &s->nodes[st->node];
+            st->block = nd->block_id ? block_index(c, nd->block_id) : NONE;
+            if (st->block == NONE)
+                continue;
+            c->block_start[st->block + 1]++;
+            if (nd->state == SCHED_NODE_READY)
+                c->block_free[st->block] += st->free_whole;
+        }
+        for (int32_t b = 0; b < c->n_blocks; b++)
+            c->block_start[b + 1] += c->block_start[b];
+        {
+            int32_t *fill = xcalloc((size_t)c->n_blocks + 1, sizeof(int32_t));
+            for (int32_t i = 0; i < c->slots.n; i++) {
+                const struct slot *st = &s->slots[c->slots.v[i]];
+                if (st->block != NONE)
+                    c->block_slots[c->block_start[st->block] + fill[st->block]++] = c->slots.v[i];
+            }
+            free(fill);
+        }
         c->blocks_gen = s->fleet_generation + 1;
     }
     *ret_n = c->n_blocks;
     return c->blocks;
-}
-
-/*
- * Free devices a gang could use in each topology block (in one scan of the
- * class), so that a gang bound to one block tries only blocks with room.
- */
-static int64_t *block_room(const struct sched *s, const struct gang *gg, const int64_t *blocks,
-                           int32_t n_blocks)
-{
-    const struct workload *wl = &s->wls[gg->w];
-    const struct cls *c = &s->classes[wl->cls];
-    int64_t *room = xcalloc((size_t)n_blocks + 1, sizeof(int64_t));
-    int32_t per_replica = wl->spec.gpu_milli >= WHOLE ? wl->spec.gpu_milli / WHOLE : 1;
-    struct gang any = *gg;
-
-    any.block = 0;
-    for (int32_t i = 0; i < c->slots.n; i++) {
-        const struct slot *st = &s->slots[c->slots.v[i]];
-        int64_t b = s->nodes[st->node].block_id;
-        int32_t lo = 0, hi = n_blocks;
-        bool usable_bin = false;
-        if (b == 0 || st->free_whole < per_replica)
-            continue;
-        for (int32_t k = 0; k < gg->n_bins && !usable_bin; k++)
-            usable_bin = gg->bins[k] == st->pool;
-        if (!usable_bin || !node_ok(s, &any, st->node))
-            continue;
-        while (lo < hi) {
-            int32_t mid = lo + (hi - lo) / 2;
-            if (blocks[mid] < b)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < n_blocks && blocks[lo] == b)
-            room[lo] += st->free_whole;
-    }
-    return room;
 }
 
 bool place__gang(struct sched *s, int32_t w)
@@ -571,16 +617,15 @@ bool place__gang(struct sched *s, int32_t w)
         if (wl->spec.same_block && wl->spec.replicas > 1 && wl->cls != NONE) {
             int32_t n_blocks;
             const int64_t *blocks = place__blocks(s, wl->cls, &n_blocks);
-            int64_t *room = block_room(s, &gg, blocks, n_blocks);
+            const int32_t *room = s->classes[wl->cls].block_free;
             int64_t need = (int64_t)wl->spec.replicas * per_replica;
             for (int32_t i = 0; i < n_blocks && !ok; i++) {
-                /* Not enough free devices in the block: skip its scan (shares may use partial ones). */
+                /* Too few free devices in the block: skip its scan (shares may use partial ones). */
                 if (room[i] < need && wl->spec.gpu_milli >= WHOLE)
                     continue;
                 gg.block = blocks[i];
                 ok = place_all(s, &gg);
             }
-            free(room);
         } else {
             ok = place_all(s, &gg);
         }
@@ -631,7 +676,7 @@ int64_t place__largest_free(const struct sched *s, int32_t w)
     c = &((struct sched *)s)->classes[wl->cls];
     if (c->largest_pass == s->pass_no)
         return c->largest_free;
-    for (int32_t b = SCHED_MAX_GPUS_PER_NODE; b >= 1 && !most; b--) {
+    for (int32_t b = c->max_gpus_per_node; b >= 1 && !most; b--) {
         if (c->whole_count[b] > 0)
             most = (int64_t)b * WHOLE;
     }

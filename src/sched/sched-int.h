@@ -57,6 +57,7 @@ struct slot {
     struct ivec gpus;
     int32_t free_whole;
     int32_t prev, next;
+    int32_t block;  /* index into its class's blocks, NONE for no block (when cached) */
     bool linked;
 };
 
@@ -93,6 +94,9 @@ struct cls {
     int64_t *blocks;          /* topology blocks of its nodes, valid at fleet generation */
     int32_t n_blocks;
     uint32_t blocks_gen;
+    int32_t *block_free;      /* free whole devices per block (ready nodes), kept current */
+    int32_t *block_start;     /* the slots of block i: block_slots[block_start[i] .. [i + 1]) */
+    int32_t *block_slots;
     struct ivec slots;  /* every slot of this class */
     int32_t max_gpus_per_node;
     int64_t capacity, free; /* over ready nodes */
@@ -130,6 +134,11 @@ struct quota {
     int64_t limit;      /* < 0: none */
     int64_t p1, p2;     /* held: running and preempting work */
     int32_t queued;     /* queued workloads of this class */
+    /*
+     * Some queued work of this class may be waiting for room (not for quota):
+     * freed capacity in the class is a reason to look at the project again.
+     */
+    bool wants_capacity;
 };
 
 struct project {
@@ -144,6 +153,8 @@ struct project {
     bool dirty;
     /* scratch for one pass */
     int32_t cursor, blocked;
+    bool stopped_early; /* a scan ended at the lookahead with work left unexamined */
+    int64_t wake_at;    /* its earliest pending timer, 0 for none */
     double share_key;
 };
 
@@ -200,7 +211,12 @@ struct sched {
     struct ivec free_wls;
     struct ivec dirty; /* projects to look at in the next pass */
     struct ivec ready; /* preemptors whose victims have all released */
-    int64_t next_wakeup_ms;
+    /* Timers: (time, project) in a min-heap; a due timer makes its project dirty. */
+    struct timer {
+        int64_t at;
+        int32_t project;
+    } *timers;
+    int32_t n_timers, cap_timers;
     uint32_t cpu_cursor;
     uint32_t fleet_generation; /* bumped when nodes, GPUs, labels or pools change */
     uint32_t pass_no;          /* counts passes, from 1 */
@@ -228,7 +244,10 @@ int64_t sched__guaranteed(const struct sched *s, const struct project *p, const 
 struct org_cap *sched__org_cap(struct sched *s, int32_t org, int32_t cls, bool create);
 void sched__mark_dirty(struct sched *s, int32_t project);
 void sched__class_freed(struct sched *s, int32_t cls);
-void sched__wake_at(struct sched *s, int64_t when_ms);
+/* Looks at project again at when_ms (a reservation falls due, a victim's minimum runtime ends). */
+void sched__wake_at(struct sched *s, int64_t when_ms, int32_t project);
+/* Marks dirty every project whose timer is due at now_ms. */
+void sched__fire_timers(struct sched *s, int64_t now_ms);
 bool sched__project_may_use_pool(const struct sched *s, const struct project *p, int32_t pool);
 void sched__queue_remove(struct sched *s, int32_t w);
 void sched__queue_insert(struct sched *s, int32_t w);

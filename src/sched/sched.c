@@ -141,7 +141,6 @@ struct sched *sched_new(const struct sched_config *cfg)
         return NULL;
     s = xcalloc(1, sizeof(*s));
     s->cfg = *cfg;
-    s->next_wakeup_ms = INT64_MAX;
     return s;
 }
 
@@ -154,6 +153,9 @@ void sched_free(struct sched *s)
         ivec_release(&s->classes[i].waiting);
         free(s->classes[i].bins);
         free(s->classes[i].blocks);
+        free(s->classes[i].block_free);
+        free(s->classes[i].block_start);
+        free(s->classes[i].block_slots);
     }
     for (int32_t i = 0; i < s->n_nodes; i++) {
         ivec_release(&s->nodes[i].slots);
@@ -187,6 +189,7 @@ void sched_free(struct sched *s)
     ivec_release(&s->free_wls);
     ivec_release(&s->dirty);
     ivec_release(&s->ready);
+    free(s->timers);
     free(s->gang_as);
     free(s->gang_nodes);
     free(s->gang_bins);
@@ -274,6 +277,7 @@ static int32_t node_slot(struct sched *s, int32_t n, int32_t c, int32_t pool)
     s->slots[sl].node = n;
     s->slots[sl].cls = c;
     s->slots[sl].pool = pool;
+    s->slots[sl].block = NONE;
     s->slots[sl].prev = s->slots[sl].next = NONE;
     ivec_push(&s->nodes[n].slots, sl);
     ivec_push(&s->classes[c].slots, sl);
@@ -560,15 +564,62 @@ void sched__class_freed(struct sched *s, int32_t cls)
         if (!q || q->queued == 0)
             continue;
         waiting->v[k++] = waiting->v[i];
-        sched__mark_dirty(s, waiting->v[i]);
+        /* Work that waits for its quota, not for room, has nothing to gain. */
+        if (q->wants_capacity)
+            sched__mark_dirty(s, waiting->v[i]);
     }
     waiting->n = k;
 }
 
-void sched__wake_at(struct sched *s, int64_t when_ms)
+static bool timer_before(const struct timer *a, const struct timer *b)
 {
-    if (when_ms < s->next_wakeup_ms)
-        s->next_wakeup_ms = when_ms;
+    return a->at < b->at;
+}
+
+void sched__wake_at(struct sched *s, int64_t when_ms, int32_t project)
+{
+    struct project *p = &s->projects[project];
+    int32_t i;
+    /* One pending timer per project, its earliest: a later one is set again when it matters. */
+    if (p->wake_at != 0 && p->wake_at <= when_ms)
+        return;
+    p->wake_at = when_ms;
+    i = GROW(s->timers, s->n_timers, s->cap_timers);
+    s->timers[i] = (struct timer){when_ms, project};
+    while (i > 0 && timer_before(&s->timers[i], &s->timers[(i - 1) / 2])) {
+        struct timer t = s->timers[i];
+        s->timers[i] = s->timers[(i - 1) / 2];
+        s->timers[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+void sched__fire_timers(struct sched *s, int64_t now_ms)
+{
+    while (s->n_timers > 0 && s->timers[0].at <= now_ms) {
+        struct timer top = s->timers[0];
+        int32_t i = 0;
+        s->timers[0] = s->timers[--s->n_timers];
+        for (;;) {
+            int32_t l = 2 * i + 1, r = l + 1, m = i;
+            struct timer t;
+            if (l < s->n_timers && timer_before(&s->timers[l], &s->timers[m]))
+                m = l;
+            if (r < s->n_timers && timer_before(&s->timers[r], &s->timers[m]))
+                m = r;
+            if (m == i)
+                break;
+            t = s->timers[i];
+            s->timers[i] = s->timers[m];
+            s->timers[m] = t;
+            i = m;
+        }
+        /* A stale entry (the project's timer moved earlier and fired) does nothing. */
+        if (s->projects[top.project].wake_at == top.at) {
+            s->projects[top.project].wake_at = 0;
+            sched__mark_dirty(s, top.project);
+        }
+    }
 }
 
 /* ---- queues ---- */
@@ -613,6 +664,7 @@ void sched__queue_insert(struct sched *s, int32_t w)
         struct quota *q = sched__quota(p, wl->cls, true);
         if (q->queued++ == 0)
             ivec_push(&s->classes[wl->cls].waiting, wl->project);
+        q->wants_capacity = true;
     }
     sched__mark_dirty(s, wl->project);
 }
@@ -736,6 +788,15 @@ static void stop_holding(struct sched *s, int32_t w)
     place__release(s, w);
     sched__charge(s, w, -1);
     if (wl->cls != NONE) {
+        /* Its project (and organization) now hold less: quota-bound work may go too. */
+        int64_t org = s->projects[wl->project].org_id;
+        for (int32_t i = 0; i < s->n_projects; i++) {
+            struct quota *q = s->projects[i].org_id == org
+                                  ? sched__quota(&s->projects[i], wl->cls, false)
+                                  : NULL;
+            if (i == wl->project || (q && q->queued > 0))
+                sched__mark_dirty(s, i);
+        }
         sched__class_freed(s, wl->cls);
     } else {
         for (int32_t i = 0; i < s->n_projects; i++)
