@@ -486,6 +486,9 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
                 undo_pick(s, &cur);
                 if (fit && (best.node == NONE || better(&cur, &best)))
                     best = cur;
+                /* Biggest-first can only do better when preference order needed several. */
+                if (!fit || cur.n_victims <= 1)
+                    break;
             }
             /*
              * One victim on one of its own nodes is as good as it gets (no
