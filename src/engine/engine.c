@@ -957,25 +957,33 @@ static int victim_released(struct engine *e, int64_t vid, int64_t at, struct are
     return 0;
 }
 
-static int handle_end(struct engine *e, const struct backend_event *ev, struct error_info *ei)
+/* What to tell the scheduler about an end once it is committed. */
+struct end_action {
+    int64_t workload_id, at_ms;
+    bool cancel, skip;
+};
+
+/*
+ * Writes the end of a workload (state, allocations closed, event, ledger) in
+ * the caller's transaction, and says what the scheduler must then be told.
+ */
+static int record_end(struct engine *e, const struct backend_event *ev, struct arena *a,
+                      struct end_action *act, struct error_info *ei)
 {
     const struct resource_def *d = &model_workloads;
     struct sched_workload_info info;
-    struct arena a;
     struct row w;
     const char *state, *reason, *alloc_reason;
     bool cancel, preempted, requeue;
     int rc;
 
+    *act = (struct end_action){ev->workload_id, ev->at_ms, false, true};
     if (sched_workload_info(e->sched, ev->workload_id, &info) < 0 ||
         info.state == SCHED_QUEUED)
         return 0; /* not ours, or already dealt with */
-    arena_init(&a);
-    rc = store_get(e->db, d, ev->workload_id, &a, &w, ei);
-    if (rc < 0) {
-        arena_release(&a);
+    rc = store_get(e->db, d, ev->workload_id, a, &w, ei);
+    if (rc < 0)
         return rc;
-    }
     cancel = take_cancelling(e, ev->workload_id);
     preempted = info.state == SCHED_PREEMPTING && !cancel;
     requeue = preempted && get_i(d, &w, "requeue");
@@ -996,11 +1004,11 @@ static int handle_end(struct engine *e, const struct backend_event *ev, struct e
         reason = "exited 0";
     } else {
         state = "failed";
-        reason = arena_printf(&a, "exited with status %d", ev->exit_code);
+        reason = arena_printf(a, "exited with status %d", ev->exit_code);
     }
     alloc_reason = preempted ? "preempted" : state;
-    set_s(d, &a, &w, "state", state);
-    set_s(d, &a, &w, "reason", reason);
+    set_s(d, a, &w, "state", state);
+    set_s(d, a, &w, "reason", reason);
     set_i(d, &w, "exit_code", ev->exit_code);
     if (requeue) {
         set_null(d, &w, "finished_at");
@@ -1011,29 +1019,84 @@ static int handle_end(struct engine *e, const struct backend_event *ev, struct e
     if (preempted)
         set_i(d, &w, "preemptions", get_i(d, &w, "preemptions") + 1);
     set_i(d, &w, "updated_at", ev->at_ms / 1000);
-    rc = store_begin(e->db, ei);
+    rc = store_update(e->db, d, ev->workload_id, &w, ei);
     if (rc >= 0)
-        rc = store_update(e->db, d, ev->workload_id, &w, ei);
+        rc = close_allocations(e, ev->workload_id, ev->at_ms, alloc_reason, a, ei);
     if (rc >= 0)
-        rc = close_allocations(e, ev->workload_id, ev->at_ms, alloc_reason, &a, ei);
-    if (rc >= 0)
-        rc = add_event(e, &a, ev->workload_id, get_i(d, &w, "project_id"), ev->at_ms,
+        rc = add_event(e, a, ev->workload_id, get_i(d, &w, "project_id"), ev->at_ms,
                        requeue ? "requeued" : preempted ? "preempted" : state, reason, ei);
     if (rc >= 0 && info.state == SCHED_PREEMPTING)
-        rc = victim_released(e, ev->workload_id, ev->at_ms, &a, ei);
-    if (rc >= 0)
-        rc = store_commit(e->db, ei);
-    if (rc < 0) {
-        store_rollback(e->db);
-        arena_release(&a);
-        return rc;
-    }
-    if (cancel)
-        sched_cancel(e->sched, ev->workload_id, ev->at_ms);
+        rc = victim_released(e, ev->workload_id, ev->at_ms, a, ei);
+    act->cancel = cancel;
+    act->skip = false;
+    return rc;
+}
+
+static void apply_end(struct engine *e, const struct end_action *act)
+{
+    if (act->skip)
+        return;
+    if (act->cancel)
+        sched_cancel(e->sched, act->workload_id, act->at_ms);
     else
-        sched_released(e->sched, ev->workload_id, ev->at_ms);
+        sched_released(e->sched, act->workload_id, act->at_ms);
+}
+
+/*
+ * Records a batch of ends in one transaction (one commit, not one per end:
+ * the store has one writer), then tells the scheduler. If the batch fails,
+ * the engine's own lists are put back and each end is tried on its own, so
+ * one bad record cannot hold back the others.
+ */
+static void handle_ends(struct engine *e, const struct backend_event *evs, size_t n)
+{
+    struct end_action *acts = xcalloc(n + 1, sizeof(*acts));
+    int64_t *cancelling = xcalloc(e->n_cancelling + 1, sizeof(int64_t));
+    struct pending_victim *victims = xcalloc(e->n_victims + 1, sizeof(*victims));
+    size_t n_cancelling = e->n_cancelling, n_victims = e->n_victims;
+    struct error_info ei = {0};
+    struct arena a;
+    int rc;
+
+    if (n_cancelling)
+        memcpy(cancelling, e->cancelling, n_cancelling * sizeof(int64_t));
+    if (n_victims)
+        memcpy(victims, e->victims, n_victims * sizeof(*victims));
+    arena_init(&a);
+    rc = store_begin(e->db, &ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++)
+        rc = record_end(e, &evs[i], &a, &acts[i], &ei);
+    if (rc >= 0)
+        rc = store_commit(e->db, &ei);
+    if (rc >= 0) {
+        for (size_t i = 0; i < n; i++)
+            apply_end(e, &acts[i]);
+    } else {
+        store_rollback(e->db);
+        memcpy(e->cancelling, cancelling, n_cancelling * sizeof(int64_t));
+        e->n_cancelling = n_cancelling;
+        memcpy(e->victims, victims, n_victims * sizeof(*victims));
+        e->n_victims = n_victims;
+        for (size_t i = 0; i < n; i++) {
+            struct end_action act;
+            ei.code = 0;
+            rc = store_begin(e->db, &ei);
+            if (rc >= 0)
+                rc = record_end(e, &evs[i], &a, &act, &ei);
+            if (rc >= 0)
+                rc = store_commit(e->db, &ei);
+            if (rc >= 0) {
+                apply_end(e, &act);
+            } else {
+                store_rollback(e->db);
+                log_error("could not record the end of a workload", "error", ei.message);
+            }
+        }
+    }
     arena_release(&a);
-    return 0;
+    free(acts);
+    free(cancelling);
+    free(victims);
 }
 
 /* ---- the loop ---- */
@@ -1068,7 +1131,7 @@ static void rebuild(struct engine *e, const char *why)
 static void iterate(struct engine *e)
 {
     int64_t now = time_now_ms();
-    struct backend_event evs[64];
+    struct backend_event evs[512];
     struct error_info ei = {0};
 
     if (e->reload) {
@@ -1080,12 +1143,7 @@ static void iterate(struct engine *e)
     for (size_t b = 0; b < e->n_backends; b++) {
         size_t n;
         while ((n = e->backends[b].b->ops->poll(e->backends[b].b, now, evs, ARRAY_SIZE(evs))) > 0) {
-            for (size_t i = 0; i < n; i++) {
-                if (handle_end(e, &evs[i], &ei) < 0) {
-                    log_error("could not record the end of a workload", "error", ei.message);
-                    ei.code = 0;
-                }
-            }
+            handle_ends(e, evs, n);
             if (n < ARRAY_SIZE(evs))
                 break;
         }
