@@ -59,7 +59,7 @@ static int commit_change(struct req *r, const struct resource_def *def, enum act
             (tenancy && act == ACT_DELETE))
             atomic_fetch_add(&r->api->generation, 1);
         if (r->api->opt.engine && shapes_scheduling(def))
-            engine_config_changed(r->api->opt.engine);
+            engine_config_changed(r->api->opt.engine, def, row, act == ACT_DELETE);
     }
     if (tenancy)
         pthread_mutex_unlock(&r->api->tenancy_commit_lock);

@@ -90,6 +90,14 @@ struct engine {
     size_t n_cancelling, cap_cancelling;
     struct pending_victim *victims;
     size_t n_victims, cap_victims;
+    /* Changes to apply in place: copies of the rows, in a's memory. */
+    struct change {
+        const struct resource_def *def;
+        struct row row;
+        bool deleted;
+    } *changes;
+    size_t n_changes, cap_changes;
+    struct arena change_arena;
 
     struct sched_decisions dec;
 };
@@ -433,6 +441,34 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
     return rc;
 }
 
+static void set_flavor(struct engine *e, const struct row *r)
+{
+    struct flavor_info *f = FIND_BY_ID(e->flavors, e->n_flavors, model_row_id(r));
+    json_t *pl;
+    json_t *v;
+    size_t k;
+    if (!f) { /* new flavors get higher ids: append keeps the array sorted */
+        e->flavors = xreallocarray(e->flavors, e->n_flavors + 1, sizeof(*e->flavors));
+        f = &e->flavors[e->n_flavors++];
+    }
+    memset(f, 0, sizeof(*f));
+    f->id = model_row_id(r);
+    f->class_id = get_i(&model_flavors, r, "gpu_class_id");
+    f->gpu_milli = (int32_t)get_i(&model_flavors, r, "gpu_milli");
+    f->cpu_milli = get_i(&model_flavors, r, "vcpus") * 1000;
+    f->mem_mib = get_i(&model_flavors, r, "memory_mib");
+    f->active = get_i(&model_flavors, r, "active");
+    pl = json_loads(get_s(&model_flavors, r, "pool_ids"), 0, NULL);
+    json_array_foreach(pl, k, v)
+    {
+        if (f->n_pools < SCHED_MAX_POOLS)
+            f->pools[f->n_pools++] = json_integer_value(v);
+    }
+    json_decref(pl);
+    f->n_selector =
+        intern_labels(e, get_s(&model_flavors, r, "node_selector"), f->selector, SCHED_MAX_SELECTOR);
+}
+
 static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei)
 {
     struct row *rows;
@@ -463,24 +499,8 @@ static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei
                           get_i(&model_org_quotas, &rows[i], "limit_milli"));
     if (rc >= 0)
         rc = load_all(e, &model_flavors, NULL, a, &rows, &n, ei);
-    e->flavors = xcalloc(n + 1, sizeof(*e->flavors));
-    for (size_t i = 0; rc >= 0 && i < n; i++) {
-        const struct row *r = &rows[i];
-        struct flavor_info *f = &e->flavors[e->n_flavors++];
-        json_t *pl = json_loads(get_s(&model_flavors, r, "pool_ids"), 0, NULL), *v;
-        size_t k;
-        f->id = model_row_id(r);
-        f->class_id = get_i(&model_flavors, r, "gpu_class_id");
-        f->gpu_milli = (int32_t)get_i(&model_flavors, r, "gpu_milli");
-        f->cpu_milli = get_i(&model_flavors, r, "vcpus") * 1000;
-        f->mem_mib = get_i(&model_flavors, r, "memory_mib");
-        f->active = get_i(&model_flavors, r, "active");
-        json_array_foreach(pl, k, v) if (f->n_pools < SCHED_MAX_POOLS) f->pools[f->n_pools++] =
-            json_integer_value(v);
-        json_decref(pl);
-        f->n_selector = intern_labels(e, get_s(&model_flavors, r, "node_selector"), f->selector,
-                                      SCHED_MAX_SELECTOR);
-    }
+    for (size_t i = 0; rc >= 0 && i < n; i++)
+        set_flavor(e, &rows[i]);
     return rc;
 }
 
@@ -1101,6 +1121,46 @@ static void handle_ends(struct engine *e, const struct backend_event *evs, size_
 
 /* ---- the loop ---- */
 
+/*
+ * Applies queued changes in place. Deleting a project, quota or flavor can
+ * strand what the scheduler holds: those rebuild from the store instead.
+ */
+static void apply_changes(struct engine *e)
+{
+    for (size_t i = 0; i < e->n_changes && !e->reload; i++) {
+        const struct change *c = &e->changes[i];
+        const struct row *r = &c->row;
+        if (c->deleted) {
+            e->reload = true;
+        } else if (c->def == &model_projects) {
+            struct named *n = FIND_BY_ID(e->projects, e->n_projects, model_row_id(r));
+            sched_set_project(e->sched, model_row_id(r), get_i(c->def, r, "org_id"),
+                              (int)get_i(c->def, r, "weight"));
+            if (n) {
+                free(n->name);
+                n->name = xstrdup(get_s(c->def, r, "name"));
+            } else {
+                *APPEND(e->projects, e->n_projects, e->cap_projects) =
+                    (struct named){model_row_id(r), xstrdup(get_s(c->def, r, "name"))};
+            }
+        } else if (c->def == &model_quotas) {
+            const struct value *g = get(c->def, r, "guaranteed_milli");
+            const struct value *l = get(c->def, r, "limit_milli");
+            sched_set_quota(e->sched, get_i(c->def, r, "project_id"),
+                            get_i(c->def, r, "gpu_class_id"), g->null ? -1 : g->i,
+                            l->null ? -1 : l->i);
+        } else if (c->def == &model_org_quotas) {
+            sched_set_org_cap(e->sched, get_i(c->def, r, "org_id"), get_i(c->def, r, "gpu_class_id"),
+                              get_i(c->def, r, "limit_milli"));
+        } else if (c->def == &model_flavors) {
+            set_flavor(e, r);
+        }
+    }
+    e->n_changes = 0;
+    arena_release(&e->change_arena);
+}
+
+
 static void take_inbox(struct engine *e, int64_t now)
 {
     struct arena a;
@@ -1134,6 +1194,7 @@ static void iterate(struct engine *e)
     struct backend_event evs[512];
     struct error_info ei = {0};
 
+    apply_changes(e);
     if (e->reload) {
         e->reload = false;
         e->n_inbox = 0; /* the reload reads queued work from the store */
@@ -1171,7 +1232,7 @@ static void *engine_main(void *arg)
             if (t < due)
                 due = t;
         }
-        if (e->n_inbox == 0 && !e->reload && due > now) {
+        if (e->n_inbox == 0 && e->n_changes == 0 && !e->reload && due > now) {
             ts.tv_sec = (time_t)(due / 1000);
             ts.tv_nsec = (long)(due % 1000) * 1000000;
             pthread_cond_timedwait(&e->cond, &e->lock, &ts);
@@ -1204,6 +1265,7 @@ int engine_start(struct store *store, const struct engine_options *opt, struct e
     e->db = store_conn_get(store);
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
+    arena_init(&e->change_arena);
     sched_decisions_init(&e->dec);
     rc = engine_load(e, true, ei);
     if (rc < 0) {
@@ -1240,6 +1302,8 @@ void engine_stop(struct engine *e)
     free(e->inbox);
     free(e->cancelling);
     free(e->victims);
+    free(e->changes);
+    arena_release(&e->change_arena);
     sched_decisions_release(&e->dec);
     if (e->db)
         store_conn_put(e->db);
@@ -1256,10 +1320,24 @@ void engine_submitted(struct engine *e, int64_t workload_id)
     pthread_mutex_unlock(&e->lock);
 }
 
-void engine_config_changed(struct engine *e)
+void engine_config_changed(struct engine *e, const struct resource_def *def, const struct row *row,
+                           bool deleted)
 {
     pthread_mutex_lock(&e->lock);
-    e->reload = true;
+    if (def == &model_projects || def == &model_quotas || def == &model_org_quotas ||
+        def == &model_flavors) {
+        struct change *c = APPEND(e->changes, e->n_changes, e->cap_changes);
+        c->def = def;
+        c->deleted = deleted;
+        c->row = model_row_new(def, &e->change_arena);
+        for (size_t i = 0; i < def->n_fields; i++) {
+            c->row.v[i] = row->v[i];
+            if (row->v[i].s)
+                c->row.v[i].s = arena_strdup(&e->change_arena, row->v[i].s);
+        }
+    } else {
+        e->reload = true;
+    }
     pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "model/model.h"
 #include "store/store.h"
 
 struct engine;
@@ -48,8 +49,14 @@ void engine_submitted(struct engine *e, int64_t workload_id);
  * cancelled when it has ended. ERR_CONFLICT when it has already ended.
  */
 int engine_cancel(struct engine *e, int64_t workload_id, struct error_info *ei);
-/* Fleet, pools, projects or quotas changed in the store: the engine reloads them. */
-void engine_config_changed(struct engine *e);
+/*
+ * A committed change to something the scheduler works with. Projects,
+ * quotas, organization quotas and flavors are applied as they are (row is
+ * the object after the change; deleted: it is gone); anything else (the
+ * fleet, pools) makes the engine rebuild itself from the store.
+ */
+void engine_config_changed(struct engine *e, const struct resource_def *def, const struct row *row,
+                           bool deleted);
 
 /* What the API shows of a queued workload: position in its project queue and why it waits. */
 struct engine_pending {
