@@ -282,33 +282,13 @@ static int load_csv(struct loader *ld, FILE *fp)
 
 /* ---- JSON ---- */
 
-static const char *json_kind(const json_t *j)
-{
-    switch (json_typeof(j)) {
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_STRING:
-        return "a string";
-    case JSON_INTEGER:
-        return "an integer";
-    case JSON_REAL:
-        return "a number with a fraction";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "a boolean";
-    default:
-        return "null";
-    }
-}
-
 static int json_number(struct loader *ld, const char *what, const json_t *j, int64_t min,
                        int64_t max, int64_t *ret)
 {
     int64_t v;
     if (!json_is_integer(j))
-        return fail(ld, ERR_INVALID, what, "%s must be a whole number, not %s", what, json_kind(j));
+        return fail(ld, ERR_INVALID, what, "%s must be a whole number, not %s", what,
+                    model_json_kind(j));
     v = json_integer_value(j);
     if (v < min || v > max)
         return fail(ld, ERR_INVALID, what,
@@ -327,7 +307,8 @@ static int json_labels(struct loader *ld, const json_t *j, struct simfleet_label
     size_t n = 0;
 
     if (!json_is_object(j))
-        return fail(ld, ERR_INVALID, "labels", "labels must be an object, not %s", json_kind(j));
+        return fail(ld, ERR_INVALID, "labels", "labels must be an object, not %s",
+                    model_json_kind(j));
     if (json_object_size(j) > SIMFLEET_MAX_LABELS)
         return fail(ld, ERR_INVALID, "labels", "more than %d labels", SIMFLEET_MAX_LABELS);
     l = arena_calloc(&ld->f->arena, json_object_size(j) + 1, sizeof(*l));
@@ -365,12 +346,13 @@ static int json_node(struct loader *ld, const json_t *j, size_t index)
     int rc;
 
     if (!json_is_object(j))
-        return fail(ld, ERR_INVALID, NULL, "a node must be an object, not %s", json_kind(j));
+        return fail(ld, ERR_INVALID, NULL, "a node must be an object, not %s", model_json_kind(j));
     json_object_foreach((json_t *)j, k, m)
     {
         if (strcmp(k, "name") == 0) {
             if (!json_is_string(m))
-                return fail(ld, ERR_INVALID, "name", "name must be a string, not %s", json_kind(m));
+                return fail(ld, ERR_INVALID, "name", "name must be a string, not %s",
+                            model_json_kind(m));
             name = m;
             have[3] = true;
         } else if (strcmp(k, "cpu_milli") == 0) {
@@ -389,7 +371,7 @@ static int json_node(struct loader *ld, const json_t *j, size_t index)
         } else if (strcmp(k, "model") == 0) {
             if (!json_is_string(m))
                 return fail(ld, ERR_INVALID, "model", "model must be a string, not %s",
-                            json_kind(m));
+                            model_json_kind(m));
             model = m;
         } else if (strcmp(k, "labels") == 0) {
             if ((rc = json_labels(ld, m, &labels, &proto.n_labels)) < 0)
@@ -463,7 +445,7 @@ static int load_json(struct loader *ld, FILE *fp)
         return fail(ld, ERR_BAD_JSON, NULL, "%s", jerr.text);
     }
     if (!json_is_object(root)) {
-        rc = fail(ld, ERR_INVALID, NULL, "must hold a JSON object, not %s", json_kind(root));
+        rc = fail(ld, ERR_INVALID, NULL, "must hold a JSON object, not %s", model_json_kind(root));
         goto out;
     }
     json_object_foreach(root, k, m)
@@ -477,7 +459,7 @@ static int load_json(struct loader *ld, FILE *fp)
     }
     if (!nodes || !json_is_array(nodes)) {
         rc = fail(ld, ERR_INVALID, "nodes", "\"nodes\" must be an array of nodes, not %s",
-                  nodes ? json_kind(nodes) : "missing");
+                  nodes ? model_json_kind(nodes) : "missing");
         goto out;
     }
     json_array_foreach(nodes, i, m)

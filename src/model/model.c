@@ -144,7 +144,7 @@ static bool valid_utf8_text(const char *s)
     return true;
 }
 
-static const char *json_type_name(json_t *j)
+const char *model_json_kind(const json_t *j)
 {
     switch (json_typeof(j)) {
     case JSON_OBJECT:
@@ -195,7 +195,7 @@ static int decode_value(const struct field_def *f, json_t *j, struct arena *a, s
         int64_t v;
         if (!json_is_integer(j))
             return errinfo_set(ei, ERR_INVALID, n, "field '%s' must be an integer, not %s", n,
-                               json_type_name(j));
+                               model_json_kind(j));
         v = json_integer_value(j);
         if (f->type == FT_REF && v <= 0)
             return errinfo_set(ei, ERR_INVALID, n, "field '%s' must be a positive id", n);
@@ -210,7 +210,7 @@ static int decode_value(const struct field_def *f, json_t *j, struct arena *a, s
     case FT_BOOL:
         if (!json_is_boolean(j))
             return errinfo_set(ei, ERR_INVALID, n, "field '%s' must be a boolean, not %s", n,
-                               json_type_name(j));
+                               model_json_kind(j));
         out->i = json_is_true(j);
         return 0;
     case FT_TIME: {
@@ -231,7 +231,7 @@ static int decode_value(const struct field_def *f, json_t *j, struct arena *a, s
         size_t len;
         if (!json_is_string(j))
             return errinfo_set(ei, ERR_INVALID, n, "field '%s' must be a string, not %s", n,
-                               json_type_name(j));
+                               model_json_kind(j));
         s = json_string_value(j);
         len = json_string_length(j);
         if (strlen(s) != len)
@@ -271,7 +271,7 @@ static int decode_value(const struct field_def *f, json_t *j, struct arena *a, s
         json_t *v;
         if (!json_is_object(j))
             return errinfo_set(ei, ERR_INVALID, n, "field '%s' must be an object, not %s", n,
-                               json_type_name(j));
+                               model_json_kind(j));
         if (json_object_size(j) > MAX_LABELS)
             return errinfo_set(ei, ERR_INVALID, n, "field '%s' has more than %d labels", n,
                                MAX_LABELS);
@@ -294,7 +294,7 @@ static int decode_value(const struct field_def *f, json_t *j, struct arena *a, s
         json_t *v;
         if (!json_is_array(j))
             return errinfo_set(ei, ERR_INVALID, n, "field '%s' must be an array of ids, not %s", n,
-                               json_type_name(j));
+                               model_json_kind(j));
         if ((int64_t)json_array_size(j) > f->max)
             return errinfo_set(ei, ERR_INVALID, n, "field '%s' has more than %" PRId64 " ids", n,
                                f->max);

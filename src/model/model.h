@@ -172,6 +172,9 @@ void model_merge(const struct resource_def *def, struct row *base, const struct 
  */
 struct json_t *model_encode(const struct resource_def *def, const struct row *r);
 
+/* "an object", "a string", "an integer", ...: a JSON value's kind, for error messages. */
+const char *model_json_kind(const struct json_t *j);
+
 /* Slug and identifier checks, exported for the CLI and tests. */
 bool model_valid_name(const char *s, size_t max);
 bool model_valid_ident(const char *s, size_t max);
