@@ -329,10 +329,27 @@ static struct backend *backend_of(struct engine *e, int64_t cluster_id)
     return NULL;
 }
 
+/* The labels (JSON text) of a node among rows listed in id order. */
+static const char *node_labels(const struct row *rows, size_t n, int64_t node_id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int64_t id = model_row_id(&rows[mid]);
+        if (id == node_id)
+            return get_s(&model_nodes, &rows[mid], "labels");
+        if (id < node_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return "{}";
+}
+
 static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
 {
-    struct row *rows, *pools;
-    size_t n, n_pools;
+    struct row *rows, *pools, *node_rows = NULL;
+    size_t n, n_pools, n_node_rows = 0;
     int rc;
 
     rc = load_all(e, &model_gpu_classes, NULL, a, &rows, &n, ei);
@@ -379,10 +396,10 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
         json_decref(ao);
     }
     if (rc >= 0)
-        rc = load_all(e, &model_nodes, NULL, a, &rows, &n, ei);
-    e->nodes = xcalloc(n + 1, sizeof(*e->nodes));
-    for (size_t i = 0; rc >= 0 && i < n; i++) {
-        const struct row *r = &rows[i];
+        rc = load_all(e, &model_nodes, NULL, a, &node_rows, &n_node_rows, ei);
+    e->nodes = xcalloc(n_node_rows + 1, sizeof(*e->nodes));
+    for (size_t i = 0; rc >= 0 && i < n_node_rows; i++) {
+        const struct row *r = &node_rows[i];
         struct sched_node_spec ns = {.id = model_row_id(r)};
         const char *state = get_s(&model_nodes, r, "state");
         ns.cluster_id = get_i(&model_nodes, r, "cluster_id");
@@ -419,14 +436,11 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
             int64_t cl = get_i(&model_pools, p, "cluster_id");
             const char *sel = get_s(&model_pools, p, "node_selector");
             bool any_criterion = cl || strcmp(sel, "{}") != 0;
-            struct row node_row;
             if (!any_criterion || (cl && cl != ni->cluster_id))
                 continue;
-            if (strcmp(sel, "{}") != 0) {
-                if (store_get(e->db, &model_nodes, node_id, a, &node_row, ei) < 0 ||
-                    !labels_match(get_s(&model_nodes, &node_row, "labels"), sel))
-                    continue;
-            }
+            if (strcmp(sel, "{}") != 0 &&
+                !labels_match(node_labels(node_rows, n_node_rows, node_id), sel))
+                continue;
             pool = model_row_id(p);
         }
         sched_add_gpu(e->sched, node_id, model_row_id(r), get_i(&model_gpus, r, "gpu_class_id"),
