@@ -14,9 +14,24 @@
 
 #include "store/store-int.h"
 
+/*
+ * Lists and other statements whose text depends on the request's shape
+ * (which filters, how many) are kept too, the most recently used few: the
+ * same shapes recur (token lookups, a workload's open allocations, ...).
+ */
+#define SHAPED_CACHE 16
+
+struct shaped_stmt {
+    char *sql;
+    sqlite3_stmt *st;
+    uint64_t used;
+};
+
 struct sqlite_conn {
     sqlite3 *db;
     struct store__stmt_cache cache;
+    struct shaped_stmt shaped[SHAPED_CACHE];
+    uint64_t clock;
     char errmsg[256]; /* the last failure's message, which store__error copies */
 };
 
@@ -167,20 +182,49 @@ static int run_cached(struct sqlite_conn *sc, const struct resource_def *def, en
     return 0;
 }
 
-/* Prepares sql, runs it with p and finalizes it; 0 or the mapped error. */
+/* The prepared statement for sql from the shaped cache, preparing (and evicting) as needed. */
+static int shaped(struct sqlite_conn *sc, const char *sql, sqlite3_stmt **ret_st,
+                  struct store__failure *f)
+{
+    struct shaped_stmt *victim = &sc->shaped[0];
+    sqlite3_stmt *st = NULL;
+    int rc;
+
+    for (int i = 0; i < SHAPED_CACHE; i++) {
+        struct shaped_stmt *e = &sc->shaped[i];
+        if (e->sql && strcmp(e->sql, sql) == 0) {
+            e->used = ++sc->clock;
+            *ret_st = e->st;
+            return SQLITE_OK;
+        }
+        if (!e->sql || e->used < victim->used)
+            victim = e;
+    }
+    rc = sqlite3_prepare_v3(sc->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+    if (rc != SQLITE_OK) {
+        describe(sc, rc, f);
+        return rc;
+    }
+    sqlite3_finalize(victim->st);
+    free(victim->sql);
+    *victim = (struct shaped_stmt){xstrdup(sql), st, ++sc->clock};
+    *ret_st = st;
+    return SQLITE_OK;
+}
+
+/* Runs sql (prepared once per connection while it stays in use) with p; 0 or the mapped error. */
 static int run_once(struct sqlite_conn *sc, const char *sql, const struct store__params *p,
                     row_fn *on_row, void *ctx, enum store__op op, const struct resource_def *def,
                     struct error_info *ei)
 {
     struct store__failure f = {0};
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(sc->db, sql, -1, &st, NULL);
+    int rc = shaped(sc, sql, &st, &f);
 
-    if (rc != SQLITE_OK)
-        describe(sc, rc, &f);
-    else
+    if (rc == SQLITE_OK)
         rc = step_all(sc, st, p, on_row, ctx, &f);
-    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        sqlite3_clear_bindings(st);
     return rc == SQLITE_OK ? 0 : store__error(ei, op, def, 0, &f);
 }
 
@@ -465,6 +509,10 @@ static void sqlite_conn_close(struct store_conn *c)
     if (!sc)
         return;
     store__stmt_cache_release(&sc->cache, finalize_handle);
+    for (int i = 0; i < SHAPED_CACHE; i++) {
+        sqlite3_finalize(sc->shaped[i].st);
+        free(sc->shaped[i].sql);
+    }
     sqlite3_close(sc->db);
     free(sc);
     c->impl = NULL;
