@@ -448,6 +448,55 @@ static bool place_by_policy(struct sched *s, struct gang *gg, int32_t replica)
     return true;
 }
 
+/*
+ * CPU-only work under a policy: the policy scores every node with room,
+ * seeing all the node's devices (a CPU-only pod beside free GPUs can strand
+ * them, which fragmentation-aware policies weigh), and chooses no device.
+ */
+static bool place_cpu_by_policy(struct sched *s, struct gang *gg, int32_t replica)
+{
+    const struct sched_policy *pol = s->cfg.policy;
+    const struct workload *wl = &s->wls[gg->w];
+    struct sched_replica_req req = {0, 0, wl->spec.cpu_milli, wl->spec.mem_mib};
+    int32_t best = NONE;
+    int64_t best_score = INT64_MAX;
+
+    if (!s->view_free) {
+        s->view_free = xcalloc(SCHED_MAX_GPUS_PER_NODE, sizeof(int32_t));
+        s->view_ids = xcalloc(SCHED_MAX_GPUS_PER_NODE, sizeof(int64_t));
+        s->view_gpus = xcalloc(SCHED_MAX_GPUS_PER_NODE, sizeof(int32_t));
+        s->view_pick = xcalloc(SCHED_MAX_GPUS_PER_NODE, sizeof(int));
+    }
+    for (int32_t n = 0; n < s->n_nodes; n++) {
+        const struct node *nd = &s->nodes[n];
+        struct sched_node_view v = {nd->id, nd->cpu_free, nd->cpu_cap, nd->mem_free, nd->mem_cap,
+                                    0, s->view_free, s->view_ids};
+        int64_t score;
+        if (!node_ok(s, gg, n))
+            continue;
+        for (int32_t i = 0; i < nd->slots.n; i++) {
+            const struct slot *st = &s->slots[nd->slots.v[i]];
+            for (int32_t k = 0; k < st->gpus.n && v.n_gpus < SCHED_MAX_GPUS_PER_NODE; k++) {
+                s->view_free[v.n_gpus] = s->gpus[st->gpus.v[k]].free;
+                s->view_ids[v.n_gpus] = s->gpus[st->gpus.v[k]].id;
+                v.n_gpus++;
+            }
+        }
+        score = pol->score(pol, &v, &req, s->view_pick);
+        if (score == INT64_MAX ||
+            (best != NONE && (score > best_score ||
+                              (score == best_score && nd->id > s->nodes[best].id))))
+            continue; /* ties: the lower node id */
+        best = n;
+        best_score = score;
+    }
+    if (best == NONE)
+        return false;
+    take_node_room(s, gg, replica, best);
+    gg->as[gg->n_as++] = (struct sched_assign){.replica = replica, .node_id = s->nodes[best].id};
+    return true;
+}
+
 /* CPU-only: the next node with room, round robin so such work spreads. */
 static bool place_cpu(struct sched *s, struct gang *gg, int32_t replica)
 {
@@ -468,7 +517,7 @@ static bool place_replica(struct sched *s, struct gang *gg, int32_t replica)
 {
     const struct workload *wl = &s->wls[gg->w];
     if (wl->cls == NONE)
-        return place_cpu(s, gg, replica);
+        return s->cfg.policy ? place_cpu_by_policy(s, gg, replica) : place_cpu(s, gg, replica);
     if (s->cfg.policy)
         return place_by_policy(s, gg, replica);
     if (wl->spec.gpu_milli >= WHOLE)

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * policies.h: placement policies for the scheduler core (struct
+ * sched_policy), after Weng et al., "Beware of Fragmentation: Scheduling
+ * GPU-Sharing Workloads with Fragmentation Gradient Descent" (USENIX ATC
+ * '23): the paper's baselines Random, DotProd, GpuClustering, GpuPacking and
+ * BestFit, and its FGD policy. docs/placement.md describes each one and the
+ * benchmark that compares them (bench/fgd_bench.c).
+ *
+ * Every policy scores one node at a time (lower is better, INT64_MAX when
+ * the replica does not fit on the node's CPU, memory or devices) and picks
+ * the devices. Unless said otherwise, a share (gpu_milli < 1000) goes to the
+ * fitting device with the least free capacity (lowest index on ties), and
+ * whole-GPU replicas take the lowest-indexed fully free devices. A request
+ * with gpu_milli 0 (CPU-only) is scored on CPU and memory and picks no
+ * device; the core does not ask policies about CPU-only work today
+ * (docs/placement.md), but the policies are ready for it.
+ *
+ * Policies are pure: no I/O, no clock. Random keeps a call counter in its
+ * state, so one instance must not be shared by schedulers that run at the
+ * same time. Each _new returns a heap object the caller frees with the
+ * matching _free (NULL is accepted).
+ */
+#ifndef GPUAAS_SCHED_POLICIES_H
+#define GPUAAS_SCHED_POLICIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/sched.h"
+
+/*
+ * One pod shape. In a typical-pod workload, freq is the shape's share of
+ * the pods (0..1]; as input to fgd_workload_build, freq is ignored.
+ * gpu_milli is per device: 1..999 with num_gpu 1 (a share), 1000 for whole
+ * devices, 0 with num_gpu 0 (CPU-only).
+ */
+struct fgd_pod {
+    int32_t num_gpu;
+    int32_t gpu_milli;
+    int64_t cpu_milli;
+    int64_t mem_mib;
+    double freq;
+};
+
+/* The "typical pods" FGD weighs fragmentation over. */
+struct fgd_workload {
+    struct fgd_pod *pods; /* owned; most frequent first */
+    size_t n_pods;
+};
+
+/*
+ * Builds the typical pods of a pod list: pods are grouped by GPU shape
+ * (num_gpu, gpu_milli; CPU-only pods are one shape), and the most frequent
+ * shapes are kept until they cover at least `coverage` (0..1] of the pods
+ * (ties in count: the smaller shape first). Each shape's cpu_milli and
+ * mem_mib are the medians over its pods. Frequencies are renormalised over
+ * the kept shapes. Returns 0, or SCHED_EINVAL for an empty list or a bad
+ * coverage. Release with fgd_workload_release.
+ */
+int fgd_workload_build(const struct fgd_pod *pods, size_t n, double coverage,
+                       struct fgd_workload *ret);
+void fgd_workload_release(struct fgd_workload *w);
+
+/*
+ * Fragmentation of one node, in milli-GPU: the expected free GPU milli that
+ * a pod drawn from the typical pods could not use. For a pod that does not
+ * fit on the node at all (CPU, memory, too few devices with room) or that
+ * uses no GPU, all the node's free GPU milli counts; otherwise the free milli
+ * of each device with less room than the pod needs per device.
+ */
+double fgd_node_frag(const struct fgd_workload *w, int64_t cpu_free, int64_t mem_free,
+                     const int32_t *gpu_free, int n_gpus);
+
+/* Random: a seeded hash of the node id and a per-call counter; a random fitting device. */
+struct sched_policy *sched_policy_random_new(uint64_t seed);
+/* DotProd: the smallest dot product of free resources and demand, both over capacity. */
+struct sched_policy *sched_policy_dotprod_new(void);
+/* GpuClustering: nodes already running the same GPU demand, then idle nodes, then others. */
+struct sched_policy *sched_policy_clustering_new(void);
+/* GpuPacking: partially used devices, then free devices on busy nodes, then idle nodes. */
+struct sched_policy *sched_policy_packing_new(void);
+/* BestFit: the node with the least free resources (GPU, CPU, memory over capacity) after. */
+struct sched_policy *sched_policy_bestfit_new(void);
+/*
+ * FGD: the node and device(s) whose fragmentation (fgd_node_frag) grows
+ * least. The typical pods are copied.
+ */
+struct sched_policy *sched_policy_fgd_new(const struct fgd_workload *typical);
+
+/*
+ * A policy by name: "random", "dotprod", "clustering", "packing", "bestfit",
+ * "fgd" (typical must then be non-NULL). NULL for an unknown name.
+ */
+struct sched_policy *sched_policy_by_name(const char *name, uint64_t seed,
+                                          const struct fgd_workload *typical);
+
+void sched_policy_free(struct sched_policy *p);
+
+#endif
