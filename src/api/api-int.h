@@ -175,8 +175,27 @@ void resource_create(struct req *r, const struct resource_def *def);
 void resource_get(struct req *r, const struct resource_def *def, int64_t id);
 void resource_update(struct req *r, const struct resource_def *def, int64_t id);
 void resource_delete(struct req *r, const struct resource_def *def, int64_t id);
+/* Loads a row the caller may read; anything else is ERR_NOT_FOUND (other tenants' too). */
+int resource_load_visible(struct req *r, const struct resource_def *def, int64_t id,
+                          struct row *ret_row, struct error_info *ei);
+/* A row as JSON for the API (caller owns the reference). */
+json_t *resource_encode(struct req *r, const struct resource_def *def, const struct row *row);
+
+/* ---- workloads.c: what workloads add to the generic handling ---- */
+
+/*
+ * Before a submit is written: 1 with *ret_earlier when its idempotency key
+ * was used before in the project (answer with that one), 0 to go on (the
+ * server-decided fields are set), or an error (inactive flavor, ...).
+ */
+int workloads_prepare_submit(struct req *r, struct row *row, struct row *ret_earlier,
+                             struct error_info *ei);
+/* In the submit's transaction: its "submitted" event. */
+int workloads_submitted_event(struct req *r, const struct row *row, struct error_info *ei);
 /* POST /v1/workloads/<id>/cancel: a member of its project asks the engine to cancel it. */
-void resource_cancel(struct req *r, int64_t id);
+void workloads_cancel(struct req *r, int64_t id);
+/* Adds a queued workload's live queue position and reason to its JSON. */
+void workloads_decorate(struct req *r, const struct row *row, json_t *j);
 /*
  * Appends an audit entry for a change on connection db (inside the caller's
  * transaction). before/after may be NULL rows.

@@ -11,7 +11,6 @@
 
 #include "api/api-int.h"
 #include "base/parse.h"
-#include "base/timeutil.h"
 #include "engine/engine.h"
 
 #define LIST_DEFAULT_LIMIT 100
@@ -261,17 +260,11 @@ int resource_audit(struct req *r, struct store_conn *db, const char *action,
 
 /* ---- output ---- */
 
-/* A row as JSON; queued workloads get their live position and reason from the engine. */
-static json_t *encode(struct req *r, const struct resource_def *def, const struct row *row)
+json_t *resource_encode(struct req *r, const struct resource_def *def, const struct row *row)
 {
     json_t *j = model_encode(def, row);
-    struct engine_pending pending;
-    if (def == &model_workloads && r->api->opt.engine &&
-        strcmp(model_get(def, row, "state")->s, "queued") == 0 &&
-        engine_pending(r->api->opt.engine, model_row_id(row), &pending) == 0 && pending.queued) {
-        json_object_set_new(j, "reason", json_string(pending.reason));
-        json_object_set_new(j, "queue_position", json_integer(pending.position));
-    }
+    if (def == &model_workloads)
+        workloads_decorate(r, row, j);
     return j;
 }
 
@@ -442,7 +435,7 @@ void resource_list(struct req *r, const struct resource_def *def)
     }
     items = json_array();
     for (size_t i = 0; i < n; i++)
-        json_array_append_new(items, encode(r, def, &rows[i]));
+        json_array_append_new(items, resource_encode(r, def, &rows[i]));
     req_reply_json(r, 200,
                    json_pack("{s:o,s:o}", "items", items, "next_after",
                              (int)n == f.limit && n > 0 ? json_integer(model_row_id(&rows[n - 1]))
@@ -452,8 +445,8 @@ void resource_list(struct req *r, const struct resource_def *def)
 /* ---- read ---- */
 
 /* Loads a row the caller may see; anything else is 404 so other tenants' objects stay hidden. */
-static int load_visible(struct req *r, const struct resource_def *def, int64_t id,
-                        struct row *ret_row, struct error_info *ei)
+int resource_load_visible(struct req *r, const struct resource_def *def, int64_t id,
+                          struct row *ret_row, struct error_info *ei)
 {
     int rc = store_get(req_db(r), def, id, &r->arena, ret_row, ei);
     if (rc == ERR_NOT_FOUND || (rc >= 0 && !may(r, def, ret_row, ACT_READ))) {
@@ -467,12 +460,12 @@ void resource_get(struct req *r, const struct resource_def *def, int64_t id)
 {
     struct error_info ei = {0};
     struct row row;
-    int rc = load_visible(r, def, id, &row, &ei);
+    int rc = resource_load_visible(r, def, id, &row, &ei);
     if (rc < 0) {
         req_reply_error(r, rc, &ei);
         return;
     }
-    req_reply_json(r, 200, encode(r, def, &row));
+    req_reply_json(r, 200, resource_encode(r, def, &row));
 }
 
 /* ---- create ---- */
@@ -528,108 +521,6 @@ static bool offered(struct req *r, const struct resource_def *def, enum action a
     return false;
 }
 
-/* ---- workloads: what a submit adds to a create ---- */
-
-/* The earlier workload submitted with the same idempotency key in the project, if any. */
-static int find_idempotent(struct req *r, const struct row *row, struct row *ret,
-                           struct error_info *ei)
-{
-    const struct resource_def *d = &model_workloads;
-    const struct value *key = model_get(d, row, "idempotency_key");
-    struct store_filter f;
-    struct row *rows;
-    size_t n;
-    int rc;
-
-    if (key->null || !key->s)
-        return 0;
-    store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(d, "project_id"), model_get_int(d, row, "project_id"));
-    store_filter_eq_str(&f, model_field_index(d, "idempotency_key"), key->s);
-    f.limit = 1;
-    rc = store_list(req_db(r), d, &f, &r->arena, &rows, &n, ei);
-    if (rc < 0)
-        return rc;
-    if (n == 0)
-        return 0;
-    *ret = rows[0];
-    return 1;
-}
-
-/* Sets what the server decides about a new workload; checks its flavor is offered. */
-static int prepare_workload(struct req *r, struct row *row, struct error_info *ei)
-{
-    const struct resource_def *d = &model_workloads;
-    struct row flavor;
-    int rc = store_get(req_db(r), &model_flavors, model_get_int(d, row, "flavor_id"), &r->arena,
-                       &flavor, ei);
-    if (rc < 0)
-        return rc;
-    if (!model_get_int(&model_flavors, &flavor, "active"))
-        return errinfo_set(ei, ERR_INVALID, "flavor_id", "flavor '%s' is not offered any more",
-                           model_get(&model_flavors, &flavor, "name")->s);
-    model_set_str(row, &r->arena, model_field_index(d, "state"), "queued");
-    model_set_str(row, &r->arena, model_field_index(d, "reason"), "submitted");
-    model_set_int(row, model_field_index(d, "user_id"), r->who->user_id);
-    model_set_null(row, model_field_index(d, "cluster_id"));
-    model_set_int(row, model_field_index(d, "submitted_ms"), time_now_ms());
-    model_set_null(row, model_field_index(d, "started_at"));
-    model_set_null(row, model_field_index(d, "finished_at"));
-    model_set_null(row, model_field_index(d, "exit_code"));
-    model_set_int(row, model_field_index(d, "preemptions"), 0);
-    return 0;
-}
-
-static int workload_submitted_event(struct req *r, const struct row *row, struct error_info *ei)
-{
-    struct row ev = model_row_new(&model_events, &r->arena);
-    int64_t id;
-    model_set_int(&ev, model_field_index(&model_events, "workload_id"), model_row_id(row));
-    model_set_int(&ev, model_field_index(&model_events, "project_id"),
-                  model_get_int(&model_workloads, row, "project_id"));
-    model_set_int(&ev, model_field_index(&model_events, "at_ms"),
-                  model_get_int(&model_workloads, row, "submitted_ms"));
-    model_set_str(&ev, &r->arena, model_field_index(&model_events, "type"), "submitted");
-    model_set_str(&ev, &r->arena, model_field_index(&model_events, "message"),
-                  arena_printf(&r->arena, "submitted by %s", r->who->name));
-    return store_insert(req_db(r), &model_events, &ev, &id, ei);
-}
-
-void resource_cancel(struct req *r, int64_t id)
-{
-    const struct resource_def *d = &model_workloads;
-    struct error_info ei = {0};
-    struct row row;
-    int rc = load_visible(r, d, id, &row, &ei);
-
-    if (rc >= 0 && rbac_role_on_project(r, model_get_int(d, &row, "project_id")) < ROLE_MEMBER)
-        rc = errinfo_set(&ei, ERR_FORBIDDEN, NULL,
-                         "your role does not allow you to cancel work of this project");
-    if (rc >= 0 && !r->api->opt.engine)
-        rc = errinfo_set(&ei, ERR_UNAVAILABLE, NULL, "this server runs no scheduler");
-    if (rc >= 0)
-        rc = engine_cancel(r->api->opt.engine, id, &ei);
-    if (rc >= 0) {
-        /* The engine wrote the state change; the audit trail records who asked for it. */
-        struct row after;
-        rc = store_begin(req_db(r), &ei);
-        if (rc >= 0)
-            rc = load_visible(r, d, id, &after, &ei);
-        if (rc >= 0)
-            rc = resource_audit(r, req_db(r), "cancel", d, id, &row, &after, &ei);
-        if (rc >= 0)
-            rc = store_commit(req_db(r), &ei);
-        if (rc < 0)
-            store_rollback(req_db(r));
-        row = after;
-    }
-    if (rc < 0) {
-        req_reply_error(r, rc, &ei);
-        return;
-    }
-    req_reply_json(r, 202, encode(r, d, &row));
-}
-
 void resource_create(struct req *r, const struct resource_def *def)
 {
     struct error_info ei = {0};
@@ -672,13 +563,11 @@ void resource_create(struct req *r, const struct resource_def *def)
         rc = check_create_rules(r, def, &row, &ei);
     if (rc >= 0 && def == &model_workloads) {
         struct row earlier;
-        rc = find_idempotent(r, &row, &earlier, &ei);
+        rc = workloads_prepare_submit(r, &row, &earlier, &ei);
         if (rc > 0) { /* the same submit again: answer with the first */
-            req_reply_json(r, 200, encode(r, def, &earlier));
+            req_reply_json(r, 200, resource_encode(r, def, &earlier));
             return;
         }
-        if (rc >= 0)
-            rc = prepare_workload(r, &row, &ei);
     }
     if (rc < 0)
         goto fail;
@@ -691,7 +580,7 @@ void resource_create(struct req *r, const struct resource_def *def)
         rc = resource_audit(r, req_db(r), "create", def, id, NULL, &row, &ei);
     }
     if (rc >= 0 && def == &model_workloads)
-        rc = workload_submitted_event(r, &row, &ei);
+        rc = workloads_submitted_event(r, &row, &ei);
     if (rc >= 0)
         rc = commit_change(r, def, ACT_CREATE, &row, &ei);
     if (rc < 0) {
@@ -700,7 +589,7 @@ void resource_create(struct req *r, const struct resource_def *def)
     }
     if (def == &model_workloads && r->api->opt.engine)
         engine_submitted(r->api->opt.engine, id);
-    out = encode(r, def, &row);
+    out = resource_encode(r, def, &row);
     if (token)
         json_object_set_new(out, "token", json_string(token));
     req_reply_json(r, 201, out);
@@ -775,7 +664,7 @@ void resource_update(struct req *r, const struct resource_def *def, int64_t id)
     rc = store_begin(req_db(r), &ei);
     if (rc < 0)
         goto fail;
-    rc = load_visible(r, def, id, &before, &ei);
+    rc = resource_load_visible(r, def, id, &before, &ei);
     if (rc >= 0 && !may(r, def, &before, ACT_UPDATE))
         rc = forbid(&ei, def, ACT_UPDATE);
     if (rc >= 0 && !any)
@@ -807,7 +696,7 @@ void resource_update(struct req *r, const struct resource_def *def, int64_t id)
         rc = commit_change(r, def, ACT_UPDATE, &after, &ei);
     if (rc < 0)
         goto rollback;
-    req_reply_json(r, 200, encode(r, def, &after));
+    req_reply_json(r, 200, resource_encode(r, def, &after));
     return;
 rollback:
     store_rollback(req_db(r));
@@ -829,7 +718,7 @@ void resource_delete(struct req *r, const struct resource_def *def, int64_t id)
     rc = store_begin(req_db(r), &ei);
     if (rc < 0)
         goto fail;
-    rc = load_visible(r, def, id, &before, &ei);
+    rc = resource_load_visible(r, def, id, &before, &ei);
     if (rc >= 0 && !may(r, def, &before, ACT_DELETE))
         rc = forbid(&ei, def, ACT_DELETE);
     if (rc >= 0)

@@ -192,7 +192,7 @@ void routes_dispatch(struct req *r)
         char tail[64];
         if (sscanf(r->path + 14, "%" SCNd64 "%63s", &id, tail) == 2 && id > 0 &&
             strcmp(tail, "/cancel") == 0 && r->path[14] >= '1' && r->path[14] <= '9') {
-            is(r, "POST") ? resource_cancel(r, id) : method_not_allowed(r, "POST");
+            is(r, "POST") ? workloads_cancel(r, id) : method_not_allowed(r, "POST");
             return;
         }
     }

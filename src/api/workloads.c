@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * workloads.c: what the API adds to the generic resource handling for
+ * workloads: a submit is checked against its flavor, answered with the
+ * earlier workload when its idempotency key was used before, gets its
+ * server-decided fields and a "submitted" event, and is handed to the
+ * engine; a cancel goes to the engine and is audited; queued workloads are
+ * shown with their live queue position and pending reason.
+ */
+#include "base/common.h"
+
+#include "api/api-int.h"
+#include "base/timeutil.h"
+#include "engine/engine.h"
+
+
+/* The earlier workload submitted with the same idempotency key in the project, if any. */
+static int find_idempotent(struct req *r, const struct row *row, struct row *ret,
+                           struct error_info *ei)
+{
+    const struct resource_def *d = &model_workloads;
+    const struct value *key = model_get(d, row, "idempotency_key");
+    struct store_filter f;
+    struct row *rows;
+    size_t n;
+    int rc;
+
+    if (key->null || !key->s)
+        return 0;
+    store_filter_init(&f);
+    store_filter_eq_int(&f, model_field_index(d, "project_id"), model_get_int(d, row, "project_id"));
+    store_filter_eq_str(&f, model_field_index(d, "idempotency_key"), key->s);
+    f.limit = 1;
+    rc = store_list(req_db(r), d, &f, &r->arena, &rows, &n, ei);
+    if (rc < 0)
+        return rc;
+    if (n == 0)
+        return 0;
+    *ret = rows[0];
+    return 1;
+}
+
+/* Sets what the server decides about a new workload; checks its flavor is offered. */
+static int prepare(struct req *r, struct row *row, struct error_info *ei)
+{
+    const struct resource_def *d = &model_workloads;
+    struct row flavor;
+    int rc = store_get(req_db(r), &model_flavors, model_get_int(d, row, "flavor_id"), &r->arena,
+                       &flavor, ei);
+    if (rc < 0)
+        return rc;
+    if (!model_get_int(&model_flavors, &flavor, "active"))
+        return errinfo_set(ei, ERR_INVALID, "flavor_id", "flavor '%s' is not offered any more",
+                           model_get(&model_flavors, &flavor, "name")->s);
+    model_set_str(row, &r->arena, model_field_index(d, "state"), "queued");
+    model_set_str(row, &r->arena, model_field_index(d, "reason"), "submitted");
+    model_set_int(row, model_field_index(d, "user_id"), r->who->user_id);
+    model_set_null(row, model_field_index(d, "cluster_id"));
+    model_set_int(row, model_field_index(d, "submitted_ms"), time_now_ms());
+    model_set_null(row, model_field_index(d, "started_at"));
+    model_set_null(row, model_field_index(d, "finished_at"));
+    model_set_null(row, model_field_index(d, "exit_code"));
+    model_set_int(row, model_field_index(d, "preemptions"), 0);
+    return 0;
+}
+
+int workloads_submitted_event(struct req *r, const struct row *row, struct error_info *ei)
+{
+    struct row ev = model_row_new(&model_events, &r->arena);
+    int64_t id;
+    model_set_int(&ev, model_field_index(&model_events, "workload_id"), model_row_id(row));
+    model_set_int(&ev, model_field_index(&model_events, "project_id"),
+                  model_get_int(&model_workloads, row, "project_id"));
+    model_set_int(&ev, model_field_index(&model_events, "at_ms"),
+                  model_get_int(&model_workloads, row, "submitted_ms"));
+    model_set_str(&ev, &r->arena, model_field_index(&model_events, "type"), "submitted");
+    model_set_str(&ev, &r->arena, model_field_index(&model_events, "message"),
+                  arena_printf(&r->arena, "submitted by %s", r->who->name));
+    return store_insert(req_db(r), &model_events, &ev, &id, ei);
+}
+
+void workloads_cancel(struct req *r, int64_t id)
+{
+    const struct resource_def *d = &model_workloads;
+    struct error_info ei = {0};
+    struct row row;
+    int rc = resource_load_visible(r, d, id, &row, &ei);
+
+    if (rc >= 0 && rbac_role_on_project(r, model_get_int(d, &row, "project_id")) < ROLE_MEMBER)
+        rc = errinfo_set(&ei, ERR_FORBIDDEN, NULL,
+                         "your role does not allow you to cancel work of this project");
+    if (rc >= 0 && !r->api->opt.engine)
+        rc = errinfo_set(&ei, ERR_UNAVAILABLE, NULL, "this server runs no scheduler");
+    if (rc >= 0)
+        rc = engine_cancel(r->api->opt.engine, id, &ei);
+    if (rc >= 0) {
+        /* The engine wrote the state change; the audit trail records who asked for it. */
+        struct row after;
+        rc = store_begin(req_db(r), &ei);
+        if (rc >= 0)
+            rc = resource_load_visible(r, d, id, &after, &ei);
+        if (rc >= 0)
+            rc = resource_audit(r, req_db(r), "cancel", d, id, &row, &after, &ei);
+        if (rc >= 0)
+            rc = store_commit(req_db(r), &ei);
+        if (rc < 0)
+            store_rollback(req_db(r));
+        row = after;
+    }
+    if (rc < 0) {
+        req_reply_error(r, rc, &ei);
+        return;
+    }
+    req_reply_json(r, 202, resource_encode(r, d, &row));
+}
+
+int workloads_prepare_submit(struct req *r, struct row *row, struct row *ret_earlier,
+                             struct error_info *ei)
+{
+    int rc = find_idempotent(r, row, ret_earlier, ei);
+    if (rc != 0)
+        return rc;
+    return prepare(r, row, ei);
+}
+
+void workloads_decorate(struct req *r, const struct row *row, json_t *j)
+{
+    struct engine_pending pending;
+    if (r->api->opt.engine && strcmp(model_get(&model_workloads, row, "state")->s, "queued") == 0 &&
+        engine_pending(r->api->opt.engine, model_row_id(row), &pending) == 0 && pending.queued) {
+        json_object_set_new(j, "reason", json_string(pending.reason));
+        json_object_set_new(j, "queue_position", json_integer(pending.position));
+    }
+}
