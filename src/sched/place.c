@@ -762,18 +762,20 @@ bool place__ever_fits(const struct sched *s, int32_t w)
     c = &s->classes[wl->cls];
     if (c->max_gpus_per_node < k)
         return false;
-    for (int32_t i = 0; i < c->slots.n; i++) {
-        const struct slot *st = &s->slots[c->slots.v[i]];
-        const struct node *nd = &s->nodes[st->node];
-        int32_t usable = 0;
-        if (nd->state == SCHED_NODE_DOWN || !place__node_fits_labels(nd, &wl->spec) ||
-            (nd->cpu_cap && nd->cpu_cap < wl->spec.cpu_milli) ||
-            (nd->mem_cap && nd->mem_cap < wl->spec.mem_mib))
-            continue;
-        for (int32_t g = 0; g < st->gpus.n; g++)
-            usable += place__gpu_usable(s, w, st->gpus.v[g]);
-        if (usable >= k)
-            return true;
+    {
+        /* A slot's devices share one pool: whether the workload may use them is one question. */
+        struct gang gg = {.w = w, .bins = xcalloc((size_t)s->n_pools + 1, sizeof(int32_t))};
+        bool fits = false;
+        gang_bins((struct sched *)s, &gg);
+        for (int32_t i = 0; i < c->slots.n && !fits; i++) {
+            const struct slot *st = &s->slots[c->slots.v[i]];
+            const struct node *nd = &s->nodes[st->node];
+            fits = st->gpus.n >= k && nd->state != SCHED_NODE_DOWN && bin_usable(&gg, st->pool) &&
+                   place__node_fits_labels(nd, &wl->spec) &&
+                   (!nd->cpu_cap || nd->cpu_cap >= wl->spec.cpu_milli) &&
+                   (!nd->mem_cap || nd->mem_cap >= wl->spec.mem_mib);
+        }
+        free(gg.bins);
+        return fits;
     }
-    return false;
 }
