@@ -136,6 +136,10 @@ static void scratch_fit(struct sched *s)
         s->scratch_wls = (size_t)s->n_wls * 2 + 16;
         s->wl_stamp = xcalloc(s->scratch_wls, sizeof(uint32_t));
     }
+    if ((size_t)s->n_projects > s->scratch_projects) {
+        free(s->vguar);
+        s->vguar = xcalloc((size_t)s->n_projects * 2 + 16, sizeof(int64_t));
+    }
     FIT(s->vused, s->proj_stamp, s->n_projects, s->scratch_projects);
 #undef FIT
     if (++s->epoch == 0) { /* wrapped: clear every stamp */
@@ -156,6 +160,7 @@ void pass__release(struct sched *s)
     free(s->node_stamp);
     free(s->wl_stamp);
     free(s->vused);
+    free(s->vguar);
     free(s->proj_stamp);
 }
 
@@ -178,13 +183,21 @@ static void vnode_touch(struct sched *s, int32_t n)
     }
 }
 
+/* A project's usage in the class during a victim search, and (cached with it) its guarantee. */
 static int64_t *vused_of(struct sched *s, int32_t p, int32_t cls)
 {
     if (s->proj_stamp[p] != s->epoch) {
         s->proj_stamp[p] = s->epoch;
         s->vused[p] = held_of(s, p, cls);
+        s->vguar[p] = guaranteed_of(s, p, cls);
     }
     return &s->vused[p];
+}
+
+static int64_t vguaranteed_of(struct sched *s, int32_t p, int32_t cls)
+{
+    vused_of(s, p, cls);
+    return s->vguar[p];
 }
 
 static bool chosen(const struct sched *s, int32_t v)
@@ -226,8 +239,9 @@ static bool victim_ok(struct sched *s, int32_t w, int32_t v, int64_t now)
      * only for a preemptor whose project, once admitted, is within its
      * guarantee: a project at or above its guarantee takes nothing from others.
      */
-    return *vused_of(s, vl->project, vl->cls) > guaranteed_of(s, vl->project, vl->cls) &&
-           *vused_of(s, wl->project, wl->cls) + need_of(wl) <= guaranteed_of(s, wl->project, wl->cls);
+    return *vused_of(s, vl->project, vl->cls) > vguaranteed_of(s, vl->project, vl->cls) &&
+           *vused_of(s, wl->project, wl->cls) + need_of(wl) <=
+               vguaranteed_of(s, wl->project, wl->cls);
 }
 
 /* Virtually frees (sign -1: takes back) everything v holds. */

@@ -233,7 +233,7 @@ struct sched {
     uint32_t epoch;
     uint32_t *gpu_stamp, *node_stamp, *wl_stamp, *proj_stamp;
     int32_t *vfree;
-    int64_t *vcpu, *vmem, *vused;
+    int64_t *vcpu, *vmem, *vused, *vguar;
     size_t scratch_gpus, scratch_nodes, scratch_wls, scratch_projects;
 };
 
