@@ -123,4 +123,53 @@ struct sim_options {
 /* A simulated backend: work "runs" for its duration. Caller frees with b->ops->free(b). */
 struct backend *backend_sim_new(int64_t cluster_id, const struct sim_options *opt);
 
+struct local_options {
+    /* Where per-workload logs (<id>.log) and state files (<id>.state) go; created 0700. */
+    const char *log_dir;
+    /*
+     * A cgroup v2 directory the daemon may write (NULL or "": none). Each
+     * replica then runs in <root>/gpuaas-<id>-<replica> with cpu.max and
+     * memory.max from the launch; when it is not usable, work runs without
+     * limits and backend_local_cgroups_enabled() says so.
+     */
+    const char *cgroup_root;
+    /* Unprivileged user and group to run work as; < 0 (or a daemon not root): the daemon's. */
+    int64_t run_uid;
+    int64_t run_gid;
+    /* Between SIGTERM and SIGKILL when work reaches its max runtime; < 0 counts as 0. */
+    int64_t timeout_grace_ms;
+};
+
+/*
+ * The local backend's rules (src/backend/local.c, docs/local-backend.md):
+ *  - launch: each replica is `/bin/sh -c <command>` in its own session and
+ *    process group, with CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES set
+ *    to its devices (uuids, else indices, comma-separated), GPUAAS_WORKLOAD_ID
+ *    and GPUAAS_REPLICA, a minimal environment otherwise, stdin /dev/null and
+ *    stdout/stderr appended to <log_dir>/<id>.log (0600). A state file
+ *    <log_dir>/<id>.state records each replica's pid and start time for
+ *    adopt(). ERR_INVALID: no replicas, id <= 0, no command, an image;
+ *    ERR_CONFLICT: the id is still known; ERR_UNAVAILABLE / ERR_IO: the
+ *    machine refused (fork, log file, cgroup), with nothing left running.
+ *  - stop: SIGTERM to every replica's process group now, SIGKILL at now +
+ *    grace (sent by the first poll() at or after that time). Unknown or
+ *    ended work: a no-op; returns 0.
+ *  - poll: reaps only its own children; when a replica's main process ends,
+ *    what is left of its process group is killed. A workload is reported
+ *    once, when all its replicas have ended, at the now_ms of that poll:
+ *    STOPPED after stop(), TIMEOUT after its max runtime, EXITED otherwise.
+ *    exit_code: that of the lowest-numbered replica that did not exit 0
+ *    (negative: killed by that signal), else 0; -1 when unknown (adopted
+ *    work that is not our child). O(replicas known) per call.
+ *  - adopt: reads the state file and takes back the replicas whose pid is
+ *    alive with the same start time (pid reuse); when none is found, the
+ *    next poll reports BACKEND_LOST at the adopt's now_ms.
+ *  - free: kills nothing (work outlives the daemon).
+ */
+/* The machine the daemon runs on. NULL with ei on error (log_dir missing or not creatable). */
+struct backend *backend_local_new(int64_t cluster_id, const struct local_options *opt,
+                                  struct error_info *ei);
+/* Whether replicas get cgroup limits (for the daemon to say so at start). b must be local. */
+bool backend_local_cgroups_enabled(const struct backend *b);
+
 #endif

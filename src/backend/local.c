@@ -1,0 +1,1042 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * local.c: the backend that runs placed work on the machine the daemon runs
+ * on (issue 8, docs/local-backend.md). Each replica is `/bin/sh -c <command>`
+ * forked into its own session and process group, with the allocated GPUs in
+ * CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES, its output appended to a
+ * per-workload log file and, where the daemon may manage a cgroup v2
+ * subtree, its own cgroup with the flavor's CPU and memory limits.
+ *
+ * The backend owns no clock and no thread: stop() sends SIGTERM and records
+ * when SIGKILL is due; poll(), driven by the caller's clock, reaps children,
+ * sends the kills that have come due, enforces max runtimes and reports each
+ * workload once all its replicas have ended. Only pids this backend started
+ * (or adopted) are ever waited for, so other children of the daemon are left
+ * alone. A state file per workload (pid and /proc start time of each
+ * replica) lets a restarted daemon find its work again without mistaking a
+ * reused pid for it.
+ */
+#include "base/common.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include "backend/backend.h"
+#include "base/alloc.h"
+#include "base/parse.h"
+
+#define NEVER INT64_MAX
+#define UNKNOWN_EXIT (-1)
+#define STATE_MAGIC "gpuaas-local-state 1"
+#define STATE_MAX (64 * 1024)
+#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+struct replica {
+    int32_t replica;
+    pid_t pid;
+    uint64_t start_time; /* /proc/<pid>/stat field 22, in clock ticks since boot */
+    bool own;            /* our child: waited for; else adopted, watched through /proc */
+    bool ended;
+    int exit_code;
+    char *cgroup; /* its cgroup directory, NULL when none */
+};
+
+struct lwork {
+    int64_t id;
+    struct replica *reps;
+    size_t n_reps;
+    int64_t deadline_ms;     /* max runtime reached, NEVER when none */
+    int64_t kill_at_ms;      /* SIGKILL due, NEVER when none pending */
+    enum backend_end reason; /* 0 while nobody asked it to end, STOPPED or TIMEOUT */
+    bool lost;               /* adopt found nothing: report LOST at lost_at_ms */
+    int64_t lost_at_ms;
+};
+
+struct local {
+    struct backend b;
+    char *log_dir;
+    char *cgroup_root; /* NULL when cgroups are off */
+    bool switch_user;
+    uid_t uid;
+    gid_t gid;
+    int64_t timeout_grace_ms;
+
+    struct lwork **work; /* in launch order */
+    size_t n_work, cap_work;
+    struct backend_event *done; /* ended, not yet handed out by poll() */
+    size_t n_done, cap_done;
+};
+
+/* What a child needs between fork and exec, all prepared before fork. */
+struct child_plan {
+    const char *argv[4];
+    char **envp;
+    int log_fd;
+    int null_fd;
+    const char *cgroup_procs; /* NULL: no cgroup */
+    bool switch_user;
+    uid_t uid;
+    gid_t gid;
+};
+
+static struct local *local_of(struct backend *b)
+{
+    return b->impl;
+}
+
+static int64_t add_ms(int64_t t, int64_t d)
+{
+    if (d > 0 && t > NEVER - 1 - d)
+        return NEVER;
+    return t + (d > 0 ? d : 0);
+}
+
+/* ---- files ---- */
+
+static char *log_path(const struct local *s, int64_t id)
+{
+    return xasprintf("%s/%" PRId64 ".log", s->log_dir, id);
+}
+
+static char *state_path(const struct local *s, int64_t id)
+{
+    return xasprintf("%s/%" PRId64 ".state", s->log_dir, id);
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Writes s to an existing file such as a cgroup control file. Returns 0 or -1 (errno). */
+static int write_file(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC), rc, saved;
+    if (fd < 0)
+        return -1;
+    rc = write_all(fd, s, strlen(s));
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+/* Reads at most max - 1 bytes of a file, NUL-terminated. Returns the length or -1. */
+static ssize_t read_file(const char *path, char *buf, size_t max)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    size_t len = 0;
+    if (fd < 0)
+        return -1;
+    while (len + 1 < max) {
+        ssize_t n = read(fd, buf + len, max - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            close(fd);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    return (ssize_t)len;
+}
+
+/*
+ * Opens a file close-on-exec at descriptor 3 or above, so that a daemon
+ * started with 0, 1 or 2 closed cannot have a child's dup2() be a no-op.
+ */
+static int open_high(const char *path, int flags, mode_t mode)
+{
+    int fd = open(path, flags | O_CLOEXEC, mode), high, saved;
+    if (fd < 0 || fd > 2)
+        return fd;
+    high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return high;
+}
+
+/* ---- /proc ---- */
+
+/*
+ * The state (field 3) and start time (field 22) of a process. Returns 0, or
+ * -1 when there is no such process. The command name (field 2) may hold
+ * spaces and parentheses, so fields are counted from its last ')'.
+ */
+static int proc_stat(pid_t pid, char *ret_state, uint64_t *ret_start)
+{
+    char path[64], buf[1024], *p, *end;
+    unsigned long long start;
+
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    if (read_file(path, buf, sizeof(buf)) < 0)
+        return -1;
+    p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || !p[2])
+        return -1;
+    p += 2;
+    *ret_state = *p;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p, ' ');
+        if (!p)
+            return -1;
+        p++;
+    }
+    errno = 0;
+    start = strtoull(p, &end, 10);
+    if (errno || end == p)
+        return -1;
+    *ret_start = start;
+    return 0;
+}
+
+/* Whether pid is still the process that started at start_time (zombies count as ended). */
+static bool proc_alive(pid_t pid, uint64_t start_time)
+{
+    char state;
+    uint64_t start;
+    if (proc_stat(pid, &state, &start) < 0 || start != start_time)
+        return false;
+    return state != 'Z' && state != 'X';
+}
+
+/* ---- signals ---- */
+
+/* Signals a replica's whole process group (or the process itself before its setsid()). */
+static void signal_replica(const struct replica *r, int sig)
+{
+    if (r->ended)
+        return;
+    if (!r->own && !proc_alive(r->pid, r->start_time))
+        return; /* not ours any more: never signal a reused pid */
+    if (kill(-r->pid, sig) < 0 && errno == ESRCH)
+        kill(r->pid, sig);
+}
+
+static void signal_work(struct lwork *w, int sig)
+{
+    for (size_t i = 0; i < w->n_reps; i++)
+        signal_replica(&w->reps[i], sig);
+}
+
+/* ---- cgroups ---- */
+
+/* Makes a replica's cgroup with its limits. Returns its path (caller frees) or NULL (errno). */
+static char *cgroup_make(const struct local *s, const struct backend_launch *l, int32_t replica)
+{
+    char *dir =
+        xasprintf("%s/gpuaas-%" PRId64 "-%" PRId32, s->cgroup_root, l->workload_id, replica);
+    char *path, value[64];
+    int rc, saved;
+
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        saved = errno;
+        free(dir);
+        errno = saved;
+        return NULL;
+    }
+    if (l->cpu_milli > 0 && l->cpu_milli <= INT64_MAX / 100)
+        snprintf(value, sizeof(value), "%" PRId64 " 100000", l->cpu_milli * 100);
+    else
+        snprintf(value, sizeof(value), "max 100000");
+    path = xasprintf("%s/cpu.max", dir);
+    rc = write_file(path, value);
+    free(path);
+    if (rc == 0) {
+        if (l->mem_mib > 0 && l->mem_mib <= INT64_MAX / (1024 * 1024))
+            snprintf(value, sizeof(value), "%" PRId64, l->mem_mib * 1024 * 1024);
+        else
+            snprintf(value, sizeof(value), "max");
+        path = xasprintf("%s/memory.max", dir);
+        rc = write_file(path, value);
+        free(path);
+    }
+    if (rc < 0) {
+        saved = errno;
+        rmdir(dir);
+        free(dir);
+        errno = saved;
+        return NULL;
+    }
+    return dir;
+}
+
+/* Kills what is left in a replica's cgroup (kernel 5.14+), so that it can be removed. */
+static void cgroup_kill(const char *dir)
+{
+    char *path;
+    if (!dir)
+        return;
+    path = xasprintf("%s/cgroup.kill", dir);
+    write_file(path, "1");
+    free(path);
+}
+
+/* ---- records ---- */
+
+static void work_free(struct lwork *w)
+{
+    if (!w)
+        return;
+    for (size_t i = 0; i < w->n_reps; i++)
+        free(w->reps[i].cgroup);
+    free(w->reps);
+    free(w);
+}
+
+static struct lwork *work_find(const struct local *s, int64_t id, size_t *ret_pos)
+{
+    for (size_t i = 0; i < s->n_work; i++) {
+        if (s->work[i]->id == id) {
+            if (ret_pos)
+                *ret_pos = i;
+            return s->work[i];
+        }
+    }
+    return NULL;
+}
+
+static bool known(const struct local *s, int64_t id)
+{
+    if (work_find(s, id, NULL))
+        return true;
+    for (size_t i = 0; i < s->n_done; i++) {
+        if (s->done[i].workload_id == id)
+            return true;
+    }
+    return false;
+}
+
+static void work_add(struct local *s, struct lwork *w)
+{
+    if (s->n_work == s->cap_work) {
+        s->cap_work = s->cap_work ? 2 * s->cap_work : 16;
+        s->work = xreallocarray(s->work, s->cap_work, sizeof(*s->work));
+    }
+    s->work[s->n_work++] = w;
+}
+
+static void done_push(struct local *s, struct backend_event ev)
+{
+    if (s->n_done == s->cap_done) {
+        s->cap_done = s->cap_done ? 2 * s->cap_done : 16;
+        s->done = xreallocarray(s->done, s->cap_done, sizeof(*s->done));
+    }
+    s->done[s->n_done++] = ev;
+}
+
+/* ---- launch ---- */
+
+static int check_launch(const struct backend_launch *l, struct error_info *ei)
+{
+    if (!l)
+        return errinfo_set(ei, ERR_INVALID, NULL, "no workload to launch");
+    if (l->workload_id <= 0)
+        return errinfo_set(ei, ERR_INVALID, "workload_id",
+                           "workload id must be positive, not %" PRId64, l->workload_id);
+    if (l->n_replicas == 0 || !l->replicas)
+        return errinfo_set(ei, ERR_INVALID, "replicas",
+                           "workload %" PRId64 " has no replicas to launch", l->workload_id);
+    for (size_t i = 0; i < l->n_replicas; i++) {
+        if (l->replicas[i].n_devices > 0 && !l->replicas[i].devices)
+            return errinfo_set(ei, ERR_INVALID, "replicas",
+                               "workload %" PRId64 " replica %zu lists no devices", l->workload_id,
+                               i);
+    }
+    return 0;
+}
+
+/* The devices of one replica as the CUDA runtime wants them: uuids, else indices. */
+static char *device_list(const struct backend_replica *r)
+{
+    size_t cap = 1;
+    char *out, *p;
+
+    for (size_t i = 0; i < r->n_devices; i++)
+        cap += (r->devices[i].uuid ? strlen(r->devices[i].uuid) : 0) + 16;
+    out = xmalloc(cap);
+    p = out;
+    *p = '\0';
+    for (size_t i = 0; i < r->n_devices; i++) {
+        const struct backend_device *d = &r->devices[i];
+        size_t left = cap - (size_t)(p - out);
+        int n;
+        if (d->uuid && d->uuid[0])
+            n = snprintf(p, left, "%s%s", i ? "," : "", d->uuid);
+        else
+            n = snprintf(p, left, "%s%" PRId32, i ? "," : "", d->index);
+        assert(n >= 0 && (size_t)n < left);
+        p += n;
+    }
+    return out;
+}
+
+/*
+ * The child's environment: a minimal one (the daemon's own may hold
+ * secrets), the device lists and who it is. Caller frees with env_free().
+ */
+static char **env_build(const struct local *s, const struct backend_launch *l,
+                        const struct backend_replica *r)
+{
+    static const char *const carried[] = {"LANG", "LC_ALL", "TZ"};
+    char **env = xcalloc(16, sizeof(*env));
+    char *devices = device_list(r);
+    const char *path = getenv("PATH"), *home = getenv("HOME");
+    size_t n = 0;
+
+    env[n++] = xasprintf("PATH=%s", path && path[0] ? path : DEFAULT_PATH);
+    if (!s->switch_user && home)
+        env[n++] = xasprintf("HOME=%s", home);
+    for (size_t i = 0; i < ARRAY_SIZE(carried); i++) {
+        const char *v = getenv(carried[i]);
+        if (v)
+            env[n++] = xasprintf("%s=%s", carried[i], v);
+    }
+    env[n++] = xasprintf("CUDA_VISIBLE_DEVICES=%s", devices);
+    env[n++] = xasprintf("NVIDIA_VISIBLE_DEVICES=%s", devices);
+    env[n++] = xasprintf("GPUAAS_WORKLOAD_ID=%" PRId64, l->workload_id);
+    env[n++] = xasprintf("GPUAAS_REPLICA=%" PRId32, r->replica);
+    assert(n < 16);
+    free(devices);
+    return env;
+}
+
+static void env_free(char **env)
+{
+    if (!env)
+        return;
+    for (char **p = env; *p; p++)
+        free(*p);
+    free(env);
+}
+
+static void child_fail(const char *what)
+{
+    static const char prefix[] = "gpuaas: could not start the command: ";
+    write_all(2, prefix, sizeof(prefix) - 1);
+    write_all(2, what, strlen(what));
+    write_all(2, "\n", 1);
+    _exit(127);
+}
+
+/* Between fork and exec: async-signal-safe calls only (the daemon may have threads). */
+__attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
+{
+    struct sigaction dfl;
+    sigset_t none;
+
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        sigaction(sig, &dfl, NULL); /* ignored signals would stay ignored across exec */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+
+    if (dup2(cp->log_fd, 1) < 0 || dup2(cp->log_fd, 2) < 0)
+        _exit(127);
+    if (dup2(cp->null_fd, 0) < 0)
+        child_fail("no /dev/null for stdin");
+    if (setsid() < 0)
+        child_fail("setsid failed");
+    if (cp->cgroup_procs) {
+        char num[24], *p = num + sizeof(num);
+        unsigned long v = (unsigned long)getpid();
+        *--p = '\0';
+        do
+            *--p = (char)('0' + v % 10);
+        while ((v /= 10) > 0);
+        if (write_file(cp->cgroup_procs, p) < 0)
+            child_fail("could not join its cgroup");
+    }
+    if (cp->switch_user) {
+        if (setgroups(1, &cp->gid) < 0 || setgid(cp->gid) < 0 || setuid(cp->uid) < 0)
+            child_fail("could not switch to the configured user");
+    }
+    if (close_range(3, ~0U, 0) < 0) {
+        long max = sysconf(_SC_OPEN_MAX);
+        for (long fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+            close((int)fd);
+    }
+    execve("/bin/sh", (char *const *)cp->argv, cp->envp);
+    child_fail("could not execute /bin/sh");
+    _exit(127);
+}
+
+/* Kills and reaps replicas started by a launch that then failed. */
+static void undo_launch(struct lwork *w)
+{
+    for (size_t i = 0; i < w->n_reps; i++) {
+        struct replica *r = &w->reps[i];
+        if (r->pid > 0) {
+            signal_replica(r, SIGKILL);
+            while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        }
+        if (r->cgroup) {
+            cgroup_kill(r->cgroup);
+            rmdir(r->cgroup);
+        }
+    }
+}
+
+/* Writes <log_dir>/<id>.state atomically (temporary file, then rename). Returns 0 or -1. */
+static int state_write(const struct local *s, const struct lwork *w)
+{
+    char *path = state_path(s, w->id), *tmp = xasprintf("%s.tmp", path), line[128];
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), rc = -1;
+
+    if (fd >= 0) {
+        int n = snprintf(line, sizeof(line), STATE_MAGIC "\n");
+        rc = write_all(fd, line, (size_t)n);
+        for (size_t i = 0; rc == 0 && i < w->n_reps; i++) {
+            const struct replica *r = &w->reps[i];
+            n = snprintf(line, sizeof(line), "%" PRId32 " %ld %" PRIu64 "\n", r->replica,
+                         (long)r->pid, r->start_time);
+            rc = write_all(fd, line, (size_t)n);
+        }
+        if (close(fd) < 0)
+            rc = -1;
+        if (rc == 0)
+            rc = rename(tmp, path);
+        if (rc < 0)
+            unlink(tmp);
+    }
+    free(tmp);
+    free(path);
+    return rc;
+}
+
+static int local_launch(struct backend *b, const struct backend_launch *l, int64_t now_ms,
+                        struct error_info *ei)
+{
+    struct local *s = local_of(b);
+    struct lwork *w;
+    struct child_plan cp = {.argv = {"sh", "-c", NULL, NULL}};
+    char *logp;
+    int rc = check_launch(l, ei);
+
+    if (rc < 0)
+        return rc;
+    if (!l->command || !l->command[0])
+        return errinfo_set(ei, ERR_INVALID, "command", "workload %" PRId64 " has no command to run",
+                           l->workload_id);
+    if (l->image && l->image[0])
+        return errinfo_set(ei, ERR_INVALID, "image",
+                           "workload %" PRId64
+                           " names an image: the local backend runs commands only",
+                           l->workload_id);
+    if (known(s, l->workload_id))
+        return errinfo_set(ei, ERR_CONFLICT, NULL,
+                           "workload %" PRId64 " is already running on this machine",
+                           l->workload_id);
+
+    logp = log_path(s, l->workload_id);
+    cp.log_fd = open_high(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (cp.log_fd < 0) {
+        rc = errinfo_set(ei, ERR_IO, NULL, "could not open log file '%s': %s", logp,
+                         strerror(errno));
+        free(logp);
+        return rc;
+    }
+    cp.null_fd = open_high("/dev/null", O_RDONLY, 0);
+    if (cp.null_fd < 0) {
+        rc = errinfo_set(ei, ERR_IO, NULL, "could not open '/dev/null': %s", strerror(errno));
+        close(cp.log_fd);
+        free(logp);
+        return rc;
+    }
+    cp.argv[2] = l->command;
+    cp.switch_user = s->switch_user;
+    cp.uid = s->uid;
+    cp.gid = s->gid;
+
+    w = xcalloc(1, sizeof(*w));
+    w->id = l->workload_id;
+    w->reps = xcalloc(l->n_replicas, sizeof(*w->reps));
+    w->n_reps = l->n_replicas;
+    w->kill_at_ms = NEVER;
+    w->deadline_ms = l->max_runtime_ms >= 0 ? add_ms(now_ms, l->max_runtime_ms) : NEVER;
+
+    for (size_t i = 0; i < l->n_replicas && rc == 0; i++) {
+        const struct backend_replica *br = &l->replicas[i];
+        struct replica *r = &w->reps[i];
+        char *procs = NULL, state;
+        pid_t pid;
+
+        r->replica = br->replica;
+        r->own = true;
+        if (s->cgroup_root) {
+            r->cgroup = cgroup_make(s, l, br->replica);
+            if (!r->cgroup) {
+                rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL,
+                                 "could not make a cgroup for workload %" PRId64 " replica %" PRId32
+                                 " under '%s': %s",
+                                 l->workload_id, br->replica, s->cgroup_root, strerror(errno));
+                break;
+            }
+            procs = xasprintf("%s/cgroup.procs", r->cgroup);
+        }
+        cp.cgroup_procs = procs;
+        cp.envp = env_build(s, l, br);
+        pid = fork();
+        if (pid == 0)
+            child_exec(&cp);
+        if (pid < 0)
+            rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL,
+                             "could not start workload %" PRId64 " replica %" PRId32 ": fork: %s",
+                             l->workload_id, br->replica, strerror(errno));
+        else {
+            r->pid = pid;
+            /* The child's start time is set by fork, so it can be read at once. */
+            if (proc_stat(pid, &state, &r->start_time) < 0)
+                r->start_time = 0;
+        }
+        env_free(cp.envp);
+        free(procs);
+    }
+    close(cp.null_fd);
+    close(cp.log_fd);
+    if (rc == 0 && state_write(s, w) < 0)
+        rc = errinfo_set(ei, ERR_IO, NULL,
+                         "could not write the state file of workload %" PRId64 " in '%s': %s",
+                         l->workload_id, s->log_dir, strerror(errno));
+    if (rc < 0) {
+        undo_launch(w);
+        work_free(w);
+        free(logp);
+        return rc;
+    }
+    free(logp);
+    work_add(s, w);
+    return 0;
+}
+
+/* ---- adopt ---- */
+
+/* The next space-separated field of *p, NUL-terminated in place, or NULL. */
+static char *next_field(char **p)
+{
+    char *f = *p, *e;
+    while (*f == ' ')
+        f++;
+    if (!*f)
+        return NULL;
+    e = strchr(f, ' ');
+    if (e) {
+        *e = '\0';
+        *p = e + 1;
+    } else {
+        *p = f + strlen(f);
+    }
+    return f;
+}
+
+/* Parses "<replica> <pid> <start time>". Returns 0 or -1. */
+static int state_line(char *line, struct replica *r)
+{
+    char *p = line, *f[3];
+    int64_t v[3];
+    for (int i = 0; i < 3; i++) {
+        f[i] = next_field(&p);
+        if (!f[i])
+            return -1;
+    }
+    if (next_field(&p) || parse_int64(f[0], 0, INT32_MAX, &v[0]) < 0 ||
+        parse_int64(f[1], 1, INT32_MAX, &v[1]) < 0 || parse_int64(f[2], 0, INT64_MAX, &v[2]) < 0)
+        return -1;
+    r->replica = (int32_t)v[0];
+    r->pid = (pid_t)v[1];
+    r->start_time = (uint64_t)v[2];
+    return 0;
+}
+
+/*
+ * Classifies one replica named by the state file: still running (our child
+ * or not), or ended. A pid whose start time differs is another process.
+ */
+static void adopt_replica(struct replica *r)
+{
+    char state;
+    uint64_t start;
+    siginfo_t si;
+
+    if (proc_stat(r->pid, &state, &start) < 0 || start != r->start_time) {
+        r->ended = true;
+        r->exit_code = UNKNOWN_EXIT;
+        return;
+    }
+    /* Still our child (the daemon re-executed itself, or a test): wait for it as such. */
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_PID, r->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0) {
+        r->own = true;
+        return;
+    }
+    if (state == 'Z' || state == 'X') {
+        r->ended = true;
+        r->exit_code = UNKNOWN_EXIT;
+        kill(-r->pid, SIGKILL); /* its group's leftovers: the id cannot be reused meanwhile */
+    }
+}
+
+static int local_adopt(struct backend *b, const struct backend_launch *l, int64_t started_ms,
+                       int64_t now_ms, struct error_info *ei)
+{
+    struct local *s = local_of(b);
+    struct lwork *w;
+    char *path, *buf, *line, *nl;
+    size_t n_alive = 0, cap = 0;
+    ssize_t len;
+    int rc = check_launch(l, ei);
+
+    if (rc < 0)
+        return rc;
+    if (started_ms > now_ms)
+        return errinfo_set(ei, ERR_INVALID, NULL,
+                           "workload %" PRId64 " cannot have started after now", l->workload_id);
+    if (known(s, l->workload_id))
+        return errinfo_set(ei, ERR_CONFLICT, NULL,
+                           "workload %" PRId64 " is already running on this machine",
+                           l->workload_id);
+
+    w = xcalloc(1, sizeof(*w));
+    w->id = l->workload_id;
+    w->kill_at_ms = NEVER;
+    w->deadline_ms = l->max_runtime_ms >= 0 ? add_ms(started_ms, l->max_runtime_ms) : NEVER;
+
+    path = state_path(s, l->workload_id);
+    buf = xmalloc(STATE_MAX);
+    len = read_file(path, buf, STATE_MAX);
+    line = buf;
+    if (len < 0 || strncmp(buf, STATE_MAGIC "\n", strlen(STATE_MAGIC) + 1) != 0)
+        line = NULL; /* missing or not ours: nothing to find */
+    else
+        line = buf + strlen(STATE_MAGIC) + 1;
+    while (line && *line) {
+        struct replica r = {0};
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (state_line(line, &r) == 0) {
+            if (w->n_reps == cap) {
+                cap = cap ? 2 * cap : 4;
+                w->reps = xreallocarray(w->reps, cap, sizeof(*w->reps));
+            }
+            adopt_replica(&r);
+            if (!r.ended)
+                n_alive++;
+            if (s->cgroup_root)
+                r.cgroup =
+                    xasprintf("%s/gpuaas-%" PRId64 "-%" PRId32, s->cgroup_root, w->id, r.replica);
+            w->reps[w->n_reps++] = r;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    free(buf);
+    free(path);
+    if (n_alive == 0) {
+        /* Nothing of it runs: whatever ended did so unseen, so it is lost, not exited. */
+        for (size_t i = 0; i < w->n_reps; i++) {
+            if (w->reps[i].cgroup)
+                rmdir(w->reps[i].cgroup);
+        }
+        w->lost = true;
+        w->lost_at_ms = now_ms;
+    }
+    work_add(s, w);
+    return 0;
+}
+
+/* ---- stop, poll ---- */
+
+static int local_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, int64_t now_ms)
+{
+    struct local *s = local_of(b);
+    struct lwork *w = work_find(s, workload_id, NULL);
+    int64_t kill_at;
+
+    if (!w || w->lost)
+        return 0;
+    if (!w->reason)
+        w->reason = BACKEND_STOPPED;
+    signal_work(w, SIGTERM);
+    kill_at = add_ms(now_ms, grace_ms);
+    if (kill_at < w->kill_at_ms)
+        w->kill_at_ms = kill_at;
+    return 0;
+}
+
+static int exit_code_of(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return -WTERMSIG(status);
+    return UNKNOWN_EXIT;
+}
+
+/* Notices that a replica has ended: reaps our child, or looks in /proc for adopted work. */
+static void check_replica(struct replica *r)
+{
+    if (r->ended)
+        return;
+    if (r->own) {
+        siginfo_t si;
+        int status;
+        pid_t got;
+
+        memset(&si, 0, sizeof(si));
+        if (waitid(P_PID, r->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+            if (errno == EINTR)
+                return;
+            /* Someone else reaped it (ECHILD): it ended, how is unknown. */
+            r->ended = true;
+            r->exit_code = UNKNOWN_EXIT;
+        } else if (si.si_pid == 0) {
+            return; /* still running */
+        } else {
+            /* While it is an unreaped zombie its pid, hence its group id, cannot be reused. */
+            kill(-r->pid, SIGKILL);
+            do
+                got = waitpid(r->pid, &status, 0);
+            while (got < 0 && errno == EINTR);
+            r->ended = true;
+            r->exit_code = got == r->pid ? exit_code_of(status) : UNKNOWN_EXIT;
+        }
+    } else {
+        char state;
+        uint64_t start;
+        int found = proc_stat(r->pid, &state, &start);
+        if (found == 0 && start == r->start_time && state != 'Z' && state != 'X')
+            return;
+        r->ended = true;
+        r->exit_code = UNKNOWN_EXIT;
+        if (found < 0 || start == r->start_time)
+            kill(-r->pid, SIGKILL); /* no other process holds that id */
+    }
+    cgroup_kill(r->cgroup);
+}
+
+/* The workload's exit code: the lowest-numbered replica that failed, else 0. */
+static int work_exit_code(const struct lwork *w)
+{
+    const struct replica *best = NULL;
+    for (size_t i = 0; i < w->n_reps; i++) {
+        const struct replica *r = &w->reps[i];
+        if (r->exit_code != 0 && (!best || r->replica < best->replica))
+            best = r;
+    }
+    return best ? best->exit_code : 0;
+}
+
+/* Forgets an ended workload: its state file and cgroups go, its log stays. */
+static void work_finish(struct local *s, size_t pos)
+{
+    struct lwork *w = s->work[pos];
+    char *path = state_path(s, w->id);
+    unlink(path);
+    free(path);
+    for (size_t i = 0; i < w->n_reps; i++) {
+        if (w->reps[i].cgroup)
+            rmdir(w->reps[i].cgroup);
+    }
+    memmove(&s->work[pos], &s->work[pos + 1], (s->n_work - pos - 1) * sizeof(*s->work));
+    s->n_work--;
+    work_free(w);
+}
+
+/* Looks at every known workload at now_ms and queues the ones that have ended. */
+static void scan(struct local *s, int64_t now_ms)
+{
+    size_t i = 0;
+    while (i < s->n_work) {
+        struct lwork *w = s->work[i];
+        bool all_ended = true;
+
+        if (w->lost) {
+            done_push(s, (struct backend_event){.workload_id = w->id,
+                                                .at_ms = w->lost_at_ms,
+                                                .how = BACKEND_LOST,
+                                                .exit_code = UNKNOWN_EXIT});
+            work_finish(s, i);
+            continue;
+        }
+        for (size_t k = 0; k < w->n_reps; k++) {
+            check_replica(&w->reps[k]);
+            all_ended = all_ended && w->reps[k].ended;
+        }
+        if (all_ended) {
+            done_push(s, (struct backend_event){.workload_id = w->id,
+                                                .at_ms = now_ms,
+                                                .how = w->reason ? w->reason : BACKEND_EXITED,
+                                                .exit_code = work_exit_code(w)});
+            work_finish(s, i);
+            continue;
+        }
+        if (!w->reason && w->deadline_ms <= now_ms) {
+            w->reason = BACKEND_TIMEOUT;
+            signal_work(w, SIGTERM);
+            w->kill_at_ms = add_ms(now_ms, s->timeout_grace_ms);
+        }
+        if (w->kill_at_ms <= now_ms) {
+            signal_work(w, SIGKILL);
+            w->kill_at_ms = NEVER;
+        }
+        i++;
+    }
+}
+
+static size_t local_poll(struct backend *b, int64_t now_ms, struct backend_event *out, size_t max)
+{
+    struct local *s = local_of(b);
+    size_t n;
+
+    assert(out || max == 0);
+    scan(s, now_ms);
+    n = s->n_done < max ? s->n_done : max;
+    if (n > 0) {
+        memcpy(out, s->done, n * sizeof(*out));
+        memmove(s->done, s->done + n, (s->n_done - n) * sizeof(*s->done));
+        s->n_done -= n;
+    }
+    return n;
+}
+
+static int64_t local_next_event_ms(struct backend *b)
+{
+    struct local *s = local_of(b);
+    int64_t next = NEVER;
+
+    if (s->n_done > 0)
+        return 0; /* queued already: any poll has them */
+    for (size_t i = 0; i < s->n_work; i++) {
+        const struct lwork *w = s->work[i];
+        if (w->lost && w->lost_at_ms < next)
+            next = w->lost_at_ms;
+        if (w->kill_at_ms < next)
+            next = w->kill_at_ms;
+        if (!w->reason && w->deadline_ms < next)
+            next = w->deadline_ms;
+    }
+    return next;
+}
+
+static void local_free(struct backend *b)
+{
+    struct local *s;
+    if (!b)
+        return;
+    s = local_of(b);
+    for (size_t i = 0; i < s->n_work; i++)
+        work_free(s->work[i]);
+    free(s->work);
+    free(s->done);
+    free(s->log_dir);
+    free(s->cgroup_root);
+    free(s);
+}
+
+static const struct backend_ops local_ops = {
+    .name = "local",
+    .launch = local_launch,
+    .stop = local_stop,
+    .poll = local_poll,
+    .next_event_ms = local_next_event_ms,
+    .adopt = local_adopt,
+    .free = local_free,
+};
+
+/* Whether the space-separated list holds word. */
+static bool has_word(const char *list, const char *word)
+{
+    size_t len = strlen(word);
+    for (const char *p = strstr(list, word); p; p = strstr(p + 1, word)) {
+        bool starts = p == list || p[-1] == ' ';
+        bool ends = p[len] == '\0' || p[len] == ' ' || p[len] == '\n';
+        if (starts && ends)
+            return true;
+    }
+    return false;
+}
+
+/* Whether root names a cgroup v2 directory this process may make children in. */
+static bool cgroup_usable(const char *root)
+{
+    char *controllers, *procs, *subtree;
+    bool ok;
+
+    if (!root || !root[0])
+        return false;
+    controllers = xasprintf("%s/cgroup.controllers", root);
+    procs = xasprintf("%s/cgroup.procs", root);
+    subtree = xasprintf("%s/cgroup.subtree_control", root);
+    ok = access(controllers, R_OK) == 0 && access(procs, W_OK) == 0 && access(root, W_OK) == 0;
+    if (ok) {
+        /*
+         * The children need these controllers for cpu.max and memory.max.
+         * Enabling them fails where root itself holds processes (cgroup v2
+         * has no internal processes), and then limits cannot be set.
+         */
+        char enabled[256];
+        write_file(subtree, "+cpu +memory");
+        ok = read_file(subtree, enabled, sizeof(enabled)) >= 0 && has_word(enabled, "cpu") &&
+             has_word(enabled, "memory");
+    }
+    free(controllers);
+    free(procs);
+    free(subtree);
+    return ok;
+}
+
+struct backend *backend_local_new(int64_t cluster_id, const struct local_options *opt,
+                                  struct error_info *ei)
+{
+    struct local *s;
+
+    if (!opt || !opt->log_dir || !opt->log_dir[0]) {
+        errinfo_set(ei, ERR_INVALID, "log_dir", "the local backend needs a log directory");
+        return NULL;
+    }
+    if (mkdir(opt->log_dir, 0700) < 0 && errno != EEXIST) {
+        errinfo_set(ei, ERR_IO, "log_dir", "could not create log directory '%s': %s", opt->log_dir,
+                    strerror(errno));
+        return NULL;
+    }
+    s = xcalloc(1, sizeof(*s));
+    s->log_dir = xstrdup(opt->log_dir);
+    if (cgroup_usable(opt->cgroup_root))
+        s->cgroup_root = xstrdup(opt->cgroup_root);
+    if (geteuid() == 0 && opt->run_uid >= 0 && opt->run_uid < INT32_MAX) {
+        s->switch_user = true;
+        s->uid = (uid_t)opt->run_uid;
+        s->gid =
+            (gid_t)(opt->run_gid >= 0 && opt->run_gid < INT32_MAX ? opt->run_gid : opt->run_uid);
+    }
+    s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
+    s->b = (struct backend){.ops = &local_ops, .cluster_id = cluster_id, .impl = s};
+    return &s->b;
+}
+
+bool backend_local_cgroups_enabled(const struct backend *b)
+{
+    const struct local *s = b->impl;
+    assert(b->ops == &local_ops);
+    return s->cgroup_root != NULL;
+}
