@@ -194,6 +194,8 @@ int workloads_prepare_submit(struct req *r, struct row *row, struct row *ret_ear
 int workloads_submitted_event(struct req *r, const struct row *row, struct error_info *ei);
 /* POST /v1/workloads/<id>/cancel: a member of its project asks the engine to cancel it. */
 void workloads_cancel(struct req *r, int64_t id);
+/* GET /v1/workloads/<id>/logs: the workload's output (local clusters). */
+void workloads_logs(struct req *r, int64_t id);
 /* Adds a queued workload's live queue position and reason to its JSON. */
 void workloads_decorate(struct req *r, const struct row *row, json_t *j);
 /*

@@ -239,6 +239,17 @@ json_t *openapi_document(void)
         json_object_set_new(rs, "202", response("cancel accepted: queued work is cancelled, "
                                                 "running work is being stopped",
                                                 ref_to("workloads")));
+        json_t *lrs = error_responses(0);
+        json_object_set_new(lrs, "200",
+                            response("the workload's output: {log, offset, next_offset, size}",
+                                     json_pack("{s:s}", "type", "object")));
+        json_object_set_new(
+            paths, "/v1/workloads/{id}/logs",
+            json_pack("{s:[{s:s,s:s,s:b,s:{s:s}},{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s}}],s:o}",
+                      "parameters", "name", "id", "in", "path", "required", 1, "schema", "type",
+                      "integer", "name", "offset", "in", "query", "schema", "type", "integer",
+                      "name", "tail", "in", "query", "schema", "type", "integer", "get",
+                      op("read a workload's output", "logs", "workloads", lrs)));
         json_object_set_new(
             paths, "/v1/workloads/{id}/cancel",
             json_pack("{s:[{s:s,s:s,s:b,s:{s:s}}],s:o}", "parameters", "name", "id", "in", "path",

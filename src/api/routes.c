@@ -187,13 +187,19 @@ void routes_dispatch(struct req *r)
             method_not_allowed(r, fixed->method);
         return;
     }
-    if (strncmp(r->path, "/v1/workloads/", 14) == 0 && strstr(r->path, "/cancel")) {
+    if (strncmp(r->path, "/v1/workloads/", 14) == 0 && r->path[14] >= '1' &&
+        r->path[14] <= '9') {
         int64_t id;
         char tail[64];
-        if (sscanf(r->path + 14, "%" SCNd64 "%63s", &id, tail) == 2 && id > 0 &&
-            strcmp(tail, "/cancel") == 0 && r->path[14] >= '1' && r->path[14] <= '9') {
-            is(r, "POST") ? workloads_cancel(r, id) : method_not_allowed(r, "POST");
-            return;
+        if (sscanf(r->path + 14, "%" SCNd64 "%63s", &id, tail) == 2 && id > 0) {
+            if (strcmp(tail, "/cancel") == 0) {
+                is(r, "POST") ? workloads_cancel(r, id) : method_not_allowed(r, "POST");
+                return;
+            }
+            if (strcmp(tail, "/logs") == 0) {
+                is(r, "GET") ? workloads_logs(r, id) : method_not_allowed(r, "GET");
+                return;
+            }
         }
     }
     if (!split_resource_path(r->path, res, sizeof(res), &id_s) || !(def = model_find(res))) {

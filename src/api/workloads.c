@@ -9,7 +9,11 @@
  */
 #include "base/common.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "api/api-int.h"
+#include "base/parse.h"
 #include "base/timeutil.h"
 #include "engine/engine.h"
 
@@ -131,4 +135,60 @@ void workloads_decorate(struct req *r, const struct row *row, json_t *j)
         json_object_set_new(j, "reason", json_string(pending.reason));
         json_object_set_new(j, "queue_position", json_integer(pending.position));
     }
+}
+
+#define LOG_READ_MAX (1 << 20)
+#define LOG_TAIL_DEFAULT (64 << 10)
+
+/*
+ * GET /v1/workloads/<id>/logs[?offset=N|tail=N]: the workload's output as
+ * {"log": text, "offset", "next_offset", "size"}; viewers of its project may
+ * read it. With offset, the bytes from there (to follow a running workload);
+ * else the last `tail` bytes. At most 1 MiB per call.
+ */
+void workloads_logs(struct req *r, int64_t id)
+{
+    struct error_info ei = {0};
+    struct row row;
+    char path[1100];
+    const char *off_s = req_arg(r, "offset"), *tail_s = req_arg(r, "tail");
+    int64_t offset = -1, tail = LOG_TAIL_DEFAULT, size = 0;
+    char *text = NULL;
+    ssize_t got = 0;
+    struct stat st;
+    int fd = -1;
+    int rc = resource_load_visible(r, &model_workloads, id, &row, &ei);
+
+    if (rc >= 0 && off_s && parse_int64(off_s, 0, INT64_MAX, &offset) < 0)
+        rc = errinfo_set(&ei, ERR_INVALID, "offset", "offset must be a byte offset");
+    if (rc >= 0 && tail_s && parse_int64(tail_s, 0, LOG_READ_MAX, &tail) < 0)
+        rc = errinfo_set(&ei, ERR_INVALID, "tail", "tail must be 0 to %d bytes", LOG_READ_MAX);
+    if (rc < 0) {
+        req_reply_error(r, rc, &ei);
+        return;
+    }
+    if (r->api->opt.engine && engine_log_path(r->api->opt.engine, id, path, sizeof(path))) {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 && fstat(fd, &st) == 0)
+            size = (int64_t)st.st_size;
+    }
+    if (offset < 0)
+        offset = size > tail ? size - tail : 0;
+    if (offset > size)
+        offset = size;
+    {
+        int64_t want = size - offset < LOG_READ_MAX ? size - offset : LOG_READ_MAX;
+        text = arena_alloc(&r->arena, (size_t)want + 1);
+        if (fd >= 0 && want > 0)
+            got = pread(fd, text, (size_t)want, (off_t)offset);
+        if (got < 0)
+            got = 0;
+        text[got] = '\0';
+    }
+    if (fd >= 0)
+        close(fd);
+    req_reply_json(r, 200,
+                   json_pack("{s:I,s:s%,s:I,s:I,s:I}", "workload_id", (json_int_t)id, "log", text,
+                             (size_t)got, "offset", (json_int_t)offset, "next_offset",
+                             (json_int_t)(offset + got), "size", (json_int_t)size));
 }

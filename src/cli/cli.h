@@ -83,6 +83,7 @@ int cmd_run(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 int cmd_preemptions(int argc, char **argv);
 int cmd_events(int argc, char **argv);

@@ -28,6 +28,7 @@ static const struct command commands[] = {
     {"ps", cmd_ps, "list workloads (unfinished ones unless --all)"},
     {"show", cmd_show, "show a workload, its allocations and events"},
     {"cancel", cmd_cancel, "cancel workloads"},
+    {"logs", cmd_logs, "a workload's output (-f to follow)"},
     {"queue", cmd_queue, "queued work per project, in order, with reasons"},
     {"events", cmd_events, "workload events in time order"},
     {"timeline", cmd_timeline, "who held which GPU when"},

@@ -44,6 +44,11 @@ static const struct opt options[] = {
     INT("grace-s", grace_s, 0, 86400, "default preemption grace in seconds (default 30)"),
     INT("reserve-after-s", reserve_after_s, 0, 864000,
         "a queue head blocked this long gets capacity held for it (default 600)"),
+    STR("log-dir", log_dir, "local clusters: workload logs and state files (default gpuaas-logs)"),
+    STR("cgroup-root", cgroup_root,
+        "local clusters: a cgroup v2 directory to put work in with CPU and memory limits"),
+    INT("run-uid", run_uid, -1, 2147483647, "local clusters: run work as this user id"),
+    INT("run-gid", run_gid, -1, 2147483647, "local clusters: run work as this group id"),
 };
 
 void config_usage(FILE *out)
@@ -73,6 +78,8 @@ static void defaults(struct config *cfg)
     cfg->sim_speed = 1;
     cfg->grace_s = 30;
     cfg->reserve_after_s = 600;
+    snprintf(cfg->log_dir, sizeof(cfg->log_dir), "gpuaas-logs");
+    cfg->run_uid = cfg->run_gid = -1;
 }
 
 static const struct opt *find_opt(const char *key)

@@ -30,6 +30,9 @@ struct config {
     int sim_speed;          /* simulated time runs this much faster */
     int grace_s;            /* default preemption grace */
     int reserve_after_s;    /* head-of-line reservation delay */
+    char log_dir[1024];     /* local clusters: workload logs */
+    char cgroup_root[1024]; /* local clusters: cgroup v2 directory for limits */
+    int run_uid, run_gid;   /* local clusters: who work runs as (-1: the daemon's user) */
     char config_file[1024];
     bool show_help;
     bool show_version;

@@ -145,6 +145,10 @@ int main(int argc, char **argv)
     eopt.sim_speed = cfg.sim_speed;
     eopt.default_grace_ms = (int64_t)cfg.grace_s * 1000;
     eopt.reserve_after_ms = (int64_t)cfg.reserve_after_s * 1000;
+    eopt.log_dir = cfg.log_dir;
+    eopt.cgroup_root = cfg.cgroup_root[0] ? cfg.cgroup_root : NULL;
+    eopt.run_uid = cfg.run_uid;
+    eopt.run_gid = cfg.run_gid;
     if (engine_start(store, &eopt, &engine, &ei) < 0) {
         store_close(store);
         return fail("could not start the scheduler", &ei);

@@ -364,13 +364,31 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         int64_t id = model_row_id(&rows[i]);
         const char *kind = get_s(&model_clusters, &rows[i], "backend");
-        if (backend_of(e, id) || strcmp(kind, "sim") != 0)
-            continue; /* local, slurm and kubernetes backends are not built yet */
-        {
+        struct backend *b = NULL;
+        if (backend_of(e, id))
+            continue;
+        if (strcmp(kind, "sim") == 0) {
             struct sim_options so = {e->opt.sim_speed, 2000};
+            b = backend_sim_new(id, &so);
+        } else if (strcmp(kind, "local") == 0) {
+            struct local_options lo = {e->opt.log_dir ? e->opt.log_dir : "gpuaas-logs",
+                                       e->opt.cgroup_root, e->opt.run_uid, e->opt.run_gid,
+                                       e->opt.default_grace_ms};
+            struct error_info lei = {0};
+            b = backend_local_new(id, &lo, &lei);
+            if (!b)
+                log_error("could not start the local backend", "cluster",
+                          get_s(&model_clusters, &rows[i], "name"), "error", lei.message);
+            else if (!backend_local_cgroups_enabled(b))
+                log_warn("local cluster runs work without cgroup limits", "cluster",
+                         get_s(&model_clusters, &rows[i], "name"), "why",
+                         e->opt.cgroup_root ? "cgroup root not usable" : "no cgroup root set");
+        }
+        /* slurm and kubernetes backends are not built yet: their nodes take no work. */
+        if (b) {
             struct cluster_backend *cb = APPEND(e->backends, e->n_backends, e->cap_backends);
             cb->cluster_id = id;
-            cb->b = backend_sim_new(id, &so);
+            cb->b = b;
         }
     }
     if (rc >= 0)
@@ -1266,6 +1284,9 @@ void engine_options_init(struct engine_options *opt)
     opt->reserve_after_ms = 10 * 60 * 1000;
     opt->default_grace_ms = 30 * 1000;
     opt->tick_ms = 1000;
+    opt->log_dir = "gpuaas-logs";
+    opt->cgroup_root = NULL;
+    opt->run_uid = opt->run_gid = -1;
 }
 
 int engine_start(struct store *store, const struct engine_options *opt, struct engine **ret,
@@ -1519,6 +1540,14 @@ size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max
     }
     pthread_mutex_unlock(&e->lock);
     return n;
+}
+
+bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, size_t size)
+{
+    const char *dir = e->opt.log_dir;
+    if (!dir || !*dir)
+        return false;
+    return snprintf(out, size, "%s/%" PRId64 ".log", dir, workload_id) < (int)size;
 }
 
 void engine_sync(struct engine *e)

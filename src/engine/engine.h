@@ -31,6 +31,9 @@ struct engine_options {
     int64_t reserve_after_ms; /* head-of-line reservation delay */
     int64_t default_grace_ms; /* preemption grace when a workload gives none */
     int64_t tick_ms;          /* longest sleep between passes */
+    const char *log_dir;      /* local clusters: workload logs and state files */
+    const char *cgroup_root;  /* local clusters: cgroup v2 directory for limits, NULL for none */
+    int64_t run_uid, run_gid; /* local clusters: who work runs as; < 0: the daemon's user */
 };
 
 void engine_options_init(struct engine_options *opt);
@@ -73,6 +76,9 @@ struct engine_capacity {
 };
 /* Fills up to max entries, one per class; returns how many. */
 size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max);
+
+/* Where a workload's log file would be (local clusters); false when logs are not kept. */
+bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, size_t size);
 
 /* Runs passes until the engine is idle (tests, benchmarks). */
 void engine_sync(struct engine *e);

@@ -460,12 +460,12 @@ static void call(struct fixture *f, const char *path_tmpl, const char *method, j
         snprintf(url, sizeof(url), "/v1/%s/%" PRId64, res, id);
     } else if (known && item) {
         snprintf(url, sizeof(url), "/v1/%s/%" PRId64, res, get_id(f, res));
-    } else if (strcmp(path_tmpl, "/v1/workloads/{id}/cancel") == 0) {
-        /* cancel a fresh queued workload: the fixture one is needed elsewhere */
+    } else if (strncmp(path_tmpl, "/v1/workloads/{id}/", 19) == 0) {
+        /* a workload action on a fresh queued workload: the fixture one is needed elsewhere */
         char *fresh = create_body(f, "workloads", 700 + n);
         int64_t id = testsrv_create(f->srv, f->tok, "workloads", "%s", fresh);
         free(fresh);
-        snprintf(url, sizeof(url), "/v1/workloads/%" PRId64 "/cancel", id);
+        snprintf(url, sizeof(url), "/v1/workloads/%" PRId64 "/%s", id, path_tmpl + 19);
     } else {
         snprintf(url, sizeof(url), "%s", path_tmpl);
     }
@@ -556,9 +556,9 @@ static void test_undocumented_methods_405(void **state)
 
         if (known && is_item)
             snprintf(url, sizeof(url), "/v1/%s/%" PRId64, res, get_id(f, res));
-        else if (strcmp(path, "/v1/workloads/{id}/cancel") == 0)
-            snprintf(url, sizeof(url), "/v1/workloads/%" PRId64 "/cancel",
-                     get_id(f, "workloads"));
+        else if (strncmp(path, "/v1/workloads/{id}/", 19) == 0)
+            snprintf(url, sizeof(url), "/v1/workloads/%" PRId64 "/%s", get_id(f, "workloads"),
+                     path + 19);
         else
             snprintf(url, sizeof(url), "%s", path);
         for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {

@@ -105,3 +105,18 @@ expect_eq() { # actual expected what
 expect_contains() { # haystack needle what
   case "$1" in *"$2"*) ;; *) fail "$3: expected to contain '$2', got '$1'" ;; esac
 }
+
+# state_of ID: the workload's state.
+state_of() {
+  api GET "/v1/workloads/$1" "$ADMIN_TOKEN"
+  jq -r .state <<<"$BODY"
+}
+
+# wait_state ID STATE [seconds]: waits until the workload is in STATE.
+wait_state() {
+  local deadline=$((SECONDS + ${3:-20}))
+  while [ "$(state_of "$1")" != "$2" ]; do
+    [ $SECONDS -lt $deadline ] || fail "workload $1 not $2 in time (is $(state_of "$1"): $BODY)"
+    sleep 0.1
+  done
+}

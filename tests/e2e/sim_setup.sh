@@ -42,18 +42,3 @@ submit() {
   [ "$HTTP_STATUS" = 201 ] || fail "submit: $HTTP_STATUS $BODY"
   jq -r .id <<<"$BODY"
 }
-
-# state_of ID: the workload's state.
-state_of() {
-  api GET "/v1/workloads/$1" "$ADMIN_TOKEN"
-  jq -r .state <<<"$BODY"
-}
-
-# wait_state ID STATE [seconds]: waits until the workload is in STATE.
-wait_state() {
-  local deadline=$((SECONDS + ${3:-20}))
-  while [ "$(state_of "$1")" != "$2" ]; do
-    [ $SECONDS -lt $deadline ] || fail "workload $1 not $2 in time (is $(state_of "$1"): $BODY)"
-    sleep 0.1
-  done
-}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cmd_logs.c: `gpuaas logs ID [-f] [--tail BYTES]` (GET /v1/workloads/{id}/logs):
+ * a workload's output; with -f, keeps printing what it writes until it has
+ * ended.
+ */
+#include "base/common.h"
+
+#include "base/alloc.h"
+#include "base/parse.h"
+#include "cli/cli.h"
+#include "cli/client.h"
+
+#define LOGS_POLL_US 1000000
+
+static void logs_help(void)
+{
+    printf("usage: gpuaas logs ID [-f|--follow] [--tail BYTES]\n\n"
+           "Prints a workload's output (stdout and stderr), the last 64 KiB unless --tail\n"
+           "says otherwise. With -f, keeps printing new output until the workload has ended.\n");
+}
+
+/* Whether the workload may still write: queued, running or stopping. */
+static int still_going(struct client *c, int64_t id, bool *ret)
+{
+    char *path = xasprintf("/v1/workloads/%" PRId64, id);
+    json_t *w = NULL;
+    const char *state;
+    int rc = client_request(c, "GET", path, NULL, &w);
+
+    free(path);
+    if (rc < 0)
+        return rc;
+    state = json_string_value(json_object_get(w, "state"));
+    *ret = state && (strcmp(state, "queued") == 0 || strcmp(state, "running") == 0 ||
+                     strcmp(state, "preempting") == 0);
+    json_decref(w);
+    return 0;
+}
+
+int cmd_logs(int argc, char **argv)
+{
+    struct client c;
+    int64_t id = 0, tail = -1, offset = -1;
+    bool follow = false, last = false;
+    int i = 1, rc;
+
+    memset(&c, 0, sizeof(c));
+    while (i < argc) {
+        if (cli_is_help(argv[i])) {
+            logs_help();
+            return CLI_OK;
+        }
+        rc = cli_take_global_flag("logs", argc, argv, &i);
+        if (rc == 1)
+            continue;
+        if (rc != 0)
+            return rc;
+        if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--follow") == 0) {
+            follow = true;
+        } else if (strcmp(argv[i], "--tail") == 0) {
+            if (i + 1 >= argc || parse_int64(argv[i + 1], 0, 1 << 20, &tail) < 0)
+                return cli_usage_error("logs", "--tail needs a number of bytes up to 1048576");
+            i++;
+        } else if (argv[i][0] == '-' || id != 0) {
+            return cli_usage_error("logs", "unexpected argument '%s'", argv[i]);
+        } else if (parse_int64(argv[i], 1, INT64_MAX, &id) < 0) {
+            return cli_usage_error("logs", "'%s' is not a workload id", argv[i]);
+        }
+        i++;
+    }
+    if (id == 0)
+        return cli_usage_error("logs", "'logs' needs a workload id; 'gpuaas ps' lists them");
+    if (client_open(&c) < 0) {
+        rc = client_report(&c);
+        client_release(&c);
+        return rc;
+    }
+    for (;;) {
+        char *path = offset >= 0 ? xasprintf("/v1/workloads/%" PRId64 "/logs?offset=%" PRId64, id,
+                                             offset)
+                     : tail >= 0 ? xasprintf("/v1/workloads/%" PRId64 "/logs?tail=%" PRId64, id,
+                                             tail)
+                                 : xasprintf("/v1/workloads/%" PRId64 "/logs", id);
+        json_t *j = NULL;
+        bool going = false;
+        rc = client_request(&c, "GET", path, NULL, &j);
+        free(path);
+        if (rc < 0)
+            break;
+        if (cli_opts.output == CLI_OUTPUT_JSON && !follow) {
+            char *text = json_dumps(j, JSON_INDENT(2));
+            printf("%s\n", text ? text : "{}");
+            free(text);
+        } else {
+            const char *log = json_string_value(json_object_get(j, "log"));
+            size_t len = json_string_length(json_object_get(j, "log"));
+            if (log && len)
+                fwrite(log, 1, len, stdout);
+            fflush(stdout);
+        }
+        offset = json_integer_value(json_object_get(j, "next_offset"));
+        json_decref(j);
+        if (!follow || last)
+            break;
+        rc = still_going(&c, id, &going);
+        if (rc < 0)
+            break;
+        /* Ended: one more read for what it wrote since the last one. */
+        if (!going)
+            last = true;
+        else
+            usleep(LOGS_POLL_US);
+    }
+    if (rc < 0)
+        rc = client_report(&c);
+    else
+        rc = CLI_OK;
+    client_release(&c);
+    return rc;
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The local backend end to end: a cluster of this machine with two declared
+# GPUs (the test machine has none); work really runs as processes that see
+# exactly their devices, writes logs readable through the CLI, reports its
+# exit code, and is stopped with a grace period when cancelled.
+. "$(dirname "$0")/lib.sh"
+
+start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s 1
+g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
+"${g[@]}" cluster create here --backend local >/dev/null
+"${g[@]}" gpu-class create h100 >/dev/null
+"${g[@]}" node create this-host --cluster here >/dev/null
+"${g[@]}" gpu create --node this-host --index 0 --gpu-class h100 --uuid GPU-aaaa >/dev/null
+"${g[@]}" gpu create --node this-host --index 1 --gpu-class h100 --uuid GPU-bbbb >/dev/null
+"${g[@]}" flavor create h100.1x --gpu-class h100 --gpu-milli 1000 >/dev/null
+"${g[@]}" flavor create h100.2x --gpu-class h100 --gpu-milli 2000 >/dev/null
+"${g[@]}" org create acme >/dev/null
+"${g[@]}" project create ml --org acme >/dev/null
+"${g[@]}" quota create --project ml --gpu-class h100 --limit-milli 2000 >/dev/null
+
+w=$("${g[@]}" -o json run --project ml --flavor h100.2x -- sh -c \
+  'echo "devices=$CUDA_VISIBLE_DEVICES nvidia=$NVIDIA_VISIBLE_DEVICES"; echo oops >&2; exit 3' | jq -r .id)
+wait_state "$w" failed 10
+api GET "/v1/workloads/$w" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .exit_code <<<"$BODY")" 3 "exit code"
+logs=$("${g[@]}" logs "$w")
+expect_contains "$logs" "devices=GPU-aaaa,GPU-bbbb nvidia=GPU-aaaa,GPU-bbbb" "the process saw its devices"
+expect_contains "$logs" "oops" "stderr captured"
+
+ok=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c 'echo hello; exit 0' | jq -r .id)
+wait_state "$ok" succeeded 10
+expect_eq "$("${g[@]}" logs "$ok" -f)" hello "logs -f of finished work"
+
+# Cancelling running work: TERM to its process group, then KILL after the 1 s grace for
+# whatever ignores TERM (here the inner shell and its sleep).
+stuck=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "trap '' TERM; echo started; sleep 60" | jq -r .id)
+wait_state "$stuck" running 10
+sleep 0.5
+"${g[@]}" cancel "$stuck" >/dev/null
+wait_state "$stuck" cancelled 10
+api GET "/v1/workloads/$stuck" "$ADMIN_TOKEN"
+[ "$(jq -r .exit_code <<<"$BODY")" -lt 0 ] || fail "cancelled work should end by a signal: $BODY"
+sleep 1.5
+pgrep -f "sleep 60" >/dev/null && fail "a process of the cancelled work is still running"
+stop_daemon
+echo "local: ok"
