@@ -19,10 +19,10 @@ int64_t meter_days_from_civil(int64_t year, int month, int day)
 {
     int64_t y = year - (month <= 2);
     int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;                                        /* [0, 399] */
-    int64_t mp = month > 2 ? month - 3 : month + 9;                     /* March = 0 */
-    int64_t doy = (153 * mp + 2) / 5 + day - 1;                         /* [0, 365] */
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;                /* [0, 146096] */
+    int64_t yoe = y - era * 400;                         /* [0, 399] */
+    int64_t mp = month > 2 ? month - 3 : month + 9;      /* March = 0 */
+    int64_t doy = (153 * mp + 2) / 5 + day - 1;          /* [0, 365] */
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy; /* [0, 146096] */
     return era * 146097 + doe - 719468;
 }
 
@@ -30,10 +30,10 @@ void meter_civil_from_days(int64_t days, int64_t *ret_year, int *ret_month, int 
 {
     int64_t z = days + 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;                                     /* [0, 146096] */
+    int64_t doe = z - era * 146097;                                      /* [0, 146096] */
     int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);              /* [0, 365] */
-    int64_t mp = (5 * doy + 2) / 153;                                   /* [0, 11] */
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* [0, 365] */
+    int64_t mp = (5 * doy + 2) / 153;                                    /* [0, 11] */
     int d = (int)(doy - (153 * mp + 2) / 5 + 1);
     int m = (int)(mp < 10 ? mp + 3 : mp - 9);
     *ret_year = yoe + era * 400 + (m <= 2);
@@ -58,7 +58,8 @@ int meter_period_of(const struct meter_period_rule *rule, int64_t t_ms, int64_t 
         int m, d;
         meter_civil_from_days(day, &y, &m, &d);
         int64_t start = meter_days_from_civil(y, m, 1);
-        int64_t end = m == 12 ? meter_days_from_civil(y + 1, 1, 1) : meter_days_from_civil(y, m + 1, 1);
+        int64_t end =
+            m == 12 ? meter_days_from_civil(y + 1, 1, 1) : meter_days_from_civil(y, m + 1, 1);
         *ret_start = start * MS_PER_DAY;
         *ret_end = end * MS_PER_DAY;
         return 0;

@@ -13,7 +13,8 @@ typedef unsigned __int128 meter_u128;
 /*
  * Rounds q * p / d to a multiple of step, half-even (ties go to the even
  * multiple), exactly: q is split as a * d + b so that no product exceeds
- * 128 bits (b < d <= 2^52, p < 2^64). d >= 1, step >= 1, step * d < 2^127.
+ * 128 bits. Needs d >= 1, step >= 1, d * p < 2^128 and step * d < 2^126
+ * (rating: d = 3.6e15, p <= 1e19, step <= 1e6).
  * Returns 0 with *ret set, or ERR_TOO_LARGE when the result exceeds INT64_MAX.
  */
 int meter_round_mul_div(meter_u128 q, uint64_t p, uint64_t d, uint64_t step, int64_t *ret);

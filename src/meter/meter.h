@@ -99,8 +99,8 @@ struct meter_price {
     int64_t flavor_id;
     char currency[4];
     int32_t minor_digits;
-    int64_t price_per_hour_micro;           /* per GPU-hour, 0..METER_MAX_PRICE_MICRO */
-    int64_t mult_ppm[METER_N_CLASSES];      /* 1,000,000 = 1.0; 0..METER_MAX_MULT_PPM */
+    int64_t price_per_hour_micro;      /* per GPU-hour, 0..METER_MAX_PRICE_MICRO */
+    int64_t mult_ppm[METER_N_CLASSES]; /* 1,000,000 = 1.0; 0..METER_MAX_MULT_PPM */
     int64_t effective_from_ms;
 };
 
@@ -151,11 +151,11 @@ struct meter_line {
     int32_t cls;
     int64_t price_id;
     int64_t usage_ms;
-    int64_t seconds;                  /* usage_ms / 1000, rounded half-even */
-    int64_t gpu_milli_hours;          /* milli-GPU-hours, rounded half-even */
-    int64_t unit_price_micro;         /* list price per GPU-hour */
-    int64_t mult_ppm;                 /* the class multiplier applied */
-    int64_t amount_micro;             /* a multiple of the minor unit */
+    int64_t seconds;          /* usage_ms / 1000, rounded half-even */
+    int64_t gpu_milli_hours;  /* milli-GPU-hours, rounded half-even */
+    int64_t unit_price_micro; /* list price per GPU-hour */
+    int64_t mult_ppm;         /* the class multiplier applied */
+    int64_t amount_micro;     /* a multiple of the minor unit */
 };
 
 /* One organization's invoice for one period in one currency. */
@@ -166,9 +166,9 @@ struct meter_invoice {
     int32_t minor_digits;
     const struct meter_line *lines; /* owned by the meter_invoices */
     size_t n_lines;
-    int64_t total_micro;             /* sum of line amounts */
-    int64_t total_gpu_milli_hours;   /* sum of line figures */
-    int64_t total_seconds;           /* sum of line figures */
+    int64_t total_micro;           /* sum of line amounts */
+    int64_t total_gpu_milli_hours; /* sum of line figures */
+    int64_t total_seconds;         /* sum of line figures */
 };
 
 /* Invoices sorted by (org, period start, currency); lines by (project, flavor, class, price). */
@@ -229,12 +229,12 @@ enum meter_budget_kind { METER_BUDGET_GPU_HOURS = 0, METER_BUDGET_MONEY = 1 };
 /* A budget for one project or organization in one period; a limit <= 0 is none. */
 struct meter_budget {
     int64_t id;
-    int32_t scope;     /* enum meter_scope */
-    int64_t scope_id;  /* project or organization id */
+    int32_t scope;    /* enum meter_scope */
+    int64_t scope_id; /* project or organization id */
     int64_t period_start_ms;
     int64_t gpu_milli_hours_limit;
     int64_t money_limit_micro;
-    char currency[4];  /* of money_limit_micro */
+    char currency[4]; /* of money_limit_micro */
 };
 
 /* Rated usage of a budget's scope in its period. */
@@ -298,25 +298,25 @@ struct meter_showback_row {
     int64_t project_id;
     int64_t org_id;
     int64_t allocated_milli_ms;
-    int64_t busy_milli_ms;   /* -1 when no allocation of the row was measured */
-    int64_t cost_micro;      /* allocated x cost, rounded half-even to micro */
-    int64_t efficiency_ppm;  /* busy / allocated, -1 when unknown */
+    int64_t busy_milli_ms;  /* -1 when no allocation of the row was measured */
+    int64_t cost_micro;     /* allocated x cost, rounded half-even to micro */
+    int64_t efficiency_ppm; /* busy / allocated, -1 when unknown */
 };
 
 struct meter_showback_pool {
     int64_t pool_id;
     int64_t capacity_milli_ms;
     int64_t allocated_milli_ms;
-    int64_t used_micro;  /* sum of the pool's rows */
-    int64_t idle_micro;  /* unallocated capacity x cost, rounded half-even */
-    int64_t total_micro; /* used + idle */
+    int64_t used_micro;     /* sum of the pool's rows */
+    int64_t idle_micro;     /* unallocated capacity x cost, rounded half-even */
+    int64_t total_micro;    /* used + idle */
     int64_t efficiency_ppm; /* over the measured rows; -1 when none */
 };
 
 struct meter_showback {
     struct meter_showback_pool *pools; /* in the order given */
     size_t n_pools;
-    struct meter_showback_row *rows;   /* sorted by (pool, project) */
+    struct meter_showback_row *rows; /* sorted by (pool, project) */
     size_t n_rows;
 };
 
@@ -330,7 +330,7 @@ void meter_showback_release(struct meter_showback *s);
  * more allocated than a pool holds) or ERR_TOO_LARGE; ret is empty then.
  */
 int meter_showback_compute(const struct meter_pool *pools, size_t n_pools,
-                           const struct meter_pool_alloc *allocs, size_t n_allocs,
-                           int64_t from_ms, int64_t to_ms, struct meter_showback *ret);
+                           const struct meter_pool_alloc *allocs, size_t n_allocs, int64_t from_ms,
+                           int64_t to_ms, struct meter_showback *ret);
 
 #endif

@@ -24,7 +24,7 @@ struct flavor_range {
 
 struct acc {
     meter_u128 milli_ms; /* sum of replicas x gpu_milli x ms */
-    int64_t org_id;       /* 0: empty slot */
+    int64_t org_id;      /* 0: empty slot */
     int64_t period_start;
     int64_t period_end;
     int64_t project_id;
@@ -48,7 +48,7 @@ int meter_round_mul_div(meter_u128 q, uint64_t p, uint64_t d, uint64_t step, int
     meter_u128 a = q / d, b = q % d;
     if (p != 0 && a > ~(meter_u128)0 / p)
         return ERR_TOO_LARGE;
-    meter_u128 bp = b * p; /* b < d < 2^64, but callers keep d <= 2^52: no overflow */
+    meter_u128 bp = b * p; /* b < d and d * p < 2^128: no overflow */
     meter_u128 whole = a * p + bp / d, rem = bp % d;
     meter_u128 quot = whole / step, m = whole % step;
     meter_u128 twice = 2 * (m * d + rem), unit = (meter_u128)step * d;
@@ -102,7 +102,8 @@ static int check_prices(struct meter_price *p, size_t n, struct error_info *ei)
 {
     for (size_t i = 0; i < n; i++) {
         if (p[i].id <= 0)
-            return errinfo_set(ei, ERR_INVALID, "id", "price id %" PRId64 " is not positive", p[i].id);
+            return errinfo_set(ei, ERR_INVALID, "id", "price id %" PRId64 " is not positive",
+                               p[i].id);
         if (!currency_ok(p[i].currency))
             return errinfo_set(ei, ERR_INVALID, "currency",
                                "price %" PRId64 ": currency is not three capital letters", p[i].id);
@@ -130,11 +131,13 @@ static int check_prices(struct meter_price *p, size_t n, struct error_info *ei)
     int rc = 0;
     for (size_t i = 1; i < n && rc == 0; i++)
         if (by_id[i]->id == by_id[i - 1]->id)
-            rc = errinfo_set(ei, ERR_INVALID, "id", "price id %" PRId64 " is used twice", by_id[i]->id);
+            rc = errinfo_set(ei, ERR_INVALID, "id", "price id %" PRId64 " is used twice",
+                             by_id[i]->id);
     free(by_id);
     for (size_t i = 0; i < n && rc == 0; i++)
         for (size_t j = i + 1; j < n && rc == 0; j++)
-            if (memcmp(p[i].currency, p[j].currency, 4) == 0 && p[i].minor_digits != p[j].minor_digits)
+            if (memcmp(p[i].currency, p[j].currency, 4) == 0 &&
+                p[i].minor_digits != p[j].minor_digits)
                 rc = errinfo_set(ei, ERR_INVALID, "minor_digits",
                                  "currency '%s' has two numbers of minor digits", p[i].currency);
     return rc;
@@ -223,7 +226,8 @@ static void grow(struct meter_rater *r)
         struct acc *a = &r->slots[i];
         if (!a->org_id)
             continue;
-        size_t j = acc_hash(a->org_id, a->period_start, a->project_id, a->price_idx, a->cls) & (ncap - 1);
+        size_t j =
+            acc_hash(a->org_id, a->period_start, a->project_id, a->price_idx, a->cls) & (ncap - 1);
         while (ns[j].org_id)
             j = (j + 1) & (ncap - 1);
         ns[j] = *a;
@@ -287,7 +291,7 @@ int meter_rate(struct meter_rater *r, const struct meter_record *rec)
     while (t < rec->ended_ms) {
         if (t >= pe && meter_period_of(&r->rule, t, &ps, &pe) < 0)
             return ERR_INTERNAL; /* cannot happen: both ends were checked */
-        int64_t end = rec->ended_ms < pe ? rec->ended_ms : pe - 1;
+        int64_t end = rec->ended_ms < pe ? rec->ended_ms : pe;
         if (pi + 1 < pend && r->prices[pi + 1].effective_from_ms < end)
             end = r->prices[pi + 1].effective_from_ms;
         add_piece(r, rec, ps, pe, pi, end - t, milli);
@@ -336,10 +340,10 @@ struct sort_ctx_entry {
 static int cmp_entry(const void *x, const void *y)
 {
     const struct sort_ctx_entry *e = x, *f = y;
-#define CMP_(u, v)                   \
-    do {                             \
-        if ((u) != (v))              \
-            return (u) < (v) ? -1 : 1; \
+#define CMP_(u, v)                                                                                 \
+    do {                                                                                           \
+        if ((u) != (v))                                                                            \
+            return (u) < (v) ? -1 : 1;                                                             \
     } while (0)
     CMP_(e->a->org_id, f->a->org_id);
     CMP_(e->a->period_start, f->a->period_start);
@@ -377,7 +381,8 @@ static int line_of(const struct acc *a, const struct meter_price *p, struct mete
     int rc = meter_round_mul_div(a->milli_ms, pm, AMOUNT_DEN, pow10_u64(6 - p->minor_digits),
                                  &l.amount_micro);
     if (rc == 0)
-        rc = meter_round_mul_div(a->milli_ms, 1, (uint64_t)METER_MS_PER_HOUR, 1, &l.gpu_milli_hours);
+        rc =
+            meter_round_mul_div(a->milli_ms, 1, (uint64_t)METER_MS_PER_HOUR, 1, &l.gpu_milli_hours);
     if (rc == 0)
         rc = meter_round_mul_div((meter_u128)(uint64_t)a->usage_ms, 1, 1000, 1, &l.seconds);
     if (rc == 0)

@@ -31,7 +31,7 @@ void meter_showback_release(struct meter_showback *s)
 }
 
 struct piece {
-    size_t pool;      /* index into pools */
+    size_t pool; /* index into pools */
     int64_t pool_id, project_id, org_id;
     int64_t milli_ms; /* clipped */
     int64_t busy;     /* -1: not measured */
@@ -57,8 +57,7 @@ static int efficiency(int64_t busy, int64_t measured, int64_t *ret)
 
 static int compute(const struct meter_pool *pools, size_t n_pools,
                    const struct meter_pool_alloc *allocs, size_t n_allocs, int64_t from_ms,
-                   int64_t to_ms, struct meter_showback *out, struct piece *ps,
-                   int64_t *measured)
+                   int64_t to_ms, struct meter_showback *out, struct piece *ps, int64_t *measured)
 {
     if (to_ms <= from_ms)
         return ERR_INVALID;
@@ -94,18 +93,21 @@ static int compute(const struct meter_pool *pools, size_t n_pools,
             return ERR_TOO_LARGE;
         if (a->busy_milli_ms > mm)
             return ERR_INVALID;
-        ps[n++] = (struct piece){p, a->pool_id, a->project_id, a->org_id, (int64_t)mm,
-                                 a->busy_milli_ms < 0 ? -1 : a->busy_milli_ms};
+        ps[n++] =
+            (struct piece){p,         a->pool_id,  a->project_id,
+                           a->org_id, (int64_t)mm, a->busy_milli_ms < 0 ? -1 : a->busy_milli_ms};
     }
     qsort(ps, n, sizeof(*ps), cmp_piece);
     for (size_t i = 0; i < n;) {
-        struct meter_showback_row row = {ps[i].pool_id, ps[i].project_id, ps[i].org_id, 0, -1, 0, -1};
+        struct meter_showback_row row = {
+            ps[i].pool_id, ps[i].project_id, ps[i].org_id, 0, -1, 0, -1};
         int64_t row_measured = 0;
         size_t p = ps[i].pool;
         for (; i < n && ps[i].pool_id == row.pool_id && ps[i].project_id == row.project_id; i++) {
             if (ps[i].org_id != row.org_id)
                 return ERR_INVALID; /* one project, two organizations */
-            if (__builtin_add_overflow(row.allocated_milli_ms, ps[i].milli_ms, &row.allocated_milli_ms))
+            if (__builtin_add_overflow(row.allocated_milli_ms, ps[i].milli_ms,
+                                       &row.allocated_milli_ms))
                 return ERR_TOO_LARGE;
             if (ps[i].busy >= 0) {
                 row.busy_milli_ms = (row.busy_milli_ms < 0 ? 0 : row.busy_milli_ms) + ps[i].busy;
@@ -146,8 +148,8 @@ static int compute(const struct meter_pool *pools, size_t n_pools,
 }
 
 int meter_showback_compute(const struct meter_pool *pools, size_t n_pools,
-                           const struct meter_pool_alloc *allocs, size_t n_allocs,
-                           int64_t from_ms, int64_t to_ms, struct meter_showback *ret)
+                           const struct meter_pool_alloc *allocs, size_t n_allocs, int64_t from_ms,
+                           int64_t to_ms, struct meter_showback *ret)
 {
     meter_showback_release(ret);
     struct meter_showback out = {0};

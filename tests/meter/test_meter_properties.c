@@ -85,7 +85,8 @@ static void ref_add(struct ref *r, const struct meter_record *rec, int64_t perio
         i++;
     if (i == r->n) {
         assert_true(r->n < MAX_REF);
-        r->l[r->n++] = (struct ref_line){rec->org_id, period, rec->project_id, price_id, rec->cls, 0, 0};
+        r->l[r->n++] =
+            (struct ref_line){rec->org_id, period, rec->project_id, price_id, rec->cls, 0, 0};
     }
     r->l[i].usage_ms += ms;
     r->l[i].milli_ms += (u128)ms * (uint64_t)((int64_t)rec->replicas * rec->gpu_milli);
@@ -157,7 +158,8 @@ static void check_seed(uint64_t seed, struct ref *ref)
             memcpy(p->currency, jpy ? "JPY" : "EUR", 4);
             bool dup = false;
             for (size_t i = 0; i < np; i++)
-                dup |= prices[i].flavor_id == f && prices[i].effective_from_ms == p->effective_from_ms;
+                dup |=
+                    prices[i].flavor_id == f && prices[i].effective_from_ms == p->effective_from_ms;
             if (!dup)
                 np++;
         }
@@ -221,11 +223,12 @@ static void check_seed(uint64_t seed, struct ref *ref)
             lines_ms += l->usage_ms;
             if (j > 0) {
                 const struct meter_line *k = &v->lines[j - 1];
-                assert_true(k->project_id < l->project_id ||
-                            (k->project_id == l->project_id &&
-                             (k->flavor_id < l->flavor_id ||
-                              (k->flavor_id == l->flavor_id &&
-                               (k->cls < l->cls || (k->cls == l->cls && k->price_id < l->price_id))))));
+                assert_true(
+                    k->project_id < l->project_id ||
+                    (k->project_id == l->project_id &&
+                     (k->flavor_id < l->flavor_id ||
+                      (k->flavor_id == l->flavor_id &&
+                       (k->cls < l->cls || (k->cls == l->cls && k->price_id < l->price_id))))));
             }
             /* The same line in the reference. */
             const struct ref_line *rl = NULL;
@@ -245,7 +248,8 @@ static void check_seed(uint64_t seed, struct ref *ref)
             assert_int_equal(l->gpu_milli_hours, ref_round(rl->milli_ms, 3600000));
             assert_int_equal(l->seconds, ref_round((u128)rl->usage_ms, 1000));
             uint64_t step = p->minor_digits == 2 ? 10000 : 1000000;
-            u128 num = rl->milli_ms * (uint64_t)p->price_per_hour_micro * (uint64_t)p->mult_ppm[l->cls];
+            u128 num =
+                rl->milli_ms * (uint64_t)p->price_per_hour_micro * (uint64_t)p->mult_ppm[l->cls];
             u128 den = (u128)3600000 * 1000 * 1000000 * step;
             assert_int_equal(l->amount_micro, ref_round(num, den) * (int64_t)step);
             /* The line lies in one month: the invoice's. */
@@ -259,10 +263,9 @@ static void check_seed(uint64_t seed, struct ref *ref)
         if (i > 0) {
             const struct meter_invoice *u = &inv.items[i - 1];
             assert_true(u->org_id < v->org_id ||
-                        (u->org_id == v->org_id &&
-                         (u->period_start_ms < v->period_start_ms ||
-                          (u->period_start_ms == v->period_start_ms &&
-                           memcmp(u->currency, v->currency, 4) < 0))));
+                        (u->org_id == v->org_id && (u->period_start_ms < v->period_start_ms ||
+                                                    (u->period_start_ms == v->period_start_ms &&
+                                                     memcmp(u->currency, v->currency, 4) < 0))));
         }
     }
     assert_int_equal(lines_ms, sum_ms);

@@ -28,8 +28,11 @@ static int64_t at(int64_t y, int m, int d)
 static struct meter_price price(int64_t id, int64_t flavor, const char *cur, int digits,
                                 int64_t per_hour, int64_t from)
 {
-    struct meter_price p = {.id = id, .flavor_id = flavor, .minor_digits = digits,
-                            .price_per_hour_micro = per_hour, .mult_ppm = {1000000, 600000},
+    struct meter_price p = {.id = id,
+                            .flavor_id = flavor,
+                            .minor_digits = digits,
+                            .price_per_hour_micro = per_hour,
+                            .mult_ppm = {1000000, 600000},
                             .effective_from_ms = from};
     memcpy(p.currency, cur, 4);
     return p;
@@ -37,9 +40,15 @@ static struct meter_price price(int64_t id, int64_t flavor, const char *cur, int
 
 static struct meter_record rec(int64_t id, int cls, int32_t milli, int64_t from, int64_t to)
 {
-    return (struct meter_record){.id = id, .org_id = 7, .project_id = 70, .flavor_id = 1,
-                                 .cls = cls, .replicas = 1, .gpu_milli = milli,
-                                 .started_ms = from, .ended_ms = to};
+    return (struct meter_record){.id = id,
+                                 .org_id = 7,
+                                 .project_id = 70,
+                                 .flavor_id = 1,
+                                 .cls = cls,
+                                 .replicas = 1,
+                                 .gpu_milli = milli,
+                                 .started_ms = from,
+                                 .ended_ms = to};
 }
 
 /* Rates the records with one price list and builds the invoices. */
@@ -183,15 +192,15 @@ static void test_rounding_half_even(void **st)
 {
     (void)st;
     /* Exact amounts are per_hour / 2 micro; one cent is 10,000 micro. */
-    assert_int_equal(half_hour_amount(10000, "EUR", 2), 0);       /* 0.5 cent -> 0 (even) */
-    assert_int_equal(half_hour_amount(30000, "EUR", 2), 20000);   /* 1.5 -> 2 */
-    assert_int_equal(half_hour_amount(50000, "EUR", 2), 20000);   /* 2.5 -> 2 */
-    assert_int_equal(half_hour_amount(70000, "EUR", 2), 40000);   /* 3.5 -> 4 */
-    assert_int_equal(half_hour_amount(50002, "EUR", 2), 30000);   /* 2.5001 -> 3 */
-    assert_int_equal(half_hour_amount(49998, "EUR", 2), 20000);   /* 2.4999 -> 2 */
+    assert_int_equal(half_hour_amount(10000, "EUR", 2), 0);     /* 0.5 cent -> 0 (even) */
+    assert_int_equal(half_hour_amount(30000, "EUR", 2), 20000); /* 1.5 -> 2 */
+    assert_int_equal(half_hour_amount(50000, "EUR", 2), 20000); /* 2.5 -> 2 */
+    assert_int_equal(half_hour_amount(70000, "EUR", 2), 40000); /* 3.5 -> 4 */
+    assert_int_equal(half_hour_amount(50002, "EUR", 2), 30000); /* 2.5001 -> 3 */
+    assert_int_equal(half_hour_amount(49998, "EUR", 2), 20000); /* 2.4999 -> 2 */
     /* Below one micro-unit still counts: 5000.5 micro is above half a cent. */
     assert_int_equal(half_hour_amount(10001, "EUR", 2), 10000);
-    assert_int_equal(half_hour_amount(9999, "EUR", 2), 0);        /* 4999.5 micro */
+    assert_int_equal(half_hour_amount(9999, "EUR", 2), 0); /* 4999.5 micro */
     /* JPY has no minor unit: 0.5 yen -> 0, 1.5 -> 2, 2.5 -> 2. */
     assert_int_equal(half_hour_amount(1000000, "JPY", 0), 0);
     assert_int_equal(half_hour_amount(3000000, "JPY", 0), 2000000);
@@ -200,7 +209,8 @@ static void test_rounding_half_even(void **st)
     struct meter_price p = price(1, 1, "EUR", 2, 10000, 0);
     struct meter_record r[3];
     for (int i = 0; i < 3; i++)
-        r[i] = rec(i + 1, METER_OWNED, 1000, at(2026, 5, 1) + i * HOUR, at(2026, 5, 1) + i * HOUR + HOUR / 2);
+        r[i] = rec(i + 1, METER_OWNED, 1000, at(2026, 5, 1) + i * HOUR,
+                   at(2026, 5, 1) + i * HOUR + HOUR / 2);
     struct meter_invoices inv;
     rate_all(&p, 1, r, 3, &inv);
     assert_int_equal(inv.items[0].n_lines, 1);
@@ -277,12 +287,12 @@ static void test_format_and_text(void **st)
     struct buf b;
     buf_init(&b, 1 << 16);
     assert_int_equal(meter_invoice_write(&inv.items[0], &b), 0);
-    assert_string_equal(b.data,
-                        "invoice org=7 period=2026-01-01T00:00:00.000Z/2026-02-01T00:00:00.000Z "
-                        "currency=EUR digits=2 lines=1\n"
-                        "line project=70 flavor=1 class=owned price=1 usage_ms=3600000 seconds=3600 "
-                        "gpu_milli_hours=500 unit_price=3.600000 mult_ppm=1000000 amount=1.80\n"
-                        "total seconds=3600 gpu_milli_hours=500 amount=1.80\n");
+    assert_string_equal(
+        b.data, "invoice org=7 period=2026-01-01T00:00:00.000Z/2026-02-01T00:00:00.000Z "
+                "currency=EUR digits=2 lines=1\n"
+                "line project=70 flavor=1 class=owned price=1 usage_ms=3600000 seconds=3600 "
+                "gpu_milli_hours=500 unit_price=3.600000 mult_ppm=1000000 amount=1.80\n"
+                "total seconds=3600 gpu_milli_hours=500 amount=1.80\n");
     buf_release(&b);
     meter_invoices_release(&inv);
 }
@@ -311,8 +321,11 @@ static void test_ledger_bytes(void **st)
 static void test_budgets(void **st)
 {
     (void)st;
-    struct meter_budget b = {.id = 5, .scope = METER_SCOPE_PROJECT, .scope_id = 70,
-                             .gpu_milli_hours_limit = 1000, .money_limit_micro = 10000000,
+    struct meter_budget b = {.id = 5,
+                             .scope = METER_SCOPE_PROJECT,
+                             .scope_id = 70,
+                             .gpu_milli_hours_limit = 1000,
+                             .money_limit_micro = 10000000,
                              .currency = "EUR"};
     struct meter_budget_event ev[METER_MAX_BUDGET_EVENTS];
     struct meter_usage u0 = {400, 0}, u1 = {850, 5000000}, u2 = {1000, 12000000};
