@@ -489,11 +489,21 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
     /* Own P2 work: required for the limit; for the guarantee, as much as there is. */
     if (own > 0 && !pick_for_limit(s, w, own, now, victims) && over_limit > 0)
         return false;
+    /* Within one block, only that block's slots; else every slot of the class. */
+    const int32_t *slots = c->slots.v;
+    int32_t n_slots = c->slots.n;
+    if (block) {
+        int32_t bi = place__block_index(s, wl->cls, block);
+        if (bi == NONE)
+            return false;
+        slots = c->block_slots + c->block_start[bi];
+        n_slots = c->block_start[bi + 1] - c->block_start[bi];
+    }
     for (int32_t r = 0; r < wl->spec.replicas; r++) {
         struct pick best = {.node = NONE}, cur;
-        for (int32_t i = 0; i < c->slots.n; i++) {
-            int32_t n = s->slots[c->slots.v[i]].node;
-            if (!place__node_usable(s, w, n) || (block && s->nodes[n].block_id != block))
+        for (int32_t i = 0; i < n_slots; i++) {
+            int32_t n = s->slots[slots[i]].node;
+            if (!place__node_usable(s, w, n))
                 continue;
             for (int by_size = 0; by_size < 2; by_size++) {
                 bool fit = try_node(s, w, n, by_size, now, &cur);
@@ -687,6 +697,7 @@ static struct quota *plain_memo(struct sched *s, const struct workload *wl)
     if (q->fail_pass != s->pass_no) {
         q->fail_pass = s->pass_no;
         memset(q->fail, 0, sizeof(q->fail));
+        q->reclaim_fail_milli = INT32_MAX;
     }
     return q;
 }
@@ -743,6 +754,26 @@ static void remember_no_fit(struct sched *s, int32_t w)
     q->fail[wl->spec.pclass - 1][slot].same_block = wl->spec.same_block;
 }
 
+/*
+ * reclaim(), unless a single replica of the same or a smaller size of this
+ * project already found no victims in this pass: victims only get fewer and
+ * room only scarcer within a pass, so it would fail again.
+ */
+static bool try_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
+                        struct sched_decisions *d)
+{
+    const struct workload *wl = &s->wls[w];
+    struct quota *q = over_limit == 0 ? plain_memo(s, wl) : NULL;
+    bool single = wl->spec.replicas == 1 && !wl->spec.same_block;
+    if (q && single && wl->spec.gpu_milli >= q->reclaim_fail_milli)
+        return false;
+    if (reclaim(s, w, over_limit, now, d))
+        return true;
+    if (q && single && wl->spec.gpu_milli < q->reclaim_fail_milli)
+        q->reclaim_fail_milli = wl->spec.gpu_milli;
+    return false;
+}
+
 /* Tries to admit w now; false (with its reason set) when it must wait. */
 static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_decisions *d)
 {
@@ -788,7 +819,7 @@ static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_deci
         }
         remember_no_fit(s, w);
     }
-    if (wl->spec.pclass == SCHED_P1 && wl->cls != NONE && reclaim(s, w, over_limit, now, d))
+    if (wl->spec.pclass == SCHED_P1 && wl->cls != NONE && try_reclaim(s, w, over_limit, now, d))
         return false;
     if (over_limit > 0) {
         struct quota *q = sched__quota(p, wl->cls, false);

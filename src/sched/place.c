@@ -558,6 +558,13 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Topology blocks that hold devices of a class, each once; cached per fleet generation. */
+int32_t place__block_index(struct sched *s, int32_t cls, int64_t b)
+{
+    int32_t n;
+    place__blocks(s, cls, &n); /* makes sure the block lists are current */
+    return block_index(&s->classes[cls], b);
+}
+
 static int32_t block_index(const struct cls *c, int64_t b)
 {
     int32_t lo = 0, hi = c->n_blocks;

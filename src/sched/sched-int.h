@@ -131,6 +131,8 @@ struct quota {
         int32_t replicas;
         bool same_block;
     } fail[2][4]; /* per class P1/P2: requests that found no room (milli 0: unused) */
+    /* Likewise for reclaim: the smallest single replica no victims could make room for. */
+    int32_t reclaim_fail_milli;
     int64_t limit;      /* < 0: none */
     int64_t p1, p2;     /* held: running and preempting work */
     int32_t queued;     /* queued workloads of this class */
@@ -277,6 +279,8 @@ void place__release(struct sched *s, int32_t w);
 int64_t place__largest_free(const struct sched *s, int32_t w);
 /* Whether some node could ever hold one replica of w (class, size, labels). */
 bool place__ever_fits(const struct sched *s, int32_t w);
+/* The index of block b among place__blocks' (its slots: block_slots[block_start[i]..]), or NONE. */
+int32_t place__block_index(struct sched *s, int32_t cls, int64_t b);
 /* Topology blocks holding devices of a class, each once (cached). */
 const int64_t *place__blocks(struct sched *s, int32_t cls, int32_t *ret_n);
 /* Whether any ready node has room for one replica of this size, ignoring who may use it. */
