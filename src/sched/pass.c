@@ -466,6 +466,35 @@ static void record_preemption(struct sched *s, int32_t w, const struct ivec *vic
     pe->n_quotas = (size_t)n_projects;
 }
 
+/* The best way to make room for one replica of w on node n, if any (virtual state untouched). */
+static bool best_pick_on(struct sched *s, int32_t w, int32_t n, int64_t now, struct pick *ret)
+{
+    struct pick cur;
+    bool found = false;
+    for (int by_size = 0; by_size < 2; by_size++) {
+        bool fit = try_node(s, w, n, by_size, now, &cur);
+        undo_pick(s, &cur);
+        if (fit && (!found || better(&cur, ret))) {
+            *ret = cur;
+            found = true;
+        }
+        /* Biggest-first can only do better when preference order needed several. */
+        if (!fit || cur.n_victims <= 1)
+            break;
+    }
+    return found;
+}
+
+static int cmp_pick(const void *a, const void *b)
+{
+    const struct pick *x = a, *y = b;
+    if (better(x, y))
+        return -1;
+    if (better(y, x))
+        return 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
 /*
  * Plans victims for every replica of w, optionally within one topology block:
  * first its own P2 work that must make way (limit, or to bring its project
@@ -499,30 +528,64 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
         slots = c->block_slots + c->block_start[bi];
         n_slots = c->block_start[bi + 1] - c->block_start[bi];
     }
+    struct pick *ranked = NULL; /* replica 0's fitting nodes, best first (gangs only) */
+    int32_t n_ranked = 0;
+    bool gang = wl->spec.replicas > 1;
+    if (gang)
+        ranked = xcalloc((size_t)n_slots + 1, sizeof(*ranked));
     for (int32_t r = 0; r < wl->spec.replicas; r++) {
         struct pick best = {.node = NONE}, cur;
-        for (int32_t i = 0; i < n_slots; i++) {
-            int32_t n = s->slots[slots[i]].node;
-            if (!place__node_usable(s, w, n))
-                continue;
-            for (int by_size = 0; by_size < 2; by_size++) {
-                bool fit = try_node(s, w, n, by_size, now, &cur);
-                undo_pick(s, &cur);
-                if (fit && (best.node == NONE || better(&cur, &best)))
-                    best = cur;
-                /* Biggest-first can only do better when preference order needed several. */
-                if (!fit || cur.n_victims <= 1)
+        if (r == 0) {
+            for (int32_t i = 0; i < n_slots; i++) {
+                int32_t n = s->slots[slots[i]].node;
+                if (!place__node_usable(s, w, n))
+                    continue;
+                if (best_pick_on(s, w, n, now, &cur)) {
+                    if (best.node == NONE || better(&cur, &best))
+                        best = cur;
+                    if (gang)
+                        ranked[n_ranked++] = cur;
+                }
+                /*
+                 * One victim on one of its own nodes is as good as it gets (no
+                 * victim at all means it fits, which placement tried): stop
+                 * looking, unless a gang wants the ranking for its next replicas.
+                 */
+                if (!gang && best.node != NONE && best.n_victims <= 1 && best.own)
                     break;
             }
+            if (gang)
+                qsort(ranked, (size_t)n_ranked, sizeof(*ranked), cmp_pick);
+        } else {
             /*
-             * One victim on one of its own nodes is as good as it gets (no
-             * victim at all means it fits, which placement tried): stop looking.
+             * Later replicas: a node can only have got better if it hosts a
+             * victim chosen since (its devices were freed); every other node is
+             * at best as good as in replica 0's ranking. So re-check those
+             * nodes, then walk the ranking until nothing left can win.
              */
-            if (best.node != NONE && best.n_victims <= 1 && best.own)
-                break;
+            for (int32_t v = 0; v < victims->n; v++) {
+                const struct workload *vl = &s->wls[victims->v[v]];
+                for (int32_t k = 0; k < vl->n_assigns; k++) {
+                    int32_t n = idmap_get(&s->node_ids, vl->assigns[k].node_id);
+                    if (place__node_usable(s, w, n) &&
+                        (!block || s->nodes[n].block_id == block) &&
+                        best_pick_on(s, w, n, now, &cur) &&
+                        (best.node == NONE || better(&cur, &best)))
+                        best = cur;
+                }
+            }
+            for (int32_t i = 0; i < n_ranked; i++) {
+                if (best.node != NONE && better(&best, &ranked[i]))
+                    break;
+                if (best_pick_on(s, w, ranked[i].node, now, &cur) &&
+                    (best.node == NONE || better(&cur, &best)))
+                    best = cur;
+            }
         }
-        if (best.node == NONE)
+        if (best.node == NONE) {
+            free(ranked);
             return false;
+        }
         for (int32_t i = 0; i < best.n_victims; i++) {
             virtual_free(s, best.victims[i], +1);
             s->wl_stamp[best.victims[i]] = s->epoch;
@@ -532,6 +595,7 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
         vtake_replica(s, w, best.node);
         ivec_push(nodes, best.node);
     }
+    free(ranked);
     return victims->n > 0; /* no victim: it fits as it is, placement will take it */
 }
 
