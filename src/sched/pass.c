@@ -347,8 +347,11 @@ static bool try_node(struct sched *s, int32_t w, int32_t n, bool by_size, int64_
             return true;
         if (i == n_cand)
             break;
-        /* Another project's work stops being a victim once that project is back at its guarantee. */
-        if (!victim_ok(s, w, cand[i], now))
+        /*
+         * Another project's work stops being a victim once that project is back
+         * at its guarantee: only victims taken here can have changed that.
+         */
+        if (pk->n_victims > 0 && !victim_ok(s, w, cand[i], now))
             continue;
         virtual_free(s, cand[i], +1);
         s->wl_stamp[cand[i]] = s->epoch;
