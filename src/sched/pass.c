@@ -251,9 +251,9 @@ static void virtual_free(struct sched *s, int32_t v, int sign)
     int32_t last = NONE;
     for (int32_t i = 0; i < vl->n_assigns; i++) {
         const struct sched_assign *a = &vl->assigns[i];
-        int32_t n = idmap_get(&s->node_ids, a->node_id);
+        int32_t n = vl->at[2 * i];
         if (a->gpu_id)
-            *vfree_of(s, idmap_get(&s->gpu_ids, a->gpu_id)) += sign * a->milli;
+            *vfree_of(s, vl->at[2 * i + 1]) += sign * a->milli;
         if (a->replica != last) {
             vnode_touch(s, n);
             s->vcpu[n] += sign * vl->spec.cpu_milli;
@@ -569,7 +569,7 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
             for (int32_t v = 0; v < victims->n; v++) {
                 const struct workload *vl = &s->wls[victims->v[v]];
                 for (int32_t k = 0; k < vl->n_assigns; k++) {
-                    int32_t n = idmap_get(&s->node_ids, vl->assigns[k].node_id);
+                    int32_t n = vl->at[2 * k];
                     if (place__node_usable(s, w, n) &&
                         (!block || s->nodes[n].block_id == block) &&
                         best_pick_on(s, w, n, now, &cur) &&

@@ -692,6 +692,7 @@ bool place__gang(struct sched *s, int32_t w)
     wl->assigns = xcalloc((size_t)gg.n_as, sizeof(*wl->assigns));
     memcpy(wl->assigns, gg.as, (size_t)gg.n_as * sizeof(*wl->assigns));
     wl->n_assigns = gg.n_as;
+    place__index_assigns(s, w);
     for (int32_t r = 0; r < wl->spec.replicas; r++) {
         struct ivec *running = &s->nodes[gg.replica_node[r]].running;
         ivec_remove_value(running, w);
@@ -700,15 +701,27 @@ bool place__gang(struct sched *s, int32_t w)
     return true;
 }
 
+void place__index_assigns(struct sched *s, int32_t w)
+{
+    struct workload *wl = &s->wls[w];
+    free(wl->at);
+    wl->at = xcalloc((size_t)wl->n_assigns * 2 + 1, sizeof(int32_t));
+    for (int32_t i = 0; i < wl->n_assigns; i++) {
+        wl->at[2 * i] = idmap_get(&s->node_ids, wl->assigns[i].node_id);
+        wl->at[2 * i + 1] = wl->assigns[i].gpu_id ? idmap_get(&s->gpu_ids, wl->assigns[i].gpu_id)
+                                                  : NONE;
+    }
+}
+
 void place__release(struct sched *s, int32_t w)
 {
     struct workload *wl = &s->wls[w];
     int32_t last_replica = NONE;
     for (int32_t i = 0; i < wl->n_assigns; i++) {
         const struct sched_assign *a = &wl->assigns[i];
-        int32_t n = idmap_get(&s->node_ids, a->node_id);
+        int32_t n = wl->at[2 * i];
         if (a->gpu_id)
-            place__gpu_give(s, idmap_get(&s->gpu_ids, a->gpu_id), a->milli);
+            place__gpu_give(s, wl->at[2 * i + 1], a->milli);
         /* A replica's devices are contiguous and on one node: give its CPU and memory once. */
         if (a->replica != last_replica) {
             s->nodes[n].cpu_free += wl->spec.cpu_milli;
@@ -718,7 +731,9 @@ void place__release(struct sched *s, int32_t w)
         }
     }
     free(wl->assigns);
+    free(wl->at);
     wl->assigns = NULL;
+    wl->at = NULL;
     wl->n_assigns = 0;
 }
 

@@ -179,6 +179,7 @@ struct workload {
     enum sched_state state;
     int64_t started_ms, checkpoint_ms;
     struct sched_assign *assigns;
+    int32_t *at;          /* per assign: node index, then device index (NONE: CPU only) */
     int32_t n_assigns;
     struct sched_reason reason;
     int64_t blocked_since_ms; /* 0 when not blocked on capacity */
@@ -275,6 +276,8 @@ bool place__node_fits_labels(const struct node *n, const struct sched_workload_s
 bool place__gang(struct sched *s, int32_t w);
 /* Releases everything w holds. */
 void place__release(struct sched *s, int32_t w);
+/* Fills w->at from w->assigns (the indices behind the ids, so hot paths skip the id maps). */
+void place__index_assigns(struct sched *s, int32_t w);
 /* Largest per-replica amount the class could give this workload now (for reasons). */
 int64_t place__largest_free(const struct sched *s, int32_t w);
 /* Whether some node could ever hold one replica of w (class, size, labels). */

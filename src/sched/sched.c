@@ -176,6 +176,7 @@ void sched_free(struct sched *s)
         free(s->orgs[i].caps);
     for (int32_t i = 0; i < s->n_wls; i++) {
         free(s->wls[i].assigns);
+        free(s->wls[i].at);
         ivec_release(&s->wls[i].reserved);
     }
     free(s->classes);
@@ -754,6 +755,7 @@ static void workload_drop(struct sched *s, int32_t w)
     sched__unreserve(s, w);
     idmap_del(&s->workload_ids, wl->spec.id);
     free(wl->assigns);
+    free(wl->at);
     ivec_release(&wl->reserved);
     memset(wl, 0, sizeof(*wl));
     ivec_push(&s->free_wls, w);
@@ -889,6 +891,7 @@ int sched_restore_running(struct sched *s, const struct sched_workload_spec *spe
         ivec_push(&s->nodes[s->gpus[g].node].running, w);
     }
     wl->n_assigns = (int32_t)n;
+    place__index_assigns(s, w);
     wl->state = preempting ? SCHED_PREEMPTING : SCHED_RUNNING;
     wl->started_ms = wl->checkpoint_ms = started_ms;
     sched__charge(s, w, +1);
@@ -909,7 +912,7 @@ int sched_restore_preemption(struct sched *s, int64_t preemptor_id, const int64_
         s->wls[p].victims_pending++;
         /* Hold the victims' nodes for the preemptor again, as the decision did. */
         for (int32_t k = 0; k < s->wls[v].n_assigns; k++)
-            pass__reserve_node(s, p, idmap_get(&s->node_ids, s->wls[v].assigns[k].node_id));
+            pass__reserve_node(s, p, s->wls[v].at[2 * k]);
     }
     if (s->wls[p].victims_pending > 0)
         s->wls[p].reason = (struct sched_reason){.code = SCHED_WAIT_RECLAIM,
