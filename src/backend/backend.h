@@ -52,6 +52,7 @@ enum backend_end {
     BACKEND_STOPPED,    /* ended after stop(): by the signal or the kill */
     BACKEND_TIMEOUT,    /* killed at its max runtime */
     BACKEND_LOST,       /* the backend no longer knows it (after a restart) */
+    BACKEND_NOT_STARTED, /* launch() failed: the engine records it as such, no backend reports it */
 };
 
 struct backend_event {

@@ -32,7 +32,8 @@ static int still_going(struct client *c, int64_t id, bool *ret)
     if (rc < 0)
         return rc;
     state = json_string_value(json_object_get(w, "state"));
-    *ret = state && (strcmp(state, "queued") == 0 || strcmp(state, "running") == 0 ||
+    *ret = state && (strcmp(state, "queued") == 0 || strcmp(state, "admitted") == 0 ||
+                     strcmp(state, "running") == 0 ||
                      strcmp(state, "preempting") == 0);
     json_decref(w);
     return 0;

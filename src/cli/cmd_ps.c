@@ -16,7 +16,7 @@
 
 #define PS_CELL_MAX 20
 
-static const char *const unfinished[] = {"queued", "running", "preempting"};
+static const char *const unfinished[] = {"queued", "admitted", "running", "preempting"};
 
 static void ps_help(void)
 {
@@ -61,7 +61,8 @@ static char *age_or_runtime(json_t *w, int64_t now)
                                                             : xstrdup("-");
     if (work_time_of(w, "started_at", &start) < 0)
         return xstrdup("-");
-    if (strcmp(state, "running") == 0 || strcmp(state, "preempting") == 0)
+    if (strcmp(state, "running") == 0 || strcmp(state, "preempting") == 0 ||
+        strcmp(state, "admitted") == 0)
         return work_duration(now - start);
     return work_time_of(w, "finished_at", &end) == 0 ? work_duration(end - start) : xstrdup("-");
 }

@@ -585,8 +585,9 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
     if (rc < 0)
         return rc;
     rc = load_open(e, &model_allocations, "ended_ms", a, &allocs, &n_allocs, ei);
-    for (int pass = 0; rc >= 0 && pass < 2; pass++) {
-        const char *state = pass == 0 ? "running" : "preempting";
+    for (int pass = 0; rc >= 0 && pass < 3; pass++) {
+        /* Admitted work was launched or is about to be: its backend says which on adopt. */
+        const char *state = pass == 0 ? "running" : pass == 1 ? "admitted" : "preempting";
         rc = load_all(e, &model_workloads, state, a, &rows, &n, ei);
         for (size_t i = 0; rc >= 0 && i < n; i++) {
             int64_t wid = model_row_id(&rows[i]);
@@ -609,7 +610,7 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
                 k++;
             }
             if (spec_of(e, &rows[i], &sp) < 0 ||
-                sched_restore_running(e->sched, &sp, gpus, milli, rep, k, started, pass == 1) < 0)
+                sched_restore_running(e->sched, &sp, gpus, milli, rep, k, started, pass == 2) < 0)
                 continue;
             if (adopt && k > 0) {
                 const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
@@ -744,8 +745,8 @@ static int persist_admit(struct engine *e, const struct sched_admit *ad, int64_t
 
     if (rc < 0)
         return rc;
-    set_s(d, a, &w, "state", "running");
-    set_s(d, a, &w, "reason", ad->borrowed ? "running on borrowed capacity" : "running");
+    set_s(d, a, &w, "state", "admitted");
+    set_s(d, a, &w, "reason", ad->borrowed ? "starting on borrowed capacity" : "starting");
     set_i(d, &w, "started_at", now / 1000);
     set_null(d, &w, "finished_at");
     set_null(d, &w, "exit_code");
@@ -892,6 +893,39 @@ out:
     return rc;
 }
 
+static void handle_ends(struct engine *e, const struct backend_event *evs, size_t n);
+
+/* Admitted work its backend has started is running: one transaction for the round. */
+static int mark_running(struct engine *e, struct row *rows, const bool *started, int64_t now,
+                        struct arena *a, struct error_info *ei)
+{
+    const struct resource_def *d = &model_workloads;
+    bool any = false;
+    int rc;
+    for (size_t i = 0; i < e->dec.n_admits && !any; i++)
+        any = started[i];
+    if (!any)
+        return 0;
+    rc = store_begin(e->db, ei);
+    for (size_t i = 0; rc >= 0 && i < e->dec.n_admits; i++) {
+        struct row *w = &rows[i];
+        if (!started[i])
+            continue;
+        set_s(d, a, w, "state", "running");
+        set_s(d, a, w, "reason",
+              e->dec.admits[i].borrowed ? "running on borrowed capacity" : "running");
+        rc = store_update(e->db, d, model_row_id(w), w, ei);
+        if (rc >= 0)
+            rc = add_event(e, a, model_row_id(w), get_i(d, w, "project_id"), now, "running",
+                           "started by its backend", ei);
+    }
+    if (rc >= 0)
+        rc = store_commit(e->db, ei);
+    if (rc < 0)
+        store_rollback(e->db);
+    return rc;
+}
+
 /* Writes one pass's decisions in one transaction, then acts on them. */
 static int apply_decisions(struct engine *e, int64_t now, struct error_info *ei)
 {
@@ -917,21 +951,35 @@ static int apply_decisions(struct engine *e, int64_t now, struct error_info *ei)
         arena_release(&a);
         return rc;
     }
-    /* Committed: now act. */
-    for (size_t i = 0; i < e->dec.n_admits; i++) {
-        const struct sched_admit *ad = &e->dec.admits[i];
-        const struct node_info *ni =
-            FIND_BY_ID(e->nodes, e->n_nodes, e->dec.assigns[ad->first_assign].node_id);
-        struct backend *b = ni ? backend_of(e, ni->cluster_id) : NULL;
-        struct backend_launch l;
-        struct error_info lei = {0};
-        launch_of(e, &rows[i], &e->dec.assigns[ad->first_assign], ad->n_assigns, &a, &l);
-        if (!b || b->ops->launch(b, &l, now, &lei) < 0) {
-            char id[24];
-            snprintf(id, sizeof(id), "%" PRId64, ad->workload_id);
-            log_error("could not launch workload", "workload", id, "error",
-                      lei.code ? lei.message : "no backend for its cluster");
+    /* Committed: now act, then record what the backends did with it. */
+    {
+        struct backend_event *failed = arena_calloc(&a, e->dec.n_admits + 1, sizeof(*failed));
+        bool *started = arena_calloc(&a, e->dec.n_admits + 1, sizeof(bool));
+        size_t n_failed = 0;
+        for (size_t i = 0; i < e->dec.n_admits; i++) {
+            const struct sched_admit *ad = &e->dec.admits[i];
+            const struct node_info *ni =
+                FIND_BY_ID(e->nodes, e->n_nodes, e->dec.assigns[ad->first_assign].node_id);
+            struct backend *b = ni ? backend_of(e, ni->cluster_id) : NULL;
+            struct backend_launch l;
+            struct error_info lei = {0};
+            launch_of(e, &rows[i], &e->dec.assigns[ad->first_assign], ad->n_assigns, &a, &l);
+            if (!b || b->ops->launch(b, &l, now, &lei) < 0) {
+                char id[24];
+                snprintf(id, sizeof(id), "%" PRId64, ad->workload_id);
+                log_error("could not launch workload", "workload", id, "error",
+                          lei.code ? lei.message : "no backend for its cluster");
+                failed[n_failed++] = (struct backend_event){ad->workload_id, now,
+                                                            BACKEND_NOT_STARTED, -1};
+            } else {
+                started[i] = true;
+            }
         }
+        rc = mark_running(e, rows, started, now, &a, ei);
+        if (n_failed)
+            handle_ends(e, failed, n_failed);
+        if (rc < 0)
+            log_error("could not record started workloads as running", "error", ei->message);
     }
     for (size_t i = 0; i < e->dec.n_preemptions; i++) {
         const struct sched_preemption *pe = &e->dec.preemptions[i];
@@ -1051,6 +1099,9 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
     } else if (ev->how == BACKEND_LOST) {
         state = "failed";
         reason = "lost: its backend no longer knows it";
+    } else if (ev->how == BACKEND_NOT_STARTED) {
+        state = "failed";
+        reason = "its backend could not start it";
     } else if (ev->how == BACKEND_EXITED && ev->exit_code == 0) {
         state = "succeeded";
         reason = "exited 0";

@@ -12,8 +12,9 @@
 #define F_ID {"id", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL, "server-assigned id"}
 #define RO_TIME(name, help) {name, NULL, FT_TIME, FF_READONLY | FF_NULLABLE, 0, 0, NULL, NULL, 0, NULL, help}
 
-const char *const model_workload_states[] = {"queued",    "running",   "preempting", "succeeded",
-                                             "failed",    "cancelled", "preempted",  NULL};
+const char *const model_workload_states[] = {"queued",    "admitted",  "running",   "preempting",
+                                             "succeeded", "failed",    "cancelled", "preempted",
+                                             NULL};
 static const char *const pclass_values[] = {"owned", "opportunistic", NULL};
 static const char *const kind_values[] = {"batch", "instance", NULL};
 
@@ -48,7 +49,9 @@ static const struct field_def workload_fields[] = {
     {"duration_s", NULL, FT_INT, FF_IMMUTABLE | FF_NULLABLE, 0, INT64_C(1) << 40, NULL, NULL, 0,
      NULL, "simulated clusters: how long the work runs; null until stopped"},
     {"state", NULL, FT_ENUM, FF_READONLY | FF_FILTER, 0, 0, model_workload_states, NULL, 0,
-     "queued", "queued, running, preempting, succeeded, failed, cancelled or preempted"},
+     "queued",
+     "queued, admitted (placed, being started), running, preempting, succeeded, failed, "
+     "cancelled or preempted"},
     {"reason", NULL, FT_STRING, FF_READONLY, 0, 1024, NULL, NULL, 0, "",
      "why it waits, or how it ended"},
     {"user_id", NULL, FT_REF, FF_READONLY | FF_NULLABLE | FF_FILTER, 0, 0, NULL, "users", 0, NULL,

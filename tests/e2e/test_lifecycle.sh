@@ -39,7 +39,7 @@ expect_contains "$(jq -r .reason <<<"$BODY")" "can never run" "impossible work s
 
 # Events and allocations tell the same story.
 ev=$("${g[@]}" -o json events --workload "$timeout" -n 0 | jq -r '[.items[].type] | join(",")')
-expect_eq "$ev" "submitted,admitted,failed" "events of the timed-out job"
+expect_eq "$ev" "submitted,admitted,running,failed" "events of the timed-out job"
 closed=$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM allocations WHERE workload_id IN ($ok, $timeout, $long) AND ended_ms IS NOT NULL;")
 expect_eq "$closed" 3 "each finished job's allocation closed once"
 stop_daemon

@@ -94,6 +94,7 @@ static void test_ps_unfinished(void **state)
               "\"reason\":\"waiting for 4 h100: project at its limit 16/16, and the "
               "organization acme is at its cap 32/32 as well\",\"queue_position\":1,"
               "\"submitted_ms\":1796056509194,\"started_at\":null}],\"next_after\":null}"},
+        {200, "{\"items\":[],\"next_after\":null}"}, /* admitted: none */
         {200, "{\"items\":[{\"id\":1,\"project_id\":1,\"name\":\"train\",\"flavor_id\":1,"
               "\"priority_class\":\"owned\",\"replicas\":1,\"state\":\"running\","
               "\"reason\":\"running\",\"submitted_ms\":1796052000000,"
@@ -131,12 +132,13 @@ static void test_ps_unfinished(void **state)
         "4   -                     9        7        P2     1         preempting  30s          "
         "preempted for workload 9\n");
     assert_width(r.out, 120);
-    assert_int_equal(f.n_requests, 5);
+    assert_int_equal(f.n_requests, 6);
     assert_contains(req(&f, 0), "GET /v1/workloads?state=queued&limit=1000 HTTP/1.1");
-    assert_contains(req(&f, 1), "GET /v1/workloads?state=running&limit=1000 HTTP/1.1");
-    assert_contains(req(&f, 2), "GET /v1/workloads?state=preempting&limit=1000 HTTP/1.1");
-    assert_contains(req(&f, 3), "GET /v1/projects?limit=1000 HTTP/1.1");
-    assert_contains(req(&f, 4), "GET /v1/flavors?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 1), "GET /v1/workloads?state=admitted&limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 2), "GET /v1/workloads?state=running&limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 3), "GET /v1/workloads?state=preempting&limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 4), "GET /v1/projects?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 5), "GET /v1/flavors?limit=1000 HTTP/1.1");
     result_free(&r);
     fake_free(&f);
 }
