@@ -8,6 +8,7 @@
 # Then checks that every acknowledged submission is in the store, once, in a
 # valid state, with its "submitted" event.
 # Usage: bench/submit_bench.sh [seconds=60] [connections=64]
+# GPUAAS_BENCH_CLASS=v100m16 uses a class of 195 GPUs instead: then nearly all work queues.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -35,7 +36,7 @@ g=("$build/src/gpuaas" --server "$url" --token "$(cat "$TMP/token")")
 export GPUAAS_CONFIG=$TMP/cli.conf
 "${g[@]}" org create bench >/dev/null
 "${g[@]}" project create load --org bench >/dev/null
-"${g[@]}" flavor create g2.1x --gpu-class g2 --gpu-milli 1000 --vcpus 4 --memory-mib 8192 \
+"${g[@]}" flavor create g2.1x --gpu-class "${GPUAAS_BENCH_CLASS:-g2}" --gpu-milli 1000 --vcpus 4 --memory-mib 8192 \
   --price-per-hour-micros 1000000 >/dev/null
 export GPUAAS_TOKEN=$(cat "$TMP/token")
 export GPUAAS_PROJECT=$("${g[@]}" -o json project show bench/load | jq -r .id)
