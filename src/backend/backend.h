@@ -85,6 +85,9 @@ struct backend_ops {
     void (*free)(struct backend *b);
 };
 
+/* Checks a launch request's shape (id, replicas, devices); 0 or ERR_INVALID with ei. */
+int backend_check_launch(const struct backend_launch *l, struct error_info *ei);
+
 struct backend {
     const struct backend_ops *ops;
     int64_t cluster_id;

@@ -345,24 +345,6 @@ static void done_push(struct local *s, struct backend_event ev)
 
 /* ---- launch ---- */
 
-static int check_launch(const struct backend_launch *l, struct error_info *ei)
-{
-    if (!l)
-        return errinfo_set(ei, ERR_INVALID, NULL, "no workload to launch");
-    if (l->workload_id <= 0)
-        return errinfo_set(ei, ERR_INVALID, "workload_id",
-                           "workload id must be positive, not %" PRId64, l->workload_id);
-    if (l->n_replicas == 0 || !l->replicas)
-        return errinfo_set(ei, ERR_INVALID, "replicas",
-                           "workload %" PRId64 " has no replicas to launch", l->workload_id);
-    for (size_t i = 0; i < l->n_replicas; i++) {
-        if (l->replicas[i].n_devices > 0 && !l->replicas[i].devices)
-            return errinfo_set(ei, ERR_INVALID, "replicas",
-                               "workload %" PRId64 " replica %zu lists no devices", l->workload_id,
-                               i);
-    }
-    return 0;
-}
 
 /* The devices of one replica as the CUDA runtime wants them: uuids, else indices. */
 static char *device_list(const struct backend_replica *r)
@@ -531,7 +513,7 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
     struct lwork *w;
     struct child_plan cp = {.argv = {"sh", "-c", NULL, NULL}};
     char *logp;
-    int rc = check_launch(l, ei);
+    int rc = backend_check_launch(l, ei);
 
     if (rc < 0)
         return rc;
@@ -704,7 +686,7 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
     char *path, *buf, *line, *nl;
     size_t n_alive = 0, cap = 0;
     ssize_t len;
-    int rc = check_launch(l, ei);
+    int rc = backend_check_launch(l, ei);
 
     if (rc < 0)
         return rc;

@@ -260,24 +260,6 @@ static struct sim *sim_of(struct backend *b)
     return b->impl;
 }
 
-static int check_launch(const struct backend_launch *l, struct error_info *ei)
-{
-    if (!l)
-        return errinfo_set(ei, ERR_INVALID, NULL, "no workload to launch");
-    if (l->workload_id <= 0)
-        return errinfo_set(ei, ERR_INVALID, "workload_id",
-                           "workload id must be positive, not %" PRId64, l->workload_id);
-    if (l->n_replicas == 0 || !l->replicas)
-        return errinfo_set(ei, ERR_INVALID, "replicas",
-                           "workload %" PRId64 " has no replicas to launch", l->workload_id);
-    for (size_t i = 0; i < l->n_replicas; i++) {
-        if (l->replicas[i].n_devices > 0 && !l->replicas[i].devices)
-            return errinfo_set(ei, ERR_INVALID, "replicas",
-                               "workload %" PRId64 " replica %zu lists no devices", l->workload_id,
-                               i);
-    }
-    return 0;
-}
 
 /* Files a workload that started at started_ms: its natural end or its timeout. */
 static int start(struct sim *s, const struct backend_launch *l, int64_t started_ms,
@@ -285,7 +267,7 @@ static int start(struct sim *s, const struct backend_launch *l, int64_t started_
 {
     int64_t run, limit;
     uint32_t w;
-    int rc = check_launch(l, ei);
+    int rc = backend_check_launch(l, ei);
 
     if (rc < 0)
         return rc;
