@@ -12,15 +12,7 @@
 
 #include "cli/client.h"
 #include "cli/resolve.h"
-#include "fake_http.h"
-
-#define TOKEN "gpa_s3cret_token"
-
-static void assert_contains(const char *text, const char *part)
-{
-    if (!strstr(text, part))
-        fail_msg("'%s' does not contain '%s'", text, part);
-}
+#include "cli_harness.h"
 
 static void assert_lacks(const char *text, const char *part)
 {
@@ -67,13 +59,6 @@ static void test_escape(void **state)
     (void)state;
     assert_string_equal(s, "a%20b%2Fc%26d%3De%3Ff%25g~h.i_j-k%C3%A9");
     free(s);
-}
-
-/* The request line and the headers of request i. */
-static const char *req(const struct fake_http *f, size_t i)
-{
-    assert_true(i < f->n_requests);
-    return f->requests[i];
 }
 
 static void test_get(void **state)

@@ -10,57 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "cli/cli.h"
 #include "cli/work.h"
-#include "fake_http.h"
-
-#define TOKEN "gpa_s3cret_token"
-
-struct result {
-    int rc;
-    char *out;
-    char *err;
-};
-
-static void result_free(struct result *r)
-{
-    free(r->out);
-    free(r->err);
-}
-
-static void assert_contains(const char *text, const char *part)
-{
-    if (!strstr(text, part))
-        fail_msg("'%s' does not contain '%s'", text, part);
-}
-
-static struct result run(int (*fn)(int, char **), char **argv, const char *server,
-                         enum cli_output output)
-{
-    struct capture out, err;
-    struct result r;
-    int argc = 0;
-
-    while (argv[argc])
-        argc++;
-    cli_opts.server = server;
-    cli_opts.token = TOKEN;
-    cli_opts.output = output;
-    capture_start(&out, stdout);
-    capture_start(&err, stderr);
-    r.rc = fn(argc, argv);
-    r.err = capture_end(&err);
-    r.out = capture_end(&out);
-    return r;
-}
-
-#define ARGV(...) ((char *[]){__VA_ARGS__, NULL})
-
-static const char *req(const struct fake_http *f, size_t i)
-{
-    assert_true(i < f->n_requests);
-    return f->requests[i];
-}
+#include "cli_harness.h"
 
 /* The body of a raw request. */
 static const char *body(const char *raw)
