@@ -206,6 +206,19 @@ int resource_audit(struct req *r, struct store_conn *db, const char *action,
                    const struct resource_def *def, int64_t object_id, const struct row *before,
                    const struct row *after, struct error_info *ei);
 
+/* ---- billing.c: invoices, usage, the ledger check, price and budget rules ---- */
+
+void billing_route_issue(struct req *r);
+void billing_route_draft(struct req *r);
+void billing_route_usage(struct req *r);
+void billing_route_ledger_verify(struct req *r);
+/* /v1/invoices/<id>/pay|credit|export|verify; false when tail is none of them. */
+bool billing_route_invoice_action(struct req *r, int64_t id, const char *tail);
+/* Extra rules for creating a price version. */
+int billing_check_price(struct req *r, const struct row *row, struct error_info *ei);
+/* Refuses opportunistic work once an enforced budget is spent. */
+int billing_check_submit(struct req *r, const struct row *row, struct error_info *ei);
+
 /* ---- routes.c ---- */
 
 void routes_dispatch(struct req *r);

@@ -24,6 +24,7 @@ struct api_options {
     int max_connections;    /* concurrent connections accepted */
     int conn_timeout_s;     /* idle connection timeout */
     struct engine *engine;  /* runs submitted work; NULL: work stays queued (tests) */
+    const char *issuer;     /* who issues invoices, printed on them */
 };
 
 /* Defaults suitable for a small server. */

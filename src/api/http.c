@@ -26,6 +26,7 @@ void api_options_init(struct api_options *opt)
     opt->max_connections = 1024;
     opt->conn_timeout_s = 30;
     opt->engine = NULL;
+    opt->issuer = "gpuaas";
 }
 
 static bool sane_request_id(const char *s)

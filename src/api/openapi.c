@@ -228,8 +228,16 @@ json_t *openapi_document(void)
         method[k] = '\0';
         o = json_pack("{s:s,s:{s:{s:s}}}", "summary", rt->summary, "responses", "200",
                       "description", "ok");
-        if (!rt->auth)
+        if (!rt->auth) {
             json_object_set_new(o, "security", json_array());
+        } else {
+            bool post = strcmp(rt->method, "POST") == 0;
+            json_t *rs = error_responses(MAY_CONFLICT | (post ? WITH_BODY : 0));
+            json_object_set_new(rs, post ? "201" : "200",
+                                response(post ? "created" : "ok",
+                                         json_pack("{s:s}", "type", "object")));
+            json_object_set_new(o, "responses", rs);
+        }
         json_object_set_new(paths, rt->path, json_pack("{s:o}", method, o));
     }
     for (size_t i = 0; i < model_n_resources; i++)
@@ -255,6 +263,32 @@ json_t *openapi_document(void)
             json_pack("{s:[{s:s,s:s,s:b,s:{s:s}}],s:o}", "parameters", "name", "id", "in", "path",
                       "required", 1, "schema", "type", "integer", "post",
                       op("cancel a workload", "cancel", "workloads", rs)));
+    }
+    {
+        /* Invoice actions: the invoice stays immutable; these are its only transitions. */
+        static const struct {
+            const char *tail, *method, *summary;
+            int status;
+        } acts[] = {
+            {"pay", "post", "mark an issued invoice paid (admins)", 200},
+            {"credit", "post",
+             "issue a credit note {reason, amount_micros (absent: all that is left)} (admins)",
+             201},
+            {"export", "get", "the invoice as ?format=json|csv|html (a printable page)", 200},
+            {"verify", "get", "re-rate the period and compare byte for byte: {reproduced}", 200},
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(acts); i++) {
+            json_t *rs = error_responses(MAY_CONFLICT | (acts[i].status == 201 ? WITH_BODY : 0));
+            char path[64], code[8];
+            snprintf(path, sizeof(path), "/v1/invoices/{id}/%s", acts[i].tail);
+            snprintf(code, sizeof(code), "%d", acts[i].status);
+            json_object_set_new(rs, code, response("ok", ref_to("invoices")));
+            json_object_set_new(
+                paths, path,
+                json_pack("{s:[{s:s,s:s,s:b,s:{s:s}}],s:o}", "parameters", "name", "id", "in",
+                          "path", "required", 1, "schema", "type", "integer", acts[i].method,
+                          op(acts[i].summary, acts[i].tail, "invoices", rs)));
+        }
     }
     json_object_set_new(
         schemas, "Error",

@@ -133,6 +133,11 @@ static enum role role_on_row(struct req *r, const struct resource_def *def, cons
             return rbac_role_on_org(r, org);
         return r->who->admin ? ROLE_ADMIN : ROLE_NONE;
     }
+    case SCOPE_PROJECT_OR_ORG: {
+        int64_t prj = ref_or_zero(def, row, "project_id");
+        return prj ? rbac_role_on_project(r, prj)
+                   : rbac_role_on_org(r, ref_or_zero(def, row, "org_id"));
+    }
     }
     return ROLE_NONE;
 }
@@ -408,6 +413,12 @@ static int restrict_to_visible(struct req *r, const struct resource_def *def,
         rbac_orgs_with(r, ROLE_PROJECT_ADMIN, &ids2, &n2);
         any_of(f, def, "org_id", ids2, n2);
         return 0;
+    case SCOPE_PROJECT_OR_ORG:
+        rbac_projects_with(r, def->need[ACT_READ], &ids, &n);
+        any_of(f, def, "project_id", ids, n);
+        rbac_orgs_with(r, def->need[ACT_READ], &ids2, &n2);
+        any_of(f, def, "org_id", ids2, n2);
+        return 0;
     }
     return 0;
 }
@@ -508,6 +519,8 @@ static int check_create_rules(struct req *r, const struct resource_def *def, str
     }
     if (def == &model_organizations)
         return rbac_org_check_parent(r, 0, ref_or_zero(def, row, "parent_id"), ei);
+    if (def == &model_prices)
+        return billing_check_price(r, row, ei);
     return 0;
 }
 

@@ -151,6 +151,15 @@ const struct route routes_fixed[] = {
     {"GET", "/v1/capacity", true, reply_capacity,
      "capacity, free and guaranteed milli-GPU per GPU class, with a warning when guarantees "
      "exceed healthy capacity"},
+    {"GET", "/v1/usage", true, billing_route_usage,
+     "rated usage of a month (?period=YYYY-MM, org_id, project_id) per project, flavor and "
+     "class; provisional while the month runs"},
+    {"GET", "/v1/invoices/draft", true, billing_route_draft,
+     "the draft invoice of an organization's month (?org_id=N&period=YYYY-MM), never stored"},
+    {"POST", "/v1/invoices/issue", true, billing_route_issue,
+     "issues an organization's finished month {org_id, period}: numbered and immutable (admins)"},
+    {"GET", "/v1/ledger/verify", true, billing_route_ledger_verify,
+     "recomputes the usage ledger's hash chain (admins)"},
 };
 const size_t routes_n_fixed = ARRAY_SIZE(routes_fixed);
 
@@ -201,6 +210,13 @@ void routes_dispatch(struct req *r)
                 return;
             }
         }
+    }
+    if (strncmp(r->path, "/v1/invoices/", 13) == 0 && r->path[13] >= '1' && r->path[13] <= '9') {
+        int64_t id;
+        char tail[64];
+        if (sscanf(r->path + 13, "%" SCNd64 "%63s", &id, tail) == 2 && id > 0 &&
+            billing_route_invoice_action(r, id, tail))
+            return;
     }
     if (!split_resource_path(r->path, res, sizeof(res), &id_s) || !(def = model_find(res))) {
         not_found(r);

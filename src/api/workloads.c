@@ -124,7 +124,8 @@ int workloads_prepare_submit(struct req *r, struct row *row, struct row *ret_ear
     int rc = find_idempotent(r, row, ret_earlier, ei);
     if (rc != 0)
         return rc;
-    return prepare(r, row, ei);
+    rc = prepare(r, row, ei);
+    return rc < 0 ? rc : billing_check_submit(r, row, ei);
 }
 
 void workloads_decorate(struct req *r, const struct row *row, json_t *j)

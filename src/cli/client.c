@@ -291,8 +291,8 @@ static CURL *handle(struct client *c)
     return c->curl;
 }
 
-int client_request(struct client *c, const char *method, const char *path, json_t *body,
-                   json_t **ret_json)
+static int perform(struct client *c, const char *method, const char *path, json_t *body,
+                   json_t **ret_json, struct buf *ret_raw)
 {
     char errbuf[CURL_ERROR_SIZE] = "";
     struct curl_slist *headers = NULL;
@@ -359,7 +359,10 @@ int client_request(struct client *c, const char *method, const char *path, json_
         set_http_error(c, method, path, &resp);
         goto out;
     }
-    if (resp.len == 0) {
+    if (ret_raw) {
+        *ret_raw = resp;
+        buf_init(&resp, CLIENT_MAX_RESPONSE);
+    } else if (resp.len == 0) {
         *ret_json = NULL;
     } else {
         json_error_t jerr;
@@ -381,6 +384,17 @@ out:
     free(url);
     buf_release(&resp);
     return rc;
+}
+
+int client_request(struct client *c, const char *method, const char *path, json_t *body,
+                   json_t **ret_json)
+{
+    return perform(c, method, path, body, ret_json, NULL);
+}
+
+int client_request_raw(struct client *c, const char *path, struct buf *ret_body)
+{
+    return perform(c, "GET", path, NULL, NULL, ret_body);
 }
 
 /* What the server said, made safe for a terminal. */

@@ -65,6 +65,12 @@ void client_release(struct client *c);
 int client_request(struct client *c, const char *method, const char *path, json_t *body,
                    json_t **ret_json);
 
+/*
+ * GETs path and hands back the body as it is (exports: CSV, HTML), in
+ * *ret_body, which the caller releases. Errors as client_request.
+ */
+struct buf;
+int client_request_raw(struct client *c, const char *path, struct buf *ret_body);
 /* Prints c's error as "gpuaas: error: ..." plus its hint; returns CLI_ERROR. */
 int client_report(const struct client *c);
 

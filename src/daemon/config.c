@@ -36,6 +36,7 @@ static const struct opt options[] = {
     STR("log-level", log_level, "debug, info, warn or error (default info)"),
     STR("bootstrap-token-file", bootstrap_token_file,
         "also write the first admin token to this file (mode 0600)"),
+    STR("issuer", issuer, "who issues invoices: the name printed on them (default gpuaas)"),
     STR("sim-fleet", sim_fleet,
         "import this fleet (node CSV or JSON) as a simulated cluster on start, once"),
     STR("sim-cluster", sim_cluster, "name of the simulated cluster made by sim-fleet (default sim)"),
@@ -74,6 +75,7 @@ static void defaults(struct config *cfg)
     cfg->max_connections = 1024;
     cfg->busy_timeout_ms = 5000;
     snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+    snprintf(cfg->issuer, sizeof(cfg->issuer), "gpuaas");
     snprintf(cfg->sim_cluster, sizeof(cfg->sim_cluster), "sim");
     cfg->sim_speed = 1;
     cfg->grace_s = 30;

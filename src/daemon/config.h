@@ -25,6 +25,7 @@ struct config {
     bool sqlite_sync_full;
     char log_level[16];
     char bootstrap_token_file[1024]; /* where the first admin token is also written */
+    char issuer[200];       /* printed on invoices */
     char sim_fleet[1024];   /* fleet file imported as a simulated cluster on start */
     char sim_cluster[64];   /* its cluster name */
     int sim_speed;          /* simulated time runs this much faster */

@@ -161,6 +161,7 @@ int main(int argc, char **argv)
     aopt.max_body_bytes = (size_t)cfg.max_body_bytes;
     aopt.max_connections = cfg.max_connections;
     aopt.engine = engine;
+    aopt.issuer = cfg.issuer;
     if (api_start(store, &aopt, &api, &ei) < 0) {
         engine_stop(engine);
         store_close(store);

@@ -16,6 +16,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/timeutil.h"
+#include "billing/billing.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "sched/sched.h"
@@ -69,6 +70,8 @@ struct engine {
     pthread_cond_t cond;
     bool stopping, started, reload;
     uint64_t iterations;
+    int64_t metered_through; /* month start up to which open runs are cut in the ledger */
+    int64_t budgets_checked; /* when budgets were last checked, ms */
 
     struct sched *sched;
     struct cluster_backend *backends;
@@ -1012,7 +1015,8 @@ static int close_allocations(struct engine *e, int64_t wid, int64_t at, const ch
     struct store_filter f;
     struct row *rows;
     size_t n;
-    int rc;
+    int64_t run_started = 0;
+    int replicas = 0, rc;
 
     store_filter_init(&f);
     f.limit = 10000;
@@ -1020,10 +1024,21 @@ static int close_allocations(struct engine *e, int64_t wid, int64_t at, const ch
     store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
     rc = store_list(e->db, &model_allocations, &f, a, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
+        int64_t started = get_i(&model_allocations, &rows[i], "started_ms");
+        int64_t rep = get_i(&model_allocations, &rows[i], "replica");
+        bool seen = false;
+        for (size_t k = 0; k < i; k++)
+            seen |= get_i(&model_allocations, &rows[k], "replica") == rep;
+        replicas += !seen;
+        if (i == 0 || started < run_started)
+            run_started = started;
         set_i(&model_allocations, &rows[i], "ended_ms", at);
         set_s(&model_allocations, a, &rows[i], "end_reason", why);
         rc = store_update(e->db, &model_allocations, model_row_id(&rows[i]), &rows[i], ei);
     }
+    /* The run's usage goes to the ledger in the same transaction: never lost, never twice. */
+    if (rc >= 0 && n > 0)
+        rc = billing_meter_run(e->db, wid, run_started, replicas, at, time_now_ms(), a, ei);
     return rc;
 }
 
@@ -1270,6 +1285,46 @@ static void rebuild(struct engine *e, const char *why)
                   ei.message);
 }
 
+/*
+ * Metering chores: at a month boundary, runs still open are cut there so
+ * the month is complete in the ledger; every minute, budgets are checked
+ * and alerts raised. Each is one transaction; a failure is retried later.
+ */
+#define BUDGET_CHECK_MS 60000
+
+static void meter_chores(struct engine *e, int64_t now)
+{
+    struct meter_period_rule months = {0};
+    struct error_info ei = {0};
+    int64_t month, end;
+    struct arena a;
+    int rc;
+
+    meter_period_of(&months, now, &month, &end);
+    if (month <= e->metered_through && now - e->budgets_checked < BUDGET_CHECK_MS)
+        return;
+    arena_init(&a);
+    rc = store_begin(e->db, &ei);
+    if (rc >= 0 && month > e->metered_through)
+        rc = billing_cut_open_runs(e->db, month, now, &a, &ei);
+    if (rc >= 0 && now - e->budgets_checked >= BUDGET_CHECK_MS) {
+        rc = billing_check_budgets(e->db, now, &a, &ei);
+        if (rc > 0)
+            log_info("budget alerts raised", "count", arena_printf(&a, "%d", rc));
+    }
+    if (rc >= 0)
+        rc = store_commit(e->db, &ei);
+    if (rc >= 0) {
+        e->metered_through = month;
+        e->budgets_checked = now;
+    } else {
+        store_rollback(e->db);
+        e->budgets_checked = now; /* retry in a minute, not every tick */
+        log_error("could not meter open work or check budgets", "error", ei.message);
+    }
+    arena_release(&a);
+}
+
 /* One round: new work, backend ends, a pass, its decisions. Called with the lock held. */
 static void iterate(struct engine *e)
 {
@@ -1299,6 +1354,7 @@ static void iterate(struct engine *e)
                   ei.message);
         rebuild(e, "decisions not written");
     }
+    meter_chores(e, now);
     e->iterations++;
     pthread_cond_broadcast(&e->cond);
 }

@@ -452,6 +452,17 @@ int model_check_row(const struct resource_def *def, const struct row *r, struct 
             return errinfo_set(ei, ERR_INVALID, "gpu_milli",
                                "a flavor with gpu_class_id needs gpu_milli above 0");
         return check_currency(def, r, ei);
+    } else if (def == &model_prices) {
+        return check_currency(def, r, ei);
+    } else if (def == &model_budgets) {
+        bool org = has(def, r, "org_id"), project = has(def, r, "project_id");
+        if (org == project)
+            return errinfo_set(ei, ERR_INVALID, "org_id",
+                               "a budget is for exactly one scope: give org_id or project_id");
+        if (model_get(def, r, "gpu_hours")->null && model_get(def, r, "money_micros")->null)
+            return errinfo_set(ei, ERR_INVALID, "gpu_hours",
+                               "a budget needs a limit: give gpu_hours, money_micros or both");
+        return check_currency(def, r, ei);
     } else if (def == &model_quotas) {
         const struct value *g = model_get(def, r, "guaranteed_milli");
         const struct value *l = model_get(def, r, "limit_milli");

@@ -82,6 +82,7 @@ enum scope_kind {
     SCOPE_USER,    /* scope_field holds a user id ("id" for users) */
     SCOPE_OWNER,   /* pools: owner_project_id when set, else owner_org_id */
     SCOPE_BINDING, /* role bindings: project_id when set, else org_id, else global */
+    SCOPE_PROJECT_OR_ORG, /* budgets: project_id when set, else org_id */
 };
 
 enum action { ACT_READ, ACT_CREATE, ACT_UPDATE, ACT_DELETE, ACT_COUNT_ };
@@ -114,7 +115,8 @@ const char *model_column(const struct field_def *f);
 extern const struct resource_def model_organizations, model_projects, model_users,
     model_role_bindings, model_tokens, model_clusters, model_nodes, model_gpu_classes, model_gpus,
     model_pools, model_flavors, model_quotas, model_org_quotas, model_audit, model_workloads,
-    model_allocations, model_events, model_preemptions;
+    model_allocations, model_events, model_preemptions, model_prices, model_usage, model_invoices,
+    model_budgets, model_budget_alerts;
 /* Workload states, NULL-terminated, as model_workloads' "state" enum. */
 extern const char *const model_workload_states[];
 

@@ -435,6 +435,7 @@ const struct resource_def *const model_resources[] = {
     &model_tokens,        &model_clusters, &model_nodes,  &model_gpu_classes,
     &model_gpus,          &model_pools,    &model_flavors, &model_quotas,
     &model_org_quotas,    &model_audit,  &model_workloads, &model_allocations,
-    &model_events,        &model_preemptions,
+    &model_events,        &model_preemptions, &model_prices, &model_usage,
+    &model_invoices,      &model_budgets,  &model_budget_alerts,
 };
 const size_t model_n_resources = ARRAY_SIZE(model_resources);

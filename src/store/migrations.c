@@ -310,12 +310,109 @@ static const char migration_2[] =
     "CREATE INDEX preemptions_project_id ON preemptions (project_id);\n"
     "CREATE INDEX preemptions_gpu_class_id ON preemptions (gpu_class_id);\n";
 
+/*
+ * Metering and billing: price versions, the usage ledger (append-only; one
+ * record per run interval, unique per workload and start, so reconciliation
+ * can never count an interval twice), invoices and credit notes (one invoice
+ * per organization, period and currency), budgets and their alerts.
+ */
+static const char migration_3[] =
+    "CREATE TABLE prices (\n"
+    "    id @ID@,\n"
+    "    flavor_id BIGINT NOT NULL REFERENCES flavors (id) ON DELETE RESTRICT,\n"
+    "    currency TEXT NOT NULL,\n"
+    "    minor_digits BIGINT NOT NULL,\n"
+    "    price_per_hour_micros BIGINT NOT NULL,\n"
+    "    owned_mult_ppm BIGINT NOT NULL,\n"
+    "    opportunistic_mult_ppm BIGINT NOT NULL,\n"
+    "    effective_from BIGINT NOT NULL,\n"
+    "    created_at BIGINT NOT NULL,\n"
+    "    UNIQUE (flavor_id, effective_from)\n"
+    ");\n"
+    "CREATE TABLE usage_records (\n"
+    "    id @ID@,\n"
+    "    seq BIGINT NOT NULL UNIQUE,\n"
+    "    workload_id BIGINT NOT NULL REFERENCES workloads (id) ON DELETE RESTRICT,\n"
+    "    org_id BIGINT NOT NULL REFERENCES organizations (id) ON DELETE RESTRICT,\n"
+    "    project_id BIGINT NOT NULL REFERENCES projects (id) ON DELETE RESTRICT,\n"
+    "    flavor_id BIGINT NOT NULL REFERENCES flavors (id) ON DELETE RESTRICT,\n"
+    "    priority_class TEXT NOT NULL,\n"
+    "    replicas BIGINT NOT NULL,\n"
+    "    gpu_milli BIGINT NOT NULL,\n"
+    "    run_started_ms BIGINT NOT NULL,\n"
+    "    started_ms BIGINT NOT NULL,\n"
+    "    ended_ms BIGINT NOT NULL,\n"
+    "    prev_hash TEXT NOT NULL,\n"
+    "    hash TEXT NOT NULL,\n"
+    "    recorded_ms BIGINT NOT NULL,\n"
+    "    UNIQUE (workload_id, started_ms)\n"
+    ");\n"
+    "CREATE INDEX usage_records_org_id ON usage_records (org_id);\n"
+    "CREATE INDEX usage_records_project_id ON usage_records (project_id);\n"
+    "CREATE INDEX usage_records_flavor_id ON usage_records (flavor_id);\n"
+    "CREATE INDEX usage_records_run ON usage_records (workload_id, run_started_ms);\n"
+    "CREATE TABLE invoices (\n"
+    "    id @ID@,\n"
+    "    kind TEXT NOT NULL,\n"
+    "    number TEXT NOT NULL UNIQUE,\n"
+    "    org_id BIGINT NOT NULL REFERENCES organizations (id) ON DELETE RESTRICT,\n"
+    "    customer TEXT NOT NULL,\n"
+    "    cost_center TEXT NOT NULL,\n"
+    "    period TEXT NOT NULL,\n"
+    "    period_start_ms BIGINT NOT NULL,\n"
+    "    period_end_ms BIGINT NOT NULL,\n"
+    "    currency TEXT NOT NULL,\n"
+    "    minor_digits BIGINT NOT NULL,\n"
+    "    state TEXT NOT NULL,\n"
+    "    total_micros BIGINT NOT NULL,\n"
+    "    total_seconds BIGINT NOT NULL,\n"
+    "    lines TEXT NOT NULL,\n"
+    "    canonical TEXT NOT NULL,\n"
+    "    credits_invoice_id BIGINT REFERENCES invoices (id) ON DELETE RESTRICT,\n"
+    "    reason TEXT NOT NULL,\n"
+    "    issued_at BIGINT NOT NULL,\n"
+    "    paid_at BIGINT\n"
+    ");\n"
+    "CREATE UNIQUE INDEX invoices_one_per_period ON invoices (org_id, period, currency)\n"
+    "    WHERE kind = 'invoice';\n"
+    "CREATE INDEX invoices_org_id ON invoices (org_id);\n"
+    "CREATE INDEX invoices_credits ON invoices (credits_invoice_id);\n"
+    "CREATE TABLE budgets (\n"
+    "    id @ID@,\n"
+    "    org_id BIGINT REFERENCES organizations (id) ON DELETE CASCADE,\n"
+    "    project_id BIGINT REFERENCES projects (id) ON DELETE CASCADE,\n"
+    "    gpu_hours BIGINT,\n"
+    "    money_micros BIGINT,\n"
+    "    currency TEXT NOT NULL,\n"
+    "    enforce INTEGER NOT NULL,\n"
+    "    created_at BIGINT NOT NULL,\n"
+    "    updated_at BIGINT NOT NULL\n"
+    ");\n"
+    "CREATE INDEX budgets_org_id ON budgets (org_id);\n"
+    "CREATE INDEX budgets_project_id ON budgets (project_id);\n"
+    "CREATE TABLE budget_alerts (\n"
+    "    id @ID@,\n"
+    "    budget_id BIGINT NOT NULL REFERENCES budgets (id) ON DELETE CASCADE,\n"
+    "    org_id BIGINT REFERENCES organizations (id) ON DELETE CASCADE,\n"
+    "    project_id BIGINT REFERENCES projects (id) ON DELETE CASCADE,\n"
+    "    period TEXT NOT NULL,\n"
+    "    kind TEXT NOT NULL,\n"
+    "    percent BIGINT NOT NULL,\n"
+    "    used BIGINT NOT NULL,\n"
+    "    \"limit\" BIGINT NOT NULL,\n"
+    "    at_ms BIGINT NOT NULL,\n"
+    "    UNIQUE (budget_id, period, kind, percent)\n"
+    ");\n"
+    "CREATE INDEX budget_alerts_org_id ON budget_alerts (org_id);\n"
+    "CREATE INDEX budget_alerts_project_id ON budget_alerts (project_id);\n";
+
 static const struct {
     const char *name;
     const char *sql;
 } migrations[] = {
     {"initial schema", migration_1},
     {"workloads, allocations, events, preemption ledger", migration_2},
+    {"prices, usage ledger, invoices, budgets", migration_3},
 };
 
 int store_schema_latest(void)

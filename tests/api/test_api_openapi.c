@@ -20,6 +20,9 @@
 #include "store/store.h"
 #include "support/testsrv.h"
 
+#define OCT_2026_MS INT64_C(1791072000000) /* 2026-10-04T00:00:00Z */
+#define HASH_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 struct fixture {
     struct testsrv *srv;
     const char *tok;
@@ -117,6 +120,67 @@ static void add_work_rows(struct fixture *f, int64_t prj, int64_t node, int64_t 
     model_set_int(&pe, model_field_index(&model_preemptions, "gpu_ms_lost"), 0);
     assert_int_equal(store_insert(c, &model_preemptions, &pe, &id, &ei), 0);
     set_id(f, "preemptions", id);
+    /* The ledger, invoices and alerts are written by the server too. */
+    {
+        const struct resource_def *d = &model_usage;
+        struct row u = model_row_new(d, &a), inv, al2;
+        int64_t org = get_id(f, "organizations");
+        model_set_int(&u, model_field_index(d, "seq"), 1);
+        model_set_int(&u, model_field_index(d, "workload_id"), wid);
+        model_set_int(&u, model_field_index(d, "org_id"), org);
+        model_set_int(&u, model_field_index(d, "project_id"), prj);
+        model_set_int(&u, model_field_index(d, "flavor_id"), get_id(f, "flavors"));
+        model_set_str(&u, &a, model_field_index(d, "priority_class"), "owned");
+        model_set_int(&u, model_field_index(d, "replicas"), 1);
+        model_set_int(&u, model_field_index(d, "gpu_milli"), 0);
+        model_set_int(&u, model_field_index(d, "run_started_ms"), OCT_2026_MS);
+        model_set_int(&u, model_field_index(d, "started_ms"), OCT_2026_MS);
+        model_set_int(&u, model_field_index(d, "ended_ms"), OCT_2026_MS + 3600000);
+        model_set_str(&u, &a, model_field_index(d, "prev_hash"), HASH_A);
+        model_set_str(&u, &a, model_field_index(d, "hash"), HASH_A);
+        model_set_int(&u, model_field_index(d, "recorded_ms"), 2);
+        assert_int_equal(store_insert(c, d, &u, &id, &ei), 0);
+        set_id(f, "usage-records", id);
+        assert_int_equal(store_meta_set(c, "usage_ledger_head", "1 " HASH_A, &ei), 0);
+
+        d = &model_invoices;
+        inv = model_row_new(d, &a);
+        model_set_str(&inv, &a, model_field_index(d, "kind"), "invoice");
+        model_set_str(&inv, &a, model_field_index(d, "number"), "INV-2025-000001");
+        model_set_int(&inv, model_field_index(d, "org_id"), org);
+        model_set_str(&inv, &a, model_field_index(d, "customer"), "org-1");
+        model_set_str(&inv, &a, model_field_index(d, "cost_center"), "");
+        model_set_str(&inv, &a, model_field_index(d, "period"), "2026-09");
+        model_set_int(&inv, model_field_index(d, "period_start_ms"), 0);
+        model_set_int(&inv, model_field_index(d, "period_end_ms"), 1);
+        model_set_str(&inv, &a, model_field_index(d, "currency"), "USD");
+        model_set_int(&inv, model_field_index(d, "minor_digits"), 2);
+        model_set_str(&inv, &a, model_field_index(d, "state"), "issued");
+        model_set_int(&inv, model_field_index(d, "total_micros"), 1000000);
+        model_set_int(&inv, model_field_index(d, "total_seconds"), 0);
+        model_set_str(&inv, &a, model_field_index(d, "lines"), "[]");
+        model_set_str(&inv, &a, model_field_index(d, "canonical"), "");
+        model_set_null(&inv, model_field_index(d, "credits_invoice_id"));
+        model_set_str(&inv, &a, model_field_index(d, "reason"), "");
+        model_set_int(&inv, model_field_index(d, "issued_at"), 1);
+        model_set_null(&inv, model_field_index(d, "paid_at"));
+        assert_int_equal(store_insert(c, d, &inv, &id, &ei), 0);
+        set_id(f, "invoices", id);
+
+        d = &model_budget_alerts;
+        al2 = model_row_new(d, &a);
+        model_set_int(&al2, model_field_index(d, "budget_id"), get_id(f, "budgets"));
+        model_set_null(&al2, model_field_index(d, "org_id"));
+        model_set_int(&al2, model_field_index(d, "project_id"), prj);
+        model_set_str(&al2, &a, model_field_index(d, "period"), "2026-11");
+        model_set_str(&al2, &a, model_field_index(d, "kind"), "money");
+        model_set_int(&al2, model_field_index(d, "percent"), 50);
+        model_set_int(&al2, model_field_index(d, "used"), 5);
+        model_set_int(&al2, model_field_index(d, "limit"), 10);
+        model_set_int(&al2, model_field_index(d, "at_ms"), 1);
+        assert_int_equal(store_insert(c, d, &al2, &id, &ei), 0);
+        set_id(f, "budget-alerts", id);
+    }
     store_conn_put(c);
     arena_release(&a);
 
@@ -175,6 +239,14 @@ static int setup(void **state)
            testsrv_create(s, t, "workloads",
                           "{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64 "}", prj,
                           get_id(f, "flavors")));
+    set_id(f, "prices",
+           testsrv_create(s, t, "prices",
+                          "{\"flavor_id\":%" PRId64
+                          ",\"price_per_hour_micros\":1000000,\"effective_from\":"
+                          "\"2026-01-01T00:00:00Z\"}",
+                          get_id(f, "flavors")));
+    set_id(f, "budgets",
+           testsrv_create(s, t, "budgets", "{\"project_id\":%" PRId64 ",\"gpu_hours\":10}", prj));
     add_work_rows(f, prj, node, gpu, cls);
     testsrv_req(s, "GET", "/v1/audit?limit=1", t, NULL, &got, &j);
     assert_int_equal(got, 200);
@@ -381,6 +453,16 @@ static char *create_body(struct fixture *f, const char *res, int n)
         return xasprintf("{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64
                          ",\"name\":\"w-%d\"}",
                          prj, get_id(f, "flavors"), n);
+    if (strcmp(res, "prices") == 0) /* after every issued period, a day apart */
+        return xasprintf("{\"flavor_id\":%" PRId64 ",\"price_per_hour_micros\":%d,"
+                         "\"effective_from\":\"2027-01-%02dT00:00:00Z\"}",
+                         get_id(f, "flavors"), 1000 + n, 1 + n % 28);
+    if (strcmp(res, "budgets") == 0)
+        return xasprintf("{\"project_id\":%" PRId64 ",\"gpu_hours\":%d}", prj, 1 + n);
+    if (strcmp(res, "invoices/issue") == 0) /* the fixture usage is in 2026-10 */
+        return xasprintf("{\"org_id\":%" PRId64 ",\"period\":\"2026-10\"}", org);
+    if (strcmp(res, "invoices/credit") == 0)
+        return xstrdup("{\"reason\":\"goodwill\",\"amount_micros\":10000}");
     return xstrdup("{}");
 }
 
@@ -401,6 +483,7 @@ static const char *patch_body(const char *res)
         {"flavors", "{\"description\":\"x\"}"},
         {"quotas", "{\"limit_milli\":4000}"},
         {"org-quotas", "{\"limit_milli\":4000}"},
+        {"budgets", "{\"gpu_hours\":20}"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(t); i++) {
         if (strcmp(t[i].res, res) == 0)
@@ -466,14 +549,23 @@ static void call(struct fixture *f, const char *path_tmpl, const char *method, j
         int64_t id = testsrv_create(f->srv, f->tok, "workloads", "%s", fresh);
         free(fresh);
         snprintf(url, sizeof(url), "/v1/workloads/%" PRId64 "/%s", id, path_tmpl + 19);
+    } else if (strncmp(path_tmpl, "/v1/invoices/{id}/", 18) == 0) {
+        snprintf(url, sizeof(url), "/v1/invoices/%" PRId64 "/%s", get_id(f, "invoices"),
+                 path_tmpl + 18);
+        if (strcmp(path_tmpl + 18, "credit") == 0)
+            body = create_body(f, "invoices/credit", n);
+    } else if (strcmp(path_tmpl, "/v1/invoices/draft") == 0) {
+        snprintf(url, sizeof(url), "%s?org_id=%" PRId64, path_tmpl, get_id(f, "organizations"));
     } else {
         snprintf(url, sizeof(url), "%s", path_tmpl);
+        if (strcmp(path_tmpl, "/v1/invoices/issue") == 0)
+            body = create_body(f, "invoices/issue", n);
     }
     if (strchr(url, '{')) {
         failed(f, "%s %s: a path parameter this test cannot fill", upper, path_tmpl);
         return;
     }
-    if (strcmp(upper, "POST") == 0)
+    if (strcmp(upper, "POST") == 0 && !body)
         body = known ? create_body(f, res, n) : xstrdup("{}");
     else if (strcmp(upper, "PATCH") == 0)
         body = xstrdup(known ? patch_body(res) : "{}");
@@ -559,6 +651,9 @@ static void test_undocumented_methods_405(void **state)
         else if (strncmp(path, "/v1/workloads/{id}/", 19) == 0)
             snprintf(url, sizeof(url), "/v1/workloads/%" PRId64 "/%s", get_id(f, "workloads"),
                      path + 19);
+        else if (strncmp(path, "/v1/invoices/{id}/", 18) == 0)
+            snprintf(url, sizeof(url), "/v1/invoices/%" PRId64 "/%s", get_id(f, "invoices"),
+                     path + 18);
         else
             snprintf(url, sizeof(url), "%s", path);
         for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {

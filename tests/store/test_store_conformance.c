@@ -291,7 +291,8 @@ static void assert_err(int rc, int want, const struct error_info *ei, const char
 
 struct world {
     struct row user, org, sub_org, project, binding, token, cluster, node, gpu_class, mig_class,
-        gpu, pool, flavor, quota, org_quota, audit, workload, allocation, event, preemption;
+        gpu, pool, flavor, quota, org_quota, audit, workload, allocation, event, preemption,
+        price, usage, invoice, budget, alert;
 };
 
 static void make_tenants(struct env *e, struct world *w)
@@ -472,12 +473,64 @@ static void make_work(struct env *e, struct world *w)
     ins(e, &model_preemptions, &w->preemption);
 }
 
+static void make_billing(struct env *e, struct world *w)
+{
+    struct arena *a = &e->a;
+    const struct resource_def *d;
+
+    d = &model_prices;
+    w->price = new_row(d, a);
+    set_i(d, &w->price, "flavor_id", model_row_id(&w->flavor));
+    set_s(d, a, &w->price, "currency", "EUR");
+    set_i(d, &w->price, "price_per_hour_micros", 2500000);
+    ins(e, d, &w->price);
+
+    d = &model_usage;
+    w->usage = new_row(d, a);
+    set_i(d, &w->usage, "seq", 1);
+    set_i(d, &w->usage, "workload_id", model_row_id(&w->workload));
+    set_i(d, &w->usage, "org_id", model_row_id(&w->org));
+    set_i(d, &w->usage, "project_id", model_row_id(&w->project));
+    set_i(d, &w->usage, "flavor_id", model_row_id(&w->flavor));
+    set_i(d, &w->usage, "replicas", 2);
+    set_i(d, &w->usage, "started_ms", 1000);
+    set_i(d, &w->usage, "ended_ms", 61000);
+    set_s(d, a, &w->usage, "hash", "ab01");
+    ins(e, d, &w->usage);
+
+    d = &model_invoices;
+    w->invoice = new_row(d, a);
+    set_s(d, a, &w->invoice, "number", "INV-2026-000001");
+    set_i(d, &w->invoice, "org_id", model_row_id(&w->org));
+    set_s(d, a, &w->invoice, "period", "2026-11");
+    set_i(d, &w->invoice, "total_micros", -12340000);
+    set_s(d, a, &w->invoice, "lines", "[{\"amount\":\"1.00\"}]");
+    set_s(d, a, &w->invoice, "canonical", "invoice org=1\nline x\n");
+    ins(e, d, &w->invoice);
+
+    d = &model_budgets;
+    w->budget = new_row(d, a);
+    set_i(d, &w->budget, "project_id", model_row_id(&w->project));
+    set_i(d, &w->budget, "gpu_hours", 100);
+    set_i(d, &w->budget, "enforce", 1);
+    ins(e, d, &w->budget);
+
+    d = &model_budget_alerts;
+    w->alert = new_row(d, a);
+    set_i(d, &w->alert, "budget_id", model_row_id(&w->budget));
+    set_i(d, &w->alert, "project_id", model_row_id(&w->project));
+    set_i(d, &w->alert, "percent", 80);
+    set_i(d, &w->alert, "limit", 100000);
+    ins(e, d, &w->alert);
+}
+
 static void make_world(struct env *e, struct world *w)
 {
     make_tenants(e, w);
     make_fleet(e, w);
     make_catalog(e, w);
     make_work(e, w);
+    make_billing(e, w);
 }
 
 /* ---- schema and migrations ---- */
@@ -575,6 +628,11 @@ static void test_roundtrip_every_resource(void **state)
         {&model_allocations, &w.allocation},
         {&model_events, &w.event},
         {&model_preemptions, &w.preemption},
+        {&model_prices, &w.price},
+        {&model_usage, &w.usage},
+        {&model_invoices, &w.invoice},
+        {&model_budgets, &w.budget},
+        {&model_budget_alerts, &w.alert},
     };
     bool seen[32] = {false};
 
@@ -854,11 +912,23 @@ static void test_cascades(void **state)
     delete_ok(e, &model_preemptions, model_row_id(&w.preemption));
     delete_ok(e, &model_events, model_row_id(&w.event));
     delete_ok(e, &model_allocations, model_row_id(&w.allocation));
+    delete_ok(e, &model_usage, model_row_id(&w.usage));
     delete_ok(e, &model_workloads, model_row_id(&w.workload));
 
-    /* A project takes its quotas along, once no pool is owned by it. */
+    /* A project takes its quotas, budgets and their alerts along, once no pool is owned by it. */
     delete_ok(e, &model_projects, model_row_id(&w.project));
     assert_int_equal(count_rows(e, &model_quotas, NULL, 0), 0);
+    assert_int_equal(count_rows(e, &model_budgets, NULL, 0), 0);
+    assert_int_equal(count_rows(e, &model_budget_alerts, NULL, 0), 0);
+
+    /* Invoices and prices are history: they hold their organization and flavor. */
+    {
+        struct error_info ei = {0};
+        assert_int_equal(store_delete(e->c, &model_flavors, model_row_id(&w.flavor), &ei),
+                         ERR_CONFLICT);
+    }
+    delete_ok(e, &model_prices, model_row_id(&w.price));
+    delete_ok(e, &model_invoices, model_row_id(&w.invoice));
 
     /* An organization takes its org quotas along once nothing else holds it. */
     delete_ok(e, &model_flavors, model_row_id(&w.flavor));

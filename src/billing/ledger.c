@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ledger.c: the usage ledger. Each record is one interval of one run, and
+ * carries hash = BLAKE2b-256(prev_hash || bytes), where bytes are the
+ * record's canonical 61 bytes (meter_record_encode, with id = seq) followed
+ * by workload_id and run_started_ms as big-endian int64. The head (last seq
+ * and hash) is kept in the store's meta table and moves in the same
+ * transaction as the append, so a crash leaves the chain and its head in
+ * step, and verifying can tell a truncated tail from a complete one.
+ *
+ * The engine is the only writer (one thread); a second writer racing on the
+ * same head would fail on the unique seq and roll back, never fork the chain.
+ */
+#include "base/common.h"
+
+#include <sodium.h>
+
+#include "billing/billing-int.h"
+
+#define HEAD_KEY "usage_ledger_head"
+#define HASH_BYTES 32
+#define CHAIN_BYTES (METER_RECORD_BYTES + 16)
+
+static void put_be64(uint8_t *p, int64_t v)
+{
+    for (int i = 7; i >= 0; i--)
+        *p++ = (uint8_t)((uint64_t)v >> (8 * i));
+}
+
+static void chain_hash(const uint8_t prev[HASH_BYTES], const struct meter_record *rec,
+                       int64_t workload_id, int64_t run_started_ms, char out[BILLING_HASH_HEX + 1])
+{
+    uint8_t bytes[CHAIN_BYTES], h[HASH_BYTES];
+    crypto_generichash_state st;
+
+    meter_record_encode(rec, bytes);
+    put_be64(bytes + METER_RECORD_BYTES, workload_id);
+    put_be64(bytes + METER_RECORD_BYTES + 8, run_started_ms);
+    crypto_generichash_init(&st, NULL, 0, sizeof(h));
+    crypto_generichash_update(&st, prev, HASH_BYTES);
+    crypto_generichash_update(&st, bytes, sizeof(bytes));
+    crypto_generichash_final(&st, h, sizeof(h));
+    sodium_bin2hex(out, BILLING_HASH_HEX + 1, h, sizeof(h));
+}
+
+static bool unhex(const char *hex, uint8_t out[HASH_BYTES])
+{
+    size_t len = 0;
+    return strlen(hex) == BILLING_HASH_HEX &&
+           sodium_hex2bin(out, HASH_BYTES, hex, BILLING_HASH_HEX, NULL, &len, NULL) == 0 &&
+           len == HASH_BYTES;
+}
+
+/* The head: last seq (0 for an empty ledger) and its hash (zeros). */
+static int read_head(struct store_conn *c, struct arena *a, int64_t *ret_seq,
+                     char ret_hash[BILLING_HASH_HEX + 1], struct error_info *ei)
+{
+    char *v;
+    int used = 0;
+    int rc = store_meta_get(c, HEAD_KEY, a, &v, ei);
+
+    if (rc == ERR_NOT_FOUND) {
+        if (ei)
+            *ei = (struct error_info){0}; /* an empty ledger is not an error */
+        *ret_seq = 0;
+        memset(ret_hash, '0', BILLING_HASH_HEX);
+        ret_hash[BILLING_HASH_HEX] = '\0';
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    if (sscanf(v, "%" SCNd64 " %n", ret_seq, &used) != 1 || strlen(v + used) != BILLING_HASH_HEX)
+        return errinfo_set(ei, ERR_STORE, NULL, "usage ledger head '%.80s' is malformed", v);
+    memcpy(ret_hash, v + used, BILLING_HASH_HEX + 1);
+    return 0;
+}
+
+static void record_of(const struct row *u, struct meter_record *rec, int64_t *ret_wid,
+                      int64_t *ret_run)
+{
+    const struct resource_def *d = &model_usage;
+    *rec = (struct meter_record){
+        .id = billing__int(d, u, "seq"),
+        .org_id = billing__int(d, u, "org_id"),
+        .project_id = billing__int(d, u, "project_id"),
+        .flavor_id = billing__int(d, u, "flavor_id"),
+        .cls = billing__class_of(billing__str(d, u, "priority_class")),
+        .replicas = (int32_t)billing__int(d, u, "replicas"),
+        .gpu_milli = (int32_t)billing__int(d, u, "gpu_milli"),
+        .started_ms = billing__int(d, u, "started_ms"),
+        .ended_ms = billing__int(d, u, "ended_ms"),
+    };
+    *ret_wid = billing__int(d, u, "workload_id");
+    *ret_run = billing__int(d, u, "run_started_ms");
+}
+
+/* Where the run's metering stopped: the end of its last record, or its start. */
+static int metered_until(struct store_conn *c, int64_t workload_id, int64_t run_started_ms,
+                         struct arena *a, int64_t *ret, struct error_info *ei)
+{
+    struct store_filter f;
+    struct row *rows;
+    size_t n;
+    int rc;
+
+    store_filter_init(&f);
+    store_filter_eq_int(&f, model_field_index(&model_usage, "workload_id"), workload_id);
+    store_filter_eq_int(&f, model_field_index(&model_usage, "run_started_ms"), run_started_ms);
+    rc = billing__list_all(c, &model_usage, &f, a, &rows, &n, ei);
+    *ret = run_started_ms;
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        int64_t end = billing__int(&model_usage, &rows[i], "ended_ms");
+        if (end > *ret)
+            *ret = end;
+    }
+    return rc;
+}
+
+int billing_meter_run(struct store_conn *c, int64_t workload_id, int64_t run_started_ms,
+                      int replicas, int64_t until_ms, int64_t now_ms, struct arena *a,
+                      struct error_info *ei)
+{
+    const struct resource_def *d = &model_usage;
+    struct row w, prj, flv, u;
+    struct meter_record rec;
+    char prev[BILLING_HASH_HEX + 1], hash[BILLING_HASH_HEX + 1], *head;
+    uint8_t prev_bin[HASH_BYTES];
+    int64_t from, seq, id;
+    int rc;
+
+    rc = metered_until(c, workload_id, run_started_ms, a, &from, ei);
+    if (rc < 0 || until_ms <= from)
+        return rc;
+    if ((rc = store_get(c, &model_workloads, workload_id, a, &w, ei)) < 0 ||
+        (rc = store_get(c, &model_projects, billing__int(&model_workloads, &w, "project_id"), a,
+                        &prj, ei)) < 0 ||
+        (rc = store_get(c, &model_flavors, billing__int(&model_workloads, &w, "flavor_id"), a, &flv,
+                        ei)) < 0 ||
+        (rc = read_head(c, a, &seq, prev, ei)) < 0)
+        return rc;
+    if (!unhex(prev, prev_bin))
+        return errinfo_set(ei, ERR_STORE, NULL, "usage ledger head hash is malformed");
+    rec = (struct meter_record){
+        .id = seq + 1,
+        .org_id = billing__int(&model_projects, &prj, "org_id"),
+        .project_id = model_row_id(&prj),
+        .flavor_id = model_row_id(&flv),
+        .cls = billing__class_of(billing__str(&model_workloads, &w, "priority_class")),
+        .replicas = replicas,
+        .gpu_milli = (int32_t)billing__int(&model_flavors, &flv, "gpu_milli"),
+        .started_ms = from,
+        .ended_ms = until_ms,
+    };
+    chain_hash(prev_bin, &rec, workload_id, run_started_ms, hash);
+
+    u = model_row_new(d, a);
+    billing__set_int(d, &u, "seq", rec.id);
+    billing__set_int(d, &u, "workload_id", workload_id);
+    billing__set_int(d, &u, "org_id", rec.org_id);
+    billing__set_int(d, &u, "project_id", rec.project_id);
+    billing__set_int(d, &u, "flavor_id", rec.flavor_id);
+    billing__set_str(d, a, &u, "priority_class", meter_class_name(rec.cls));
+    billing__set_int(d, &u, "replicas", rec.replicas);
+    billing__set_int(d, &u, "gpu_milli", rec.gpu_milli);
+    billing__set_int(d, &u, "run_started_ms", run_started_ms);
+    billing__set_int(d, &u, "started_ms", rec.started_ms);
+    billing__set_int(d, &u, "ended_ms", rec.ended_ms);
+    billing__set_str(d, a, &u, "prev_hash", prev);
+    billing__set_str(d, a, &u, "hash", hash);
+    billing__set_int(d, &u, "recorded_ms", now_ms);
+    rc = store_insert(c, d, &u, &id, ei);
+    if (rc < 0)
+        return rc;
+    head = arena_printf(a, "%" PRId64 " %s", rec.id, hash);
+    return store_meta_set(c, HEAD_KEY, head, ei);
+}
+
+int billing__open_runs(struct store_conn *c, struct arena *a, struct billing__run **ret,
+                       size_t *ret_n, struct error_info *ei)
+{
+    const struct resource_def *d = &model_allocations;
+    struct store_filter f;
+    struct row *rows;
+    struct billing__run *runs;
+    uint64_t(*seen)[4];
+    size_t n, n_runs = 0;
+    int rc;
+
+    store_filter_init(&f);
+    store_filter_eq_null(&f, model_field_index(d, "ended_ms"));
+    rc = billing__list_all(c, d, &f, a, &rows, &n, ei);
+    if (rc < 0)
+        return rc;
+    runs = arena_calloc(a, n + 1, sizeof(*runs));
+    seen = arena_calloc(a, n + 1, sizeof(*seen));
+    for (size_t i = 0; i < n; i++) {
+        int64_t wid = billing__int(d, &rows[i], "workload_id");
+        int64_t started = billing__int(d, &rows[i], "started_ms");
+        int64_t rep = billing__int(d, &rows[i], "replica");
+        size_t k = 0;
+        while (k < n_runs && runs[k].workload_id != wid)
+            k++;
+        if (k == n_runs)
+            runs[n_runs++] = (struct billing__run){wid, started, 0};
+        if (started < runs[k].started_ms)
+            runs[k].started_ms = started;
+        if (rep >= 0 && rep < 256 && !(seen[k][rep / 64] & (UINT64_C(1) << (rep % 64)))) {
+            seen[k][rep / 64] |= UINT64_C(1) << (rep % 64);
+            runs[k].replicas++;
+        }
+    }
+    *ret = runs;
+    *ret_n = n_runs;
+    return 0;
+}
+
+int billing__metered_until(struct store_conn *c, int64_t workload_id, int64_t run_started_ms,
+                           struct arena *a, int64_t *ret, struct error_info *ei)
+{
+    return metered_until(c, workload_id, run_started_ms, a, ret, ei);
+}
+
+int billing_cut_open_runs(struct store_conn *c, int64_t boundary_ms, int64_t now_ms,
+                          struct arena *a, struct error_info *ei)
+{
+    struct billing__run *runs;
+    size_t n_runs;
+    int added = 0;
+    int rc = billing__open_runs(c, a, &runs, &n_runs, ei);
+
+    for (size_t k = 0; rc >= 0 && k < n_runs; k++) {
+        int64_t before = 0;
+        if (runs[k].started_ms >= boundary_ms)
+            continue;
+        rc = metered_until(c, runs[k].workload_id, runs[k].started_ms, a, &before, ei);
+        if (rc >= 0 && before < boundary_ms) {
+            rc = billing_meter_run(c, runs[k].workload_id, runs[k].started_ms, runs[k].replicas,
+                                   boundary_ms, now_ms, a, ei);
+            added++;
+        }
+    }
+    return rc < 0 ? rc : added;
+}
+
+int billing_ledger_verify(struct store_conn *c, struct billing_verify *ret, struct error_info *ei)
+{
+    char prev[BILLING_HASH_HEX + 1], hash[BILLING_HASH_HEX + 1], head_hash[BILLING_HASH_HEX + 1];
+    int64_t head_seq, expect = 1;
+    struct store_filter f;
+    struct arena a;
+    int rc;
+
+    memset(ret, 0, sizeof(*ret));
+    memset(prev, '0', BILLING_HASH_HEX);
+    prev[BILLING_HASH_HEX] = '\0';
+    arena_init(&a);
+    rc = read_head(c, &a, &head_seq, head_hash, ei);
+    store_filter_init(&f);
+    f.limit = 10000;
+    while (rc >= 0) {
+        struct row *rows;
+        size_t n;
+        rc = store_list(c, &model_usage, &f, &a, &rows, &n, ei);
+        for (size_t i = 0; rc >= 0 && i < n && !ret->bad_seq; i++, expect++) {
+            struct meter_record rec;
+            int64_t wid, run;
+            uint8_t prev_bin[HASH_BYTES];
+            record_of(&rows[i], &rec, &wid, &run);
+            ret->records++;
+            if (rec.id != expect) {
+                ret->bad_seq = expect;
+                snprintf(ret->problem, sizeof(ret->problem),
+                         "record %" PRId64 " is missing (found %" PRId64 " next)", expect, rec.id);
+                break;
+            }
+            if (strcmp(billing__str(&model_usage, &rows[i], "prev_hash"), prev) != 0) {
+                ret->bad_seq = rec.id;
+                snprintf(ret->problem, sizeof(ret->problem),
+                         "prev_hash does not match the hash of record %" PRId64, rec.id - 1);
+                break;
+            }
+            unhex(prev, prev_bin);
+            chain_hash(prev_bin, &rec, wid, run, hash);
+            if (strcmp(billing__str(&model_usage, &rows[i], "hash"), hash) != 0) {
+                ret->bad_seq = rec.id;
+                snprintf(ret->problem, sizeof(ret->problem),
+                         "contents do not match its hash: the record was altered");
+                break;
+            }
+            memcpy(prev, hash, sizeof(prev));
+        }
+        if (rc < 0 || ret->bad_seq || n < (size_t)f.limit)
+            break;
+        f.after_id = model_row_id(&rows[n - 1]);
+        arena_release(&a);
+        arena_init(&a);
+    }
+    if (rc >= 0 && !ret->bad_seq && (expect - 1 != head_seq || strcmp(prev, head_hash) != 0)) {
+        ret->bad_seq = expect;
+        snprintf(ret->problem, sizeof(ret->problem),
+                 "the ledger ends at record %" PRId64 " but its head says %" PRId64
+                 ": records were removed or the head was altered",
+                 expect - 1, head_seq);
+    }
+    ret->ok = rc >= 0 && !ret->bad_seq;
+    memcpy(ret->head, prev, sizeof(ret->head));
+    arena_release(&a);
+    return rc < 0 ? rc : 0;
+}
