@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_billing_ledger.c: metering on a real SQLite store: the ledger's
+ * chain, idempotence and tamper detection, cuts at month boundaries, issuing
+ * an invoice and re-rating it byte for byte, payments, credit notes,
+ * exports, and budgets (alerts and refusing P2 work).
+ */
+#include "base/common.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "billing/billing.h"
+
+#define H INT64_C(3600000)
+#define OCT31_23H INT64_C(1793487600000) /* 2026-10-31T23:00:00Z */
+#define NOV1 INT64_C(1793491200000)      /* 2026-11-01T00:00:00Z */
+#define DEC1 INT64_C(1796083200000)      /* 2026-12-01T00:00:00Z */
+
+struct env {
+    char dir[64];
+    struct store *s;
+    struct store_conn *c;
+    struct arena a;
+    int64_t org, project, flavor, workload;
+};
+
+/* A row of def with every non-null field at its default, then the given ints/strings. */
+static struct row new_row(const struct resource_def *def, struct arena *a)
+{
+    struct row r = model_row_new(def, a);
+    for (size_t i = 1; i < def->n_fields; i++) {
+        const struct field_def *f = &def->fields[i];
+        if (f->flags & FF_NULLABLE)
+            model_set_null(&r, (int)i);
+        else if (f->type == FT_ENUM)
+            model_set_str(&r, a, (int)i, f->enum_values[0]);
+        else if (f->type == FT_STRING || f->type == FT_NAME || f->type == FT_IDENT)
+            model_set_str(&r, a, (int)i, f->default_str ? f->default_str : "");
+        else if (f->type == FT_LABELS || f->type == FT_JSON)
+            model_set_str(&r, a, (int)i, "{}");
+        else if (f->type == FT_REFLIST)
+            model_set_str(&r, a, (int)i, "[]");
+        else
+            model_set_int(&r, (int)i, f->default_int);
+    }
+    return r;
+}
+
+static void seti(const struct resource_def *d, struct row *r, const char *f, int64_t v)
+{
+    model_set_int(r, model_field_index(d, f), v);
+}
+
+static void sets(const struct resource_def *d, struct arena *a, struct row *r, const char *f,
+                 const char *v)
+{
+    model_set_str(r, a, model_field_index(d, f), v);
+}
+
+static int64_t ins(struct env *e, const struct resource_def *d, struct row *r)
+{
+    struct error_info ei = {0};
+    int64_t id = 0;
+    if (store_insert(e->c, d, r, &id, &ei) < 0)
+        fail_msg("insert %s: %s", d->name, ei.message);
+    return id;
+}
+
+static void add_allocations(struct env *e, int64_t started_ms)
+{
+    const struct resource_def *d = &model_allocations;
+    for (int rep = 0; rep < 2; rep++) {
+        for (int g = 0; g < 2; g++) {
+            struct row al = new_row(d, &e->a);
+            seti(d, &al, "workload_id", e->workload);
+            seti(d, &al, "project_id", e->project);
+            seti(d, &al, "replica", rep);
+            seti(d, &al, "node_id", 1);
+            model_set_null(&al, model_field_index(d, "gpu_id"));
+            seti(d, &al, "milli", 1000);
+            seti(d, &al, "started_ms", started_ms);
+            model_set_null(&al, model_field_index(d, "ended_ms"));
+            ins(e, d, &al);
+        }
+    }
+}
+
+static int setup(void **state)
+{
+    struct env *e = xcalloc(1, sizeof(*e));
+    struct error_info ei = {0};
+    char *url;
+    struct row r;
+
+    snprintf(e->dir, sizeof(e->dir), "/tmp/gpuaas-billing-XXXXXX");
+    assert_non_null(mkdtemp(e->dir));
+    url = xasprintf("sqlite:%s/t.db", e->dir);
+    assert_int_equal(store_open(url, NULL, &e->s, &ei), 0);
+    free(url);
+    e->c = store_conn_get(e->s);
+    arena_init(&e->a);
+
+    r = new_row(&model_organizations, &e->a);
+    sets(&model_organizations, &e->a, &r, "name", "acme");
+    sets(&model_organizations, &e->a, &r, "display_name", "Acme <Research> & Co");
+    sets(&model_organizations, &e->a, &r, "cost_center", "CC-4711");
+    e->org = ins(e, &model_organizations, &r);
+    r = new_row(&model_projects, &e->a);
+    seti(&model_projects, &r, "org_id", e->org);
+    sets(&model_projects, &e->a, &r, "name", "vision");
+    e->project = ins(e, &model_projects, &r);
+    /* a node for the allocations */
+    r = new_row(&model_clusters, &e->a);
+    sets(&model_clusters, &e->a, &r, "name", "c1");
+    sets(&model_clusters, &e->a, &r, "backend", "sim");
+    {
+        int64_t clu = ins(e, &model_clusters, &r);
+        r = new_row(&model_nodes, &e->a);
+        seti(&model_nodes, &r, "cluster_id", clu);
+        sets(&model_nodes, &e->a, &r, "name", "n1");
+        ins(e, &model_nodes, &r);
+    }
+    r = new_row(&model_gpu_classes, &e->a);
+    sets(&model_gpu_classes, &e->a, &r, "name", "h100");
+    {
+        int64_t cls = ins(e, &model_gpu_classes, &r);
+        r = new_row(&model_flavors, &e->a);
+        sets(&model_flavors, &e->a, &r, "name", "h100.2x");
+        seti(&model_flavors, &r, "gpu_class_id", cls);
+        seti(&model_flavors, &r, "gpu_milli", 2000);
+        e->flavor = ins(e, &model_flavors, &r);
+    }
+    r = new_row(&model_prices, &e->a);
+    seti(&model_prices, &r, "flavor_id", e->flavor);
+    sets(&model_prices, &e->a, &r, "currency", "EUR");
+    seti(&model_prices, &r, "price_per_hour_micros", 3600000); /* 3.60 EUR per replica-hour */
+    seti(&model_prices, &r, "opportunistic_mult_ppm", 500000);
+    seti(&model_prices, &r, "effective_from", OCT31_23H / 1000 - 86400 * 30);
+    ins(e, &model_prices, &r);
+    r = new_row(&model_workloads, &e->a);
+    seti(&model_workloads, &r, "project_id", e->project);
+    seti(&model_workloads, &r, "flavor_id", e->flavor);
+    seti(&model_workloads, &r, "replicas", 2);
+    sets(&model_workloads, &e->a, &r, "priority_class", "owned");
+    sets(&model_workloads, &e->a, &r, "state", "running");
+    e->workload = ins(e, &model_workloads, &r);
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct env *e = *state;
+    char *cmd = xasprintf("rm -rf '%s'", e->dir);
+    store_conn_put(e->c);
+    store_close(e->s);
+    arena_release(&e->a);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    free(e);
+    return 0;
+}
+
+static struct row *records(struct env *e, size_t *ret_n)
+{
+    struct store_filter f;
+    struct row *rows;
+    struct error_info ei = {0};
+    store_filter_init(&f);
+    f.limit = 1000;
+    assert_int_equal(store_list(e->c, &model_usage, &f, &e->a, &rows, ret_n, &ei), 0);
+    return rows;
+}
+
+static int64_t field(const struct resource_def *d, const struct row *r, const char *f)
+{
+    return model_get(d, r, f)->i;
+}
+
+static void test_meter_run_chains_and_is_idempotent(void **state)
+{
+    struct env *e = *state;
+    struct error_info ei = {0};
+    struct billing_verify v;
+    struct row *rows;
+    size_t n;
+
+    assert_int_equal(billing_meter_run(e->c, e->workload, NOV1, 2, NOV1 + H, NOV1, &e->a, &ei), 0);
+    assert_int_equal(billing_meter_run(e->c, e->workload, NOV1, 2, NOV1 + H, NOV1, &e->a, &ei), 0);
+    rows = records(e, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(billing_meter_run(e->c, e->workload, NOV1, 2, NOV1 + 3 * H, NOV1, &e->a, &ei),
+                     0);
+    rows = records(e, &n);
+    assert_int_equal(n, 2);
+    assert_int_equal(field(&model_usage, &rows[1], "started_ms"), NOV1 + H);
+    assert_int_equal(field(&model_usage, &rows[1], "ended_ms"), NOV1 + 3 * H);
+    assert_int_equal(field(&model_usage, &rows[1], "seq"), 2);
+    assert_int_equal(field(&model_usage, &rows[1], "gpu_milli"), 2000);
+    assert_int_equal(field(&model_usage, &rows[1], "org_id"), e->org);
+    assert_string_equal(model_get(&model_usage, &rows[1], "prev_hash")->s,
+                        model_get(&model_usage, &rows[0], "hash")->s);
+    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_true(v.ok);
+    assert_int_equal(v.records, 2);
+    assert_string_equal(v.head, model_get(&model_usage, &rows[1], "hash")->s);
+}
+
+static void test_verify_detects_changes_and_truncation(void **state)
+{
+    struct env *e = *state;
+    struct error_info ei = {0};
+    struct billing_verify v;
+    struct row *rows;
+    size_t n;
+
+    for (int k = 1; k <= 3; k++)
+        assert_int_equal(
+            billing_meter_run(e->c, e->workload, NOV1, 2, NOV1 + k * H, NOV1, &e->a, &ei), 0);
+    rows = records(e, &n);
+    assert_int_equal(n, 3);
+    /* one second less on record 2 */
+    seti(&model_usage, &rows[1], "ended_ms", NOV1 + 2 * H - 1000);
+    assert_int_equal(store_update(e->c, &model_usage, model_row_id(&rows[1]), &rows[1], &ei), 0);
+    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_false(v.ok);
+    assert_int_equal(v.bad_seq, 2);
+    assert_non_null(strstr(v.problem, "altered"));
+    /* put it back: whole again */
+    seti(&model_usage, &rows[1], "ended_ms", NOV1 + 2 * H);
+    assert_int_equal(store_update(e->c, &model_usage, model_row_id(&rows[1]), &rows[1], &ei), 0);
+    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_true(v.ok);
+    /* the last record removed */
+    assert_int_equal(store_delete(e->c, &model_usage, model_row_id(&rows[2]), &ei), 0);
+    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_false(v.ok);
+    assert_non_null(strstr(v.problem, "head says 3"));
+    /* a middle one removed */
+    assert_int_equal(store_delete(e->c, &model_usage, model_row_id(&rows[0]), &ei), 0);
+    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_false(v.ok);
+    assert_int_equal(v.bad_seq, 1);
+}
+
+/* Sum of the ledger's intervals in ms x replicas. */
+static int64_t ledger_replica_ms(struct env *e)
+{
+    size_t n;
+    int64_t sum = 0;
+    struct row *rows = records(e, &n);
+    for (size_t i = 0; i < n; i++)
+        sum += (field(&model_usage, &rows[i], "ended_ms") -
+                field(&model_usage, &rows[i], "started_ms")) *
+               field(&model_usage, &rows[i], "replicas");
+    return sum;
+}
+
+static void test_month_cut_and_invoices(void **state)
+{
+    struct env *e = *state;
+    struct error_info ei = {0};
+    struct meter_invoices inv;
+    int64_t *ids;
+    size_t n;
+    bool same = false;
+    struct row stored;
+
+    add_allocations(e, OCT31_23H);
+    /* The engine's chore at the boundary, twice (a restart): one record. */
+    assert_int_equal(billing_cut_open_runs(e->c, NOV1, NOV1 + 5, &e->a, &ei), 1);
+    assert_int_equal(billing_cut_open_runs(e->c, NOV1, NOV1 + 9, &e->a, &ei), 0);
+    /* The run ends at 01:30: the rest goes in, not a ms lost or added. */
+    assert_int_equal(billing_meter_run(e->c, e->workload, OCT31_23H, 2, NOV1 + H + H / 2,
+                                       NOV1 + 2 * H, &e->a, &ei),
+                     0);
+    assert_int_equal(ledger_replica_ms(e), 2 * (H + H + H / 2));
+
+    meter_invoices_init(&inv);
+    assert_int_equal(
+        billing_rate_period(e->c, e->org, OCT31_23H - 30 * 24 * H, NOV1, 0, &e->a, &inv, &ei), 0);
+    assert_int_equal(inv.n, 1);
+    assert_int_equal(inv.items[0].total_micro, 7200000); /* 2 replica-hours x 3.60 */
+    meter_invoices_release(&inv);
+
+    /* November has not ended on Nov 2; October has. */
+    assert_int_equal(billing_issue(e->c, e->org, "2026-11", NOV1 + 24 * H, &e->a, &ids, &n, &ei),
+                     ERR_CONFLICT);
+    assert_non_null(strstr(ei.message, "has not ended"));
+    ei = (struct error_info){0};
+    assert_int_equal(billing_issue(e->c, e->org, "2026-10", NOV1 + 24 * H, &e->a, &ids, &n, &ei),
+                     0);
+    assert_int_equal(n, 1);
+    assert_int_equal(store_get(e->c, &model_invoices, ids[0], &e->a, &stored, &ei), 0);
+    assert_string_equal(model_get(&model_invoices, &stored, "number")->s, "INV-2026-000001");
+    assert_int_equal(field(&model_invoices, &stored, "total_micros"), 7200000);
+    assert_string_equal(model_get(&model_invoices, &stored, "customer")->s, "Acme <Research> & Co");
+    assert_non_null(strstr(model_get(&model_invoices, &stored, "canonical")->s, "amount=7.20"));
+    assert_int_equal(billing_issue(e->c, e->org, "2026-10", NOV1 + 25 * H, &e->a, &ids, &n, &ei),
+                     ERR_CONFLICT);
+    /* Re-rating the closed month reproduces the stored text byte for byte. */
+    assert_int_equal(billing_rerate_matches(e->c, model_row_id(&stored), &e->a, &same, &ei), 0);
+    assert_true(same);
+}
+
+static int64_t issue_october(struct env *e)
+{
+    struct error_info ei = {0};
+    int64_t *ids;
+    size_t n;
+    add_allocations(e, OCT31_23H);
+    assert_int_equal(billing_meter_run(e->c, e->workload, OCT31_23H, 2, NOV1, NOV1 + H, &e->a, &ei),
+                     0);
+    assert_int_equal(billing_issue(e->c, e->org, "2026-10", NOV1 + 24 * H, &e->a, &ids, &n, &ei),
+                     0);
+    return ids[0];
+}
+
+static void test_pay_and_credit_notes(void **state)
+{
+    struct env *e = *state;
+    struct error_info ei = {0};
+    int64_t inv = issue_october(e), note;
+    struct row r;
+
+    assert_int_equal(billing_pay(e->c, inv, NOV1 + 48 * H, &e->a, &ei), 0);
+    assert_int_equal(billing_pay(e->c, inv, NOV1 + 49 * H, &e->a, &ei), ERR_CONFLICT);
+    ei = (struct error_info){0};
+    assert_int_equal(billing_credit(e->c, inv, 2000000, "", NOV1, &e->a, &note, &ei),
+                     ERR_INVALID); /* a reason is required */
+    ei = (struct error_info){0};
+    assert_int_equal(billing_credit(e->c, inv, 2000000, "outage", NOV1, &e->a, &note, &ei), 0);
+    assert_int_equal(store_get(e->c, &model_invoices, note, &e->a, &r, &ei), 0);
+    assert_string_equal(model_get(&model_invoices, &r, "number")->s, "CN-2026-000001");
+    assert_int_equal(field(&model_invoices, &r, "total_micros"), -2000000);
+    assert_int_equal(field(&model_invoices, &r, "credits_invoice_id"), inv);
+    /* 5.20 is left: more is refused, a fraction of a cent too */
+    assert_int_equal(billing_credit(e->c, inv, 6000000, "x", NOV1, &e->a, &note, &ei), ERR_INVALID);
+    ei = (struct error_info){0};
+    assert_int_equal(billing_credit(e->c, inv, 5000, "x", NOV1, &e->a, &note, &ei), ERR_INVALID);
+    ei = (struct error_info){0};
+    assert_int_equal(billing_credit(e->c, note, 0, "x", NOV1, &e->a, &note, &ei), ERR_CONFLICT);
+    ei = (struct error_info){0};
+    assert_int_equal(billing_credit(e->c, inv, 0, "rest", NOV1, &e->a, &note, &ei), 0);
+    assert_int_equal(store_get(e->c, &model_invoices, note, &e->a, &r, &ei), 0);
+    assert_int_equal(field(&model_invoices, &r, "total_micros"), -5200000);
+    assert_int_equal(billing_credit(e->c, inv, 0, "again", NOV1, &e->a, &note, &ei), ERR_CONFLICT);
+}
+
+static char *export_of(struct env *e, int64_t id, enum billing_format f)
+{
+    struct error_info ei = {0};
+    struct row r;
+    struct buf b;
+    json_t *j;
+    assert_int_equal(store_get(e->c, &model_invoices, id, &e->a, &r, &ei), 0);
+    j = model_encode(&model_invoices, &r);
+    buf_init(&b, 1 << 20);
+    assert_int_equal(billing_export(j, f, "GPU Cloud <Ops>", &b), 0);
+    json_decref(j);
+    return buf_detach(&b, NULL);
+}
+
+static void test_exports(void **state)
+{
+    struct env *e = *state;
+    int64_t inv = issue_october(e);
+    char *csv = export_of(e, inv, BILLING_CSV), *html = export_of(e, inv, BILLING_HTML);
+    char *js = export_of(e, inv, BILLING_JSON), *again = export_of(e, inv, BILLING_HTML);
+    json_t *parsed = json_loads(js, 0, NULL);
+
+    assert_non_null(strstr(csv, "number,kind,period,customer,cost_center,currency,project,"));
+    assert_non_null(strstr(csv, "INV-2026-000001,invoice,2026-10,Acme <Research> & Co,CC-4711,"
+                                "EUR,vision,h100.2x,owned,"));
+    assert_non_null(strstr(csv, ",7.20\r\n")); /* the line */
+    assert_non_null(strstr(csv, "INV-2026-000001,total,"));
+    assert_non_null(strstr(html, "Invoice INV-2026-000001"));
+    assert_non_null(strstr(html, "Acme &lt;Research&gt; &amp; Co"));
+    assert_non_null(strstr(html, "GPU Cloud &lt;Ops&gt;"));
+    assert_non_null(strstr(html, "Cost center: CC-4711"));
+    assert_non_null(strstr(html, "2026-10-01 to 2026-10-31"));
+    assert_non_null(strstr(html, "7.20 EUR"));
+    assert_null(strstr(html, "<Research>"));
+    assert_string_equal(html, again);
+    assert_non_null(parsed);
+    assert_null(json_object_get(parsed, "canonical"));
+    assert_string_equal(json_string_value(json_object_get(parsed, "number")), "INV-2026-000001");
+    json_decref(parsed);
+    free(csv);
+    free(html);
+    free(js);
+    free(again);
+}
+
+static void test_budgets(void **state)
+{
+    struct env *e = *state;
+    struct error_info ei = {0};
+    struct store_filter f;
+    struct row b, *rows;
+    size_t n;
+
+    b = new_row(&model_budgets, &e->a);
+    seti(&model_budgets, &b, "project_id", e->project);
+    seti(&model_budgets, &b, "gpu_hours", 4);
+    seti(&model_budgets, &b, "enforce", 1);
+    ins(e, &model_budgets, &b);
+    add_allocations(e, NOV1); /* 2 replicas x 2 GPUs: 4 GPU-hours per hour */
+
+    assert_int_equal(billing_check_budgets(e->c, NOV1 + H / 2, &e->a, &ei), 1); /* 50 % */
+    assert_int_equal(billing_admit_opportunistic(e->c, e->project, NOV1 + H / 2, &e->a, &ei), 0);
+    assert_int_equal(billing_check_budgets(e->c, NOV1 + H / 2 + 1000, &e->a, &ei), 0);
+    assert_int_equal(billing_check_budgets(e->c, NOV1 + H, &e->a, &ei), 2); /* 80 and 100 % */
+    assert_int_equal(billing_admit_opportunistic(e->c, e->project, NOV1 + H, &e->a, &ei),
+                     ERR_FORBIDDEN);
+    assert_non_null(strstr(ei.message, "spent"));
+    assert_non_null(strstr(ei.message, "4.000 GPU-hours of 4 GPU-hours"));
+    store_filter_init(&f);
+    assert_int_equal(store_list(e->c, &model_budget_alerts, &f, &e->a, &rows, &n, &ei), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(field(&model_budget_alerts, &rows[2], "percent"), 100);
+    assert_string_equal(model_get(&model_budget_alerts, &rows[2], "period")->s, "2026-11");
+    /* December is a new month: a quarter of an hour in, 1 of 4 GPU-hours is used. */
+    ei = (struct error_info){0};
+    assert_int_equal(billing_admit_opportunistic(e->c, e->project, DEC1 + H / 4, &e->a, &ei), 0);
+    assert_int_equal(billing_admit_opportunistic(e->c, e->project, DEC1 + H, &e->a, &ei),
+                     ERR_FORBIDDEN);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_meter_run_chains_and_is_idempotent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_verify_detects_changes_and_truncation, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_month_cut_and_invoices, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pay_and_credit_notes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exports, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_budgets, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
