@@ -89,5 +89,7 @@ int cmd_preemptions(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
 int cmd_capacity(int argc, char **argv);
+int cmd_usage(int argc, char **argv);
+int cmd_invoice(int argc, char **argv);
 
 #endif

@@ -19,7 +19,7 @@ struct command {
 
 static int cmd_version(int argc, char **argv);
 
-/* Later: logs, quota, usage, invoice, inventory. */
+/* Later: inventory, cost. */
 static const struct command commands[] = {
     {"login", cmd_login, "check a server URL and token, and save them"},
     {"logout", cmd_logout, "remove the saved token"},
@@ -34,6 +34,8 @@ static const struct command commands[] = {
     {"timeline", cmd_timeline, "who held which GPU when"},
     {"preemptions", cmd_preemptions, "the preemption ledger (list, show ID)"},
     {"capacity", cmd_capacity, "capacity, free and guaranteed GPUs per class"},
+    {"usage", cmd_usage, "rated usage of a month; `usage verify` checks the ledger"},
+    {"invoice", cmd_invoice, "invoices: list, show, draft, issue, pay, credit, export, verify"},
     {"version", cmd_version, "print the client's version"},
 };
 

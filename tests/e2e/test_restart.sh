@@ -51,5 +51,20 @@ overlap=$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM allocations x JOIN allo
   AND x.started_ms < COALESCE(y.ended_ms, 9e18) AND y.started_ms < COALESCE(x.ended_ms, 9e18) \
   AND x.milli + y.milli > 1000;")
 expect_eq "$overlap" 0 "GPUs held by two workloads at once"
+
+# The usage ledger: every closed run is in it exactly once, to the ms, across the crash,
+# and its hash chain is whole.
+sqlite3 "$TMP/gpuaas.db" "SELECT r.workload_id, r.held, COALESCE(u.metered, 0) FROM \
+  (SELECT workload_id, sum(e - s) AS held FROM (SELECT workload_id, started_ms AS s, \
+     max(ended_ms) AS e FROM allocations GROUP BY workload_id, started_ms \
+     HAVING sum(ended_ms IS NULL) = 0) GROUP BY workload_id) r \
+  LEFT JOIN (SELECT workload_id, sum(ended_ms - started_ms) AS metered FROM usage_records \
+     GROUP BY workload_id) u ON u.workload_id = r.workload_id;" >"$TMP/metered"
+[ -s "$TMP/metered" ] || fail "no closed runs to compare with the ledger"
+while IFS='|' read -r wid held metered; do
+  [ "$held" = "$metered" ] || fail "workload $wid held its GPUs $held ms, the ledger has $metered ms"
+done <"$TMP/metered"
+out=$("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN" usage verify) || fail "usage verify: $out"
+expect_contains "$out" "ledger ok" "usage verify after a crash"
 stop_daemon
 echo "restart: ok"

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cmd_billing.c: `gpuaas usage` (rated usage of a month, and `usage verify`,
+ * the ledger's hash chain) and `gpuaas invoice list|show|draft|issue|pay|
+ * credit|export|verify`. Money is shown as the server formats it (the
+ * currency's minor unit); hours with three decimals.
+ */
+#include "base/common.h"
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/parse.h"
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/render.h"
+#include "cli/resolve.h"
+#include "cli/table.h"
+#include "cli/work.h"
+
+static const char *s_of(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "-";
+}
+
+/* Renders one table of items: header names and, per column, the member shown. */
+static int render_rows(json_t *items, const char *const *header, const char *const *keys,
+                       size_t n_cols, struct buf *out)
+{
+    struct table t;
+    size_t i;
+    json_t *it;
+    int rc;
+
+    table_init(&t, n_cols);
+    table_add_row(&t, header);
+    json_array_foreach(items, i, it)
+    {
+        char *cells[16];
+        for (size_t c = 0; c < n_cols && c < ARRAY_SIZE(cells); c++)
+            cells[c] = render_cell(json_object_get(it, keys[c]));
+        table_add_row(&t, (const char *const *)cells);
+        for (size_t c = 0; c < n_cols && c < ARRAY_SIZE(cells); c++)
+            free(cells[c]);
+    }
+    rc = table_render(&t, out);
+    table_release(&t);
+    return rc;
+}
+
+/* Runs one request and prints the answer (as JSON with -o json, else with fn). */
+static int request_and_show(const char *method, const char *path, json_t *body,
+                            int (*fn)(json_t *ans, struct buf *out))
+{
+    struct client c;
+    struct buf out;
+    json_t *ans = NULL;
+    int rc;
+
+    if (client_open(&c) < 0 || client_request(&c, method, path, body, &ans) < 0) {
+        rc = client_report(&c);
+        client_release(&c);
+        json_decref(body);
+        return rc;
+    }
+    json_decref(body);
+    buf_init(&out, WORK_OUTPUT_MAX);
+    if (cli_opts.output == CLI_OUTPUT_JSON || !fn)
+        render_json(ans, &out);
+    else
+        fn(ans, &out);
+    rc = work_flush(&out);
+    json_decref(ans);
+    client_release(&c);
+    return rc;
+}
+
+/* An organization or project word (name or id) as an id; prints the error. */
+static int resolve_word(const char *cmd, const struct resource_def *def, const char *word,
+                        int64_t *ret)
+{
+    struct client c;
+    char err[256];
+    int rc;
+
+    if (client_open(&c) < 0) {
+        rc = client_report(&c);
+        client_release(&c);
+        return rc;
+    }
+    rc = resolve_id(&c, def, word, ret, err, sizeof(err));
+    if (rc == ERR_IO)
+        rc = client_report(&c);
+    else if (rc < 0)
+        rc = cli_usage_error(cmd, "%s", err);
+    client_release(&c);
+    return rc < 0 ? CLI_ERROR : rc;
+}
+
+/* ---- usage ---- */
+
+static void usage_help(void)
+{
+    printf("usage: gpuaas usage [--period YYYY-MM] [--org ORG] [--project PROJECT]\n"
+           "       gpuaas usage verify\n\n"
+           "Rated usage of a month (default: this one) per project, flavor and class:\n"
+           "seconds, replica-hours, GPU-hours and the amount, with totals per currency.\n"
+           "While the month runs, work still running counts up to now (provisional).\n"
+           "verify recomputes the usage ledger's hash chain (admins).\n");
+}
+
+static int show_usage(json_t *ans, struct buf *out)
+{
+    static const char *const header[] = {"PROJECT",   "FLAVOR", "CLASS",   "HOURS",
+                                         "GPU-HOURS", "AMOUNT", "CURRENCY"};
+    static const char *const keys[] = {"project",   "flavor", "class",   "hours",
+                                       "gpu_hours", "amount", "currency"};
+    json_t *totals = json_object_get(ans, "totals"), *t;
+    size_t i;
+    int rc = buf_printf(out, "usage %s%s\n", s_of(ans, "period"),
+                        json_is_true(json_object_get(ans, "provisional")) ? " (provisional)" : "");
+    if (json_array_size(json_object_get(ans, "items")) == 0)
+        return buf_puts(out, "no usage\n");
+    rc |= render_rows(json_object_get(ans, "items"), header, keys, ARRAY_SIZE(header), out);
+    json_array_foreach(totals, i, t)
+    {
+        rc |= buf_printf(out, "total org %" JSON_INTEGER_FORMAT ": %s %s\n",
+                         json_integer_value(json_object_get(t, "org_id")), s_of(t, "amount"),
+                         s_of(t, "currency"));
+    }
+    return rc;
+}
+
+static int show_verify(json_t *ans, struct buf *out)
+{
+    if (json_is_true(json_object_get(ans, "ok")))
+        return buf_printf(out, "ledger ok: %" JSON_INTEGER_FORMAT " records, head %s\n",
+                          json_integer_value(json_object_get(ans, "records")), s_of(ans, "head"));
+    return buf_printf(out, "ledger BROKEN at record %" JSON_INTEGER_FORMAT ": %s\n",
+                      json_integer_value(json_object_get(ans, "bad_seq")), s_of(ans, "problem"));
+}
+
+int cmd_usage(int argc, char **argv)
+{
+    const char *period = NULL, *org = NULL, *project = NULL;
+    struct buf path;
+    int64_t id;
+    int i = 1, rc;
+    bool verify = false;
+
+    while (i < argc) {
+        if (cli_is_help(argv[i])) {
+            usage_help();
+            return CLI_OK;
+        }
+        if (strcmp(argv[i], "verify") == 0 && i == 1) {
+            verify = true;
+            i++;
+            continue;
+        }
+        if ((rc = cli_take_value_flag("usage", argc, argv, &i, "--period", NULL, &period)) == 1 ||
+            (rc == 0 &&
+             (rc = cli_take_value_flag("usage", argc, argv, &i, "--org", NULL, &org)) == 1) ||
+            (rc == 0 &&
+             (rc = cli_take_value_flag("usage", argc, argv, &i, "--project", NULL, &project)) == 1))
+            continue;
+        if (rc == 0)
+            rc = cli_take_global_flag("usage", argc, argv, &i);
+        if (rc == 0)
+            return cli_usage_error("usage", "unexpected argument '%s'", argv[i]);
+        if (rc != 1)
+            return rc;
+    }
+    if (verify) {
+        if (period || org || project)
+            return cli_usage_error("usage", "usage verify takes no flags");
+        return request_and_show("GET", "/v1/ledger/verify", NULL, show_verify);
+    }
+    buf_init(&path, 1024);
+    buf_puts(&path, "/v1/usage?x=1");
+    if (period) {
+        char *esc = client_escape(period);
+        buf_printf(&path, "&period=%s", esc);
+        free(esc);
+    }
+    if (org) {
+        if ((rc = resolve_word("usage", &model_organizations, org, &id)) != 0) {
+            buf_release(&path);
+            return rc;
+        }
+        buf_printf(&path, "&org_id=%" PRId64, id);
+    }
+    if (project) {
+        struct client c;
+        rc = client_open(&c) < 0 ? client_report(&c) : work_project(&c, "usage", project, &id);
+        client_release(&c);
+        if (rc != 0) {
+            buf_release(&path);
+            return rc;
+        }
+        buf_printf(&path, "&project_id=%" PRId64, id);
+    }
+    rc = request_and_show("GET", path.data, NULL, show_usage);
+    buf_release(&path);
+    return rc;
+}
+
+/* ---- invoices ---- */
+
+/* "12.34" -> 12340000 micro-units; positive, at most 6 decimals, at most 10^12 units. */
+static int parse_amount(const char *s, int64_t *ret)
+{
+    int64_t units = 0, frac = 0;
+    int digits = 0, n_int = 0;
+    const char *p = s;
+
+    for (; *p >= '0' && *p <= '9'; p++, n_int++) {
+        if (n_int >= 12)
+            return -1;
+        units = units * 10 + (*p - '0');
+    }
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++) {
+            if (digits >= 6)
+                return -1;
+            frac = frac * 10 + (*p - '0');
+        }
+        if (digits == 0)
+            return -1;
+    }
+    if (*p || n_int == 0)
+        return -1;
+    for (int k = digits; k < 6; k++)
+        frac *= 10;
+    *ret = units * 1000000 + frac;
+    return *ret > 0 ? 0 : -1;
+}
+
+static void invoice_help(void)
+{
+    printf("usage: gpuaas invoice list [--org ORG] [--period YYYY-MM]\n"
+           "       gpuaas invoice show ID|NUMBER\n"
+           "       gpuaas invoice draft --org ORG [--period YYYY-MM]\n"
+           "       gpuaas invoice issue --org ORG --period YYYY-MM\n"
+           "       gpuaas invoice pay ID|NUMBER\n"
+           "       gpuaas invoice credit ID|NUMBER --reason TEXT [--amount 12.34]\n"
+           "       gpuaas invoice export ID|NUMBER [--format json|csv|html]\n"
+           "       gpuaas invoice verify ID|NUMBER\n\n"
+           "Invoices per organization and month. A draft is computed on demand and never\n"
+           "stored; issue numbers the finished month and makes it immutable; pay marks it\n"
+           "paid; credit issues a credit note (the only correction; without --amount, all\n"
+           "that is left); export prints it (html: a printable page); verify re-rates the\n"
+           "month and compares it byte for byte. issue, pay and credit are for admins.\n");
+}
+
+static int show_invoice(json_t *inv, struct buf *out)
+{
+    static const char *const header[] = {"PROJECT",   "FLAVOR", "CLASS", "HOURS",
+                                         "GPU-HOURS", "UNIT/H", "AMOUNT"};
+    static const char *const keys[] = {"project",   "flavor",     "class", "hours",
+                                       "gpu_hours", "unit_price", "amount"};
+    json_t *lines = json_object_get(inv, "lines");
+    const char *number = json_string_value(json_object_get(inv, "number"));
+    char total[48];
+    int rc;
+
+    snprintf(total, sizeof(total), "%s",
+             json_is_string(json_object_get(inv, "total")) ? s_of(inv, "total") : "");
+    rc =
+        buf_printf(out, "%s %s  %s  %s (%s)  cost center %s\n", s_of(inv, "kind"),
+                   number ? number : "(draft)", s_of(inv, "state"), s_of(inv, "customer"),
+                   s_of(inv, "period"), *s_of(inv, "cost_center") ? s_of(inv, "cost_center") : "-");
+    if (strcmp(s_of(inv, "kind"), "credit-note") == 0)
+        rc |= buf_printf(out, "reason: %s\n", s_of(inv, "reason"));
+    else
+        rc |= render_rows(lines, header, keys, ARRAY_SIZE(header), out);
+    {
+        char *money = render_micros(json_integer_value(json_object_get(inv, "total_micros")));
+        rc |= buf_printf(out, "total %s %s\n", money, s_of(inv, "currency"));
+        free(money);
+    }
+    return rc;
+}
+
+static int show_invoices(json_t *ans, struct buf *out)
+{
+    json_t *items = json_is_array(ans) ? ans : json_object_get(ans, "items"), *it;
+    size_t i;
+    int rc = 0;
+    if (json_array_size(items) == 0)
+        return buf_puts(out, "no invoices\n");
+    json_array_foreach(items, i, it)
+    {
+        rc |= show_invoice(it, out);
+        if (i + 1 < json_array_size(items))
+            rc |= buf_puts(out, "\n");
+    }
+    return rc;
+}
+
+static int show_list(json_t *ans, struct buf *out)
+{
+    static const char *const header[] = {"ID",     "NUMBER", "KIND",         "ORG",
+                                         "PERIOD", "STATE",  "TOTAL_MICROS", "CURRENCY"};
+    static const char *const keys[] = {"id",     "number", "kind",         "org_id",
+                                       "period", "state",  "total_micros", "currency"};
+    json_t *items = json_object_get(ans, "items");
+    if (json_array_size(items) == 0)
+        return buf_puts(out, "no invoices\n");
+    return render_rows(items, header, keys, ARRAY_SIZE(header), out);
+}
+
+/* ID or NUMBER (INV-2026-000001) to an id. */
+static int invoice_id(const char *word, int64_t *ret)
+{
+    struct client c;
+    json_t *ans = NULL;
+    char *esc, *path;
+    int rc;
+
+    if (parse_int64(word, 1, INT64_MAX, ret) == 0)
+        return 0;
+    if (client_open(&c) < 0) {
+        rc = client_report(&c);
+        client_release(&c);
+        return rc;
+    }
+    esc = client_escape(word);
+    path = xasprintf("/v1/invoices?number=%s", esc);
+    rc = client_request(&c, "GET", path, NULL, &ans) < 0 ? client_report(&c) : 0;
+    free(esc);
+    free(path);
+    if (rc == 0) {
+        json_t *first = json_array_get(json_object_get(ans, "items"), 0);
+        if (!first) {
+            cli_error("no invoice %s", word);
+            rc = CLI_ERROR;
+        } else {
+            *ret = json_integer_value(json_object_get(first, "id"));
+        }
+    }
+    json_decref(ans);
+    client_release(&c);
+    return rc;
+}
+
+static int invoice_export(int64_t id, const char *format)
+{
+    struct client c;
+    struct buf body = {0};
+    char *path = xasprintf("/v1/invoices/%" PRId64 "/export?format=%s", id, format);
+    int rc = 0;
+
+    if (client_open(&c) < 0 || client_request_raw(&c, path, &body) < 0)
+        rc = client_report(&c);
+    else if (body.len && fwrite(body.data, 1, body.len, stdout) != body.len)
+        rc = CLI_ERROR;
+    buf_release(&body);
+    client_release(&c);
+    free(path);
+    return rc;
+}
+
+int cmd_invoice(int argc, char **argv)
+{
+    const char *verb = argc > 1 ? argv[1] : NULL, *org = NULL, *period = NULL, *reason = NULL;
+    const char *amount = NULL, *format = "json", *target = NULL;
+    int64_t org_id = 0, id = 0;
+    char path[256];
+    int i = 2, rc;
+
+    if (!verb || cli_is_help(verb)) {
+        invoice_help();
+        return verb ? CLI_OK : CLI_USAGE;
+    }
+    while (i < argc) {
+        if (cli_is_help(argv[i])) {
+            invoice_help();
+            return CLI_OK;
+        }
+        rc = cli_take_value_flag("invoice", argc, argv, &i, "--org", NULL, &org);
+        if (rc == 0)
+            rc = cli_take_value_flag("invoice", argc, argv, &i, "--period", NULL, &period);
+        if (rc == 0)
+            rc = cli_take_value_flag("invoice", argc, argv, &i, "--reason", NULL, &reason);
+        if (rc == 0)
+            rc = cli_take_value_flag("invoice", argc, argv, &i, "--amount", NULL, &amount);
+        if (rc == 0)
+            rc = cli_take_value_flag("invoice", argc, argv, &i, "--format", NULL, &format);
+        if (rc == 0)
+            rc = cli_take_global_flag("invoice", argc, argv, &i);
+        if (rc == 0 && !target && argv[i][0] != '-') {
+            target = argv[i++];
+            continue;
+        }
+        if (rc == 0)
+            return cli_usage_error("invoice", "unexpected argument '%s'", argv[i]);
+        if (rc != 1)
+            return rc;
+    }
+    if (org && (rc = resolve_word("invoice", &model_organizations, org, &org_id)) != 0)
+        return rc;
+    if (strcmp(verb, "list") == 0) {
+        int n = snprintf(path, sizeof(path), "/v1/invoices?limit=1000");
+        if (org_id)
+            n += snprintf(path + n, sizeof(path) - (size_t)n, "&org_id=%" PRId64, org_id);
+        if (period && strlen(period) < 16)
+            snprintf(path + n, sizeof(path) - (size_t)n, "&period=%s", period);
+        return request_and_show("GET", path, NULL, show_list);
+    }
+    if (strcmp(verb, "draft") == 0 || strcmp(verb, "issue") == 0) {
+        if (!org_id)
+            return cli_usage_error("invoice", "invoice %s needs --org", verb);
+        if (strcmp(verb, "issue") == 0) {
+            if (!period)
+                return cli_usage_error("invoice", "invoice issue needs --period YYYY-MM");
+            return request_and_show(
+                "POST", "/v1/invoices/issue",
+                json_pack("{s:I,s:s}", "org_id", (json_int_t)org_id, "period", period),
+                show_invoices);
+        }
+        snprintf(path, sizeof(path), "/v1/invoices/draft?org_id=%" PRId64 "%s%.16s", org_id,
+                 period ? "&period=" : "", period ? period : "");
+        return request_and_show("GET", path, NULL, show_invoices);
+    }
+    if (!target)
+        return cli_usage_error("invoice", "invoice %s needs an invoice ID or NUMBER", verb);
+    if ((rc = invoice_id(target, &id)) != 0)
+        return rc;
+    if (strcmp(verb, "show") == 0) {
+        snprintf(path, sizeof(path), "/v1/invoices/%" PRId64, id);
+        return request_and_show("GET", path, NULL, show_invoice);
+    }
+    if (strcmp(verb, "pay") == 0) {
+        snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/pay", id);
+        return request_and_show("POST", path, NULL, show_invoice);
+    }
+    if (strcmp(verb, "credit") == 0) {
+        int64_t micros = 0;
+        if (!reason)
+            return cli_usage_error("invoice", "invoice credit needs --reason");
+        if (amount && parse_amount(amount, &micros) < 0)
+            return cli_usage_error("invoice", "--amount '%s' is not an amount such as 12.34",
+                                   amount);
+        snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/credit", id);
+        return request_and_show(
+            "POST", path,
+            json_pack("{s:s,s:I}", "reason", reason, "amount_micros", (json_int_t)micros),
+            show_invoice);
+    }
+    if (strcmp(verb, "export") == 0) {
+        if (strcmp(format, "json") && strcmp(format, "csv") && strcmp(format, "html"))
+            return cli_usage_error("invoice", "--format must be json, csv or html");
+        return invoice_export(id, format);
+    }
+    if (strcmp(verb, "verify") == 0) {
+        snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/verify", id);
+        return request_and_show("GET", path, NULL, NULL);
+    }
+    return cli_usage_error("invoice", "unknown invoice command '%s'", verb);
+}

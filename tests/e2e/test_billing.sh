@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Metering through the daemon and the CLI: work on a simulated fleet is
+# metered into the ledger, rated with an effective-dated price (P2 at its
+# multiplier), shown by `gpuaas usage` and in a draft invoice; an enforced,
+# spent budget refuses new opportunistic work (owned work still goes); a month
+# still running cannot be issued; another tenant sees none of it; the ledger
+# verifies.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/sim_setup.sh"
+
+start_daemon "$TMP/gpuaas.db" --sim-fleet "$FLEET" --grace-s 1
+setup_teams
+g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
+yesterday=$(date -u -d "-1 day" +%Y-%m-%dT%H:%M:%SZ)
+month=$(date -u +%Y-%m)
+
+# 3600 EUR per replica-hour: 1 EUR a second owned, 0.60 opportunistic.
+api POST /v1/prices "$ADMIN_TOKEN" "{\"flavor_id\":$FLAVOR_4X,\"currency\":\"EUR\",\"price_per_hour_micros\":3600000000,\"effective_from\":\"$yesterday\"}"
+expect_eq "$HTTP_STATUS" 201 "price version"
+api POST /v1/prices "$ADMIN_TOKEN" "{\"flavor_id\":$FLAVOR_4X,\"currency\":\"EUR\",\"minor_digits\":3,\"price_per_hour_micros\":1,\"effective_from\":\"2030-01-01T00:00:00Z\"}"
+expect_eq "$HTTP_STATUS" 400 "a second number of decimals for EUR"
+
+w=$(submit "$PROJECT_B" "$FLAVOR_4X" opportunistic 2)
+wait_state "$w" succeeded 20
+
+out=$("${g[@]}" usage --project team-b) || fail "usage: $out"
+expect_contains "$out" "h100.4x" "usage lists the flavor"
+expect_contains "$out" "opportunistic" "usage lists the class"
+expect_contains "$out" "EUR" "usage has the currency"
+api GET "/v1/usage?project_id=$PROJECT_B" "$ADMIN_TOKEN"
+amount=$(jq -r '.items[0].amount_micros' <<<"$BODY")
+seconds=$(jq -r '.items[0].seconds' <<<"$BODY")
+expect_eq "$(jq -r '.items[0].mult_ppm' <<<"$BODY")" 600000 "P2 multiplier"
+[ "$seconds" -ge 2 ] || fail "2 s of work metered as $seconds s"
+# Rounded per line to the cent, half-even, from 0.6 EUR per second.
+expect_eq "$((amount % 10000))" 0 "amount in whole cents"
+[ "$amount" -ge 1200000 ] && [ "$amount" -le 1400000 ] || fail "amount $amount for ~2 s at 0.60/s"
+
+out=$("${g[@]}" invoice draft --org acme) || fail "draft: $out"
+expect_contains "$out" "(draft)" "draft invoice"
+expect_contains "$out" "team-b" "draft lists the project"
+out=$("${g[@]}" invoice issue --org acme --period "$month" 2>&1) && fail "issued a running month: $out"
+expect_contains "$out" "has not ended" "issuing this month"
+
+# A budget of 1 EUR, enforced: spent, so new P2 work is refused; owned work is not.
+api POST /v1/budgets "$ADMIN_TOKEN" "{\"project_id\":$PROJECT_B,\"money_micros\":1000000,\"currency\":\"EUR\",\"enforce\":true}"
+expect_eq "$HTTP_STATUS" 201 "budget"
+api POST /v1/workloads "$ADMIN_TOKEN" "{\"project_id\":$PROJECT_B,\"flavor_id\":$FLAVOR_4X,\"priority_class\":\"opportunistic\",\"duration_s\":1}"
+expect_eq "$HTTP_STATUS" 403 "P2 work with a spent budget"
+expect_contains "$BODY" "spent" "the refusal says why"
+api POST /v1/workloads "$ADMIN_TOKEN" "{\"project_id\":$PROJECT_B,\"flavor_id\":$FLAVOR_4X,\"priority_class\":\"owned\",\"duration_s\":1}"
+expect_eq "$HTTP_STATUS" 201 "owned work with a spent budget"
+
+# Another tenant's viewer sees none of it.
+"${g[@]}" org create other >/dev/null
+api POST /v1/users "$ADMIN_TOKEN" '{"name":"eve"}'
+eve=$(jq -r .id <<<"$BODY")
+other=$("${g[@]}" -o json org show other | jq -r .id)
+acme=$("${g[@]}" -o json org show acme | jq -r .id)
+api POST /v1/role-bindings "$ADMIN_TOKEN" "{\"user_id\":$eve,\"role\":\"viewer\",\"org_id\":$other}"
+api POST /v1/tokens "$ADMIN_TOKEN" "{\"user_id\":$eve}"
+eve_token=$(jq -r .token <<<"$BODY")
+api GET "/v1/invoices/draft?org_id=$acme" "$eve_token"
+expect_eq "$HTTP_STATUS" 404 "another tenant's draft"
+api GET "/v1/usage?project_id=$PROJECT_B" "$eve_token"
+expect_eq "$HTTP_STATUS" 404 "another tenant's usage"
+api GET "/v1/usage" "$eve_token"
+expect_eq "$(jq '.items | length' <<<"$BODY")" 0 "usage seen by another tenant"
+api GET "/v1/usage-records" "$eve_token"
+expect_eq "$(jq '.items | length' <<<"$BODY")" 0 "ledger records seen by another tenant"
+api POST /v1/invoices/issue "$eve_token" "{\"org_id\":$other,\"period\":\"2026-01\"}"
+expect_eq "$HTTP_STATUS" 403 "a viewer issuing"
+api PATCH "/v1/budgets/1" "$eve_token" '{"enforce":false}'
+expect_eq "$HTTP_STATUS" 404 "another tenant's budget"
+
+out=$("${g[@]}" usage verify) || fail "usage verify: $out"
+expect_contains "$out" "ledger ok" "ledger verify"
+stop_daemon
+echo "billing: ok"
