@@ -28,3 +28,9 @@ g flavor create h100.8x --gpu-class h100-80gb --gpu-milli 8000 --vcpus 112 --mem
   --price-per-hour-micros 20000000
 g flavor create a100.1x --gpu-class a100-40gb --gpu-milli 1000 --vcpus 8 --memory-mib 65536 \
   --price-per-hour-micros 1200000
+# The price list the meter rates with (USD per replica-hour; P2 at 0.6), in force from now.
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+for fp in h100.1x:2500000 h100.half:1300000 h100.8x:20000000 a100.1x:1200000; do
+  g price create --flavor "${fp%%:*}" --price-per-hour-micros "${fp#*:}" --effective-from "$now" \
+    >/dev/null
+done
