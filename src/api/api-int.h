@@ -212,6 +212,7 @@ void billing_route_issue(struct req *r);
 void billing_route_draft(struct req *r);
 void billing_route_usage(struct req *r);
 void billing_route_ledger_verify(struct req *r);
+void billing_route_cost(struct req *r);
 /* /v1/invoices/<id>/pay|credit|export|verify; false when tail is none of them. */
 bool billing_route_invoice_action(struct req *r, int64_t id, const char *tail);
 /* Extra rules for creating a price version. */

@@ -449,3 +449,98 @@ int billing_check_submit(struct req *r, const struct row *row, struct error_info
     return billing_admit_opportunistic(
         req_db(r), model_get_int(&model_workloads, row, "project_id"), now_ms(), &r->arena, ei);
 }
+
+/* Whether the caller may see a showback group. */
+static bool sees_cost(struct req *r, enum billing_cost_by by, int64_t id)
+{
+    struct row pool;
+    if (r->who->admin)
+        return true;
+    switch (by) {
+    case BILLING_BY_PROJECT:
+        return id && rbac_role_on_project(r, id) >= ROLE_VIEWER;
+    case BILLING_BY_ORG:
+        return id && rbac_role_on_org(r, id) >= ROLE_VIEWER;
+    case BILLING_BY_MANAGER:
+        return id && id == r->who->user_id;
+    case BILLING_BY_POOL:
+        return resource_load_visible(r, &model_pools, id, &pool, NULL) >= 0;
+    }
+    return false;
+}
+
+static const char *cost_name(struct req *r, enum billing_cost_by by, int64_t id)
+{
+    static const struct resource_def *const defs[] = {&model_pools, &model_projects,
+                                                      &model_organizations, &model_users};
+    struct row row;
+    if (!id || store_get(req_db(r), defs[by], id, &r->arena, &row, NULL) < 0)
+        return by == BILLING_BY_MANAGER ? "(no manager)" : "(none)";
+    return model_get(defs[by], &row, "name")->s;
+}
+
+static json_t *milli_hours(struct req *r, int64_t milli_ms)
+{
+    int64_t mh = milli_ms / 3600000; /* milli-GPU-hours */
+    return json_string(arena_printf(&r->arena, "%" PRId64 ".%03" PRId64, mh / 1000, mh % 1000));
+}
+
+/*
+ * GET /v1/cost?by=pool|project|org|manager[&period=YYYY-MM]: showback of the
+ * pools' cost, used and idle, for the groups the caller may see (a manager
+ * sees their own row; admins all).
+ */
+void billing_route_cost(struct req *r)
+{
+    static const char *const names[] = {"pool", "project", "org", "manager"};
+    struct error_info ei = {0};
+    const char *by_s = req_arg(r, "by"), *period = period_arg(r);
+    enum billing_cost_by by = BILLING_BY_POOL;
+    struct billing_cost *rows = NULL;
+    int64_t start = 0, end = 0;
+    json_t *items = json_array();
+    size_t n = 0;
+    bool known = !by_s;
+    int rc;
+
+    for (size_t i = 0; by_s && i < ARRAY_SIZE(names); i++) {
+        if (strcmp(by_s, names[i]) == 0) {
+            by = (enum billing_cost_by)i;
+            known = true;
+        }
+    }
+    rc = known ? 0
+               : errinfo_set(&ei, ERR_INVALID, "by",
+                             "parameter 'by' must be pool, project, org or manager");
+    if (rc >= 0)
+        rc = billing_parse_period(period, &start, &end, &ei);
+    if (rc >= 0)
+        rc = billing_cost(req_db(r), by, start, end, now_ms(), &r->arena, &rows, &n, &ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        const struct billing_cost *x = &rows[i];
+        char used[48], idle[48], total[48];
+        if (!sees_cost(r, by, x->id))
+            continue;
+        meter_format_money(x->used_micros, 2, used, sizeof(used));
+        meter_format_money(x->idle_micros, 2, idle, sizeof(idle));
+        meter_format_money(x->used_micros + x->idle_micros, 2, total, sizeof(total));
+        json_array_append_new(
+            items,
+            json_pack("{s:s,s:I,s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:s,s:s,s:s,s:o}", "by", names[by],
+                      "id", (json_int_t)x->id, "name", cost_name(r, by, x->id), "currency",
+                      x->currency, "capacity_gpu_hours", milli_hours(r, x->capacity_milli_ms),
+                      "allocated_gpu_hours", milli_hours(r, x->allocated_milli_ms), "used_micros",
+                      (json_int_t)x->used_micros, "idle_micros", (json_int_t)x->idle_micros,
+                      "total_micros", (json_int_t)(x->used_micros + x->idle_micros), "used", used,
+                      "idle", idle, "total", total, "efficiency_ppm",
+                      x->efficiency_ppm < 0 ? json_null() : json_integer(x->efficiency_ppm)));
+    }
+    free(rows);
+    if (rc < 0) {
+        json_decref(items);
+        reply_err(r, rc, &ei);
+        return;
+    }
+    req_reply_json(r, 200,
+                   json_pack("{s:s,s:s,s:o}", "by", names[by], "period", period, "items", items));
+}

@@ -154,6 +154,8 @@ const struct route routes_fixed[] = {
     {"GET", "/v1/usage", true, billing_route_usage,
      "rated usage of a month (?period=YYYY-MM, org_id, project_id) per project, flavor and "
      "class; provisional while the month runs"},
+    {"GET", "/v1/cost", true, billing_route_cost,
+     "showback (?by=pool|project|org|manager&period=YYYY-MM): the pools' cost, used and idle"},
     {"GET", "/v1/invoices/draft", true, billing_route_draft,
      "the draft invoice of an organization's month (?org_id=N&period=YYYY-MM), never stored"},
     {"POST", "/v1/invoices/issue", true, billing_route_issue,

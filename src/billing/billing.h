@@ -152,6 +152,35 @@ const char *billing_format_type(enum billing_format f);
 int billing_export(const struct json_t *invoice, enum billing_format f, const char *issuer,
                    struct buf *out);
 
+/* ---- showback (showback.c) ---- */
+
+enum billing_cost_by { BILLING_BY_POOL, BILLING_BY_PROJECT, BILLING_BY_ORG, BILLING_BY_MANAGER };
+
+/*
+ * One group's share of the pools' cost over a period, in one currency.
+ * used: the cost of the GPU time it held (its allocations on pools);
+ * idle: the cost of the unallocated time of the pools it owns; capacity:
+ * those pools' GPU time. Milli-GPU x ms; money in micro-units.
+ */
+struct billing_cost {
+    int64_t id; /* pool, project, organization or manager (user) id; 0: none */
+    char currency[4];
+    int64_t capacity_milli_ms;
+    int64_t allocated_milli_ms;
+    int64_t used_micros;
+    int64_t idle_micros;
+    int64_t efficiency_ppm; /* busy / allocated; -1 until GPU activity is measured */
+};
+
+/*
+ * Showback over [start_ms, end_ms), allocations still open counted up to
+ * now_ms, grouped by `by`. *ret (malloc'd, caller frees) holds *ret_n groups
+ * in the order first met.
+ */
+int billing_cost(struct store_conn *c, enum billing_cost_by by, int64_t start_ms, int64_t end_ms,
+                 int64_t now_ms, struct arena *a, struct billing_cost **ret, size_t *ret_n,
+                 struct error_info *ei);
+
 /* ---- budgets (budget.c) ---- */
 
 /*

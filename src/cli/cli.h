@@ -91,5 +91,6 @@ int cmd_timeline(int argc, char **argv);
 int cmd_capacity(int argc, char **argv);
 int cmd_usage(int argc, char **argv);
 int cmd_invoice(int argc, char **argv);
+int cmd_cost(int argc, char **argv);
 
 #endif

@@ -2,7 +2,8 @@
 /*
  * cmd_billing.c: `gpuaas usage` (rated usage of a month, and `usage verify`,
  * the ledger's hash chain) and `gpuaas invoice list|show|draft|issue|pay|
- * credit|export|verify`. Money is shown as the server formats it (the
+ * credit|export|verify` and `gpuaas cost --by pool|project|org|manager`
+ * (showback). Money is shown as the server formats it (the
  * currency's minor unit); hours with three decimals.
  */
 #include "base/common.h"
@@ -458,4 +459,57 @@ int cmd_invoice(int argc, char **argv)
         return request_and_show("GET", path, NULL, NULL);
     }
     return cli_usage_error("invoice", "unknown invoice command '%s'", verb);
+}
+
+/* ---- cost (showback) ---- */
+
+static void cost_help(void)
+{
+    printf("usage: gpuaas cost [--by pool|project|org|manager] [--period YYYY-MM]\n\n"
+           "Showback of a month (default: this one, up to now): what the pools cost their\n"
+           "owners (cost per GPU-hour x capacity), split into USED (charged to the project,\n"
+           "organization or manager whose work held the GPUs) and IDLE (charged to the\n"
+           "pool's owner). You see the groups you may see; a manager sees their own row.\n");
+}
+
+static int show_cost(json_t *ans, struct buf *out)
+{
+    static const char *const header[] = {"NAME", "CAPACITY_GPU_H", "ALLOCATED_GPU_H", "USED",
+                                         "IDLE", "TOTAL",          "CURRENCY"};
+    static const char *const keys[] = {
+        "name", "capacity_gpu_hours", "allocated_gpu_hours", "used", "idle", "total", "currency"};
+    json_t *items = json_object_get(ans, "items");
+    if (json_array_size(items) == 0)
+        return buf_puts(out, "no costs to show\n");
+    return render_rows(items, header, keys, ARRAY_SIZE(header), out);
+}
+
+int cmd_cost(int argc, char **argv)
+{
+    const char *by = "pool", *period = NULL;
+    char path[128];
+    int i = 1, rc;
+
+    while (i < argc) {
+        if (cli_is_help(argv[i])) {
+            cost_help();
+            return CLI_OK;
+        }
+        rc = cli_take_value_flag("cost", argc, argv, &i, "--by", NULL, &by);
+        if (rc == 0)
+            rc = cli_take_value_flag("cost", argc, argv, &i, "--period", NULL, &period);
+        if (rc == 0)
+            rc = cli_take_global_flag("cost", argc, argv, &i);
+        if (rc == 0)
+            return cli_usage_error("cost", "unexpected argument '%s'", argv[i]);
+        if (rc != 1)
+            return rc;
+    }
+    if (strcmp(by, "pool") && strcmp(by, "project") && strcmp(by, "org") && strcmp(by, "manager"))
+        return cli_usage_error("cost", "--by must be pool, project, org or manager");
+    if (period && (strlen(period) != 7 || period[4] != '-'))
+        return cli_usage_error("cost", "--period '%s' is not a month such as 2026-11", period);
+    snprintf(path, sizeof(path), "/v1/cost?by=%s%s%s", by, period ? "&period=" : "",
+             period ? period : "");
+    return request_and_show("GET", path, NULL, show_cost);
 }

@@ -211,37 +211,6 @@ static int intern_labels(struct engine *e, const char *json, uint32_t *out, int 
     return n;
 }
 
-static bool labels_match(const char *node_labels, const char *selector)
-{
-    json_t *nl = json_loads(node_labels && *node_labels ? node_labels : "{}", 0, NULL);
-    json_t *sel = json_loads(selector && *selector ? selector : "{}", 0, NULL), *v;
-    const char *k;
-    bool ok = true;
-    json_object_foreach(sel, k, v)
-    {
-        json_t *have = json_object_get(nl, k);
-        if (!have || !json_equal(have, v))
-            ok = false;
-    }
-    json_decref(nl);
-    json_decref(sel);
-    return ok;
-}
-
-static bool id_in_json_list(const char *json, int64_t id)
-{
-    json_t *list = json_loads(json && *json ? json : "[]", 0, NULL), *v;
-    size_t i;
-    bool found = false;
-    json_array_foreach(list, i, v)
-    {
-        if (json_integer_value(v) == id)
-            found = true;
-    }
-    json_decref(list);
-    return found;
-}
-
 /* Loads every row matching f (its limit and after_id are ours to set), in id order. */
 static int load_filtered(struct engine *e, const struct resource_def *def, struct store_filter *f,
                          struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei)
@@ -447,23 +416,8 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
         struct gpu_info *gi;
         if (!ni || strcmp(get_s(&model_gpus, r, "health"), "failed") == 0)
             continue;
-        /* A GPU's pool: the first pool (by id) naming it, else the first whose selection holds it. */
-        for (size_t k = 0; k < n_pools && !pool; k++) {
-            if (id_in_json_list(get_s(&model_pools, &pools[k], "gpu_ids"), model_row_id(r)))
-                pool = model_row_id(&pools[k]);
-        }
-        for (size_t k = 0; k < n_pools && !pool; k++) {
-            const struct row *p = &pools[k];
-            int64_t cl = get_i(&model_pools, p, "cluster_id");
-            const char *sel = get_s(&model_pools, p, "node_selector");
-            bool any_criterion = cl || strcmp(sel, "{}") != 0;
-            if (!any_criterion || (cl && cl != ni->cluster_id))
-                continue;
-            if (strcmp(sel, "{}") != 0 &&
-                !labels_match(node_labels(node_rows, n_node_rows, node_id), sel))
-                continue;
-            pool = model_row_id(p);
-        }
+        pool = model_pool_of_gpu(pools, n_pools, model_row_id(r), ni->cluster_id,
+                                 node_labels(node_rows, n_node_rows, node_id));
         sched_add_gpu(e->sched, node_id, model_row_id(r), get_i(&model_gpus, r, "gpu_class_id"),
                       pool);
         gi = &e->gpus[e->n_gpus++];

@@ -177,6 +177,14 @@ struct json_t *model_encode(const struct resource_def *def, const struct row *r)
 /* "an object", "a string", "an integer", ...: a JSON value's kind, for error messages. */
 const char *model_json_kind(const struct json_t *j);
 
+/*
+ * The pool a GPU belongs to (0: none): the first pool (in the order given,
+ * by id) naming it in gpu_ids, else the first whose cluster and node
+ * selector hold its node (node_labels: the node's labels as JSON text).
+ */
+int64_t model_pool_of_gpu(const struct row *pools, size_t n_pools, int64_t gpu_id,
+                          int64_t cluster_id, const char *node_labels);
+
 /* Slug and identifier checks, exported for the CLI and tests. */
 bool model_valid_name(const char *s, size_t max);
 bool model_valid_ident(const char *s, size_t max);

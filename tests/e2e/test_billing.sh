@@ -74,6 +74,24 @@ expect_eq "$HTTP_STATUS" 403 "a viewer issuing"
 api PATCH "/v1/budgets/1" "$eve_token" '{"enforce":false}'
 expect_eq "$HTTP_STATUS" 404 "another tenant's budget"
 
+# Showback: each pool's cost (2.00 per GPU-hour) is used + idle, and adds up to its capacity.
+api GET "/v1/cost?by=pool" "$ADMIN_TOKEN"
+expect_eq "$HTTP_STATUS" 200 "cost by pool"
+expect_eq "$(jq '.items | length' <<<"$BODY")" 2 "pools in the showback"
+jq -c '.items[]' <<<"$BODY" | while read -r p; do
+  used=$(jq .used_micros <<<"$p"); idle=$(jq .idle_micros <<<"$p"); total=$(jq .total_micros <<<"$p")
+  expect_eq "$((used + idle))" "$total" "used + idle of $(jq -r .name <<<"$p")"
+  cap=$(jq -r .capacity_gpu_hours <<<"$p" | tr -d .) # milli-GPU-hours
+  diff=$((total - cap * 2000))
+  [ "${diff#-}" -le 2000 ] || fail "pool cost $total micros for $cap milli-GPU-hours at 2.00"
+done
+used_b=$(jq '[.items[] | select(.name == "pool-b") | .used_micros][0]' <<<"$BODY")
+[ "$used_b" -gt 0 ] || fail "pool-b, where team-b ran, shows no used cost"
+out=$("${g[@]}" cost --by project) || fail "cost: $out"
+expect_contains "$out" "team-b" "cost by project"
+api GET "/v1/cost?by=org" "$eve_token"
+expect_eq "$(jq '.items | length' <<<"$BODY")" 0 "costs seen by another tenant"
+
 out=$("${g[@]}" usage verify) || fail "usage verify: $out"
 expect_contains "$out" "ledger ok" "ledger verify"
 stop_daemon
