@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_api_billing.c: invoices through the API. An issued invoice cannot be
+ * changed through any endpoint (generic verbs, a second issue, a price
+ * back-dated into its month, other roles and tenants), re-rating reproduces
+ * it, and re-rating notices when the ledger under it was altered; payments
+ * and credit notes; exports and who may read them.
+ */
+#include "base/common.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <cmocka.h>
+
+#include "billing/billing.h"
+#include "support/testsrv.h"
+
+#define OCT5 INT64_C(1791158400000) /* 2026-10-05T00:00:00Z */
+#define H INT64_C(3600000)
+
+struct fixture {
+    struct testsrv *srv;
+    const char *admin;
+    char *viewer, *eve; /* acme's org viewer; a viewer of another organization */
+    int64_t org, project, flavor, workload;
+};
+
+static void store_rows(struct fixture *f)
+{
+    struct store_conn *c = store_conn_get(f->srv->store);
+    const struct resource_def *d = &model_allocations;
+    struct error_info ei = {0};
+    struct arena a;
+
+    arena_init(&a);
+    for (int rep = 0; rep < 2; rep++) {
+        struct row al = model_row_new(d, &a);
+        int64_t id;
+        model_set_int(&al, model_field_index(d, "workload_id"), f->workload);
+        model_set_int(&al, model_field_index(d, "project_id"), f->project);
+        model_set_int(&al, model_field_index(d, "replica"), rep);
+        model_set_int(&al, model_field_index(d, "node_id"),
+                      testsrv_create(f->srv, f->admin, "nodes",
+                                     "{\"cluster_id\":%" PRId64 ",\"name\":\"n%d\"}",
+                                     testsrv_create(f->srv, f->admin, "clusters",
+                                                    "{\"name\":\"c%d\",\"backend\":\"sim\"}", rep),
+                                     rep));
+        model_set_null(&al, model_field_index(d, "gpu_id"));
+        model_set_null(&al, model_field_index(d, "gpu_class_id"));
+        model_set_int(&al, model_field_index(d, "milli"), 0);
+        model_set_str(&al, &a, model_field_index(d, "priority_class"), "owned");
+        model_set_int(&al, model_field_index(d, "borrowed"), 0);
+        model_set_int(&al, model_field_index(d, "started_ms"), OCT5);
+        model_set_int(&al, model_field_index(d, "ended_ms"), OCT5 + H + H / 2);
+        model_set_str(&al, &a, model_field_index(d, "end_reason"), "succeeded");
+        assert_int_equal(store_insert(c, d, &al, &id, &ei), 0);
+    }
+    /* what the engine does when the run ends */
+    assert_int_equal(store_begin(c, &ei), 0);
+    assert_int_equal(
+        billing_meter_run(c, f->workload, OCT5, 2, OCT5 + H + H / 2, OCT5 + 2 * H, &a, &ei), 0);
+    assert_int_equal(store_commit(c, &ei), 0);
+    store_conn_put(c);
+    arena_release(&a);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = xcalloc(1, sizeof(*f));
+    struct testsrv *s = f->srv = testsrv_start();
+    int64_t other, uid;
+
+    f->admin = s->admin_token;
+    f->org = testsrv_create(s, f->admin, "organizations",
+                            "{\"name\":\"acme\",\"display_name\":\"Acme Corp\","
+                            "\"cost_center\":\"CC-9\"}");
+    other = testsrv_create(s, f->admin, "organizations", "{\"name\":\"other\"}");
+    f->project = testsrv_create(s, f->admin, "projects",
+                                "{\"org_id\":%" PRId64 ",\"name\":\"vision\"}", f->org);
+    f->flavor = testsrv_create(s, f->admin, "flavors", "{\"name\":\"cpu.small\"}");
+    testsrv_create(s, f->admin, "prices",
+                   "{\"flavor_id\":%" PRId64 ",\"price_per_hour_micros\":2000000,"
+                   "\"effective_from\":\"2026-01-01T00:00:00Z\"}",
+                   f->flavor);
+    f->workload = testsrv_create(s, f->admin, "workloads",
+                                 "{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64
+                                 ",\"replicas\":2,\"priority_class\":\"owned\"}",
+                                 f->project, f->flavor);
+    uid = testsrv_create(s, f->admin, "users", "{\"name\":\"vic\"}");
+    testsrv_create(s, f->admin, "role-bindings",
+                   "{\"user_id\":%" PRId64 ",\"role\":\"viewer\",\"org_id\":%" PRId64 "}", uid,
+                   f->org);
+    f->viewer = testsrv_token_for(s, uid, NULL);
+    uid = testsrv_create(s, f->admin, "users", "{\"name\":\"eve\"}");
+    testsrv_create(s, f->admin, "role-bindings",
+                   "{\"user_id\":%" PRId64 ",\"role\":\"org-admin\",\"org_id\":%" PRId64 "}", uid,
+                   other);
+    f->eve = testsrv_token_for(s, uid, NULL);
+    store_rows(f);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    free(f->viewer);
+    free(f->eve);
+    testsrv_stop(f->srv);
+    free(f);
+    return 0;
+}
+
+static int64_t issue(struct fixture *f)
+{
+    char body[128];
+    long got;
+    json_t *j, *inv;
+    int64_t id;
+
+    snprintf(body, sizeof(body), "{\"org_id\":%" PRId64 ",\"period\":\"2026-10\"}", f->org);
+    testsrv_req(f->srv, "POST", "/v1/invoices/issue", f->admin, body, &got, &j);
+    assert_int_equal(got, 201);
+    inv = json_array_get(json_object_get(j, "items"), 0);
+    assert_string_equal(json_string_value(json_object_get(inv, "number")), "INV-2026-000001");
+    /* 2 replicas x 1.5 h x 2.00 */
+    assert_int_equal(json_integer_value(json_object_get(inv, "total_micros")), 6000000);
+    assert_string_equal(json_string_value(json_object_get(inv, "customer")), "Acme Corp");
+    id = testsrv_id(inv);
+    json_decref(j);
+    return id;
+}
+
+static char *invoice_text(struct fixture *f, int64_t id)
+{
+    char path[64];
+    long got;
+    json_t *j;
+    char *text;
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64, id);
+    testsrv_req(f->srv, "GET", path, f->admin, NULL, &got, &j);
+    assert_int_equal(got, 200);
+    text = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+    json_decref(j);
+    return text;
+}
+
+static bool reproduced(struct fixture *f, int64_t id)
+{
+    char path[64];
+    long got;
+    json_t *j;
+    bool same;
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/verify", id);
+    testsrv_req(f->srv, "GET", path, f->admin, NULL, &got, &j);
+    assert_int_equal(got, 200);
+    same = json_is_true(json_object_get(j, "reproduced"));
+    json_decref(j);
+    return same;
+}
+
+static void test_issued_invoices_cannot_change(void **state)
+{
+    struct fixture *f = *state;
+    struct testsrv *s = f->srv;
+    char path[96], body[160], *before, *after;
+    int64_t id;
+
+    snprintf(body, sizeof(body), "{\"org_id\":%" PRId64 ",\"period\":\"2026-10\"}", f->org);
+    testsrv_expect(s, "POST", "/v1/invoices/issue", f->viewer, body, 403);
+    id = issue(f);
+    before = invoice_text(f, id);
+    assert_true(reproduced(f, id));
+
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64, id);
+    testsrv_expect(s, "PATCH", path, f->admin, "{\"total_micros\":1}", 405);
+    testsrv_expect(s, "PATCH", path, f->admin, "{\"state\":\"paid\"}", 405);
+    testsrv_expect(s, "DELETE", path, f->admin, NULL, 405);
+    testsrv_expect(s, "POST", "/v1/invoices", f->admin, "{\"org_id\":1}", 405);
+    testsrv_expect(s, "POST", "/v1/invoices/issue", f->admin, body, 409);
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/pay", id);
+    testsrv_expect(s, "POST", path, f->viewer, NULL, 403);
+    testsrv_expect(s, "POST", path, f->eve, NULL, 403);
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/credit", id);
+    testsrv_expect(s, "POST", path, f->viewer, "{\"reason\":\"x\"}", 403);
+    /* a price back-dated into the invoiced month, or changed, is refused */
+    snprintf(body, sizeof(body),
+             "{\"flavor_id\":%" PRId64 ",\"price_per_hour_micros\":1,"
+             "\"effective_from\":\"2026-10-15T00:00:00Z\"}",
+             f->flavor);
+    testsrv_expect(s, "POST", "/v1/prices", f->admin, body, 409);
+    testsrv_expect(s, "PATCH", "/v1/prices/1", f->admin, "{\"price_per_hour_micros\":1}", 405);
+    testsrv_expect(s, "DELETE", "/v1/prices/1", f->admin, NULL, 405);
+    snprintf(body, sizeof(body),
+             "{\"flavor_id\":%" PRId64 ",\"price_per_hour_micros\":1,"
+             "\"effective_from\":\"2026-11-01T00:00:00Z\"}",
+             f->flavor);
+    testsrv_expect(s, "POST", "/v1/prices", f->admin, body, 201);
+
+    after = invoice_text(f, id);
+    assert_string_equal(before, after);
+    assert_true(reproduced(f, id));
+    free(before);
+    free(after);
+}
+
+static void test_rerating_notices_an_altered_ledger(void **state)
+{
+    struct fixture *f = *state;
+    struct store_conn *c;
+    struct store_filter fl;
+    struct error_info ei = {0};
+    struct arena a;
+    struct row *rows;
+    size_t n;
+    long got;
+    json_t *j;
+    int64_t id = issue(f);
+
+    testsrv_req(f->srv, "GET", "/v1/ledger/verify", f->admin, NULL, &got, &j);
+    assert_int_equal(got, 200);
+    assert_true(json_is_true(json_object_get(j, "ok")));
+    json_decref(j);
+    testsrv_expect(f->srv, "GET", "/v1/ledger/verify", f->viewer, NULL, 403);
+
+    /* someone shortens the run by an hour behind the API's back */
+    c = store_conn_get(f->srv->store);
+    arena_init(&a);
+    store_filter_init(&fl);
+    assert_int_equal(store_list(c, &model_usage, &fl, &a, &rows, &n, &ei), 0);
+    assert_int_equal(n, 1);
+    model_set_int(&rows[0], model_field_index(&model_usage, "ended_ms"), OCT5 + H / 2);
+    assert_int_equal(store_update(c, &model_usage, model_row_id(&rows[0]), &rows[0], &ei), 0);
+    store_conn_put(c);
+    arena_release(&a);
+
+    testsrv_req(f->srv, "GET", "/v1/ledger/verify", f->admin, NULL, &got, &j);
+    assert_false(json_is_true(json_object_get(j, "ok")));
+    assert_int_equal(json_integer_value(json_object_get(j, "bad_seq")), 1);
+    json_decref(j);
+    assert_false(reproduced(f, id));
+}
+
+static void test_pay_credit_and_exports(void **state)
+{
+    struct fixture *f = *state;
+    struct testsrv *s = f->srv;
+    int64_t id = issue(f);
+    char path[96];
+    long got;
+    json_t *j;
+
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/pay", id);
+    testsrv_req(s, "POST", path, f->admin, NULL, &got, &j);
+    assert_int_equal(got, 200);
+    assert_string_equal(json_string_value(json_object_get(j, "state")), "paid");
+    json_decref(j);
+    testsrv_expect(s, "POST", path, f->admin, NULL, 409);
+
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/credit", id);
+    testsrv_expect(s, "POST", path, f->admin, "{\"amount_micros\":1000000}", 400);
+    testsrv_expect(s, "POST", path, f->admin, "{\"reason\":\"x\",\"amount_micros\":-5}", 400);
+    testsrv_expect(s, "POST", path, f->admin, "{\"reason\":\"x\",\"amount_micros\":6000001}", 400);
+    testsrv_req(s, "POST", path, f->admin, "{\"reason\":\"late start\",\"amount_micros\":1000000}",
+                &got, &j);
+    assert_int_equal(got, 201);
+    assert_string_equal(json_string_value(json_object_get(j, "kind")), "credit-note");
+    assert_string_equal(json_string_value(json_object_get(j, "number")), "CN-2026-000001");
+    assert_int_equal(json_integer_value(json_object_get(j, "total_micros")), -1000000);
+    json_decref(j);
+
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/export?format=csv", id);
+    testsrv_req(s, "GET", path, f->viewer, NULL, &got, NULL);
+    assert_int_equal(got, 200);
+    assert_non_null(strstr(s->content_type, "text/csv"));
+    assert_non_null(strstr(s->body, "INV-2026-000001,invoice,2026-10,Acme Corp,CC-9,USD,vision,"));
+    assert_non_null(strstr(s->body, ",6.00\r\n"));
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/export?format=html", id);
+    testsrv_req(s, "GET", path, f->viewer, NULL, &got, NULL);
+    assert_int_equal(got, 200);
+    assert_non_null(strstr(s->content_type, "text/html"));
+    assert_non_null(strstr(s->body, "Invoice INV-2026-000001"));
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/export?format=pdf", id);
+    testsrv_expect(s, "GET", path, f->viewer, NULL, 400);
+
+    /* another tenant: the invoice does not exist */
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64, id);
+    testsrv_expect(s, "GET", path, f->eve, NULL, 404);
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/export?format=html", id);
+    testsrv_expect(s, "GET", path, f->eve, NULL, 404);
+    snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/verify", id);
+    testsrv_expect(s, "GET", path, f->eve, NULL, 404);
+    assert_int_equal(testsrv_count(s, f->eve, "/v1/invoices"), 0);
+    assert_int_equal(testsrv_count(s, f->viewer, "/v1/invoices"), 2);
+    snprintf(path, sizeof(path), "/v1/invoices/draft?org_id=%" PRId64 "&period=2026-10", f->org);
+    testsrv_expect(s, "GET", path, f->eve, NULL, 404);
+    testsrv_expect(s, "GET", path, f->viewer, NULL, 200);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_issued_invoices_cannot_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rerating_notices_an_altered_ledger, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pay_credit_and_exports, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
