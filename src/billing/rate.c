@@ -17,6 +17,7 @@
 #include "billing/billing-int.h"
 
 #define REPLICA_UNIT 1000
+#define PAGE 10000
 
 static int load_prices(struct store_conn *c, struct arena *a, struct meter_price **ret,
                        size_t *ret_n, struct error_info *ei)
@@ -124,23 +125,33 @@ int billing_rate_period(struct store_conn *c, int64_t org_id, int64_t start_ms, 
     rc = load_prices(c, a, &prices, &n_prices, ei);
     if (rc >= 0)
         rc = meter_rater_new(prices, n_prices, NULL, ei, &r);
+    /* The ledger is read a page at a time, so memory stays bounded by the invoice lines. */
     store_filter_init(&f);
+    f.limit = PAGE;
     if (org_id)
         store_filter_eq_int(&f, model_field_index(d, "org_id"), org_id);
-    if (rc >= 0)
-        rc = billing__list_all(c, d, &f, a, &rows, &n, ei);
-    for (size_t i = 0; rc >= 0 && i < n; i++) {
-        struct meter_record rec = {
-            .id = billing__int(d, &rows[i], "seq"),
-            .org_id = billing__int(d, &rows[i], "org_id"),
-            .project_id = billing__int(d, &rows[i], "project_id"),
-            .flavor_id = billing__int(d, &rows[i], "flavor_id"),
-            .cls = billing__class_of(billing__str(d, &rows[i], "priority_class")),
-            .replicas = (int32_t)billing__int(d, &rows[i], "replicas"),
-            .started_ms = billing__int(d, &rows[i], "started_ms"),
-            .ended_ms = billing__int(d, &rows[i], "ended_ms"),
-        };
-        rc = rate_clipped(c, r, rec, start_ms, end_ms, a, ei);
+    while (rc >= 0) {
+        struct arena page;
+        arena_init(&page);
+        rc = store_list(c, d, &f, &page, &rows, &n, ei);
+        for (size_t i = 0; rc >= 0 && i < n; i++) {
+            struct meter_record rec = {
+                .id = billing__int(d, &rows[i], "seq"),
+                .org_id = billing__int(d, &rows[i], "org_id"),
+                .project_id = billing__int(d, &rows[i], "project_id"),
+                .flavor_id = billing__int(d, &rows[i], "flavor_id"),
+                .cls = billing__class_of(billing__str(d, &rows[i], "priority_class")),
+                .replicas = (int32_t)billing__int(d, &rows[i], "replicas"),
+                .started_ms = billing__int(d, &rows[i], "started_ms"),
+                .ended_ms = billing__int(d, &rows[i], "ended_ms"),
+            };
+            rc = rate_clipped(c, r, rec, start_ms, end_ms, a, ei);
+        }
+        if (rc >= 0 && n > 0)
+            f.after_id = model_row_id(&rows[n - 1]);
+        arena_release(&page);
+        if (n < PAGE)
+            break;
     }
     if (rc >= 0 && open_until_ms > start_ms)
         rc = rate_open_runs(c, r, org_id, start_ms, end_ms, open_until_ms, a, ei);
