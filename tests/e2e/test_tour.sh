@@ -64,6 +64,13 @@ expect_contains "$(alice show "$w1")" "admitted" "show lists the admission event
 expect_contains "$(alice timeline)" "sim-node" "timeline shows the placement"
 [ "$(alice -o json show "$w2" | jq '.allocations | length')" = 8 ] || fail "8x holds 8 GPUs"
 
+# The work is metered while it runs: alice sees her project's usage; the admin the draft
+# invoice, the showback and a whole ledger.
+expect_contains "$(alice usage)" "h100.8x" "alice's usage"
+expect_contains "$(g invoice draft --org acme)" "vision" "draft invoice"
+expect_contains "$(g cost --by project)" "vision" "showback by project"
+expect_contains "$(g usage verify)" "ledger ok" "ledger verify"
+
 # Every change above is in the audit log, with its actor.
 audit=$(g -o json audit list --resource projects --limit 1000)
 expect_eq "$(jq '[.items[] | select(.action == "create")] | length' <<<"$audit")" 2 "project audits"
