@@ -80,6 +80,7 @@ struct api {
      */
     pthread_mutex_t tenancy_commit_lock;
     struct auth_cache *auth;
+    struct api_metrics *metrics; /* requests and latencies, for /metrics */
 };
 
 struct req {
@@ -94,6 +95,7 @@ struct req {
     const struct principal *who; /* NULL until authenticated; owned by arena */
     struct store_conn *db;       /* taken lazily by req_db() */
     int64_t now;                 /* request time, epoch seconds */
+    int64_t started_ns;          /* arrival, monotonic: the latency on /metrics */
     /* the response */
     int status;
     json_t *json;           /* body to send, or NULL */
@@ -219,6 +221,14 @@ bool billing_route_invoice_action(struct req *r, int64_t id, const char *tail);
 int billing_check_price(struct req *r, const struct row *row, struct error_info *ei);
 /* Refuses opportunistic work once an enforced budget is spent. */
 int billing_check_submit(struct req *r, const struct row *row, struct error_info *ei);
+
+/* ---- metrics.c: /metrics ---- */
+
+struct api_metrics *api_metrics_new(void);
+void api_metrics_free(struct api_metrics *m);
+/* Counts one answered request; thread-safe. */
+void api_metrics_observe(struct api_metrics *m, const char *method, int status, int64_t us);
+void metrics_route(struct req *r);
 
 /* ---- routes.c ---- */
 

@@ -56,6 +56,7 @@ static struct req *req_new(struct api *api, struct MHD_Connection *conn, const c
     r->path = arena_strdup(&r->arena, url);
     buf_init(&r->body, api->opt.max_body_bytes);
     r->now = time_now_s();
+    r->started_ns = time_mono_ns();
     if (sane_request_id(given)) {
         snprintf(r->id, sizeof(r->id), "%s", given);
     } else {
@@ -178,7 +179,6 @@ static enum MHD_Result send_reply(struct req *r)
     enum MHD_Result ret;
     char *text = NULL;
     char status_s[8];
-    int64_t t0 = time_mono_ns();
 
     if (r->json) {
         text = json_dumps(r->json, JSON_COMPACT);
@@ -202,6 +202,8 @@ static enum MHD_Result send_reply(struct req *r)
         MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
     ret = MHD_queue_response(r->conn, (unsigned)(r->status ? r->status : 500), resp);
     MHD_destroy_response(resp);
+    api_metrics_observe(r->api->metrics, r->method, r->status ? r->status : 500,
+                        (time_mono_ns() - r->started_ns) / 1000);
 
     if (r->status >= 500 || (r->status >= 400 && r->status != 404 && r->status != 401)) {
         snprintf(status_s, sizeof(status_s), "%d", r->status);
@@ -209,7 +211,6 @@ static enum MHD_Result send_reply(struct req *r)
         log_info("request failed", "method", r->method, "path", r->path, "status", status_s);
         log_set_request_id(NULL);
     }
-    (void)t0;
     return ret;
 }
 
@@ -307,6 +308,7 @@ int api_start(struct store *store, const struct api_options *opt, struct api **r
     api->opt = *opt;
     atomic_init(&api->generation, 1);
     tenancy_init(&api->tenancy);
+    api->metrics = api_metrics_new();
     pthread_mutex_init(&api->tenancy_commit_lock, NULL);
     api->auth = auth_cache_new();
 
@@ -350,6 +352,7 @@ void api_stop(struct api *api)
         MHD_stop_daemon(api->mhd);
     auth_cache_free(api->auth);
     tenancy_release(&api->tenancy);
+    api_metrics_free(api->metrics);
     pthread_mutex_destroy(&api->tenancy_commit_lock);
     free(api);
 }

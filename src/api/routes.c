@@ -148,6 +148,9 @@ const struct route routes_fixed[] = {
     {"GET", "/healthz", false, reply_health, "liveness probe"},
     {"GET", "/v1/openapi.json", false, reply_openapi, "this API described as OpenAPI 3"},
     {"GET", "/v1/whoami", true, reply_whoami, "the caller: user, role bindings, admin flag"},
+    {"GET", "/metrics", true, metrics_route,
+     "Prometheus text format (admins): GPUs by state, workloads, queue wait, preemptions, "
+     "reclaim latency, quotas, HTTP requests and latencies"},
     {"GET", "/v1/capacity", true, reply_capacity,
      "capacity, free and guaranteed milli-GPU per GPU class, with a warning when guarantees "
      "exceed healthy capacity"},

@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "base/buf.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/timeutil.h"
 #include "billing/billing.h"
 #include "engine/engine.h"
@@ -61,6 +62,23 @@ struct cluster_backend {
     struct backend *b;
 };
 
+/* Outcomes counted on /metrics, in this order. */
+static const char *const outcomes[] = {"succeeded", "failed", "cancelled", "preempted"};
+
+/* What /metrics reads of the engine; written by the engine thread after each commit. */
+struct engine_metrics {
+    struct metrics_histogram queue_wait; /* first admission: admitted - submitted */
+    struct metrics_histogram reclaim;    /* decided -> the last victim released */
+    uint64_t preemptions_reclaim;        /* ledger entries with rule "reclaim" */
+    uint64_t outcomes[ARRAY_SIZE(outcomes)];
+};
+
+static const int64_t queue_wait_bounds[] = {
+    1000000,    5000000,    15000000,    30000000,    60000000,    300000000,  900000000,
+    1800000000, 3600000000, 10800000000, 21600000000, 43200000000, 86400000000};
+static const int64_t reclaim_bounds[] = {1000000,  2000000,   5000000,   10000000, 30000000,
+                                         60000000, 120000000, 300000000, 600000000};
+
 struct engine {
     struct store *store;
     struct store_conn *db;
@@ -72,6 +90,7 @@ struct engine {
     uint64_t iterations;
     int64_t metered_through; /* month start up to which open runs are cut in the ledger */
     int64_t budgets_checked; /* when budgets were last checked, ms */
+    struct engine_metrics metrics;
 
     struct sched *sched;
     struct cluster_backend *backends;
@@ -908,7 +927,14 @@ static int apply_decisions(struct engine *e, int64_t now, struct error_info *ei)
         arena_release(&a);
         return rc;
     }
-    /* Committed: now act, then record what the backends did with it. */
+    /* Committed: count it, then act, then record what the backends did with it. */
+    for (size_t i = 0; i < e->dec.n_admits; i++) {
+        if (get_i(&model_workloads, &rows[i], "preemptions") == 0)
+            metrics_histogram_observe(&e->metrics.queue_wait,
+                                      (now - get_i(&model_workloads, &rows[i], "submitted_ms")) *
+                                          1000);
+    }
+    e->metrics.preemptions_reclaim += e->dec.n_preemptions; /* reclaim is the only rule */
     {
         struct backend_event *failed = arena_calloc(&a, e->dec.n_admits + 1, sizeof(*failed));
         bool *started = arena_calloc(&a, e->dec.n_admits + 1, sizeof(bool));
@@ -998,7 +1024,7 @@ static int close_allocations(struct engine *e, int64_t wid, int64_t at, const ch
 
 /* A victim has released: when it was the last of its ledger entry, close the entry. */
 static int victim_released(struct engine *e, int64_t vid, int64_t at, struct arena *a,
-                           struct error_info *ei)
+                           int64_t *ret_reclaim_ms, struct error_info *ei)
 {
     int64_t ledger = 0;
     bool others = false;
@@ -1019,8 +1045,8 @@ static int victim_released(struct engine *e, int64_t vid, int64_t at, struct are
         if (rc < 0)
             return rc;
         set_i(&model_preemptions, &led, "released_ms", at);
-        set_i(&model_preemptions, &led, "reclaim_ms",
-              at - get_i(&model_preemptions, &led, "decided_ms"));
+        *ret_reclaim_ms = at - get_i(&model_preemptions, &led, "decided_ms");
+        set_i(&model_preemptions, &led, "reclaim_ms", *ret_reclaim_ms);
         return store_update(e->db, &model_preemptions, ledger, &led, ei);
     }
     return 0;
@@ -1030,6 +1056,8 @@ static int victim_released(struct engine *e, int64_t vid, int64_t at, struct are
 struct end_action {
     int64_t workload_id, at_ms;
     bool cancel, skip;
+    int outcome;        /* index into outcomes */
+    int64_t reclaim_ms; /* its release closed a preemption after this long; -1: it did not */
 };
 
 /*
@@ -1046,7 +1074,7 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
     bool cancel, preempted, requeue;
     int rc;
 
-    *act = (struct end_action){ev->workload_id, ev->at_ms, false, true};
+    *act = (struct end_action){ev->workload_id, ev->at_ms, false, true, 0, -1};
     if (sched_workload_info(e->sched, ev->workload_id, &info) < 0 ||
         info.state == SCHED_QUEUED)
         return 0; /* not ours, or already dealt with */
@@ -1098,7 +1126,8 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
         rc = add_event(e, a, ev->workload_id, get_i(d, &w, "project_id"), ev->at_ms,
                        requeue ? "requeued" : preempted ? "preempted" : state, reason, ei);
     if (rc >= 0 && info.state == SCHED_PREEMPTING)
-        rc = victim_released(e, ev->workload_id, ev->at_ms, a, ei);
+        rc = victim_released(e, ev->workload_id, ev->at_ms, a, &act->reclaim_ms, ei);
+    act->outcome = preempted ? 3 : cancel ? 2 : strcmp(state, "succeeded") == 0 ? 0 : 1;
     act->cancel = cancel;
     act->skip = false;
     return rc;
@@ -1108,6 +1137,9 @@ static void apply_end(struct engine *e, const struct end_action *act)
 {
     if (act->skip)
         return;
+    e->metrics.outcomes[act->outcome]++;
+    if (act->reclaim_ms >= 0)
+        metrics_histogram_observe(&e->metrics.reclaim, act->reclaim_ms * 1000);
     if (act->cancel)
         sched_cancel(e->sched, act->workload_id, act->at_ms);
     else
@@ -1358,6 +1390,9 @@ int engine_start(struct store *store, const struct engine_options *opt, struct e
 
     e->store = store;
     e->opt = *opt;
+    metrics_histogram_init(&e->metrics.queue_wait, queue_wait_bounds,
+                           ARRAY_SIZE(queue_wait_bounds));
+    metrics_histogram_init(&e->metrics.reclaim, reclaim_bounds, ARRAY_SIZE(reclaim_bounds));
     e->db = store_conn_get(store);
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
@@ -1601,6 +1636,69 @@ size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max
     }
     pthread_mutex_unlock(&e->lock);
     return n;
+}
+
+int engine_metrics_write(struct engine *e, struct buf *b)
+{
+    static const char *const states[] = {NULL, "queued", "running", "preempting"};
+    int64_t counts[SCHED_PREEMPTING + 1];
+    int rc = 0;
+
+    pthread_mutex_lock(&e->lock);
+    sched_count_states(e->sched, counts);
+    rc |= metrics_header(b, "gpuaas_workloads", "gauge",
+                         "Workloads the scheduler holds, by state (admitted work counts as "
+                         "running).");
+    for (int st = SCHED_QUEUED; st <= SCHED_PREEMPTING; st++)
+        rc |= metrics_sample(b, "gpuaas_workloads", (const char *[]){"state", states[st], NULL},
+                             counts[st]);
+    rc |= metrics_header(b, "gpuaas_workload_outcomes_total", "counter",
+                         "Runs that ended since the daemon started, by outcome.");
+    for (size_t i = 0; i < ARRAY_SIZE(outcomes); i++)
+        rc |= metrics_sample(b, "gpuaas_workload_outcomes_total",
+                             (const char *[]){"outcome", outcomes[i], NULL},
+                             (int64_t)e->metrics.outcomes[i]);
+    rc |= metrics_header(b, "gpuaas_queue_wait_seconds", "histogram",
+                         "Time from submit to first admission.");
+    rc |= metrics_histogram_write(b, "gpuaas_queue_wait_seconds", NULL, &e->metrics.queue_wait);
+    rc |= metrics_header(b, "gpuaas_preemptions_total", "counter",
+                         "Preemption decisions since the daemon started, by rule.");
+    rc |= metrics_sample(b, "gpuaas_preemptions_total", (const char *[]){"rule", "reclaim", NULL},
+                         (int64_t)e->metrics.preemptions_reclaim);
+    rc |= metrics_header(b, "gpuaas_reclaim_latency_seconds", "histogram",
+                         "Time from a reclaim decision until its last victim released the GPUs.");
+    rc |= metrics_histogram_write(b, "gpuaas_reclaim_latency_seconds", NULL, &e->metrics.reclaim);
+
+    /* Quotas: what each project holds of each class against its guarantee and limit. */
+    rc |= metrics_header(b, "gpuaas_quota_gpus", "gauge",
+                         "Per project and GPU class, in GPUs: guaranteed (owned capacity), "
+                         "limit (-1: none), used (P1 + P2) and borrowed (used beyond the "
+                         "guarantee).");
+    for (size_t p = 0; p < e->n_projects; p++) {
+        for (size_t c = 0; c < e->n_classes; c++) {
+            struct sched_usage u;
+            char prj[24];
+            int64_t used;
+            if (sched_project_usage(e->sched, e->projects[p].id, e->classes[c].id, &u) < 0 ||
+                (u.guaranteed == 0 && u.p1 + u.p2 == 0 && u.limit < 0))
+                continue;
+            snprintf(prj, sizeof(prj), "%" PRId64, e->projects[p].id);
+            used = u.p1 + u.p2;
+            const char *l_g[] = {"project", e->projects[p].name, "project_id",
+                                 prj,       "gpu_class",         e->classes[c].name,
+                                 "kind",    "guaranteed",        NULL};
+            rc |= metrics_sample_milli(b, "gpuaas_quota_gpus", l_g, u.guaranteed);
+            l_g[7] = "limit";
+            rc |= metrics_sample_milli(b, "gpuaas_quota_gpus", l_g, u.limit < 0 ? -1000 : u.limit);
+            l_g[7] = "used";
+            rc |= metrics_sample_milli(b, "gpuaas_quota_gpus", l_g, used);
+            l_g[7] = "borrowed";
+            rc |= metrics_sample_milli(b, "gpuaas_quota_gpus", l_g,
+                                       used > u.guaranteed ? used - u.guaranteed : 0);
+        }
+    }
+    pthread_mutex_unlock(&e->lock);
+    return rc ? ERR_TOO_LARGE : 0;
 }
 
 bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, size_t size)

@@ -77,6 +77,14 @@ struct engine_capacity {
 /* Fills up to max entries, one per class; returns how many. */
 size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max);
 
+/*
+ * The engine's part of /metrics in Prometheus text format, appended to b:
+ * workloads by state, outcomes, queue wait and reclaim latency histograms,
+ * preemptions by rule, and quota gauges per project and class.
+ */
+struct buf;
+int engine_metrics_write(struct engine *e, struct buf *b);
+
 /* Where a workload's log file would be (local clusters); false when logs are not kept. */
 bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, size_t size);
 

@@ -947,6 +947,17 @@ void sched_decisions_release(struct sched_decisions *d)
 
 /* ---- queries ---- */
 
+void sched_count_states(const struct sched *s, int64_t ret[SCHED_PREEMPTING + 1])
+{
+    memset(ret, 0, sizeof(int64_t) * (SCHED_PREEMPTING + 1));
+    for (int32_t w = 0; w < s->n_wls; w++) {
+        const struct workload *wl = &s->wls[w];
+        if (wl->state >= SCHED_QUEUED && wl->state <= SCHED_PREEMPTING &&
+            idmap_get(&s->workload_ids, wl->spec.id) == w)
+            ret[wl->state]++;
+    }
+}
+
 int sched_workload_info(const struct sched *s, int64_t workload_id,
                         struct sched_workload_info *ret)
 {

@@ -335,6 +335,10 @@ struct sched_workload_info {
 int sched_workload_info(const struct sched *s, int64_t workload_id,
                         struct sched_workload_info *ret);
 
+/* How many workloads the scheduler holds in each state: ret[SCHED_QUEUED] ...
+ * ret[SCHED_PREEMPTING]. */
+void sched_count_states(const struct sched *s, int64_t ret[SCHED_PREEMPTING + 1]);
+
 /* Usage of a project in a class (milli-GPU): P1, P2, the effective guarantee and limit. */
 struct sched_usage {
     int64_t p1, p2;

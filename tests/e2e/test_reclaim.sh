@@ -101,5 +101,18 @@ until [ "$("${bob[@]}" -o json ps | jq '[.items[] | select(.state == "running")]
   [ $SECONDS -lt $deadline ] || fail "B did not get the freed GPUs"
   sleep 0.2
 done
+# /metrics (admins): the reclaims, their latency, GPUs by state and the quotas, in the
+# Prometheus text format with its content type.
+curl -sS -D "$TMP/mh" -o "$TMP/metrics" -H "Authorization: Bearer $ADMIN_TOKEN" "$URL/metrics"
+expect_contains "$(cat "$TMP/mh")" "text/plain; version=0.0.4" "metrics content type"
+m=$(cat "$TMP/metrics")
+expect_contains "$m" 'gpuaas_preemptions_total{rule="reclaim"} 2' "preemptions counted by rule"
+expect_contains "$m" 'gpuaas_reclaim_latency_seconds_count 2' "reclaim latencies observed"
+expect_contains "$m" '# TYPE gpuaas_queue_wait_seconds histogram' "queue wait histogram"
+expect_contains "$m" 'gpuaas_gpus{state="allocated",gpu_class="h100",cluster="sim"} 16' "GPUs by state"
+expect_contains "$m" 'kind="guaranteed"} 8.000' "guarantees as GPUs"
+expect_contains "$m" 'gpuaas_http_requests_total{method="POST",code="201"}' "HTTP requests"
+api GET /metrics "${bob[4]}"
+expect_eq "$HTTP_STATUS" 403 "a member reading /metrics"
 stop_daemon
 echo "reclaim: ok (A had its GPUs back after ${waited_ms} ms)"
