@@ -156,3 +156,25 @@ int inv_readings_get(struct inv_readings *rs, const char *uuid, int32_t mig_inst
     *ret = r;
     return 0;
 }
+
+int inv_parse_double(const char *s, size_t n, double *ret)
+{
+    char tmp[64];
+    char *end;
+    double v;
+
+    if (n == 0 || n >= sizeof(tmp))
+        return ERR_INVALID;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E'))
+            return ERR_INVALID;
+    }
+    memcpy(tmp, s, n);
+    tmp[n] = '\0';
+    v = strtod(tmp, &end);
+    if (end != tmp + n || !isfinite(v))
+        return ERR_INVALID;
+    *ret = v;
+    return 0;
+}
