@@ -460,7 +460,7 @@ struct inv_sched {
     int64_t interval_ms;    /* between successful runs */
     int64_t timeout_ms;     /* for one run */
     int64_t backoff_max_ms; /* cap of the delay after failures */
-    int64_t stale_after_ms; /* no success for this long: stale (default 3 x interval) */
+    int64_t stale_after_ms; /* no success for this long: stale (3 x interval by default) */
     int64_t next_due_ms;
     int64_t last_ok_ms; /* 0: never */
     int64_t last_try_ms;
@@ -469,7 +469,8 @@ struct inv_sched {
     bool stale;
 };
 
-/* A schedule due at now. stale_after_ms 0 means 3 x interval. Invalid values assert. */
+/* A schedule due at now, stale until its first success; stale_after_ms is set to 3 x interval
+ * (change it after init). Invalid values assert. */
 void inv_sched_init(struct inv_sched *s, int64_t interval_ms, int64_t timeout_ms,
                     int64_t backoff_max_ms, int64_t now_ms);
 /* Whether a run is due at now (also refreshes the stale flag). */
@@ -501,27 +502,29 @@ void inv_tstore_config_default(struct inv_tstore_config *cfg);
 /* One raw sample as kept: 24 bytes. */
 struct inv_raw {
     int64_t t_ms;
-    uint32_t mem_used_mib;
-    uint16_t activity_pm; /* activity in per mille; 0xffff: unknown */
-    uint16_t power_w;
-    uint8_t temp_c;
-    uint8_t flags; /* INV_RAW_* */
+    uint32_t mem_used_mib; /* UINT32_MAX: unknown */
+    uint16_t activity_pm;  /* activity in per mille; UINT16_MAX: unknown */
+    uint16_t power_w;      /* UINT16_MAX: unknown */
+    uint8_t temp_c;        /* UINT8_MAX: unknown */
+    uint8_t flags;         /* INV_RAW_* */
     uint8_t pad_[6];
 };
 #define INV_RAW_ALLOCATED 1
 #define INV_RAW_BUSY 2
 
-/* One per-minute or per-hour bucket: 24 bytes. */
+/* One per-minute or per-hour bucket: 28 bytes. */
 struct inv_rollup {
-    uint32_t act_sum_pm; /* sum of activity per mille over n_act samples */
-    uint32_t mem_max_mib;
-    uint32_t power_sum_w; /* sum of watts over n */
-    uint16_t n;           /* samples (saturating) */
+    uint32_t act_sum_pm;  /* sum of activity per mille over n_act samples */
+    uint32_t mem_max_mib; /* over samples with a memory value */
+    uint32_t power_sum_w; /* sum of watts over n_power samples */
+    uint16_t n;           /* samples (saturating, as every count here) */
     uint16_t n_act;       /* samples with an activity value */
+    uint16_t n_power;     /* samples with a power value */
     uint16_t act_min_pm, act_max_pm;
-    uint16_t busy_s, alloc_s; /* seconds busy and allocated in this bucket */
+    uint16_t busy_s;  /* seconds allocated and busy in this bucket */
+    uint16_t alloc_s; /* seconds allocated in this bucket */
     uint8_t temp_max_c;
-    uint8_t pad_[3];
+    uint8_t has_mem; /* whether mem_max_mib is known */
 };
 
 struct inv_tstore;
@@ -532,8 +535,10 @@ void inv_tstore_free(struct inv_tstore *ts);
 
 /*
  * Bytes one GPU costs: its series header, raw ring, minute and hour rings
- * and its share of the key index; all allocated when the series is created,
- * never more. inv_tstore_bytes is the whole store now.
+ * and its slot in the series table, all allocated when the series is
+ * created, never more. inv_tstore_bytes is the whole store now: that times
+ * the series plus the fixed part (the store and its key index of
+ * 2 x next power of two >= max_gpus slots of 4 bytes).
  */
 size_t inv_tstore_bytes_per_gpu(const struct inv_tstore_config *cfg);
 size_t inv_tstore_bytes(const struct inv_tstore *ts);
@@ -550,13 +555,18 @@ int inv_tstore_ingest(struct inv_tstore *ts, const char *key, int64_t t_ms,
                       const struct inv_reading *r, bool allocated);
 
 /*
- * Ends one scrape of a source at t_ms: every series of that source not
- * ingested since the last call counts one missed scrape. Series are never
- * deleted.
+ * Ends one scrape: every series not ingested since the previous call counts
+ * one more missed scrape; the others none. Series are never deleted. Use
+ * one store per set of sources scraped together.
  */
-void inv_tstore_end_scrape(struct inv_tstore *ts, int64_t t_ms);
+void inv_tstore_end_scrape(struct inv_tstore *ts);
 
-/* What the store knows of one GPU now, for inv_classify. Returns 0 or ERR_NOT_FOUND. */
+/*
+ * What the store knows of one GPU now, for inv_classify: the raw samples in
+ * (now - window, now] (the window should not exceed the raw retention,
+ * raw_cap x sample_ms), the last memory and process values, last seen and
+ * missed scrapes. Returns 0 or ERR_NOT_FOUND.
+ */
 int inv_tstore_class_input(const struct inv_tstore *ts, const char *key, int64_t now_ms,
                            int64_t window_ms, bool allocated, struct inv_class_input *ret);
 
