@@ -534,11 +534,12 @@ struct inv_tstore *inv_tstore_new(const struct inv_tstore_config *cfg);
 void inv_tstore_free(struct inv_tstore *ts);
 
 /*
- * Bytes one GPU costs: its series header, raw ring, minute and hour rings
- * and its slot in the series table, all allocated when the series is
- * created, never more. inv_tstore_bytes is the whole store now: that times
- * the series plus the fixed part (the store and its key index of
- * 2 x next power of two >= max_gpus slots of 4 bytes).
+ * Bytes one GPU costs: its series header, raw ring, minute and hour rings,
+ * one block allocated when the series is created, never more.
+ * inv_tstore_bytes is the whole store now: that times the series, plus the
+ * fixed part allocated at creation (the store, a table of max_gpus
+ * pointers and a key index of the next power of two >= 2 x max_gpus
+ * 4-byte slots).
  */
 size_t inv_tstore_bytes_per_gpu(const struct inv_tstore_config *cfg);
 size_t inv_tstore_bytes(const struct inv_tstore *ts);

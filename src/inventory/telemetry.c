@@ -37,8 +37,8 @@ struct series {
 
 struct inv_tstore {
     struct inv_tstore_config cfg;
-    struct series **s;
-    size_t n, cap;
+    struct series **s; /* max_gpus slots */
+    size_t n;
     uint32_t *index; /* open addressing: 0 empty, else position + 1 */
     size_t index_cap;
     uint64_t gen;
@@ -68,13 +68,13 @@ size_t inv_tstore_bytes_per_gpu(const struct inv_tstore_config *cfg)
         inv_tstore_config_default(&d);
         cfg = &d;
     }
-    return series_block_bytes(cfg) + sizeof(struct series *);
+    return series_block_bytes(cfg);
 }
 
 size_t inv_tstore_bytes(const struct inv_tstore *ts)
 {
-    return sizeof(*ts) + ts->index_cap * sizeof(*ts->index) + ts->n * series_block_bytes(&ts->cfg) +
-           ts->cap * sizeof(*ts->s);
+    return sizeof(*ts) + ts->index_cap * sizeof(*ts->index) + ts->cfg.max_gpus * sizeof(*ts->s) +
+           ts->n * series_block_bytes(&ts->cfg);
 }
 
 size_t inv_tstore_count(const struct inv_tstore *ts)
@@ -99,6 +99,7 @@ struct inv_tstore *inv_tstore_new(const struct inv_tstore_config *cfg)
     while (ts->index_cap < want)
         ts->index_cap *= 2;
     ts->index = xcalloc(ts->index_cap, sizeof(*ts->index));
+    ts->s = xcalloc(ts->cfg.max_gpus, sizeof(*ts->s));
     ts->gen = 1;
     return ts;
 }
@@ -153,12 +154,6 @@ static int create(struct inv_tstore *ts, const char *key, struct series **ret)
     s->raw = (struct inv_raw *)(block + sizeof(*s));
     s->mins = (struct inv_rollup *)(s->raw + ts->cfg.raw_cap);
     s->hours = s->mins + ts->cfg.minute_cap;
-    if (ts->n == ts->cap) {
-        ts->cap = ts->cap ? ts->cap * 2 : 64;
-        if (ts->cap > ts->cfg.max_gpus)
-            ts->cap = ts->cfg.max_gpus;
-        ts->s = xreallocarray(ts->s, ts->cap, sizeof(*ts->s));
-    }
     ts->s[ts->n++] = s;
     i = hash_str(key) & mask;
     while (ts->index[i])
@@ -305,6 +300,7 @@ int inv_tstore_class_input(const struct inv_tstore *ts, const char *key, int64_t
     struct inv_class_input in;
     double sum = 0;
     size_t n_act = 0;
+    int64_t oldest_ms = now_ms;
 
     if (!s)
         return ERR_NOT_FOUND;
@@ -323,6 +319,7 @@ int inv_tstore_class_input(const struct inv_tstore *ts, const char *key, int64_t
         if (r->t_ms <= now_ms - window_ms)
             break;
         in.n_samples++;
+        oldest_ms = r->t_ms;
         if (r->activity_pm != UINT16_MAX) {
             double a = r->activity_pm / 1000.0;
             sum += a;
@@ -333,7 +330,8 @@ int inv_tstore_class_input(const struct inv_tstore *ts, const char *key, int64_t
     }
     if (n_act > 0)
         in.activity_avg = sum / (double)n_act;
-    in.covered_ms = (int64_t)in.n_samples * ts->cfg.sample_ms;
+    /* observed since the oldest sample in the window (which stands for one period) */
+    in.covered_ms = in.n_samples ? now_ms - oldest_ms + ts->cfg.sample_ms : 0;
     if (in.covered_ms > window_ms)
         in.covered_ms = window_ms;
     *ret = in;
