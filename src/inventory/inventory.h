@@ -261,7 +261,8 @@ int inv_nvml_collect(const char *library, struct inv_readings *out, struct error
  * (0: INV_SCRAPE_MAX_BYTES) and parses it with inv_dcgm_parse into out.
  * Returns the number of readings; ERR_UNAVAILABLE when the endpoint cannot
  * be reached, answers other than 200 or times out; ERR_TOO_LARGE past
- * max_bytes; the parser's errors.
+ * max_bytes; the parser's errors. The program calls curl_global_init once
+ * at start-up, before any thread runs a scrape.
  */
 int inv_scrape_dcgm(const char *url, int64_t timeout_ms, size_t max_bytes, struct inv_readings *out,
                     struct error_info *ei);
