@@ -3,7 +3,8 @@
 # The second command of the README: install, build, and run every test twice:
 # once in a normal build and once under AddressSanitizer + UBSan. Tests that
 # need PostgreSQL start a throwaway server on 127.0.0.1 themselves.
-# Prints each ctest summary and a closing "N passed, N failed" line.
+# Then runs the fuzz harnesses briefly (scripts/fuzz.sh, GPUAAS_FUZZ_SECONDS
+# each, default 10). Prints each summary and a closing "N passed, N failed" line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh || exit 1
@@ -45,5 +46,20 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p build build-asan
 run_suite "release" build OFF RelWithDebInfo
 run_suite "asan+ubsan" build-asan ON Debug
+# A short libFuzzer run of the Prometheus and CSV parsers (scripts/fuzz.sh);
+# each harness counts as one test.
+echo "== fuzz"
+fuzz_out=$(bash scripts/fuzz.sh "${GPUAAS_FUZZ_SECONDS:-10}" 2>&1)
+echo "$fuzz_out"
+line=$(grep -E "^fuzz: [0-9]+ passed, [0-9]+ failed" <<<"$fuzz_out" | tail -1)
+if [ -z "$line" ]; then
+  failed=$((failed + 1))
+  status=1
+else
+  passed=$((passed + $(sed -E 's/^fuzz: ([0-9]+) passed.*/\1/' <<<"$line")))
+  nfail=$(sed -E 's/.* ([0-9]+) failed$/\1/' <<<"$line")
+  failed=$((failed + nfail))
+  [ "$nfail" -eq 0 ] || status=1
+fi
 echo "$passed passed, $failed failed"
 exit $status

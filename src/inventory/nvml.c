@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * nvml.c: the NVML collector. libnvidia-ml.so.1 is loaded with dlopen at
+ * each collection and unloaded after it, so a host without the NVIDIA
+ * driver runs the same binary and gets a clear "NVML not available" error.
+ */
+#include "base/common.h"
+#include "base/err.h"
+#include "inventory/inventory-int.h"
+#include "inventory/nvml-abi.h"
+
+#include <dlfcn.h>
+
+struct nvml {
+#define NVML_PTR_(name, ret, args) ret(*name) args;
+    NVML_FUNCTIONS(NVML_PTR_)
+#undef NVML_PTR_
+};
+
+static int load(void *lib, struct nvml *api, struct error_info *ei)
+{
+    void *sym;
+    const char *why;
+
+    memset(api, 0, sizeof(*api));
+#define NVML_LOAD_(name, ret, args)                                                                \
+    dlerror();                                                                                     \
+    sym = dlsym(lib, #name);                                                                       \
+    if (!sym) {                                                                                    \
+        why = dlerror();                                                                           \
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "NVML not available: %s",                    \
+                           why ? why : "symbol " #name " is NULL");                                \
+    }                                                                                              \
+    memcpy(&api->name, &sym, sizeof(sym));
+    NVML_FUNCTIONS(NVML_LOAD_)
+#undef NVML_LOAD_
+    return 0;
+}
+
+static int failed(const struct nvml *api, struct error_info *ei, const char *call, nvmlReturn_t rc)
+{
+    const char *s = api->nvmlErrorString(rc);
+    return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "nvml %s failed: %s (%d)", call,
+                       s ? s : "unknown error", rc);
+}
+
+static int read_device(const struct nvml *api, unsigned int i, struct inv_readings *out,
+                       struct error_info *ei)
+{
+    nvmlDevice_t dev;
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE], name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+    nvmlMemory_t mem;
+    nvmlUtilization_t util;
+    unsigned int temp, power, cur, pending;
+    struct inv_reading *r;
+    nvmlReturn_t rc;
+    int err;
+
+    rc = api->nvmlDeviceGetHandleByIndex_v2(i, &dev);
+    if (rc != NVML_SUCCESS)
+        return failed(api, ei, "nvmlDeviceGetHandleByIndex_v2", rc);
+    memset(uuid, 0, sizeof(uuid));
+    rc = api->nvmlDeviceGetUUID(dev, uuid, sizeof(uuid));
+    if (rc != NVML_SUCCESS)
+        return failed(api, ei, "nvmlDeviceGetUUID", rc);
+    uuid[sizeof(uuid) - 1] = '\0';
+    err = inv_readings_get(out, uuid, -1, &r);
+    if (err < 0)
+        return errinfo_set(ei, err, NULL, "nvml device %u: bad or too many UUIDs", i);
+    r->source = INV_SRC_NVML;
+    r->index = (int32_t)i;
+    memset(name, 0, sizeof(name));
+    if (api->nvmlDeviceGetName(dev, name, sizeof(name)) == NVML_SUCCESS) {
+        name[sizeof(name) - 1] = '\0';
+        inv_copy_str(r->model, sizeof(r->model), name);
+    }
+    if (api->nvmlDeviceGetMemoryInfo(dev, &mem) == NVML_SUCCESS) {
+        r->fb_total_mib = (double)(mem.total >> 20);
+        r->fb_free_mib = (double)(mem.free >> 20);
+        r->fb_used_mib = (double)(mem.used >> 20);
+    }
+    if (api->nvmlDeviceGetUtilizationRates(dev, &util) == NVML_SUCCESS)
+        r->util_pct = util.gpu;
+    if (api->nvmlDeviceGetTemperature(dev, NVML_TEMPERATURE_GPU, &temp) == NVML_SUCCESS)
+        r->temp_c = temp;
+    if (api->nvmlDeviceGetPowerUsage(dev, &power) == NVML_SUCCESS)
+        r->power_w = power / 1000.0; /* milliwatts */
+    if (api->nvmlDeviceGetMigMode(dev, &cur, &pending) == NVML_SUCCESS)
+        r->mig_mode = cur == NVML_DEVICE_MIG_ENABLE ? 1 : 0;
+    return 0;
+}
+
+int inv_nvml_collect(const char *library, struct inv_readings *out, struct error_info *ei)
+{
+    struct nvml api = {0};
+    void *lib;
+    unsigned int count = 0;
+    nvmlReturn_t rc;
+    int err;
+
+    lib = dlopen(library ? library : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *why = dlerror();
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "NVML not available: %s",
+                           why ? why : "dlopen failed");
+    }
+    err = load(lib, &api, ei);
+    if (err < 0) {
+        dlclose(lib);
+        return err;
+    }
+    rc = api.nvmlInit_v2();
+    if (rc != NVML_SUCCESS) {
+        err = failed(&api, ei, "nvmlInit_v2", rc);
+        dlclose(lib);
+        return err;
+    }
+    rc = api.nvmlDeviceGetCount_v2(&count);
+    if (rc != NVML_SUCCESS)
+        err = failed(&api, ei, "nvmlDeviceGetCount_v2", rc);
+    for (unsigned int i = 0; err == 0 && i < count; i++)
+        err = read_device(&api, i, out, ei);
+    api.nvmlShutdown();
+    dlclose(lib);
+    return err < 0 ? err : (int)count;
+}

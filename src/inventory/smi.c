@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * smi.c: the nvidia-smi fallback collector. nvidia-smi is run as a child
+ * process (fork and exec, no shell) with a deadline; its CSV query output
+ * is parsed into readings. Unknown values ("[N/A]", "[Not Supported]")
+ * become NaN rather than errors: many fields are legitimately unsupported
+ * (power on some boards, utilization with MIG on).
+ */
+#include "base/common.h"
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "inventory/inventory-int.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+enum {
+    F_INDEX,
+    F_UUID,
+    F_NAME,
+    F_BUS,
+    F_MEM_TOTAL,
+    F_MEM_USED,
+    F_UTIL,
+    F_TEMP,
+    F_POWER,
+    F_MIG,
+    N_F
+};
+
+static const char *const field_names[N_F] = {
+    "index",
+    "uuid",
+    "name",
+    "pci.bus_id",
+    "memory.total",
+    "memory.used",
+    "utilization.gpu",
+    "temperature.gpu",
+    "power.draw",
+    "mig.mode.current",
+};
+
+static bool is_unknown(const char *s, size_t n)
+{
+    return n == 0 || (s[0] == '[' && s[n - 1] == ']') || (n == 3 && memcmp(s, "N/A", 3) == 0);
+}
+
+static int number(const char *s, size_t n, size_t line, int f, double *ret, struct error_info *ei)
+{
+    if (is_unknown(s, n)) {
+        *ret = NAN;
+        return 0;
+    }
+    if (inv_parse_double(s, n, ret) < 0)
+        return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: %s '%.*s' is not a number", line,
+                           field_names[f], (int)(n > 40 ? 40 : n), s);
+    return 0;
+}
+
+static int parse_line(const char *p, const char *end, size_t line, struct inv_readings *out,
+                      struct error_info *ei)
+{
+    const char *fs[N_F];
+    size_t fn[N_F];
+    char str[INV_UUID_MAX];
+    struct inv_reading *r;
+    double v;
+    int n = 0, rc;
+
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *fe = comma ? comma : end;
+        if (n == N_F)
+            return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: more than %d fields", line, N_F);
+        while (p < fe && (*p == ' ' || *p == '\t'))
+            p++;
+        while (fe > p && (fe[-1] == ' ' || fe[-1] == '\t'))
+            fe--;
+        fs[n] = p;
+        fn[n] = (size_t)(fe - p);
+        n++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    if (n != N_F)
+        return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: %d fields, expected %d (%s)", line, n,
+                           N_F, INV_SMI_QUERY);
+    if (is_unknown(fs[F_UUID], fn[F_UUID]) || fn[F_UUID] >= INV_UUID_MAX)
+        return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: no usable uuid", line);
+    memcpy(str, fs[F_UUID], fn[F_UUID]);
+    str[fn[F_UUID]] = '\0';
+    rc = inv_readings_get(out, str, -1, &r);
+    if (rc < 0)
+        return errinfo_set(ei, rc, NULL, "line %zu: too many GPUs", line);
+    r->source = INV_SRC_SMI;
+    if ((rc = number(fs[F_INDEX], fn[F_INDEX], line, F_INDEX, &v, ei)) < 0)
+        return rc;
+    if (inv_has(v) && (v < 0 || v > 9999 || v != floor(v)))
+        return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: index '%.*s' is out of range", line,
+                           (int)fn[F_INDEX], fs[F_INDEX]);
+    r->index = inv_has(v) ? (int32_t)v : -1;
+#define STR_FIELD(f, dst)                                                                          \
+    if (!is_unknown(fs[f], fn[f])) {                                                               \
+        char tmp_[256];                                                                            \
+        size_t k_ = fn[f] < sizeof(tmp_) ? fn[f] : sizeof(tmp_) - 1;                               \
+        memcpy(tmp_, fs[f], k_);                                                                   \
+        tmp_[k_] = '\0';                                                                           \
+        inv_copy_str(dst, sizeof(dst), tmp_);                                                      \
+    }
+    STR_FIELD(F_NAME, r->model)
+    STR_FIELD(F_BUS, r->pci_bus_id)
+#undef STR_FIELD
+    if ((rc = number(fs[F_MEM_TOTAL], fn[F_MEM_TOTAL], line, F_MEM_TOTAL, &r->fb_total_mib, ei)) <
+            0 ||
+        (rc = number(fs[F_MEM_USED], fn[F_MEM_USED], line, F_MEM_USED, &r->fb_used_mib, ei)) < 0 ||
+        (rc = number(fs[F_UTIL], fn[F_UTIL], line, F_UTIL, &r->util_pct, ei)) < 0 ||
+        (rc = number(fs[F_TEMP], fn[F_TEMP], line, F_TEMP, &r->temp_c, ei)) < 0 ||
+        (rc = number(fs[F_POWER], fn[F_POWER], line, F_POWER, &r->power_w, ei)) < 0)
+        return rc;
+    if (inv_has(r->fb_total_mib) && inv_has(r->fb_used_mib))
+        r->fb_free_mib = r->fb_total_mib - r->fb_used_mib;
+    if (fn[F_MIG] == 7 && memcmp(fs[F_MIG], "Enabled", 7) == 0)
+        r->mig_mode = 1;
+    else if (fn[F_MIG] == 8 && memcmp(fs[F_MIG], "Disabled", 8) == 0)
+        r->mig_mode = 0;
+    else if (!is_unknown(fs[F_MIG], fn[F_MIG]))
+        return errinfo_set(ei, ERR_INVALID, NULL,
+                           "line %zu: mig.mode.current '%.*s' is not Enabled or Disabled", line,
+                           (int)(fn[F_MIG] > 40 ? 40 : fn[F_MIG]), fs[F_MIG]);
+    return 0;
+}
+
+int inv_smi_parse(const char *data, size_t len, struct inv_readings *out, struct error_info *ei)
+{
+    const char *p = data, *end = data + len;
+    size_t line = 0;
+    int n = 0, rc;
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end, *q = p;
+        line++;
+        if (le > p && le[-1] == '\r')
+            le--;
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
+        if (q < le) {
+            if (memchr(q, '\0', (size_t)(le - q)))
+                return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: NUL byte", line);
+            rc = parse_line(q, le, line, out, ei);
+            if (rc < 0)
+                return rc;
+            n++;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return n;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void kill_and_reap(pid_t pid)
+{
+    int st;
+    kill(-pid, SIGKILL); /* its process group: a script's children too */
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+}
+
+int inv_run_command(char *const argv[], int64_t timeout_ms, size_t max_output, char **ret_out,
+                    size_t *ret_len, struct error_info *ei)
+{
+    int out_pipe[2], err_pipe[2], st, child_errno = 0;
+    struct buf b;
+    pid_t pid;
+    int64_t deadline = mono_ms() + timeout_ms;
+    ssize_t n;
+    int rc = 0;
+
+    if (pipe2(out_pipe, O_CLOEXEC) < 0)
+        return errinfo_set(ei, ERR_IO, NULL, "could not run '%s': pipe: %s", argv[0],
+                           strerror(errno));
+    if (pipe2(err_pipe, O_CLOEXEC) < 0) {
+        close(out_pipe[0]);
+        close(out_pipe[1]);
+        return errinfo_set(ei, ERR_IO, NULL, "could not run '%s': pipe: %s", argv[0],
+                           strerror(errno));
+    }
+    pid = fork();
+    if (pid < 0) {
+        rc =
+            errinfo_set(ei, ERR_IO, NULL, "could not run '%s': fork: %s", argv[0], strerror(errno));
+        close(out_pipe[0]);
+        close(out_pipe[1]);
+        close(err_pipe[0]);
+        close(err_pipe[1]);
+        return rc;
+    }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR);
+        setpgid(0, 0);
+        if (devnull >= 0) {
+            dup2(devnull, STDIN_FILENO);
+            dup2(devnull, STDERR_FILENO);
+        }
+        dup2(out_pipe[1], STDOUT_FILENO);
+        execvp(argv[0], argv);
+        child_errno = errno;
+        if (write(err_pipe[1], &child_errno, sizeof(child_errno)) < 0)
+            _exit(126);
+        _exit(127);
+    }
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    /* the error pipe closes at exec (CLOEXEC) or carries exec's errno */
+    while ((n = read(err_pipe[0], &child_errno, sizeof(child_errno))) < 0 && errno == EINTR)
+        ;
+    close(err_pipe[0]);
+    if (n == (ssize_t)sizeof(child_errno)) {
+        close(out_pipe[0]);
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not run '%s': %s", argv[0],
+                           strerror(child_errno));
+    }
+
+    buf_init(&b, max_output);
+    for (;;) {
+        struct pollfd pfd = {.fd = out_pipe[0], .events = POLLIN};
+        int64_t left = deadline - mono_ms();
+        char chunk[16384];
+        int pr;
+
+        if (left <= 0) {
+            rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL, "'%s' timed out after %" PRId64 " ms",
+                             argv[0], timeout_ms);
+            break;
+        }
+        pr = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0) {
+            rc = errinfo_set(ei, ERR_IO, NULL, "'%s': poll: %s", argv[0], strerror(errno));
+            break;
+        }
+        if (pr == 0)
+            continue; /* the deadline check above ends it */
+        n = read(out_pipe[0], chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = errinfo_set(ei, ERR_IO, NULL, "'%s': read: %s", argv[0], strerror(errno));
+            break;
+        }
+        if (n == 0)
+            break; /* end of output */
+        if (buf_append(&b, chunk, (size_t)n) < 0) {
+            rc = errinfo_set(ei, ERR_TOO_LARGE, NULL, "'%s' wrote more than %zu bytes", argv[0],
+                             max_output);
+            break;
+        }
+    }
+    close(out_pipe[0]);
+    if (rc < 0) {
+        kill_and_reap(pid);
+        buf_release(&b);
+        return rc;
+    }
+    /* output closed: the exit follows; wait for it within what is left of the deadline */
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR) {
+            buf_release(&b);
+            return errinfo_set(ei, ERR_IO, NULL, "'%s': waitpid: %s", argv[0], strerror(errno));
+        }
+        if (mono_ms() >= deadline) {
+            kill_and_reap(pid);
+            buf_release(&b);
+            return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "'%s' timed out after %" PRId64 " ms",
+                               argv[0], timeout_ms);
+        }
+        poll(NULL, 0, 5);
+    }
+    if (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0)) {
+        buf_release(&b);
+        if (WIFSIGNALED(st))
+            return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "'%s' was killed by signal %d", argv[0],
+                               WTERMSIG(st));
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "'%s' exited with status %d", argv[0],
+                           WEXITSTATUS(st));
+    }
+    if (!b.data)
+        (void)buf_append(&b, "", 0);
+    *ret_out = buf_detach(&b, ret_len);
+    return 0;
+}
+
+int inv_smi_collect(const char *program, int64_t timeout_ms, struct inv_readings *out,
+                    struct error_info *ei)
+{
+    char prog[256], query[] = "--query-gpu=" INV_SMI_QUERY,
+                    format[] = "--format=csv,noheader,nounits";
+    char *argv[] = {prog, query, format, NULL};
+    char *text;
+    size_t len;
+    int rc;
+
+    snprintf(prog, sizeof(prog), "%s", program ? program : "nvidia-smi");
+    rc = inv_run_command(argv, timeout_ms, 1 << 20, &text, &len, ei);
+    if (rc < 0)
+        return rc;
+    rc = inv_smi_parse(text, len, out, ei);
+    free(text);
+    return rc;
+}
