@@ -81,6 +81,7 @@ struct api {
     pthread_mutex_t tenancy_commit_lock;
     struct auth_cache *auth;
     struct api_metrics *metrics; /* requests and latencies, for /metrics */
+    struct sse_hub *sse;         /* open event streams */
 };
 
 struct req {
@@ -102,6 +103,7 @@ struct req {
     const char *raw;        /* or a raw body (static or arena) */
     size_t raw_len;
     const char *content_type;
+    struct sse_stream *stream; /* or an event stream (stream.c) */
 };
 
 /* ---- http.c ---- */
@@ -229,6 +231,19 @@ void api_metrics_free(struct api_metrics *m);
 /* Counts one answered request; thread-safe. */
 void api_metrics_observe(struct api_metrics *m, const char *method, int status, int64_t us);
 void metrics_route(struct req *r);
+
+/* ---- stream.c: server-sent events ---- */
+
+struct sse_hub *sse_hub_new(void);
+/* Ends every stream (they answer end-of-stream) and stops the ticker; before MHD stops. */
+void sse_hub_stop(struct sse_hub *h);
+void sse_hub_free(struct sse_hub *h);
+/* Whether the request asks for text/event-stream. */
+bool stream_wanted(struct req *r);
+/* GET /v1/events as a stream: sets r->stream, or an error reply. */
+void stream_events(struct req *r);
+/* The response for r->stream (which it takes over). */
+struct MHD_Response *stream_response(struct req *r);
 
 /* ---- routes.c ---- */
 

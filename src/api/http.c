@@ -180,7 +180,10 @@ static enum MHD_Result send_reply(struct req *r)
     char *text = NULL;
     char status_s[8];
 
-    if (r->json) {
+    if (r->stream) {
+        resp = stream_response(r);
+        r->stream = NULL;
+    } else if (r->json) {
         text = json_dumps(r->json, JSON_COMPACT);
         if (!text)
             text = xstrdup("{}");
@@ -193,8 +196,9 @@ static enum MHD_Result send_reply(struct req *r)
         free(text);
         return MHD_NO;
     }
-    MHD_add_response_header(resp, "Content-Type",
-                            r->content_type ? r->content_type : "application/json");
+    if (!MHD_get_response_header(resp, "Content-Type"))
+        MHD_add_response_header(resp, "Content-Type",
+                                r->content_type ? r->content_type : "application/json");
     MHD_add_response_header(resp, "X-Request-Id", r->id);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -309,6 +313,7 @@ int api_start(struct store *store, const struct api_options *opt, struct api **r
     atomic_init(&api->generation, 1);
     tenancy_init(&api->tenancy);
     api->metrics = api_metrics_new();
+    api->sse = sse_hub_new();
     pthread_mutex_init(&api->tenancy_commit_lock, NULL);
     api->auth = auth_cache_new();
 
@@ -316,7 +321,9 @@ int api_start(struct store *store, const struct api_options *opt, struct api **r
     capture_start_error = true;
     start_error[0] = '\0';
     api->mhd = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+            MHD_ALLOW_SUSPEND_RESUME,
+        0, NULL, NULL,
         on_request, api, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)opt->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)opt->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->conn_timeout_s,
@@ -348,8 +355,10 @@ void api_stop(struct api *api)
 {
     if (!api)
         return;
+    sse_hub_stop(api->sse); /* suspended streams must end before the server stops */
     if (api->mhd)
         MHD_stop_daemon(api->mhd);
+    sse_hub_free(api->sse);
     auth_cache_free(api->auth);
     tenancy_release(&api->tenancy);
     api_metrics_free(api->metrics);

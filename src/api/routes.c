@@ -223,6 +223,10 @@ void routes_dispatch(struct req *r)
             billing_route_invoice_action(r, id, tail))
             return;
     }
+    if (strcmp(r->path, "/v1/events") == 0 && is(r, "GET") && stream_wanted(r)) {
+        stream_events(r);
+        return;
+    }
     if (!split_resource_path(r->path, res, sizeof(res), &id_s) || !(def = model_find(res))) {
         not_found(r);
         return;

@@ -255,11 +255,13 @@ static void set_curl_error(struct client *c, CURL *h, CURLcode cc, const char *e
     }
 }
 
-static struct curl_slist *make_headers(const struct client *c, bool has_body)
+static struct curl_slist *make_headers(const struct client *c, bool has_body, const char *accept)
 {
     struct curl_slist *h = NULL;
+    char line[64];
 
-    h = curl_slist_append(h, "Accept: application/json");
+    snprintf(line, sizeof(line), "Accept: %s", accept);
+    h = curl_slist_append(h, line);
     h = curl_slist_append(h, "Expect:");
     if (has_body)
         h = curl_slist_append(h, "Content-Type: application/json");
@@ -317,7 +319,7 @@ static int perform(struct client *c, const char *method, const char *path, json_
             goto out;
         }
     }
-    headers = make_headers(c, payload != NULL);
+    headers = make_headers(c, payload != NULL, "application/json");
 
     curl_easy_setopt(h, CURLOPT_URL, url);
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -395,6 +397,141 @@ int client_request(struct client *c, const char *method, const char *path, json_
 int client_request_raw(struct client *c, const char *path, struct buf *ret_body)
 {
     return perform(c, "GET", path, NULL, NULL, ret_body);
+}
+
+/* ---- server-sent events ---- */
+
+struct sse_read {
+    struct client *c;
+    CURL *h;
+    struct buf pending; /* bytes of a frame not yet complete */
+    struct buf error;   /* the body of a refusal */
+    int (*on_event)(void *ctx, const char *id, const char *type, const char *data);
+    void *ctx;
+    bool stopped;
+    bool not_a_stream; /* the server answered something else */
+};
+
+/* One frame: "id: ..", "event: ..", "data: .." lines; comments (":") ignored. */
+static int sse_frame(struct sse_read *rd, char *frame)
+{
+    char *id = NULL, *type = NULL, *save = NULL;
+    struct buf data;
+    int rc = 0;
+
+    buf_init(&data, CLIENT_MAX_RESPONSE);
+    for (char *line = strtok_r(frame, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *colon = strchr(line, ':');
+        char *value = colon ? colon + 1 : line + strlen(line);
+        if (line[0] == ':')
+            continue;
+        if (*value == ' ')
+            value++;
+        if (colon)
+            *colon = '\0';
+        if (strcmp(line, "id") == 0)
+            id = value;
+        else if (strcmp(line, "event") == 0)
+            type = value;
+        else if (strcmp(line, "data") == 0)
+            buf_printf(&data, "%s%s", data.len ? "\n" : "", value);
+    }
+    if (data.len)
+        rc = rd->on_event(rd->ctx, id ? id : "", type ? type : "message", data.data);
+    buf_release(&data);
+    return rc;
+}
+
+static size_t on_stream(char *data, size_t size, size_t nmemb, void *userdata)
+{
+    struct sse_read *rd = userdata;
+    size_t n = size * nmemb;
+    long status = 0;
+    char *end;
+
+    const char *ctype = NULL;
+
+    curl_easy_getinfo(rd->h, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status >= 300)
+        return buf_append(&rd->error, data, n) < 0 ? 0 : n;
+    curl_easy_getinfo(rd->h, CURLINFO_CONTENT_TYPE, &ctype);
+    if (!ctype || strncmp(ctype, "text/event-stream", 17) != 0) {
+        rd->not_a_stream = true;
+        return 0;
+    }
+    if (buf_append(&rd->pending, data, n) < 0)
+        return 0;
+    while (rd->pending.data && (end = strstr(rd->pending.data, "\n\n"))) {
+        size_t len = (size_t)(end - rd->pending.data) + 2;
+        char *frame = xstrndup(rd->pending.data, len);
+        int rc = sse_frame(rd, frame);
+        free(frame);
+        memmove(rd->pending.data, rd->pending.data + len, rd->pending.len - len + 1);
+        rd->pending.len -= len;
+        if (rc < 0) {
+            rd->stopped = true;
+            return 0; /* the caller is done: curl stops */
+        }
+    }
+    return n;
+}
+
+int client_stream(struct client *c, const char *path,
+                  int (*on_event)(void *ctx, const char *id, const char *type, const char *data),
+                  void *ctx)
+{
+    char errbuf[CURL_ERROR_SIZE] = "";
+    struct sse_read rd = {.c = c, .on_event = on_event, .ctx = ctx};
+    struct curl_slist *headers;
+    char *url;
+    CURLcode cc;
+    CURL *h;
+    int rc = -1;
+
+    clear_error(c);
+    h = handle(c);
+    if (!h) {
+        set_error(c, CLIENT_ERR_NETWORK, NULL, "could not set up an HTTP request");
+        return -1;
+    }
+    rd.h = h;
+    buf_init(&rd.pending, CLIENT_MAX_RESPONSE);
+    buf_init(&rd.error, 64 * 1024);
+    url = xasprintf("%s%s", c->server, path);
+    headers = make_headers(c, false, "text/event-stream");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CLIENT_CONNECT_TIMEOUT_S);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 0L); /* a stream has no end to wait for */
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "gpuaas/" CLI_VERSION);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &rd);
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    cc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->status);
+    if (rd.stopped) {
+        rc = 0;
+    } else if (rd.not_a_stream) {
+        set_error(c, CLIENT_ERR_PROTOCOL, "is --server the address of gpuaasd?",
+                  "the answer to GET %s is not an event stream", path);
+    } else if (cc != CURLE_OK) {
+        set_curl_error(c, h, cc, errbuf, &rd.error);
+    } else if (c->status < 200 || c->status >= 300) {
+        set_http_error(c, "GET", path, &rd.error);
+    } else {
+        rc = 0; /* the server ended the stream */
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, CLIENT_TIMEOUT_S);
+    curl_slist_free_all(headers);
+    free(url);
+    buf_release(&rd.pending);
+    buf_release(&rd.error);
+    return rc;
 }
 
 /* What the server said, made safe for a terminal. */

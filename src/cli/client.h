@@ -71,6 +71,14 @@ int client_request(struct client *c, const char *method, const char *path, json_
  */
 struct buf;
 int client_request_raw(struct client *c, const char *path, struct buf *ret_body);
+/*
+ * GETs path as a stream of server-sent events (Accept: text/event-stream,
+ * no overall timeout) and calls on_event for each, until the server ends the
+ * stream (0), on_event returns < 0 (0), or an error (-1, kept in c).
+ */
+int client_stream(struct client *c, const char *path,
+                  int (*on_event)(void *ctx, const char *id, const char *type, const char *data),
+                  void *ctx);
 /* Prints c's error as "gpuaas: error: ..." plus its hint; returns CLI_ERROR. */
 int client_report(const struct client *c);
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_events.c: `gpuaas events`, what happened to workloads (submitted,
- * admitted, preempting, requeued, ...) in time order, the latest last.
+ * admitted, preempting, requeued, ...) in time order, the latest last; with
+ * -f it then follows new events as the server streams them (server-sent
+ * events on /v1/events), one line each, until interrupted.
  */
 #include "base/common.h"
 
@@ -17,9 +19,10 @@
 
 static void events_help(void)
 {
-    printf("usage: gpuaas events [--workload ID] [--project P] [-n N]\n\n"
+    printf("usage: gpuaas events [--workload ID] [--project P] [-n N] [-f]\n\n"
            "Shows workload events in time order, the latest last: every state change and\n"
            "scheduling decision, with its message.\n\n"
+           "  -f, --follow     then print new events as they happen, until interrupted\n"
            "  --workload ID    only this workload's events\n"
            "  --project P      only this project's (NAME, ORG/NAME or id)\n"
            "  -n N             the last N events (default %d; 0 for all)\n",
@@ -82,13 +85,61 @@ static int render_events(json_t *events, struct buf *out)
     return rc;
 }
 
+/* One streamed event as a line (or its JSON with -o json), printed at once. */
+static int print_streamed(void *ctx, const char *id, const char *type, const char *data)
+{
+    int64_t *last_id = ctx, ms = 0;
+    json_t *e = json_loads(data, 0, NULL);
+
+    parse_int64(id, 0, INT64_MAX, last_id);
+    if (!e)
+        return 0;
+    if (cli_opts.output == CLI_OUTPUT_JSON) {
+        char *text = json_dumps(e, JSON_COMPACT);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+    } else {
+        const char *m = json_string_value(json_object_get(e, "message"));
+        char *time = work_time_of(e, "at_ms", &ms) == 0 ? work_time_short(ms) : xstrdup("-");
+        char *workload = render_cell(json_object_get(e, "workload_id"));
+        char *msg = table_cut(m ? m : "", 0), *kind = table_cut(type, 0);
+        printf("%s  %s  %s  %s\n", time, workload, kind, msg);
+        free(time);
+        free(workload);
+        free(msg);
+        free(kind);
+    }
+    json_decref(e);
+    return fflush(stdout) == 0 ? 0 : -1;
+}
+
+/*
+ * Follows the stream from after the last event shown. The server ends a
+ * stream after a while (so that it checks the token again): go on from the
+ * last event received. Returns only on an error.
+ */
+static int follow(struct client *c, int64_t project_id, int64_t workload_id, int64_t last_id)
+{
+    for (;;) {
+        char path[160];
+        int n = snprintf(path, sizeof(path), "/v1/events?after=%" PRId64, last_id);
+        if (project_id)
+            n += snprintf(path + n, sizeof(path) - (size_t)n, "&project_id=%" PRId64, project_id);
+        if (workload_id)
+            snprintf(path + n, sizeof(path) - (size_t)n, "&workload_id=%" PRId64, workload_id);
+        if (client_stream(c, path, print_streamed, &last_id) < 0)
+            return client_report(c);
+    }
+}
+
 int cmd_events(int argc, char **argv)
 {
     struct client c;
     struct buf out;
     json_t *items = NULL, *shown = NULL;
     const char *project = NULL, *workload = NULL, *v;
-    int64_t project_id = 0, workload_id = 0, n = EVENTS_DEFAULT_N;
+    int64_t project_id = 0, workload_id = 0, n = EVENTS_DEFAULT_N, last_id = 0;
+    bool following = false;
     char *path;
     int i = 1, rc;
 
@@ -112,6 +163,11 @@ int cmd_events(int argc, char **argv)
             if (parse_int64(workload, 1, INT64_MAX, &workload_id) < 0)
                 return cli_usage_error("events", "--workload must be a workload id, not '%s'",
                                        workload);
+            continue;
+        }
+        if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--follow") == 0) {
+            following = true;
+            i++;
             continue;
         }
         if ((rc = cli_take_value_flag("events", argc, argv, &i, "--lines", "-n", &v))) {
@@ -157,6 +213,18 @@ int cmd_events(int argc, char **argv)
         render_events(shown, &out);
     }
     rc = work_flush(&out);
+    if (following && rc == CLI_OK) {
+        size_t k;
+        json_t *e;
+        json_array_foreach(items, k, e)
+        {
+            int64_t id = json_integer_value(json_object_get(e, "id"));
+            if (id > last_id)
+                last_id = id;
+        }
+        rc = follow(&c, project_id, workload_id, last_id);
+        goto out;
+    }
     if (cli_opts.output == CLI_OUTPUT_TABLE && json_array_size(shown) == 0)
         fprintf(stderr, "no events found\n");
     else if (cli_opts.output == CLI_OUTPUT_TABLE && json_array_size(shown) < json_array_size(items))

@@ -357,6 +357,17 @@ int store_meta_set(struct store_conn *c, const char *key, const char *value, str
     return c->s->ops->meta_set(c, key, value, ei);
 }
 
+int store_max_id(struct store_conn *c, const struct resource_def *def, int64_t *ret_id,
+                 struct error_info *ei)
+{
+    /* The table name comes from the model, never from a request. */
+    char sql[160];
+    struct store__params p = {0};
+    *ret_id = 0;
+    snprintf(sql, sizeof(sql), "SELECT COALESCE(MAX(id), 0) FROM %s", def->table);
+    return store__run(c, sql, &p, ret_id, ei);
+}
+
 int store__exec(struct store_conn *c, const char *sql, struct error_info *ei)
 {
     return c->s->ops->exec(c, sql, ei);

@@ -139,6 +139,10 @@ void store_filter_any(struct store_filter *f, int field, const int64_t *ids, siz
 int store_list(struct store_conn *c, const struct resource_def *def, const struct store_filter *f,
                struct arena *a, struct row **ret_rows, size_t *ret_n, struct error_info *ei);
 
+/* The largest id of def's table (0 when empty): where a follower of new rows starts. */
+int store_max_id(struct store_conn *c, const struct resource_def *def, int64_t *ret_id,
+                 struct error_info *ei);
+
 /* Small key/value settings kept in the store (bootstrap marker and such). */
 int store_meta_get(struct store_conn *c, const char *key, struct arena *a, char **ret_value,
                    struct error_info *ei); /* ERR_NOT_FOUND when missing */
