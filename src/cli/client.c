@@ -293,6 +293,26 @@ static CURL *handle(struct client *c)
     return c->curl;
 }
 
+/* What every request sets: where, how long, who we are; no redirects, HTTP(S) only. */
+static void set_request(CURL *h, const char *url, struct curl_slist *headers, char *errbuf,
+                        long timeout_s)
+{
+    curl_easy_setopt(h, CURLOPT_URL, url);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CLIENT_CONNECT_TIMEOUT_S);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, timeout_s);
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)CLIENT_MAX_RESPONSE);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "gpuaas/" CLI_VERSION);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+}
+
 static int perform(struct client *c, const char *method, const char *path, json_t *body,
                    json_t **ret_json, struct buf *ret_raw)
 {
@@ -321,20 +341,7 @@ static int perform(struct client *c, const char *method, const char *path, json_
     }
     headers = make_headers(c, payload != NULL, "application/json");
 
-    curl_easy_setopt(h, CURLOPT_URL, url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CLIENT_CONNECT_TIMEOUT_S);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, CLIENT_TIMEOUT_S);
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)CLIENT_MAX_RESPONSE);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "gpuaas/" CLI_VERSION);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    set_request(h, url, headers, errbuf, CLIENT_TIMEOUT_S);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &resp);
     if (strcmp(method, "GET") == 0) {
@@ -499,14 +506,8 @@ int client_stream(struct client *c, const char *path,
     buf_init(&rd.error, 64 * 1024);
     url = xasprintf("%s%s", c->server, path);
     headers = make_headers(c, false, "text/event-stream");
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CLIENT_CONNECT_TIMEOUT_S);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, 0L); /* a stream has no end to wait for */
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "gpuaas/" CLI_VERSION);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    set_request(h, url, headers, errbuf, 0L); /* a stream has no end to wait for, */
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0); /* nor a size: frames are */
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &rd);
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
@@ -526,7 +527,6 @@ int client_stream(struct client *c, const char *path,
     }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT, CLIENT_TIMEOUT_S);
     curl_slist_free_all(headers);
     free(url);
     buf_release(&rd.pending);
