@@ -256,8 +256,8 @@ static struct sched *build_sched(const struct fleet *f, const struct sched_polic
             goto fail;
     }
     for (int i = 0; i < f->n_nodes; i++) {
-        struct sched_node_spec ns = {.id = i + 1, .cluster_id = 1, .cpu_milli = f->nodes[i].cpu,
-                                     .mem_mib = f->nodes[i].mem};
+        struct sched_node_spec ns = {
+            .id = i + 1, .cluster_id = 1, .cpu_milli = f->nodes[i].cpu, .mem_mib = f->nodes[i].mem};
         if (sched_add_node(s, &ns) < 0)
             goto fail;
         for (int j = 0; j < f->nodes[i].n_gpus; j++) {
@@ -283,11 +283,16 @@ static double fleet_frag(const struct fleet *f, const struct fgd_workload *typ,
     return t;
 }
 
-static int run_one(const struct fleet *f, const struct pod *pods, size_t n_pods,
-                   const char *policy, uint64_t seed, const struct fgd_workload *typ,
-                   struct result *res)
+/*
+ * typ: the list's typical pods, which FGD weighs and the fragmentation
+ * figures use; fill_typ: fgd-fill's (the same plus the heaviest shapes).
+ */
+static int run_one(const struct fleet *f, const struct pod *pods, size_t n_pods, const char *policy,
+                   uint64_t seed, const struct fgd_workload *typ,
+                   const struct fgd_workload *fill_typ, struct result *res)
 {
-    struct sched_policy *pol = sched_policy_by_name(policy, seed, typ);
+    struct sched_policy *pol =
+        sched_policy_by_name(policy, seed, strcmp(policy, "fgd-fill") == 0 ? fill_typ : typ);
     struct sched *s;
     struct sched_decisions d;
     size_t *perm;
@@ -335,12 +340,17 @@ static int run_one(const struct fleet *f, const struct pod *pods, size_t n_pods,
     for (int64_t id = 1; point < N_POINTS; id++, now++) {
         const struct pod *pd = &pods[perm[rng_next() % n_pods]];
         int64_t req = (int64_t)pd->num_gpu * pd->gpu_milli;
-        struct sched_workload_spec w = {.id = id, .project_id = PROJECT, .pclass = SCHED_P2,
-                                        .submit_ms = now, .replicas = 1,
+        struct sched_workload_spec w = {.id = id,
+                                        .project_id = PROJECT,
+                                        .pclass = SCHED_P2,
+                                        .submit_ms = now,
+                                        .replicas = 1,
                                         .class_id = pd->num_gpu ? GPU_CLASS : 0,
-                                        .gpu_milli = pd->num_gpu > 1 ? pd->num_gpu * WHOLE
-                                                                     : pd->gpu_milli,
-                                        .cpu_milli = pd->cpu, .mem_mib = pd->mem, .grace_ms = -1};
+                                        .gpu_milli =
+                                            pd->num_gpu > 1 ? pd->num_gpu * WHOLE : pd->gpu_milli,
+                                        .cpu_milli = pd->cpu,
+                                        .mem_mib = pd->mem,
+                                        .grace_ms = -1};
         bool placed = false;
         for (int k = 0; k < pd->n_models; k++)
             w.pool_ids[w.n_pools++] = pd->models[k] + 1;
@@ -406,20 +416,20 @@ static int usage(void)
 {
     fprintf(stderr, "usage: fgd_bench [--data DIR] [--pods FILE] [--policies a,b,...] "
                     "[--seeds N] [--seed-base S] [--skip-cpu-pods] [DIR]\n"
-                    "policies: random,dotprod,clustering,packing,bestfit,fgd\n");
+                    "policies: random,dotprod,clustering,packing,bestfit,fgd,fgd-fill\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
     const char *dir = "../shared/data/alibaba-gpu-v2023", *pods_file = "openb_pod_list_default.csv";
-    char policies[512] = "random,dotprod,clustering,packing,bestfit,fgd";
+    char policies[512] = "random,dotprod,clustering,packing,bestfit,fgd,fgd-fill";
     int64_t n_seeds = 10, seed_base = 42;
     struct fleet f = {0};
     struct pod *pods = NULL;
     size_t n_pods = 0;
     struct fgd_pod *shapes;
-    struct fgd_workload typ;
+    struct fgd_workload typ, fill_typ;
     char *names[16];
     int n_names = 0;
 
@@ -461,23 +471,23 @@ int main(int argc, char **argv)
     }
     shapes = xcalloc(n_pods, sizeof(*shapes));
     for (size_t i = 0; i < n_pods; i++)
-        shapes[i] = (struct fgd_pod){pods[i].num_gpu, pods[i].gpu_milli, pods[i].cpu,
-                                     pods[i].mem, 0};
-    if (fgd_workload_build(shapes, n_pods, 0.95, &typ) < 0)
+        shapes[i] =
+            (struct fgd_pod){pods[i].num_gpu, pods[i].gpu_milli, pods[i].cpu, pods[i].mem, 0};
+    if (fgd_workload_build(shapes, n_pods, 0.95, &typ) < 0 ||
+        fgd_workload_build_cover(shapes, n_pods, 0.95, 0.95, &fill_typ) < 0)
         return 1;
     free(shapes);
 
-    printf("fgd_bench: %d nodes, %d GPUs, %d models; %zu pods from %s; seeds %" PRId64
-           "..%" PRId64 "\n",
-           f.n_nodes, f.n_gpus, f.n_models, n_pods, pods_file, seed_base,
-           seed_base + n_seeds - 1);
+    printf("fgd_bench: %d nodes, %d GPUs, %d models; %zu pods from %s; seeds %" PRId64 "..%" PRId64
+           "\n",
+           f.n_nodes, f.n_gpus, f.n_models, n_pods, pods_file, seed_base, seed_base + n_seeds - 1);
     printf("typical pods (95%%): %zu shapes:", typ.n_pods);
     for (size_t i = 0; i < typ.n_pods; i++)
         printf(" %dx%d(%.1f%%)", typ.pods[i].num_gpu, typ.pods[i].gpu_milli,
                100 * typ.pods[i].freq);
     printf("\n\nunallocated GPU %%, median [min-max] over seeds; paper median in ()\n");
-    printf("%-11s %-24s %-24s %-24s %9s %6s %7s\n", "policy", "95%", "100%", "130%",
-           "decide/s", "fail%", "wall_s");
+    printf("%-11s %-24s %-24s %-24s %9s %6s %7s\n", "policy", "95%", "100%", "130%", "decide/s",
+           "fail%", "wall_s");
 
     struct result *rs = xcalloc((size_t)n_seeds, sizeof(*rs));
     double *fragm = xcalloc((size_t)n_names * N_POINTS, sizeof(double));
@@ -485,7 +495,8 @@ int main(int argc, char **argv)
         int64_t t0 = now_ns(), decided = 0, failed = 0, pass_ns = 0;
         double vals[N_POINTS][1000], fr[1000];
         for (int64_t k = 0; k < n_seeds; k++) {
-            if (run_one(&f, pods, n_pods, names[pi], (uint64_t)(seed_base + k), &typ, &rs[k]) < 0)
+            if (run_one(&f, pods, n_pods, names[pi], (uint64_t)(seed_base + k), &typ, &fill_typ,
+                        &rs[k]) < 0)
                 return 1;
             decided += rs[k].decided;
             failed += rs[k].failed;
@@ -514,13 +525,15 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     printf("\nfragmentation (GPU free but unusable by the typical pods, %% of capacity), "
-           "median over seeds\n%-11s %8s %8s %8s\n", "policy", "95%", "100%", "130%");
+           "median over seeds\n%-11s %8s %8s %8s\n",
+           "policy", "95%", "100%", "130%");
     for (int pi = 0; pi < n_names; pi++)
         printf("%-11s %8.2f %8.2f %8.2f\n", names[pi], fragm[pi * N_POINTS],
                fragm[pi * N_POINTS + 1], fragm[pi * N_POINTS + 2]);
     free(fragm);
     free(rs);
     fgd_workload_release(&typ);
+    fgd_workload_release(&fill_typ);
     free(pods);
     free(f.nodes);
     return 0;

@@ -6,6 +6,7 @@
 
 #include "base/parse.h"
 #include "daemon/config.h"
+#include "sched/policies.h"
 
 enum opt_kind { OPT_STR, OPT_INT, OPT_BOOL, OPT_LISTEN };
 
@@ -18,8 +19,14 @@ struct opt {
     const char *help;
 };
 
-#define STR(k, f, h) {k, OPT_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f), 0, 0, h}
-#define INT(k, f, lo, hi, h) {k, OPT_INT, offsetof(struct config, f), 0, lo, hi, h}
+#define STR(k, f, h)                                                                               \
+    {                                                                                              \
+        k, OPT_STR, offsetof(struct config, f), sizeof(((struct config *)0)->f), 0, 0, h           \
+    }
+#define INT(k, f, lo, hi, h)                                                                       \
+    {                                                                                              \
+        k, OPT_INT, offsetof(struct config, f), 0, lo, hi, h                                       \
+    }
 
 static const struct opt options[] = {
     {"listen", OPT_LISTEN, 0, 0, 0, 0, "address:port to serve HTTP on (default 127.0.0.1:8080)"},
@@ -39,7 +46,8 @@ static const struct opt options[] = {
     STR("issuer", issuer, "who issues invoices: the name printed on them (default gpuaas)"),
     STR("sim-fleet", sim_fleet,
         "import this fleet (node CSV or JSON) as a simulated cluster on start, once"),
-    STR("sim-cluster", sim_cluster, "name of the simulated cluster made by sim-fleet (default sim)"),
+    STR("sim-cluster", sim_cluster,
+        "name of the simulated cluster made by sim-fleet (default sim)"),
     INT("sim-speed", sim_speed, 1, 1000000,
         "simulated clusters run this many times faster than real time (default 1)"),
     INT("grace-s", grace_s, 0, 86400, "default preemption grace in seconds (default 30)"),
@@ -50,6 +58,11 @@ static const struct opt options[] = {
         "local clusters: a cgroup v2 directory to put work in with CPU and memory limits"),
     INT("run-uid", run_uid, -1, 2147483647, "local clusters: run work as this user id"),
     INT("run-gid", run_gid, -1, 2147483647, "local clusters: run work as this group id"),
+    STR("placement", placement,
+        "placement policy: " SCHED_POLICY_NAMES " (default: the built-in best-fit)"),
+    STR("placement-pods", placement_pods,
+        "typical pods for fgd and fgd-fill, NUMxMILLI/CPU_MILLI/MEM_MIB*WEIGHT,... "
+        "(default: a built-in set)"),
 };
 
 void config_usage(FILE *out)
@@ -217,6 +230,29 @@ static int load_env(struct config *cfg, struct error_info *ei)
     return 0;
 }
 
+/* The placement policy must be one sched_policy_by_name knows, with typical pods that parse. */
+static int check_placement(const struct config *cfg, struct error_info *ei)
+{
+    struct fgd_workload typical;
+    struct sched_policy *p;
+
+    if (fgd_workload_parse(cfg->placement_pods[0] ? cfg->placement_pods : SCHED_POLICY_DEFAULT_PODS,
+                           &typical) < 0)
+        return errinfo_set(
+            ei, ERR_INVALID, "placement-pods",
+            "placement-pods: '%s' is not a list of NUMxMILLI/CPU_MILLI/MEM_MIB*WEIGHT "
+            "such as 1x1000/12000/49152*50,0x0/16000/65536*15",
+            cfg->placement_pods);
+    p = cfg->placement[0] ? sched_policy_by_name(cfg->placement, 1, &typical) : NULL;
+    fgd_workload_release(&typical);
+    if (cfg->placement[0] && !p)
+        return errinfo_set(ei, ERR_INVALID, "placement",
+                           "placement: unknown policy '%s' (one of: " SCHED_POLICY_NAMES ")",
+                           cfg->placement);
+    sched_policy_free(p);
+    return 0;
+}
+
 int config_load(int argc, char **argv, struct config *cfg, struct error_info *ei)
 {
     const char *file = getenv("GPUAASD_CONFIG");
@@ -277,5 +313,5 @@ int config_load(int argc, char **argv, struct config *cfg, struct error_info *ei
     }
     if (cfg->db_pool == 0)
         cfg->db_pool = cfg->threads + 2;
-    return 0;
+    return check_placement(cfg, ei);
 }

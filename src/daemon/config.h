@@ -14,26 +14,28 @@
 #include "base/err.h"
 
 struct config {
-    char listen_addr[64];   /* "127.0.0.1" */
-    int listen_port;        /* 8080; 0 picks a free port */
-    char db[1024];          /* store URL or SQLite path */
-    int threads;            /* HTTP worker threads */
-    int db_pool;            /* store connections */
-    long max_body_bytes;    /* request body cap */
+    char listen_addr[64]; /* "127.0.0.1" */
+    int listen_port;      /* 8080; 0 picks a free port */
+    char db[1024];        /* store URL or SQLite path */
+    int threads;          /* HTTP worker threads */
+    int db_pool;          /* store connections */
+    long max_body_bytes;  /* request body cap */
     int max_connections;
     int busy_timeout_ms;
     bool sqlite_sync_full;
     char log_level[16];
     char bootstrap_token_file[1024]; /* where the first admin token is also written */
-    char issuer[200];       /* printed on invoices */
-    char sim_fleet[1024];   /* fleet file imported as a simulated cluster on start */
-    char sim_cluster[64];   /* its cluster name */
-    int sim_speed;          /* simulated time runs this much faster */
-    int grace_s;            /* default preemption grace */
-    int reserve_after_s;    /* head-of-line reservation delay */
-    char log_dir[1024];     /* local clusters: workload logs */
-    char cgroup_root[1024]; /* local clusters: cgroup v2 directory for limits */
-    int run_uid, run_gid;   /* local clusters: who work runs as (-1: the daemon's user) */
+    char issuer[200];                /* printed on invoices */
+    char sim_fleet[1024];            /* fleet file imported as a simulated cluster on start */
+    char sim_cluster[64];            /* its cluster name */
+    int sim_speed;                   /* simulated time runs this much faster */
+    int grace_s;                     /* default preemption grace */
+    int reserve_after_s;             /* head-of-line reservation delay */
+    char log_dir[1024];              /* local clusters: workload logs */
+    char cgroup_root[1024];          /* local clusters: cgroup v2 directory for limits */
+    int run_uid, run_gid;            /* local clusters: who work runs as (-1: the daemon's user) */
+    char placement[32]; /* placement policy (sched/policies.h); "" is the built-in best-fit */
+    char placement_pods[2048]; /* typical pods of fgd and fgd-fill; "" is the built-in set */
     char config_file[1024];
     bool show_help;
     bool show_version;
@@ -41,7 +43,8 @@ struct config {
 
 /*
  * Fills cfg from defaults, the config file (--config or GPUAASD_CONFIG, when
- * given), the environment and argv. On a bad flag, key or value, ei names it.
+ * given), the environment and argv. On a bad flag, key or value, ei names it
+ * (an unknown placement policy or malformed placement-pods included).
  */
 int config_load(int argc, char **argv, struct config *cfg, struct error_info *ei);
 void config_usage(FILE *out);

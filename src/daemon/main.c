@@ -17,6 +17,7 @@
 #include "base/timeutil.h"
 #include "daemon/config.h"
 #include "engine/engine.h"
+#include "sched/policies.h"
 #include "store/store.h"
 
 #define GPUAAS_VERSION "0.1.0"
@@ -99,6 +100,7 @@ int main(int argc, char **argv)
     struct api *api = NULL;
     struct engine *engine = NULL;
     struct engine_options eopt;
+    struct sched_policy *policy = NULL;
     enum log_level level;
     sigset_t sigs;
     char port[16], threads[16];
@@ -141,7 +143,18 @@ int main(int argc, char **argv)
         store_close(store);
         return fail("could not import the simulated fleet", &ei);
     }
+    /* config_load checked the name and the typical pods. */
+    if (cfg.placement[0]) {
+        struct fgd_workload typical;
+        if (fgd_workload_parse(cfg.placement_pods[0] ? cfg.placement_pods
+                                                     : SCHED_POLICY_DEFAULT_PODS,
+                               &typical) == 0) {
+            policy = sched_policy_by_name(cfg.placement, 1, &typical);
+            fgd_workload_release(&typical);
+        }
+    }
     engine_options_init(&eopt);
+    eopt.policy = policy;
     eopt.sim_speed = cfg.sim_speed;
     eopt.default_grace_ms = (int64_t)cfg.grace_s * 1000;
     eopt.reserve_after_ms = (int64_t)cfg.reserve_after_s * 1000;
@@ -151,6 +164,7 @@ int main(int argc, char **argv)
     eopt.run_gid = cfg.run_gid;
     if (engine_start(store, &eopt, &engine, &ei) < 0) {
         store_close(store);
+        sched_policy_free(policy);
         return fail("could not start the scheduler", &ei);
     }
 
@@ -165,13 +179,14 @@ int main(int argc, char **argv)
     if (api_start(store, &aopt, &api, &ei) < 0) {
         engine_stop(engine);
         store_close(store);
+        sched_policy_free(policy);
         return fail("", &ei);
     }
     snprintf(port, sizeof(port), "%d", api_port(api));
     snprintf(threads, sizeof(threads), "%d", cfg.threads);
     log_info("ready", "addr", cfg.listen_addr, "port", port, "store",
              store_engine(store) == STORE_SQLITE ? "sqlite" : "postgresql", "threads", threads,
-             "version", GPUAAS_VERSION);
+             "version", GPUAAS_VERSION, "placement", cfg.placement[0] ? cfg.placement : "best-fit");
 
     while (sigwait(&sigs, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
         ;
@@ -179,6 +194,7 @@ int main(int argc, char **argv)
     api_stop(api);
     engine_stop(engine);
     store_close(store);
+    sched_policy_free(policy);
     log_info("stopped");
     return 0;
 }

@@ -634,6 +634,7 @@ static int engine_load(struct engine *e, bool adopt, struct error_info *ei)
     sched_config_init(&cfg);
     cfg.reserve_after_ms = e->opt.reserve_after_ms;
     cfg.default_grace_ms = e->opt.default_grace_ms;
+    cfg.policy = e->opt.policy;
     e->sched = sched_new(&cfg);
     arena_init(&a);
     rc = load_fleet(e, &a, ei);
@@ -1380,6 +1381,7 @@ void engine_options_init(struct engine_options *opt)
     opt->log_dir = "gpuaas-logs";
     opt->cgroup_root = NULL;
     opt->run_uid = opt->run_gid = -1;
+    opt->policy = NULL;
 }
 
 int engine_start(struct store *store, const struct engine_options *opt, struct engine **ret,

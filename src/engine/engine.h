@@ -25,6 +25,7 @@
 #include "store/store.h"
 
 struct engine;
+struct sched_policy;
 
 struct engine_options {
     int64_t sim_speed;        /* simulated clusters: how much faster than real time */
@@ -34,6 +35,7 @@ struct engine_options {
     const char *log_dir;      /* local clusters: workload logs and state files */
     const char *cgroup_root;  /* local clusters: cgroup v2 directory for limits, NULL for none */
     int64_t run_uid, run_gid; /* local clusters: who work runs as; < 0: the daemon's user */
+    const struct sched_policy *policy; /* placement; NULL: the built-in best-fit. Not owned */
 };
 
 void engine_options_init(struct engine_options *opt);

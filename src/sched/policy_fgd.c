@@ -13,6 +13,7 @@
 #include "base/common.h"
 
 #include "base/alloc.h"
+#include "base/parse.h"
 #include "sched/policies.h"
 
 #define WHOLE 1000
@@ -51,10 +52,25 @@ static int64_t median(int64_t *v, size_t n)
     return v[n / 2];
 }
 
+/* GPU milli that all the pods of a shape ask for together (freq holds the count here). */
+static double demand_of(const struct fgd_pod *m)
+{
+    return m->freq * (double)m->num_gpu * (double)m->gpu_milli;
+}
+
 int fgd_workload_build(const struct fgd_pod *pods, size_t n, double coverage,
                        struct fgd_workload *ret)
 {
-    if (n == 0 || !(coverage > 0.0 && coverage <= 1.0))
+    return fgd_workload_build_cover(pods, n, coverage, 0.0, ret);
+}
+
+int fgd_workload_build_cover(const struct fgd_pod *pods, size_t n, double coverage,
+                             double gpu_coverage, struct fgd_workload *ret)
+{
+    double gpu_total = 0, gpu_covered = 0;
+
+    if (n == 0 || !(coverage > 0.0 && coverage <= 1.0) ||
+        !(gpu_coverage >= 0.0 && gpu_coverage <= 1.0))
         return SCHED_EINVAL;
     struct fgd_pod *sorted = xcalloc(n, sizeof(*sorted));
     struct fgd_pod *shapes = xcalloc(n, sizeof(*shapes));
@@ -71,15 +87,33 @@ int fgd_workload_build(const struct fgd_pod *pods, size_t n, double coverage,
             mem[j - i] = sorted[j].mem_mib;
             j++;
         }
-        shapes[n_shapes] = (struct fgd_pod){sorted[i].num_gpu, sorted[i].gpu_milli,
-                                            median(cpu, j - i), median(mem, j - i),
-                                            (double)(j - i)};
+        shapes[n_shapes] =
+            (struct fgd_pod){sorted[i].num_gpu, sorted[i].gpu_milli, median(cpu, j - i),
+                             median(mem, j - i), (double)(j - i)};
         n_shapes++;
         i = j;
     }
     qsort(shapes, n_shapes, sizeof(*shapes), cmp_typical);
     while (kept < n_shapes && kept < MAX_TYPICAL && covered < coverage * (double)n) {
         covered += shapes[kept].freq;
+        kept++;
+    }
+    /* Then the heaviest remaining shapes until they cover gpu_coverage of the GPU asked for. */
+    for (size_t i = 0; i < n_shapes; i++)
+        gpu_total += demand_of(&shapes[i]);
+    for (size_t i = 0; i < kept; i++)
+        gpu_covered += demand_of(&shapes[i]);
+    while (kept < n_shapes && kept < MAX_TYPICAL && gpu_covered < gpu_coverage * gpu_total) {
+        size_t heaviest = kept;
+        struct fgd_pod t;
+        for (size_t i = kept + 1; i < n_shapes; i++) {
+            if (demand_of(&shapes[i]) > demand_of(&shapes[heaviest]))
+                heaviest = i;
+        }
+        t = shapes[kept];
+        shapes[kept] = shapes[heaviest];
+        shapes[heaviest] = t;
+        gpu_covered += demand_of(&shapes[kept]);
         kept++;
     }
     for (size_t i = 0; i < kept; i++)
@@ -92,6 +126,66 @@ int fgd_workload_build(const struct fgd_pod *pods, size_t n, double coverage,
     free(cpu);
     free(mem);
     return 0;
+}
+
+/*
+ * Reads the number that ends at the first of `stops` (or the end of s) into
+ * *ret within [lo, hi]; returns the rest of s after the number, or NULL.
+ */
+static const char *read_num(const char *s, const char *stops, int64_t lo, int64_t hi, int64_t *ret)
+{
+    char buf[24];
+    size_t len = strcspn(s, stops);
+    if (len == 0 || len >= sizeof(buf))
+        return NULL;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (parse_int64(buf, lo, hi, ret) < 0)
+        return NULL;
+    return s + len;
+}
+
+int fgd_workload_parse(const char *spec, struct fgd_workload *ret)
+{
+    struct fgd_pod *pods = xcalloc(MAX_TYPICAL, sizeof(*pods));
+    size_t n = 0;
+    double total = 0;
+    const char *s = spec;
+
+    while (s && *s) {
+        int64_t num, milli, cpu, mem, weight = 1;
+        if (n == MAX_TYPICAL)
+            goto bad;
+        s = read_num(s, "x", 0, SCHED_MAX_GPUS_PER_NODE, &num);
+        if (!s || *s++ != 'x')
+            goto bad;
+        s = read_num(s, "/", 0, WHOLE, &milli);
+        if (!s || *s++ != '/')
+            goto bad;
+        s = read_num(s, "/", 0, INT64_MAX / 4, &cpu);
+        if (!s || *s++ != '/')
+            goto bad;
+        s = read_num(s, "*,", 0, INT64_MAX / 4, &mem);
+        if (s && *s == '*')
+            s = read_num(s + 1, ",", 1, 1000000000, &weight);
+        if (!s || (*s && *s != ',') || (num == 0) != (milli == 0) || (num > 1 && milli != WHOLE))
+            goto bad;
+        if (*s == ',')
+            s++;
+        pods[n++] = (struct fgd_pod){(int32_t)num, (int32_t)milli, cpu, mem, (double)weight};
+        total += (double)weight;
+    }
+    if (!s || n == 0)
+        goto bad;
+    for (size_t i = 0; i < n; i++)
+        pods[i].freq /= total;
+    qsort(pods, n, sizeof(*pods), cmp_typical);
+    ret->pods = xreallocarray(pods, n, sizeof(*pods));
+    ret->n_pods = n;
+    return 0;
+bad:
+    free(pods);
+    return SCHED_EINVAL;
 }
 
 void fgd_workload_release(struct fgd_workload *w)

@@ -34,7 +34,8 @@ expect_eq "$("${g[@]}" logs "$ok" -f)" hello "logs -f of finished work"
 
 # Cancelling running work: TERM to its process group, then KILL after the 1 s grace for
 # whatever ignores TERM (here the inner shell and its sleep).
-stuck=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "trap '' TERM; echo started; sleep 60" | jq -r .id)
+# (sleep 60.<our pid>: a command line no other process on the machine has)
+stuck=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "trap '' TERM; echo started; sleep 60.$$" | jq -r .id)
 wait_state "$stuck" running 10
 sleep 0.5
 "${g[@]}" cancel "$stuck" >/dev/null
@@ -42,6 +43,6 @@ wait_state "$stuck" cancelled 10
 api GET "/v1/workloads/$stuck" "$ADMIN_TOKEN"
 [ "$(jq -r .exit_code <<<"$BODY")" -lt 0 ] || fail "cancelled work should end by a signal: $BODY"
 sleep 1.5
-pgrep -f "sleep 60" >/dev/null && fail "a process of the cancelled work is still running"
+pgrep -f "sleep 60\.$$" >/dev/null && fail "a process of the cancelled work is still running"
 stop_daemon
 echo "local: ok"

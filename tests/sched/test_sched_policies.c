@@ -90,8 +90,14 @@ static void test_clustering_same_demand(void **st)
     struct sched_replica_req r = req(250, 0);
     int pk[8];
     int64_t ss = score(p, &vs, &r, pk), si = score(p, &vi, &r, pk), so = score(p, &vo, &r, pk);
-    /* 250 used is one 250 pod: same demand first, then an idle node, then others. */
-    assert_true(ss < si && si < so);
+    /* 250 used is one 250 pod: same demand first, then other busy nodes, then an idle one. */
+    assert_true(ss < so && so < si);
+    /* A whole GPU: a node with a fully used device is "same demand". */
+    int32_t full[] = {0, 1000, 1000}, part[] = {500, 1000, 1000};
+    struct sched_node_view vf = view(4, full, 3, 0, 0), vp = view(5, part, 3, 0, 0);
+    struct sched_replica_req w = req(1000, 0);
+    assert_true(score(p, &vf, &w, pk) < score(p, &vp, &w, pk));
+    assert_int_equal(pk[0], 1);
     sched_policy_free(p);
 }
 
@@ -169,7 +175,7 @@ static void test_fgd_typical_pods(void **st)
     (void)st;
     /* 4 x 1x1000, 3 CPU-only, 2 x 1x500, 1 x 8x1000: 90% is the first three shapes. */
     struct fgd_pod in[] = {
-        {1, 1000, 4000, 10, 0}, {0, 0, 2000, 10, 0},    {1, 500, 1000, 10, 0},
+        {1, 1000, 4000, 10, 0}, {0, 0, 2000, 10, 0},     {1, 500, 1000, 10, 0},
         {1, 1000, 8000, 30, 0}, {8, 1000, 64000, 10, 0}, {0, 0, 4000, 20, 0},
         {1, 1000, 2000, 20, 0}, {1, 500, 3000, 10, 0},   {0, 0, 6000, 30, 0},
         {1, 1000, 6000, 40, 0},
@@ -218,8 +224,8 @@ static void test_never_unfit(void **st)
             for (int i = 0; i < n; i++)
                 g[i] = (int32_t)(next() % 5 == 0 ? 1000 : next() % 1001);
             struct sched_node_view v = view(it + 1, g, n, (int64_t)(next() % 16000), 16000);
-            struct sched_replica_req r = req(shares[next() % ARRAY_SIZE(shares)],
-                                             (int64_t)(next() % 8000));
+            struct sched_replica_req r =
+                req(shares[next() % ARRAY_SIZE(shares)], (int64_t)(next() % 8000));
             int32_t need = r.gpu_milli < 1000 ? r.gpu_milli : 1000;
             k = r.gpu_milli == 0 ? 0 : r.gpu_milli < 1000 ? 1 : r.gpu_milli / 1000;
             for (int i = 0; i < n; i++)
@@ -259,9 +265,16 @@ static void test_through_core(void **st)
     assert_true(sched_add_gpu(s, 1, 101, 1, 0) >= 0);
     assert_true(sched_add_gpu(s, 1, 102, 1, 0) >= 0);
     assert_true(sched_add_gpu(s, 2, 201, 1, 0) >= 0);
-    struct sched_workload_spec w = {.id = 1, .project_id = 1, .pclass = SCHED_P2, .submit_ms = 1,
-                                    .replicas = 1, .class_id = 1, .gpu_milli = 1000,
-                                    .cpu_milli = 1000, .mem_mib = 100, .grace_ms = -1};
+    struct sched_workload_spec w = {.id = 1,
+                                    .project_id = 1,
+                                    .pclass = SCHED_P2,
+                                    .submit_ms = 1,
+                                    .replicas = 1,
+                                    .class_id = 1,
+                                    .gpu_milli = 1000,
+                                    .cpu_milli = 1000,
+                                    .mem_mib = 100,
+                                    .grace_ms = -1};
     assert_true(sched_submit(s, &w, 1) >= 0);
     sched_decisions_init(&d);
     sched_pass(s, 1, &d);
@@ -276,10 +289,14 @@ static void test_through_core(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bestfit_fullest_node),  cmocka_unit_test(test_packing_prefers_partial),
-        cmocka_unit_test(test_clustering_same_demand), cmocka_unit_test(test_dotprod_smallest),
-        cmocka_unit_test(test_random_deterministic),  cmocka_unit_test(test_fgd_hand_example),
-        cmocka_unit_test(test_fgd_typical_pods),      cmocka_unit_test(test_never_unfit),
+        cmocka_unit_test(test_bestfit_fullest_node),
+        cmocka_unit_test(test_packing_prefers_partial),
+        cmocka_unit_test(test_clustering_same_demand),
+        cmocka_unit_test(test_dotprod_smallest),
+        cmocka_unit_test(test_random_deterministic),
+        cmocka_unit_test(test_fgd_hand_example),
+        cmocka_unit_test(test_fgd_typical_pods),
+        cmocka_unit_test(test_never_unfit),
         cmocka_unit_test(test_through_core),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Tests of fgd-fill, our placement policy (src/sched/policy_fgd_fill.c),
+ * and of what it is built from: typical pods covering the GPU demand
+ * (fgd_workload_build_cover) or given as text (fgd_workload_parse). The
+ * main case is a two-node cluster where FGD strands a GPU behind CPU that a
+ * CPU-only pod took and fgd-fill does not, checked on the scores and then
+ * through the scheduler core. Numbers are worked out in the comments.
+ */
+#include "base/common.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "sched/policies.h"
+#include "sched/sched.h"
+
+static const int64_t no_ids[SCHED_MAX_GPUS_PER_NODE];
+
+/* Typical pods: 80% one GPU with 10 CPUs, 20% CPU-only with 8 CPUs. */
+static struct fgd_workload gpu_and_cpu_pods(void)
+{
+    struct fgd_workload w;
+    assert_int_equal(fgd_workload_parse("1x1000/10000/0*4,0x0/8000/0*1", &w), 0);
+    return w;
+}
+
+static struct sched_node_view view(int64_t id, const int32_t *free_, int n, int64_t cpu_free,
+                                   int64_t cpu_cap)
+{
+    return (struct sched_node_view){id, cpu_free, cpu_cap, 0, 0, n, free_, no_ids};
+}
+
+/*
+ * Node A: 4 free GPUs and 40 CPUs (10 per GPU, just enough for four
+ * typical GPU pods); node B: 1 GPU and 40 CPUs. A CPU-only pod of 8 CPUs
+ * on A leaves 32 CPUs, room for three GPU pods beside four GPUs.
+ * FGD: the next typical pod still fits on either node, so both score 0
+ * (a tie the core gives to A, the lower id). fgd-fill: on A the GPU pods
+ * could fill 4 GPUs before and 3 after (fill +1000), balance +0.5 x 800,
+ * mix (12 CPU-milli per milli-GPU) +0.5 x 667; on B nothing changes.
+ */
+static void test_cpu_only_pod_strands_nothing(void **st)
+{
+    (void)st;
+    struct fgd_workload w = gpu_and_cpu_pods();
+    struct sched_policy *fgd = sched_policy_fgd_new(&w), *fill = sched_policy_fgd_fill_new(&w);
+    int32_t a[] = {1000, 1000, 1000, 1000}, b[] = {1000};
+    struct sched_node_view va = view(1, a, 4, 40000, 40000), vb = view(2, b, 1, 40000, 40000);
+    struct sched_replica_req cpu_pod = {0, 0, 8000, 0};
+    int pick[8];
+
+    assert_int_equal(fgd->score(fgd, &va, &cpu_pod, pick), 0);
+    assert_int_equal(fgd->score(fgd, &vb, &cpu_pod, pick), 0);
+    int64_t sa = fill->score(fill, &va, &cpu_pod, pick),
+            sb = fill->score(fill, &vb, &cpu_pod, pick);
+    assert_true(sb < sa);
+    /* The growth, in thousandths of a milli-GPU, above the 16-bit tie-break. */
+    assert_true(sa / 65536 > 1700 * 1000 && sa / 65536 < 1770 * 1000);
+    assert_int_equal(sb / 65536, 0);
+    sched_policy_free(fgd);
+    sched_policy_free(fill);
+    fgd_workload_release(&w);
+}
+
+/* Places a CPU-only pod of 8 CPUs, then five 1-GPU pods of 10 CPUs; returns how many fit. */
+static int run_cluster(const struct sched_policy *p, int64_t *ret_cpu_node)
+{
+    struct sched_config cfg;
+    struct sched_decisions d;
+    struct sched *s;
+    int placed = 0;
+
+    sched_config_init(&cfg);
+    cfg.policy = p;
+    s = sched_new(&cfg);
+    assert_non_null(s);
+    assert_true(sched_add_class(s, 1) >= 0);
+    assert_true(sched_set_project(s, 1, 1, 1) >= 0);
+    for (int n = 1; n <= 2; n++) {
+        struct sched_node_spec ns = {.id = n, .cluster_id = 1, .cpu_milli = 40000};
+        assert_true(sched_add_node(s, &ns) >= 0);
+    }
+    for (int g = 0; g < 4; g++)
+        assert_true(sched_add_gpu(s, 1, 101 + g, 1, 0) >= 0);
+    assert_true(sched_add_gpu(s, 2, 201, 1, 0) >= 0);
+    sched_decisions_init(&d);
+    for (int i = 0; i < 6; i++) {
+        struct sched_workload_spec w = {.id = i + 1,
+                                        .project_id = 1,
+                                        .pclass = SCHED_P2,
+                                        .submit_ms = i + 1,
+                                        .replicas = 1,
+                                        .class_id = i == 0 ? 0 : 1,
+                                        .gpu_milli = i == 0 ? 0 : 1000,
+                                        .cpu_milli = i == 0 ? 8000 : 10000,
+                                        .grace_ms = -1};
+        assert_true(sched_submit(s, &w, i + 1) >= 0);
+        sched_decisions_reset(&d);
+        sched_pass(s, i + 1, &d);
+        if (d.n_admits == 1) {
+            placed++;
+            if (i == 0)
+                *ret_cpu_node = d.assigns[d.admits[0].first_assign].node_id;
+        } else {
+            assert_true(sched_cancel(s, i + 1, i + 1) >= 0);
+        }
+    }
+    sched_decisions_release(&d);
+    sched_free(s);
+    return placed;
+}
+
+/* The same cluster through the core: FGD places 5 of the 6 pods, fgd-fill all 6. */
+static void test_through_core_beats_fgd(void **st)
+{
+    (void)st;
+    struct fgd_workload w = gpu_and_cpu_pods();
+    struct sched_policy *fgd = sched_policy_fgd_new(&w), *fill = sched_policy_fgd_fill_new(&w);
+    int64_t node = 0;
+
+    /* FGD: the CPU-only pod on A; A then holds 3 GPU pods (32 CPUs), B one: 5 of 6. */
+    assert_int_equal(run_cluster(fgd, &node), 5);
+    assert_int_equal(node, 1);
+    /* fgd-fill: the CPU-only pod on B (32 CPUs left beside its 1 GPU), A holds 4: all 6. */
+    assert_int_equal(run_cluster(fill, &node), 6);
+    assert_int_equal(node, 2);
+    sched_policy_free(fgd);
+    sched_policy_free(fill);
+    fgd_workload_release(&w);
+}
+
+/*
+ * Shares, typical pods only 1x500 (3 CPUs). On node A (devices 1000 and 500
+ * free) a 500 share leaves room for two more shares on either device, so
+ * every measure is unchanged; the device tie-break takes the fuller device.
+ * Idle node B scores the same growth (0) but has more GPU left: A wins.
+ */
+static void test_share_packs(void **st)
+{
+    (void)st;
+    struct fgd_workload w;
+    assert_int_equal(fgd_workload_parse("1x500/3000/1000", &w), 0);
+    struct sched_policy *p = sched_policy_fgd_fill_new(&w);
+    int32_t a[] = {1000, 500}, b[] = {1000, 1000};
+    struct sched_node_view va = view(1, a, 2, 30000, 30000), vb = view(2, b, 2, 30000, 30000);
+    struct sched_replica_req share = {1, 500, 3000, 0};
+    int pa[8], pb[8];
+    int64_t sa = p->score(p, &va, &share, pa), sb = p->score(p, &vb, &share, pb);
+    assert_int_equal(pa[0], 1);
+    assert_true(sa < sb);
+    /* A 700 share on a: only the 1000 device fits; 300 left that no 500 share can use. */
+    struct sched_replica_req big = {1, 700, 3000, 0};
+    assert_true(p->score(p, &va, &big, pa) != INT64_MAX);
+    assert_int_equal(pa[0], 0);
+    /* Not enough CPU: does not fit. */
+    struct sched_replica_req hungry = {1, 500, 31000, 0};
+    assert_true(p->score(p, &va, &hungry, pa) == INT64_MAX);
+    sched_policy_free(p);
+    fgd_workload_release(&w);
+}
+
+/*
+ * 96 pods of 1x1000, 3 of 1x500, 1 of 8x1000: 95% of the pods is the first
+ * shape alone, which asks for 96000 of 105500 milli (91%); adding the
+ * heaviest remaining shape, 8x1000 (8000), reaches 98.6%.
+ */
+static void test_build_cover(void **st)
+{
+    (void)st;
+    struct fgd_pod pods[100];
+    struct fgd_workload w;
+    for (int i = 0; i < 100; i++)
+        pods[i] = (struct fgd_pod){1, 1000, 8000, 1024, 0};
+    for (int i = 96; i < 99; i++)
+        pods[i] = (struct fgd_pod){1, 500, 4000, 512, 0};
+    pods[99] = (struct fgd_pod){8, 1000, 64000, 8192, 0};
+
+    assert_int_equal(fgd_workload_build_cover(pods, 100, 0.95, 0.0, &w), 0);
+    assert_int_equal(w.n_pods, 1);
+    fgd_workload_release(&w);
+    assert_int_equal(fgd_workload_build_cover(pods, 100, 0.95, 0.95, &w), 0);
+    assert_int_equal(w.n_pods, 2);
+    assert_int_equal(w.pods[1].num_gpu, 8);
+    assert_int_equal(w.pods[1].cpu_milli, 64000);
+    assert_float_equal(w.pods[0].freq, 96.0 / 97.0, 1e-9);
+    assert_float_equal(w.pods[1].freq, 1.0 / 97.0, 1e-9);
+    fgd_workload_release(&w);
+    assert_int_equal(fgd_workload_build_cover(pods, 100, 0.95, 1.5, &w), SCHED_EINVAL);
+}
+
+static void test_parse(void **st)
+{
+    (void)st;
+    struct fgd_workload w;
+    static const char *bad[] = {
+        "",
+        "1x1000/12000",
+        "2x500/1/1",
+        "0x100/1/1",
+        "1x0/1/1",
+        "1x1000/1/1*0",
+        "1x1000/1/1,,",
+        "99x1000/1/1/1",
+        " 1x1000/1/1",
+        "1x1001/1/1",
+        "1x1000/-1/1",
+        "1x1000/1/1*",
+        "1x1000/1/1;2x1000/1/1",
+    };
+
+    assert_int_equal(fgd_workload_parse("0x0/16000/65536,1x1000/12000/49152*3", &w), 0);
+    assert_int_equal(w.n_pods, 2);
+    assert_int_equal(w.pods[0].num_gpu, 1); /* most frequent first */
+    assert_int_equal(w.pods[0].gpu_milli, 1000);
+    assert_int_equal(w.pods[0].cpu_milli, 12000);
+    assert_int_equal(w.pods[0].mem_mib, 49152);
+    assert_float_equal(w.pods[0].freq, 0.75, 1e-12);
+    assert_int_equal(w.pods[1].num_gpu, 0);
+    assert_float_equal(w.pods[1].freq, 0.25, 1e-12);
+    fgd_workload_release(&w);
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        w.n_pods = 12345;
+        assert_int_equal(fgd_workload_parse(bad[i], &w), SCHED_EINVAL);
+        assert_int_equal(w.n_pods, 12345); /* untouched */
+    }
+    assert_int_equal(fgd_workload_parse(SCHED_POLICY_DEFAULT_PODS, &w), 0);
+    assert_int_equal(w.n_pods, 7);
+    fgd_workload_release(&w);
+}
+
+/* BestFit counts GPU and CPU only: two nodes that differ only in free memory tie. */
+static void test_bestfit_ignores_memory(void **st)
+{
+    (void)st;
+    struct sched_policy *p = sched_policy_bestfit_new();
+    int32_t g[] = {1000, 500};
+    struct sched_node_view a = {1, 8000, 16000, 1000, 100000, 2, g, no_ids};
+    struct sched_node_view b = {2, 8000, 16000, 90000, 100000, 2, g, no_ids};
+    struct sched_node_view c = {3, 12000, 16000, 1000, 100000, 2, g, no_ids};
+    struct sched_replica_req r = {1, 500, 2000, 500};
+    int pk[8];
+    int64_t sa = p->score(p, &a, &r, pk), sb = p->score(p, &b, &r, pk),
+            sc = p->score(p, &c, &r, pk);
+    /* a, b: GPU (1500-500)/2000 + CPU (8000-2000)/16000 = 0.875; c: 0.5 + 0.625 = 1.125. */
+    assert_int_equal(sa, sb);
+    assert_true(sa < sc);
+    assert_int_equal(pk[0], 1); /* the fuller device that fits */
+    sched_policy_free(p);
+}
+
+static void test_by_name(void **st)
+{
+    (void)st;
+    struct fgd_workload w = gpu_and_cpu_pods();
+    struct sched_policy *p = sched_policy_by_name("fgd-fill", 1, &w);
+    assert_non_null(p);
+    assert_string_equal(p->name, "fgd-fill");
+    sched_policy_free(p);
+    assert_null(sched_policy_by_name("fgd-fill", 1, NULL));
+    assert_null(sched_policy_by_name("fgd-fil", 1, &w));
+    fgd_workload_release(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_only_pod_strands_nothing),
+        cmocka_unit_test(test_through_core_beats_fgd),
+        cmocka_unit_test(test_share_packs),
+        cmocka_unit_test(test_build_cover),
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_bestfit_ignores_memory),
+        cmocka_unit_test(test_by_name),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
