@@ -17,7 +17,7 @@ for n in 0 1 2 3; do
   g node create "sim-node-$n" --cluster demo-sim --cpu-milli 128000 --memory-mib 1048576 \
     --labels "simulated=true,rack=r$((n / 2))"
   for i in 0 1 2 3 4 5 6 7; do
-    g gpu create --node "sim-node-$n" --index $i --gpu-class $cls --uuid "GPU-sim-$n-$i" >/dev/null
+    g gpu create --node "sim-node-$n" --index $i --gpu-class $cls --uuid "GPU-5130${n}${i}00-0000-4000-8000-00000000000${n}" >/dev/null
   done
 done
 g flavor create h100.1x --gpu-class h100-80gb --gpu-milli 1000 --vcpus 16 --memory-mib 131072 \

@@ -232,6 +232,12 @@ void api_metrics_free(struct api_metrics *m);
 void api_metrics_observe(struct api_metrics *m, const char *method, int status, int64_t us);
 void metrics_route(struct req *r);
 
+/* ---- inventory.c: the GPU inventory view, import and export ---- */
+
+void inventory_route_list(struct req *r);
+void inventory_route_export(struct req *r);
+void inventory_route_import(struct req *r);
+
 /* ---- stream.c: server-sent events ---- */
 
 struct sse_hub *sse_hub_new(void);

@@ -233,9 +233,10 @@ json_t *openapi_document(void)
         } else {
             bool post = strcmp(rt->method, "POST") == 0;
             json_t *rs = error_responses(MAY_CONFLICT | (post ? WITH_BODY : 0));
-            json_object_set_new(rs, post ? "201" : "200",
-                                response(post ? "created" : "ok",
-                                         json_pack("{s:s}", "type", "object")));
+            json_object_set_new(rs, "200", response("ok", json_pack("{s:s}", "type", "object")));
+            if (post)
+                json_object_set_new(rs, "201",
+                                    response("created", json_pack("{s:s}", "type", "object")));
             json_object_set_new(o, "responses", rs);
         }
         json_object_set_new(paths, rt->path, json_pack("{s:o}", method, o));

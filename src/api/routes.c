@@ -157,6 +157,13 @@ const struct route routes_fixed[] = {
     {"GET", "/v1/usage", true, billing_route_usage,
      "rated usage of a month (?period=YYYY-MM, org_id, project_id) per project, flavor and "
      "class; provisional while the month runs"},
+    {"GET", "/v1/inventory", true, inventory_route_list,
+     "every GPU you may see (?org=&manager=&cluster=&class=&state=&owner=): where, class, "
+     "owner, manager, cost, who may use it, state and who uses it now"},
+    {"GET", "/v1/inventory/export", true, inventory_route_export,
+     "the inventory as the spreadsheet's CSV (same filters)"},
+    {"POST", "/v1/inventory/import", true, inventory_route_import,
+     "imports a GPU spreadsheet as CSV (admins): every row checked before any is written"},
     {"GET", "/v1/cost", true, billing_route_cost,
      "showback (?by=pool|project|org|manager&period=YYYY-MM): the pools' cost, used and idle"},
     {"GET", "/v1/invoices/draft", true, billing_route_draft,

@@ -92,5 +92,6 @@ int cmd_capacity(int argc, char **argv);
 int cmd_usage(int argc, char **argv);
 int cmd_invoice(int argc, char **argv);
 int cmd_cost(int argc, char **argv);
+int cmd_inventory(int argc, char **argv);
 
 #endif

@@ -255,7 +255,8 @@ static void set_curl_error(struct client *c, CURL *h, CURLcode cc, const char *e
     }
 }
 
-static struct curl_slist *make_headers(const struct client *c, bool has_body, const char *accept)
+static struct curl_slist *make_headers(const struct client *c, const char *body_type,
+                                       const char *accept)
 {
     struct curl_slist *h = NULL;
     char line[64];
@@ -263,8 +264,11 @@ static struct curl_slist *make_headers(const struct client *c, bool has_body, co
     snprintf(line, sizeof(line), "Accept: %s", accept);
     h = curl_slist_append(h, line);
     h = curl_slist_append(h, "Expect:");
-    if (has_body)
-        h = curl_slist_append(h, "Content-Type: application/json");
+    if (body_type) {
+        char ct[96];
+        snprintf(ct, sizeof(ct), "Content-Type: %s", body_type);
+        h = curl_slist_append(h, ct);
+    }
     if (c->token) {
         char *auth = xasprintf("Authorization: Bearer %s", c->token);
         h = curl_slist_append(h, auth);
@@ -313,12 +317,19 @@ static void set_request(CURL *h, const char *url, struct curl_slist *headers, ch
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 }
 
-static int perform(struct client *c, const char *method, const char *path, json_t *body,
-                   json_t **ret_json, struct buf *ret_raw)
+/* A request body: bytes and their media type. */
+struct payload {
+    const char *data;
+    size_t len;
+    const char *type;
+};
+
+static int perform(struct client *c, const char *method, const char *path,
+                   const struct payload *payload, json_t **ret_json, struct buf *ret_raw)
 {
     char errbuf[CURL_ERROR_SIZE] = "";
     struct curl_slist *headers = NULL;
-    char *url = NULL, *payload = NULL;
+    char *url = NULL;
     struct buf resp;
     CURLcode cc;
     CURL *h;
@@ -332,14 +343,7 @@ static int perform(struct client *c, const char *method, const char *path, json_
     }
     buf_init(&resp, CLIENT_MAX_RESPONSE);
     url = xasprintf("%s%s", c->server, path);
-    if (body) {
-        payload = json_dumps(body, JSON_COMPACT);
-        if (!payload) {
-            set_error(c, CLIENT_ERR_PROTOCOL, NULL, "could not encode the request as JSON");
-            goto out;
-        }
-    }
-    headers = make_headers(c, payload != NULL, "application/json");
+    headers = make_headers(c, payload ? payload->type : NULL, "application/json");
 
     set_request(h, url, headers, errbuf, CLIENT_TIMEOUT_S);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -350,8 +354,8 @@ static int perform(struct client *c, const char *method, const char *path, json_
         if (strcmp(method, "POST") != 0)
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
         if (payload) {
-            curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
-            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(payload));
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload->data);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)payload->len);
         } else if (strcmp(method, "POST") == 0) {
             curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
@@ -389,7 +393,6 @@ out:
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
     curl_slist_free_all(headers);
-    free(payload);
     free(url);
     buf_release(&resp);
     return rc;
@@ -398,12 +401,35 @@ out:
 int client_request(struct client *c, const char *method, const char *path, json_t *body,
                    json_t **ret_json)
 {
-    return perform(c, method, path, body, ret_json, NULL);
+    struct payload p = {NULL, 0, "application/json"};
+    char *text = NULL;
+    int rc;
+
+    if (body) {
+        text = json_dumps(body, JSON_COMPACT);
+        if (!text) {
+            clear_error(c);
+            set_error(c, CLIENT_ERR_PROTOCOL, NULL, "could not encode the request as JSON");
+            return -1;
+        }
+        p.data = text;
+        p.len = strlen(text);
+    }
+    rc = perform(c, method, path, body ? &p : NULL, ret_json, NULL);
+    free(text);
+    return rc;
 }
 
 int client_request_raw(struct client *c, const char *path, struct buf *ret_body)
 {
     return perform(c, "GET", path, NULL, NULL, ret_body);
+}
+
+int client_post_file(struct client *c, const char *path, const char *type, const char *data,
+                     size_t len, json_t **ret_json)
+{
+    struct payload p = {data, len, type};
+    return perform(c, "POST", path, &p, ret_json, NULL);
 }
 
 /* ---- server-sent events ---- */
@@ -505,7 +531,7 @@ int client_stream(struct client *c, const char *path,
     buf_init(&rd.pending, CLIENT_MAX_RESPONSE);
     buf_init(&rd.error, 64 * 1024);
     url = xasprintf("%s%s", c->server, path);
-    headers = make_headers(c, false, "text/event-stream");
+    headers = make_headers(c, NULL, "text/event-stream");
     set_request(h, url, headers, errbuf, 0L); /* a stream has no end to wait for, */
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0); /* nor a size: frames are */
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_stream);

@@ -71,6 +71,9 @@ int client_request(struct client *c, const char *method, const char *path, json_
  */
 struct buf;
 int client_request_raw(struct client *c, const char *path, struct buf *ret_body);
+/* POSTs len bytes of data as media type `type` (a CSV file, say); answers as client_request. */
+int client_post_file(struct client *c, const char *path, const char *type, const char *data,
+                     size_t len, json_t **ret_json);
 /*
  * GETs path as a stream of server-sent events (Accept: text/event-stream,
  * no overall timeout) and calls on_event for each, until the server ends the

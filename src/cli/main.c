@@ -19,7 +19,6 @@ struct command {
 
 static int cmd_version(int argc, char **argv);
 
-/* Later: inventory. */
 static const struct command commands[] = {
     {"login", cmd_login, "check a server URL and token, and save them"},
     {"logout", cmd_logout, "remove the saved token"},
@@ -37,6 +36,7 @@ static const struct command commands[] = {
     {"usage", cmd_usage, "rated usage of a month; `usage verify` checks the ledger"},
     {"invoice", cmd_invoice, "invoices: list, show, draft, issue, pay, credit, export, verify"},
     {"cost", cmd_cost, "showback: pool cost, used and idle, by pool, project, org or manager"},
+    {"inventory", cmd_inventory, "every GPU you may see; inventory import FILE | export"},
     {"version", cmd_version, "print the client's version"},
 };
 

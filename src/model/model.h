@@ -116,7 +116,7 @@ extern const struct resource_def model_organizations, model_projects, model_user
     model_role_bindings, model_tokens, model_clusters, model_nodes, model_gpu_classes, model_gpus,
     model_pools, model_flavors, model_quotas, model_org_quotas, model_audit, model_workloads,
     model_allocations, model_events, model_preemptions, model_prices, model_usage, model_invoices,
-    model_budgets, model_budget_alerts;
+    model_budgets, model_budget_alerts, model_inventory_items;
 /* Workload states, NULL-terminated, as model_workloads' "state" enum. */
 extern const char *const model_workload_states[];
 

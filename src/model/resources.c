@@ -436,6 +436,6 @@ const struct resource_def *const model_resources[] = {
     &model_gpus,          &model_pools,    &model_flavors, &model_quotas,
     &model_org_quotas,    &model_audit,  &model_workloads, &model_allocations,
     &model_events,        &model_preemptions, &model_prices, &model_usage,
-    &model_invoices,      &model_budgets,  &model_budget_alerts,
+    &model_invoices,      &model_budgets,  &model_budget_alerts, &model_inventory_items,
 };
 const size_t model_n_resources = ARRAY_SIZE(model_resources);

@@ -406,6 +406,22 @@ static const char migration_3[] =
     "CREATE INDEX budget_alerts_org_id ON budget_alerts (org_id);\n"
     "CREATE INDEX budget_alerts_project_id ON budget_alerts (project_id);\n";
 
+/* The imported GPU inventory: annotations per GPU UUID (see model/inventory.c). */
+static const char migration_4[] =
+    "CREATE TABLE inventory_items (\n"
+    "    id @ID@,\n"
+    "    uuid TEXT NOT NULL UNIQUE,\n"
+    "    model TEXT NOT NULL,\n"
+    "    node TEXT NOT NULL,\n"
+    "    cluster TEXT NOT NULL,\n"
+    "    site TEXT NOT NULL,\n"
+    "    owner TEXT NOT NULL,\n"
+    "    manager TEXT NOT NULL,\n"
+    "    intended_use TEXT NOT NULL,\n"
+    "    environment TEXT NOT NULL,\n"
+    "    imported_at BIGINT NOT NULL\n"
+    ");\n";
+
 static const struct {
     const char *name;
     const char *sql;
@@ -413,6 +429,7 @@ static const struct {
     {"initial schema", migration_1},
     {"workloads, allocations, events, preemption ledger", migration_2},
     {"prices, usage ledger, invoices, budgets", migration_3},
+    {"imported GPU inventory", migration_4},
 };
 
 int store_schema_latest(void)

@@ -180,6 +180,16 @@ static void add_work_rows(struct fixture *f, int64_t prj, int64_t node, int64_t 
         model_set_int(&al2, model_field_index(d, "at_ms"), 1);
         assert_int_equal(store_insert(c, d, &al2, &id, &ei), 0);
         set_id(f, "budget-alerts", id);
+
+        d = &model_inventory_items;
+        al2 = model_row_new(d, &a);
+        model_set_str(&al2, &a, model_field_index(d, "uuid"),
+                      "GPU-00000000-1111-2222-3333-444444444444");
+        for (size_t k = 2; k + 1 < d->n_fields; k++)
+            model_set_str(&al2, &a, (int)k, "");
+        model_set_int(&al2, model_field_index(d, "imported_at"), 1);
+        assert_int_equal(store_insert(c, d, &al2, &id, &ei), 0);
+        set_id(f, "inventory-items", id);
     }
     store_conn_put(c);
     arena_release(&a);
@@ -461,6 +471,8 @@ static char *create_body(struct fixture *f, const char *res, int n)
         return xasprintf("{\"project_id\":%" PRId64 ",\"gpu_hours\":%d}", prj, 1 + n);
     if (strcmp(res, "invoices/issue") == 0) /* the fixture usage is in 2026-10 */
         return xasprintf("{\"org_id\":%" PRId64 ",\"period\":\"2026-10\"}", org);
+    if (strcmp(res, "inventory/import") == 0)
+        return xstrdup("GPU,Model\nGPU-00000000-1111-2222-3333-555555555555,NVIDIA H100\n");
     if (strcmp(res, "invoices/credit") == 0)
         return xstrdup("{\"reason\":\"goodwill\",\"amount_micros\":10000}");
     return xstrdup("{}");
@@ -560,6 +572,8 @@ static void call(struct fixture *f, const char *path_tmpl, const char *method, j
         snprintf(url, sizeof(url), "%s", path_tmpl);
         if (strcmp(path_tmpl, "/v1/invoices/issue") == 0)
             body = create_body(f, "invoices/issue", n);
+        if (strcmp(path_tmpl, "/v1/inventory/import") == 0)
+            body = create_body(f, "inventory/import", n);
     }
     if (strchr(url, '{')) {
         failed(f, "%s %s: a path parameter this test cannot fill", upper, path_tmpl);

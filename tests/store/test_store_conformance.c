@@ -292,7 +292,7 @@ static void assert_err(int rc, int want, const struct error_info *ei, const char
 struct world {
     struct row user, org, sub_org, project, binding, token, cluster, node, gpu_class, mig_class,
         gpu, pool, flavor, quota, org_quota, audit, workload, allocation, event, preemption,
-        price, usage, invoice, budget, alert;
+        price, usage, invoice, budget, alert, item;
 };
 
 static void make_tenants(struct env *e, struct world *w)
@@ -524,6 +524,16 @@ static void make_billing(struct env *e, struct world *w)
     ins(e, d, &w->alert);
 }
 
+static void make_inventory(struct env *e, struct world *w)
+{
+    const struct resource_def *d = &model_inventory_items;
+    w->item = new_row(d, &e->a);
+    set_s(d, &e->a, &w->item, "uuid", "GPU-00000000-1111-2222-3333-444444444444");
+    set_s(d, &e->a, &w->item, "site", "eu-west, \"rack\" 3");
+    set_s(d, &e->a, &w->item, "intended_use", "ünïcødé training");
+    ins(e, d, &w->item);
+}
+
 static void make_world(struct env *e, struct world *w)
 {
     make_tenants(e, w);
@@ -531,6 +541,7 @@ static void make_world(struct env *e, struct world *w)
     make_catalog(e, w);
     make_work(e, w);
     make_billing(e, w);
+    make_inventory(e, w);
 }
 
 /* ---- schema and migrations ---- */
@@ -633,6 +644,7 @@ static void test_roundtrip_every_resource(void **state)
         {&model_invoices, &w.invoice},
         {&model_budgets, &w.budget},
         {&model_budget_alerts, &w.alert},
+        {&model_inventory_items, &w.item},
     };
     bool seen[32] = {false};
 

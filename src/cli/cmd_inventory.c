@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cmd_inventory.c: `gpuaas inventory` (every GPU you may see: where, class,
+ * owner, manager, cost, state, who uses it), `gpuaas inventory import FILE`
+ * (a spreadsheet exported as CSV; admins) and `gpuaas inventory export`
+ * (the same rows as CSV, to standard output).
+ */
+#include "base/common.h"
+
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/render.h"
+#include "cli/table.h"
+#include "cli/work.h"
+
+#define IMPORT_MAX (64u << 20)
+
+static void inventory_help(void)
+{
+    printf("usage: gpuaas inventory [--org ORG] [--manager USER] [--cluster C] [--class K]\n"
+           "                        [--state S] [--owner NAME]\n"
+           "       gpuaas inventory export [same filters] > gpus.csv\n"
+           "       gpuaas inventory import FILE.csv\n\n"
+           "Every GPU you may see, with where it is, its class, the pool's owner and the\n"
+           "owner's manager, its cost per GPU-hour, its state (allocated, free, draining,\n"
+           "down; unknown for GPUs only the spreadsheet knows) and who uses it now.\n"
+           "--org and --manager include everything under them. import reads a spreadsheet\n"
+           "saved as CSV (columns GPU, model, node, cluster, site, owner, manager, intended\n"
+           "use, environment; any order, header required) and writes nothing unless every\n"
+           "row is valid. export writes the same columns.\n");
+}
+
+static char *owner_cell(json_t *it)
+{
+    json_t *o = json_object_get(it, "owner");
+    const char *name = json_string_value(json_object_get(o, "name"));
+    return xstrdup(name && *name ? name : "-");
+}
+
+static int render_inventory(json_t *ans, struct buf *out)
+{
+    static const char *const header[] = {"UUID",    "NODE",  "CLUSTER", "CLASS", "OWNER",
+                                         "MANAGER", "STATE", "USED BY", "SITE"};
+    json_t *items = json_object_get(ans, "items"), *it, *states;
+    struct table t;
+    const char *k;
+    json_t *v;
+    size_t i;
+    int rc;
+
+    table_init(&t, ARRAY_SIZE(header));
+    table_add_row(&t, header);
+    json_array_foreach(items, i, it)
+    {
+        json_t *used = json_object_get(it, "used_by");
+        char *by = json_is_object(used)
+                       ? xasprintf("%s (%s)", json_string_value(json_object_get(used, "project")),
+                                   json_string_value(json_object_get(used, "priority_class")))
+                       : xstrdup("-");
+        char *cells[] = {render_cell(json_object_get(it, "uuid")),
+                         render_cell(json_object_get(it, "node")),
+                         render_cell(json_object_get(it, "cluster")),
+                         render_cell(json_object_get(it, "gpu_class")),
+                         owner_cell(it),
+                         render_cell(json_object_get(it, "manager")),
+                         render_cell(json_object_get(it, "state")),
+                         by,
+                         render_cell(json_object_get(it, "site"))};
+        table_add_row(&t, (const char *const *)cells);
+        for (size_t c = 0; c < ARRAY_SIZE(cells); c++)
+            free(cells[c]);
+    }
+    rc = table_render(&t, out);
+    table_release(&t);
+    states = json_object_get(ans, "states");
+    rc |= buf_printf(out, "%zu GPUs:", json_array_size(items));
+    json_object_foreach(states, k, v)
+    {
+        rc |= buf_printf(out, " %s %" JSON_INTEGER_FORMAT, k, json_integer_value(v));
+    }
+    rc |= buf_puts(out, "\n");
+    return rc;
+}
+
+static int do_import(const char *file)
+{
+    struct client c;
+    struct buf data;
+    json_t *ans = NULL;
+    FILE *f = fopen(file, "rb");
+    char chunk[65536];
+    size_t got;
+    int rc = CLI_OK;
+
+    if (!f) {
+        cli_error("cannot read '%s': %s", file, strerror(errno));
+        return CLI_ERROR;
+    }
+    buf_init(&data, IMPORT_MAX);
+    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (buf_append(&data, chunk, got) < 0) {
+            cli_error("'%s' is larger than %u MiB", file, IMPORT_MAX >> 20);
+            rc = CLI_ERROR;
+            break;
+        }
+    }
+    fclose(f);
+    if (rc == CLI_OK) {
+        if (client_open(&c) < 0 ||
+            client_post_file(&c, "/v1/inventory/import", "text/csv; charset=utf-8",
+                             data.data ? data.data : "", data.len, &ans) < 0) {
+            rc = client_report(&c);
+        } else {
+            json_t *unknown = json_object_get(ans, "unknown_columns"), *u;
+            size_t i;
+            printf("imported %" JSON_INTEGER_FORMAT " rows (%" JSON_INTEGER_FORMAT
+                   " new, %" JSON_INTEGER_FORMAT " updated)\n",
+                   json_integer_value(json_object_get(ans, "rows")),
+                   json_integer_value(json_object_get(ans, "added")),
+                   json_integer_value(json_object_get(ans, "updated")));
+            json_array_foreach(unknown, i, u)
+            {
+                cli_warn("column '%s' is not an inventory column: ignored", json_string_value(u));
+            }
+        }
+        json_decref(ans);
+        client_release(&c);
+    }
+    buf_release(&data);
+    return rc;
+}
+
+int cmd_inventory(int argc, char **argv)
+{
+    static const char *const filters[] = {"org", "manager", "cluster", "class", "state", "owner"};
+    const char *values[ARRAY_SIZE(filters)] = {0};
+    bool export = false;
+    struct buf path;
+    int i = 1, rc;
+
+    if (i < argc && strcmp(argv[i], "import") == 0) {
+        if (argc == 3 && cli_is_help(argv[2])) {
+            inventory_help();
+            return CLI_OK;
+        }
+        if (argc != 3)
+            return cli_usage_error("inventory", "inventory import takes one FILE");
+        return do_import(argv[2]);
+    }
+    if (i < argc && strcmp(argv[i], "export") == 0) {
+        export = true;
+        i++;
+    }
+    while (i < argc) {
+        char flag[32];
+        bool taken = false;
+        if (cli_is_help(argv[i])) {
+            inventory_help();
+            return CLI_OK;
+        }
+        for (size_t k = 0; k < ARRAY_SIZE(filters) && !taken; k++) {
+            snprintf(flag, sizeof(flag), "--%s", filters[k]);
+            rc = cli_take_value_flag("inventory", argc, argv, &i, flag, NULL, &values[k]);
+            if (rc < 0 || rc > 1)
+                return rc;
+            taken = rc == 1;
+        }
+        if (taken)
+            continue;
+        rc = cli_take_global_flag("inventory", argc, argv, &i);
+        if (rc == 0)
+            return cli_usage_error("inventory", "unexpected argument '%s'", argv[i]);
+        if (rc != 1)
+            return rc;
+    }
+    buf_init(&path, 4096);
+    buf_puts(&path, export ? "/v1/inventory/export" : "/v1/inventory");
+    for (size_t k = 0; k < ARRAY_SIZE(filters); k++) {
+        char *esc;
+        if (!values[k])
+            continue;
+        esc = client_escape(values[k]);
+        buf_printf(&path, "%c%s=%s", strchr(path.data, '?') ? '&' : '?', filters[k], esc);
+        free(esc);
+    }
+    if (export) {
+        struct client c;
+        struct buf body = {0};
+        rc = CLI_OK;
+        if (client_open(&c) < 0 || client_request_raw(&c, path.data, &body) < 0)
+            rc = client_report(&c);
+        else if (body.len && fwrite(body.data, 1, body.len, stdout) != body.len)
+            rc = CLI_ERROR;
+        buf_release(&body);
+        client_release(&c);
+    } else {
+        struct client c;
+        struct buf out;
+        json_t *ans = NULL;
+        if (client_open(&c) < 0 || client_request(&c, "GET", path.data, NULL, &ans) < 0) {
+            rc = client_report(&c);
+        } else {
+            buf_init(&out, WORK_OUTPUT_MAX);
+            if (cli_opts.output == CLI_OUTPUT_JSON)
+                render_json(ans, &out);
+            else
+                render_inventory(ans, &out);
+            rc = work_flush(&out);
+        }
+        json_decref(ans);
+        client_release(&c);
+    }
+    buf_release(&path);
+    return rc;
+}
