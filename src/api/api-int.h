@@ -100,6 +100,8 @@ struct req {
     const char *raw;        /* or a raw body (static or arena) */
     size_t raw_len;
     const char *content_type;
+    const char *cache_control;  /* NULL: "no-store" */
+    const char *const *headers; /* more: name, value, ..., NULL (static or arena), or NULL */
 };
 
 /* ---- http.c ---- */
@@ -219,6 +221,23 @@ bool billing_route_invoice_action(struct req *r, int64_t id, const char *tail);
 int billing_check_price(struct req *r, const struct row *row, struct error_info *ei);
 /* Refuses opportunistic work once an enforced budget is spent. */
 int billing_check_submit(struct req *r, const struct row *row, struct error_info *ei);
+
+/* ---- ui.c: the dashboard, its files compiled in (web_assets.c from src/web/) ---- */
+
+struct ui_asset {
+    const char *name;          /* "app.js" */
+    const unsigned char *data; /* size bytes and a NUL */
+    size_t size;
+    const char *etag; /* quoted, from the content's hash */
+};
+extern const struct ui_asset ui_assets[];
+extern const size_t ui_n_assets;
+
+/*
+ * Serves / and /ui/... (no token needed: the files hold no data). Returns
+ * false, leaving r untouched, for any other path.
+ */
+bool ui_serve(struct req *r);
 
 /* ---- routes.c ---- */
 
