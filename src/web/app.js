@@ -136,7 +136,9 @@ async function roleSummary(whoami) {
 }
 
 async function showShell() {
-  const roles = await roleSummary(me);
+  const signedIn = me;
+  const roles = await roleSummary(signedIn);
+  if (me !== signedIn) return; // signed out (or in again) meanwhile
   who.replaceChildren(
     h('span', { class: 'who-name', 'data-user': me.user.name }, me.user.display_name || me.user.name),
     h('span', { class: 'who-role' }, roles),
