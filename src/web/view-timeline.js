@@ -20,8 +20,17 @@ const PRESETS = [
 ];
 const STEPS = [1e3, 5e3, 15e3, 30e3, MIN, 5 * MIN, 15 * MIN, 30 * MIN, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, 24 * HOUR, 48 * HOUR, 7 * 24 * HOUR];
 
-// Kept across refreshes and visits in this tab: from/to null means "the last span, up to now".
-const range = { span: HOUR, from: null, to: null, node: '' };
+// Kept across refreshes and visits in this tab: from/to null means "the last span, up to now";
+// span null until the first visit picks the smallest preset that shows the recent work.
+const range = { span: null, from: null, to: null, node: '' };
+
+function fittingSpan(allocs) {
+  const now = Date.now();
+  const recent = allocs.filter((a) => (a.ended_ms ?? now) > now - 7 * 24 * HOUR);
+  if (!recent.length) return HOUR;
+  const needed = (now - Math.min(...recent.map((a) => a.started_ms))) * 1.05;
+  return (PRESETS.find(([, span]) => span >= needed) || PRESETS[PRESETS.length - 1])[1];
+}
 
 function currentRange() {
   if (range.from == null) {
@@ -49,6 +58,7 @@ function tickLabel(t, step) {
 
 export async function timeline(ctx) {
   const [allocs, ledger, n] = await Promise.all([listAll('/v1/allocations'), listAll('/v1/preemptions'), byIds('gpus', 'nodes', 'projects', 'clusters')]);
+  if (range.span == null) range.span = fittingSpan(allocs);
   const chart = h('div', { class: 'timeline-box' });
   const rangeText = h('p', { class: 'range', 'aria-live': 'polite' });
   const ledgerBox = h('div');
@@ -65,6 +75,16 @@ export async function timeline(ctx) {
     const [from, to] = currentRange();
     const d = (to - from) * frac;
     setRange(from + d, to + d);
+    redraw();
+  };
+  // Fit: from the first start of the work held in the last week to now, with a margin.
+  const fit = () => {
+    const now = Date.now();
+    const recent = allocs.filter((a) => (a.ended_ms ?? now) > now - 7 * 24 * HOUR);
+    if (!recent.length) return;
+    const first = Math.min(...recent.map((a) => a.started_ms));
+    const margin = Math.max(5e3, (now - first) * 0.05);
+    setRange(first - margin, now + margin);
     redraw();
   };
   const nodes = [...n.nodes.values()].sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }));
@@ -94,6 +114,7 @@ export async function timeline(ctx) {
         h('button', { type: 'button', class: 'secondary', onclick: () => zoom(2), 'data-zoom': 'out' }, 'Zoom out'),
         h('button', { type: 'button', class: 'secondary', onclick: () => pan(0.5), 'aria-label': 'later' }, 'Later ▶'),
         h('button', { type: 'button', class: 'secondary', onclick: () => ((range.from = range.to = null), redraw()) }, 'Now'),
+        h('button', { type: 'button', class: 'secondary', onclick: fit, 'data-fit': '' }, 'Fit'),
       ),
       field('Node', nodePick),
     ),
@@ -135,7 +156,8 @@ function draw({ allocs, ledger, n, from, to, node, zoom }) {
   // Axis: ticks at a round step that leaves ~90 px between labels.
   const step = STEPS.find((st) => ((to - from) / st) * 90 <= plotW) || STEPS[STEPS.length - 1];
   for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
-    svg.append(s('line', { x1: x(t), x2: x(t), y1: top - 4, y2: height - 8, class: 'grid' }), s('text', { x: x(t), y: 14, class: 'tick', 'text-anchor': 'middle', text: tickLabel(t, step) }));
+    svg.append(s('line', { x1: x(t), x2: x(t), y1: top - 4, y2: height - 8, class: 'grid' }));
+    if (x(t) + 34 <= width) svg.append(s('text', { x: x(t), y: 14, class: 'tick', 'text-anchor': 'middle', text: tickLabel(t, step) }));
   }
   gpuList.forEach((g, i) => {
     const y = top + i * laneH;

@@ -133,7 +133,10 @@ const steps = [
     const ledger = await text('table.ledger');
     assert.match(ledger, /reclaim/);
     assert.match(ledger, new RegExp('workload ' + alicesWorkload));
+    await page.click('button[data-fit]');
+    assert.equal(await svg.locator('.tl-bar.preempted').count(), 4);
     await shot('05-timeline');
+    await page.click('button[data-preset="15m"]');
     const before = await text('.range');
     await page.click('button[data-zoom="in"]');
     assert.match(await text('.range'), /\(7 min 30 s\)/);
