@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs what gpuaas needs to build, run and test, from Debian's packages.
+# Installs what gpuaas needs to build, run and test, from Debian's packages
+# (chromium, nodejs and npm: the dashboard's browser test, tests/browser).
 # Skips apt entirely when everything is already there, so reruns are fast.
 set -euo pipefail
 
@@ -10,7 +11,10 @@ PACKAGES=(
   libsodium-dev libcmocka-dev
   clang libclang-rt-14-dev
   postgresql wrk sqlite3 jq
+  chromium nodejs
 )
+# Some nodejs builds bring npm themselves and conflict with Debian's npm package.
+command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -40,5 +40,5 @@ fi
 if [ -s "$token_file" ]; then
   echo "gpuaas: the admin token is also in $token_file (mode 0600); delete it once saved" >&2
 fi
-echo "gpuaas: serving on http://$listen  (Ctrl-C stops)" >&2
+echo "gpuaas: serving on http://$listen, dashboard at http://$listen/ui/  (Ctrl-C stops)" >&2
 wait $pid

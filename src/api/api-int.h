@@ -104,6 +104,8 @@ struct req {
     size_t raw_len;
     const char *content_type;
     struct sse_stream *stream; /* or an event stream (stream.c) */
+    const char *cache_control;  /* NULL: "no-store" */
+    const char *const *headers; /* more: name, value, ..., NULL (static or arena), or NULL */
 };
 
 /* ---- http.c ---- */
@@ -250,6 +252,22 @@ bool stream_wanted(struct req *r);
 void stream_events(struct req *r);
 /* The response for r->stream (which it takes over). */
 struct MHD_Response *stream_response(struct req *r);
+/* ---- ui.c: the dashboard, its files compiled in (web_assets.c from src/web/) ---- */
+
+struct ui_asset {
+    const char *name;          /* "app.js" */
+    const unsigned char *data; /* size bytes and a NUL */
+    size_t size;
+    const char *etag; /* quoted, from the content's hash */
+};
+extern const struct ui_asset ui_assets[];
+extern const size_t ui_n_assets;
+
+/*
+ * Serves / and /ui/... (no token needed: the files hold no data). Returns
+ * false, leaving r untouched, for any other path.
+ */
+bool ui_serve(struct req *r);
 
 /* ---- routes.c ---- */
 

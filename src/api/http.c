@@ -200,7 +200,10 @@ static enum MHD_Result send_reply(struct req *r)
         MHD_add_response_header(resp, "Content-Type",
                                 r->content_type ? r->content_type : "application/json");
     MHD_add_response_header(resp, "X-Request-Id", r->id);
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    MHD_add_response_header(resp, "Cache-Control",
+                            r->cache_control ? r->cache_control : "no-store");
+    for (const char *const *h = r->headers; h && h[0] && h[1]; h += 2)
+        MHD_add_response_header(resp, h[0], h[1]);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (r->status == 401)
         MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");

@@ -2,7 +2,8 @@
 /*
  * routes.c: maps method and path to a handler. Everything under /v1 but the
  * OpenAPI document needs a valid bearer token; the resource routes are the
- * same five for every resource of the model.
+ * same five for every resource of the model. The dashboard's files (/ and
+ * /ui/...) are ui.c's.
  */
 #include "base/common.h"
 
@@ -184,6 +185,8 @@ void routes_dispatch(struct req *r)
     char res[64];
     int rc;
 
+    if (ui_serve(r))
+        return;
     for (size_t i = 0; i < routes_n_fixed; i++) {
         if (strcmp(r->path, routes_fixed[i].path) == 0)
             fixed = &routes_fixed[i];

@@ -151,6 +151,11 @@ const char *billing_format_type(enum billing_format f);
  */
 int billing_export(const struct json_t *invoice, enum billing_format f, const char *issuer,
                    struct buf *out);
+/*
+ * The text of the one <style> element of the HTML export (static), so that
+ * the dashboard's Content-Security-Policy can allow exactly it by its hash.
+ */
+const char *billing_export_html_style(void);
 
 /* ---- showback (showback.c) ---- */
 

@@ -187,6 +187,11 @@ static const char STYLE[] =
     "grid-template-columns:auto 1fr;gap:.2rem 1rem;margin:0}dt{color:#444}dd{margin:0}"
     ".note{color:#444;font-size:.9rem}@media print{body{margin:0}}";
 
+const char *billing_export_html_style(void)
+{
+    return STYLE;
+}
+
 static int export_html(const json_t *inv, const char *issuer, struct buf *b)
 {
     bool credit = strcmp(str(inv, "kind"), "credit-note") == 0;

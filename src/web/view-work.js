@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// view-work.js: the queues (why each workload waits, and its place), one
+// workload with its events and allocations, and the submit form.
+import { api, listAll, byIds, dropCache } from './api.js';
+import { h, table, section, stat, stats, badge, classChip, nameOf, time, duration, workloadLink, field, select, errorBox, gpus, money } from './dom.js';
+
+const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'preempted']);
+
+export async function queues(ctx) {
+  const [items, n] = await Promise.all([listAll('/v1/workloads?state=queued'), byIds('projects', 'flavors', 'organizations')]);
+  const now = Date.now();
+  const perProject = new Map();
+  for (const w of items) {
+    if (!perProject.has(w.project_id)) perProject.set(w.project_id, []);
+    perProject.get(w.project_id).push(w);
+  }
+  const longest = items.reduce((a, w) => Math.max(a, now - w.submitted_ms), 0);
+  ctx.add(stats(stat('queued workloads', String(items.length)), stat('projects waiting', String(perProject.size)), stat('longest wait', items.length ? duration(longest) : '—')));
+  if (!items.length) ctx.add(h('p', { class: 'empty' }, 'Nothing is waiting: every workload you can see has been placed.'));
+  const sorted = [...perProject.entries()].sort((a, b) => nameOf(n.projects, a[0]).localeCompare(nameOf(n.projects, b[0])));
+  for (const [pid, list] of sorted) {
+    list.sort((a, b) => (a.queue_position ?? 1e9) - (b.queue_position ?? 1e9));
+    const p = n.projects.get(pid);
+    ctx.add(
+      section(
+        'Project ' + nameOf(n.projects, pid) + (p ? ' (' + nameOf(n.organizations, p.org_id) + ')' : ''),
+        table(
+          [
+            { label: 'place', num: true, value: (w) => w.queue_position ?? '—' },
+            { label: 'workload', value: (w) => [workloadLink(w.id), w.name ? ' · ' + w.name : ''] },
+            { label: 'flavor', value: (w) => (w.replicas > 1 ? w.replicas + ' × ' : '') + nameOf(n.flavors, w.flavor_id) },
+            { label: 'class', value: (w) => classChip(w.priority_class) },
+            { label: 'waiting for', value: (w) => duration(now - w.submitted_ms) },
+            { label: 'preempted before', num: true, value: (w) => w.preemptions || '' },
+            { label: 'why it waits', value: (w) => h('span', { class: 'reason' }, w.reason || '') },
+          ],
+          list,
+          { label: 'queue of ' + nameOf(n.projects, pid) },
+        ),
+      ),
+    );
+  }
+  ctx.refreshEvery = 5000;
+}
+
+function details(pairs) {
+  return h('dl', { class: 'details' }, pairs.filter(([, v]) => v !== null && v !== undefined && v !== '').map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
+}
+
+export async function workload(ctx) {
+  const id = Number(ctx.params.id);
+  const [w, events, allocs, n] = await Promise.all([
+    api('/v1/workloads/' + id),
+    listAll('/v1/events?workload_id=' + id),
+    listAll('/v1/allocations?workload_id=' + id),
+    byIds('projects', 'flavors', 'nodes', 'gpus', 'clusters'),
+  ]);
+  ctx.setTitle('Workload ' + id + (w.name ? ' · ' + w.name : ''));
+  const ended = ENDED.has(w.state);
+  const msg = h('div', { 'aria-live': 'polite' });
+  const cancel = ended
+    ? null
+    : h(
+        'button',
+        {
+          type: 'button',
+          class: 'danger',
+          onclick: async () => {
+            if (!confirm('Cancel workload ' + id + '? Running work is stopped.')) return;
+            try {
+              await api('/v1/workloads/' + id + '/cancel', { method: 'POST' });
+              ctx.refresh();
+            } catch (err) {
+              msg.replaceChildren(errorBox(err));
+            }
+          },
+        },
+        'Cancel workload',
+      );
+  ctx.add(
+    h(
+      'div',
+      { class: 'wl-head' },
+      h('p', { class: 'wl-state', 'data-state': w.state }, 'State: ', badge(w.state), w.state === 'queued' && w.queue_position ? h('span', null, ' · place ' + w.queue_position + ' in its project’s queue') : null),
+      w.reason && w.reason !== w.state ? h('p', { class: 'reason' }, w.reason) : null,
+      cancel,
+      msg,
+    ),
+    section(
+      'Details',
+      details([
+        ['project', nameOf(n.projects, w.project_id)],
+        ['flavor', (w.replicas > 1 ? w.replicas + ' × ' : '') + nameOf(n.flavors, w.flavor_id)],
+        ['class', classChip(w.priority_class)],
+        ['cluster', w.cluster_id ? nameOf(n.clusters, w.cluster_id) : null],
+        ['command', w.command ? h('code', null, w.command) : null],
+        ['image', w.image],
+        ['simulated duration', w.duration_s != null ? duration(w.duration_s * 1000) : null],
+        ['submitted', time(w.submitted_ms)],
+        ['last started', w.started_at ? time(w.started_at) : null],
+        ['finished', w.finished_at ? time(w.finished_at) : null],
+        ['exit code', w.exit_code],
+        ['times preempted', String(w.preemptions || 0)],
+      ]),
+    ),
+    section(
+      'Events',
+      table(
+        [
+          { label: 'time', value: (e) => time(e.at_ms) },
+          { label: 'event', value: (e) => badge(e.type) },
+          { label: 'what happened', value: (e) => e.message },
+        ],
+        events,
+        { label: 'events', class: 'events' },
+      ),
+    ),
+    section(
+      'Allocations',
+      table(
+        [
+          { label: 'GPU', value: (a) => (n.nodes.get(a.node_id) || { name: 'node ' + a.node_id }).name + (a.gpu_id != null && n.gpus.get(a.gpu_id) ? ' / GPU ' + n.gpus.get(a.gpu_id).index : '') },
+          { label: 'share', num: true, value: (a) => gpus(a.milli) },
+          { label: 'class', value: (a) => classChip(a.priority_class) },
+          { label: 'borrowed', value: (a) => (a.borrowed ? 'yes' : 'no') },
+          { label: 'from', value: (a) => time(a.started_ms) },
+          { label: 'to', value: (a) => (a.ended_ms == null ? 'still held' : time(a.ended_ms)) },
+          { label: 'held for', value: (a) => duration((a.ended_ms ?? Date.now()) - a.started_ms) },
+          { label: 'ended because', value: (a) => (a.end_reason ? badge(a.end_reason) : '') },
+        ],
+        allocs,
+        { label: 'allocations', empty: 'No GPUs held yet.' },
+      ),
+    ),
+  );
+  if (!ended) ctx.refreshEvery = 2000;
+}
+
+export async function submit(ctx) {
+  const n = await byIds('projects', 'flavors', 'organizations', 'gpu-classes');
+  const projects = [...n.projects.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const flavors = [...n.flavors.values()].filter((f) => f.active).sort((a, b) => a.name.localeCompare(b.name));
+  if (!projects.length) {
+    ctx.add(h('p', { class: 'empty' }, 'You are in no project yet, so you cannot submit work. Ask an organization admin for a role binding.'));
+    return;
+  }
+  const flavorText = (f) => f.name + ' — ' + (f.gpu_milli ? gpus(f.gpu_milli) + ' × ' + nameOf(n.gpuClasses, f.gpu_class_id) : 'no GPU') + ', ' + money(f.price_per_hour_micros, f.currency) + '/h';
+  const inputs = {
+    project_id: select(projects.map((p) => [p.id, nameOf(n.organizations, p.org_id) + ' / ' + p.name]), ctx.query.project, { name: 'project_id', required: true }),
+    flavor_id: select(flavors.map((f) => [f.id, flavorText(f)]), ctx.query.flavor, { name: 'flavor_id', required: true }),
+    name: h('input', { name: 'name', type: 'text', maxlength: '200', autocomplete: 'off' }),
+    replicas: h('input', { name: 'replicas', type: 'number', min: '1', max: '256', value: '1', required: true }),
+    duration_s: h('input', { name: 'duration_s', type: 'number', min: '0', step: '1', inputmode: 'numeric' }),
+    command: h('input', { name: 'command', type: 'text', maxlength: '8192', autocomplete: 'off', placeholder: 'python train.py --epochs 3' }),
+  };
+  const radio = (value, label, hint) =>
+    h('label', { class: 'radio' }, h('input', { type: 'radio', name: 'priority_class', value, checked: value === 'opportunistic' }), h('span', null, h('strong', null, label), h('span', { class: 'hint' }, hint)));
+  const msg = h('div', { class: 'form-msg', 'aria-live': 'assertive' });
+  const form = h(
+    'form',
+    { class: 'panel form', novalidate: true },
+    field('Project', inputs.project_id),
+    field('Flavor', inputs.flavor_id, 'What each replica gets, and its price per hour.'),
+    h(
+      'fieldset',
+      null,
+      h('legend', null, 'Priority class'),
+      radio('owned', 'Owned (P1)', 'Runs within your project’s guaranteed GPUs and is never preempted; may reclaim GPUs lent to others.'),
+      radio('opportunistic', 'Opportunistic (P2)', 'Uses idle GPUs up to your limit, at a lower price; may be preempted and requeued.'),
+    ),
+    field('Name', inputs.name, 'Optional label.'),
+    field('Replicas', inputs.replicas, 'All replicas start together or not at all.'),
+    field('Duration in seconds', inputs.duration_s, 'Simulated clusters only: how long the work “runs”. Leave empty to run until stopped.'),
+    field('Command', inputs.command),
+    h('button', { type: 'submit' }, 'Submit workload'),
+    msg,
+  );
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    msg.replaceChildren();
+    for (const el of Object.values(inputs)) el.removeAttribute('aria-invalid');
+    const body = {
+      project_id: Number(inputs.project_id.value),
+      flavor_id: Number(inputs.flavor_id.value),
+      priority_class: form.querySelector('input[name=priority_class]:checked').value,
+      replicas: Number(inputs.replicas.value || 1),
+    };
+    if (inputs.name.value.trim()) body.name = inputs.name.value.trim();
+    if (inputs.command.value.trim()) body.command = inputs.command.value.trim();
+    if (inputs.duration_s.value !== '') body.duration_s = Number(inputs.duration_s.value);
+    try {
+      const w = await api('/v1/workloads', { method: 'POST', body });
+      dropCache();
+      ctx.go('#/workloads/' + w.id);
+    } catch (err) {
+      const bad = inputs[err.detail && err.detail.field];
+      if (bad) bad.setAttribute('aria-invalid', 'true');
+      msg.replaceChildren(errorBox(err));
+      (bad || msg).focus?.();
+    }
+  });
+  ctx.add(form);
+}

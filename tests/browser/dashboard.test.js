@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: Apache-2.0
+// The dashboard driven through Debian's Chromium by playwright-core, against
+// the daemon and data that run.sh prepared (its env.json is the argument).
+// Each step waits for what the server's data makes appear (no fixed sleeps),
+// saves a screenshot, and on failure saves failure-<step>.png and exits 1.
+// Any Content-Security-Policy violation or script error fails the run.
+'use strict';
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { chromium } = require('playwright-core');
+
+const env = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const T = 20000; // the longest any one condition may take
+const problems = []; // console errors, CSP reports, page errors
+let page;
+let alicesWorkload;
+
+function watch(p) {
+  p.on('console', (m) => {
+    if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  p.on('pageerror', (e) => problems.push('page error: ' + (e.stack || e.message)));
+}
+
+async function shot(name, p = page) {
+  await p.screenshot({ path: path.join(env.artifacts, name + '.png'), fullPage: true });
+}
+
+async function signIn(who) {
+  // Start from a signed-out tab whatever the previous step left.
+  await page.goto(env.url + '/ui/');
+  await page.evaluate(() => sessionStorage.clear());
+  await page.reload();
+  await page.fill('#token', env.tokens[who]);
+  await page.click('form.login button[type=submit]');
+  await page.locator('.who-name').waitFor({ timeout: T });
+  assert.equal(await page.locator('.who-name').getAttribute('data-user'), who);
+}
+
+// Goes to a view and waits until it has drawn (the shell swaps in .view when done).
+async function open(hash, view) {
+  await page.goto(env.url + '/ui/' + hash);
+  await page.locator(`.view[data-view="${view}"]`).waitFor({ timeout: T });
+}
+
+const text = (sel) => page.locator(sel).innerText();
+
+const steps = [
+  ['a wrong token is refused, visibly', async () => {
+    await page.goto(env.url + '/');
+    assert.match(page.url(), /\/ui\/$/);
+    await page.fill('#token', 'gpa_not-a-real-token');
+    await page.click('form.login button[type=submit]');
+    await page.locator('.login .error').waitFor({ timeout: T });
+    assert.match(await text('.login .error'), /not accepted/);
+    assert.match(await text('.login .error'), /unauthenticated/);
+    await shot('01-sign-in-refused');
+  }],
+
+  ['alice signs in and sees her role; the menu works from the keyboard', async () => {
+    await signIn('alice');
+    assert.match(await text('.who-role'), /member of team-a/);
+    await page.locator('.view[data-view="fleet"]').waitFor({ timeout: T });
+    assert.equal(await page.locator('#nav a[aria-current="page"]').innerText(), 'Fleet');
+    // The skip link shows when focused and moves focus to the content.
+    await page.locator('.skip').focus();
+    assert.ok((await page.locator('.skip').boundingBox()).x >= 0);
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'main');
+    // Tab order: skip link, brand, then the menu; Enter opens a view.
+    await page.locator('.brand').focus();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Fleet');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Queues');
+    await page.keyboard.press('Enter');
+    await page.locator('.view[data-view="queues"]').waitFor({ timeout: T });
+  }],
+
+  ['alice submits owned work: queued while it reclaims, then running', async () => {
+    await open('#/submit', 'submit');
+    await page.selectOption('select[name=project_id]', String(env.projectA));
+    await page.selectOption('select[name=flavor_id]', String(env.flavor4x));
+    await page.check('input[name=priority_class][value=owned]');
+    await page.fill('input[name=name]', 'train-ui');
+    await page.fill('input[name=duration_s]', '1800');
+    await page.fill('input[name=command]', 'python train.py --epochs 3');
+    await page.click('form.form button[type=submit]');
+    await page.waitForURL(/#\/workloads\/\d+$/, { timeout: T });
+    alicesWorkload = Number(page.url().match(/workloads\/(\d+)$/)[1]);
+    // The fleet is full of bob's borrowed work: this waits for the grace period.
+    await page.locator('.wl-state[data-state="queued"]').waitFor({ timeout: T });
+    assert.match(await text('.view h2 + dl'), /python train\.py --epochs 3/);
+    await shot('02-workload-queued');
+    await page.locator('.wl-state[data-state="running"]').waitFor({ timeout: T + env.grace * 1000 });
+    const events = await text('table.events');
+    assert.match(events, /submitted/);
+    assert.match(events, /admitted/);
+    assert.match(events, /running/);
+    assert.equal(await page.locator('text=Cancel workload').count(), 1);
+    await shot('03-workload-running');
+  }],
+
+  ['bob sees his requeued work, why it waits, and nothing of team-a', async () => {
+    await signIn('bob');
+    await open('#/queues', 'queues');
+    const body = await text('.view');
+    assert.match(body, /Project team-b/);
+    assert.doesNotMatch(body, /Project team-a/);
+    const first = page.locator('.view table tbody tr').first();
+    assert.equal(await first.locator('td').first().innerText(), '1');
+    assert.match(await first.locator('.reason').innerText(), /h100/);
+    await shot('04-queues');
+    // Another team's workload answers 404, shown as an error.
+    await page.goto(env.url + '/ui/#/workloads/' + alicesWorkload);
+    await page.locator('.view .error').waitFor({ timeout: T });
+    assert.match(await text('.view .error'), /not_found/);
+  }],
+
+  ['the timeline shows P1 and P2 apart and marks the preemption; it zooms', async () => {
+    await signIn('admin');
+    await open('#/timeline', 'timeline');
+    await page.click('button[data-preset="15m"]');
+    const svg = page.locator('svg.timeline');
+    await svg.waitFor({ timeout: T });
+    assert.ok((await svg.locator('.tl-bar[data-class="p1"]').count()) >= 4, 'alice’s 4 owned GPUs');
+    assert.ok((await svg.locator('.tl-bar[data-class="p2"]').count()) >= 16, 'bob’s opportunistic work');
+    assert.equal(await svg.locator(`.tl-bar[data-class="p1"][data-workload="${alicesWorkload}"]`).count(), 4);
+    assert.equal(await svg.locator('.tl-bar.preempted').count(), 4, 'one preempted allocation per reclaimed GPU');
+    assert.equal(await svg.locator('.tl-mark').count(), 1, 'the ledger entry');
+    const ledger = await text('table.ledger');
+    assert.match(ledger, /reclaim/);
+    assert.match(ledger, new RegExp('workload ' + alicesWorkload));
+    await page.click('button[data-fit]');
+    assert.equal(await svg.locator('.tl-bar.preempted').count(), 4);
+    await shot('05-timeline');
+    await page.click('button[data-preset="15m"]');
+    const before = await text('.range');
+    await page.click('button[data-zoom="in"]');
+    assert.match(await text('.range'), /\(7 min 30 s\)/);
+    const zoomed = await text('.range');
+    await svg.hover({ position: { x: 600, y: 60 } });
+    await page.mouse.wheel(0, 300); // down: zoom out around the pointer
+    await page.waitForFunction((t) => document.querySelector('.range').textContent !== t, zoomed, { timeout: T });
+    assert.match(await text('.range'), /\(9 min 22 s\)/);
+    assert.notEqual(await text('.range'), before);
+    await page.click('button[data-preset="15m"]');
+  }],
+
+  ['the fleet overview counts the GPUs and labels the simulated cluster', async () => {
+    await open('#/fleet', 'fleet');
+    const stats = await text('.stats');
+    assert.match(stats, /16\s*GPUs/);
+    assert.match(stats, /100 %\s*utilization/);
+    assert.match(await text('.view'), /SIMULATED/);
+    await shot('06-fleet');
+  }],
+
+  ['maria’s manager view: her GPUs, pools, costs, access and holders', async () => {
+    await signIn('maria');
+    await open('#/manager', 'manager');
+    assert.equal(await text('.page-head h1'), 'GPUs under acme');
+    assert.match(await page.locator('#mgr-org option:checked').innerText(), /you manage it/);
+    const body = await text('.view');
+    assert.match(body, /16\s*GPUs owned/);
+    assert.match(body, /pool-a/);
+    assert.match(body, /2\.00 USD/);
+    assert.match(body, /project team-b/); // pool-a may be borrowed by team-b
+    assert.match(body, /P1 owned/);
+    assert.match(body, /P2 opportunistic/);
+    assert.match(body, /4\s*lent out/);
+    await shot('07-manager');
+  }],
+
+  ['quotas: guaranteed, used, borrowed and lent per project', async () => {
+    await open('#/quotas', 'quotas');
+    const row = async (name) => (await page.locator('.view table tbody tr', { hasText: name }).innerText()).split('\t').map((s) => s.trim());
+    // columns: project, class, guaranteed, limit, used, borrowed, lent, pools
+    const a = await row('team-a');
+    const b = await row('team-b');
+    assert.deepEqual([a[2], a[3], a[4], a[5], a[6]], ['8 (from pools)', '16', '4', '0', '4']);
+    assert.deepEqual([b[2], b[4], b[5], b[6]], ['8 (from pools)', '12', '4', '0']);
+    await shot('08-quotas');
+  }],
+
+  ['usage and cost: this month’s lines, last month’s bar, showback', async () => {
+    await open('#/usage', 'usage');
+    const body = await text('.view');
+    assert.match(body, /team-b/);
+    assert.match(body, /h100\.1x/);
+    assert.ok((await page.locator('svg.chart').count()) >= 3);
+    // Last month's ledger record is the second-to-last column of the money chart.
+    const titles = await page.locator('svg.chart').first().locator('rect title').allTextContents();
+    assert.ok(titles.some((t) => t.startsWith(env.lastPeriod + ': 7.50 USD')), titles.join(' | '));
+    await page.selectOption('#usage-by', 'pool');
+    await page.locator('.view section h2', { hasText: 'by pool' }).waitFor({ timeout: T });
+    assert.match(await text('.view'), /pool-b/);
+    await shot('09-usage');
+  }],
+
+  ['invoices: the draft, and the issued invoice’s printable page', async () => {
+    await open('#/invoices', 'invoices');
+    const draft = await text('.invoice-draft');
+    assert.match(draft, /team-a/);
+    assert.match(draft, /team-b/);
+    assert.match(draft, /Acme Research/);
+    await shot('10-invoice-draft');
+    const row = page.locator('table.issued tbody tr', { hasText: env.invoice });
+    assert.match(await row.innerText(), /7\.50 USD/);
+    await row.locator('button', { hasText: 'View' }).click();
+    const frame = page.frameLocator('iframe.invoice-frame');
+    await frame.locator('h1', { hasText: env.invoice }).waitFor({ timeout: T });
+    assert.match(await frame.locator('body').innerText(), /Acme Research/);
+    // The export's own stylesheet applied: the CSP allows exactly its hash.
+    const collapse = await frame.locator('table').evaluate((t) => getComputedStyle(t).borderCollapse);
+    assert.equal(collapse, 'collapse');
+    assert.equal(await page.locator('iframe.invoice-frame').getAttribute('sandbox'), '');
+    await page.locator('#invoice-preview').scrollIntoViewIfNeeded();
+    await shot('11-invoice-issued');
+  }],
+];
+
+// The same dashboard on a phone-sized screen: one column, a menu button, no sideways scrolling.
+async function narrow(browser) {
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
+  const p = await ctx.newPage();
+  watch(p);
+  await p.goto(env.url + '/ui/');
+  await p.fill('#token', env.tokens.maria);
+  await p.click('form.login button[type=submit]');
+  await p.locator('.view[data-view="fleet"]').waitFor({ timeout: T });
+  const overflow = () => p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.equal(await overflow(), 0, 'fleet wider than the screen');
+  assert.equal(await p.locator('#nav').isVisible(), false);
+  await shot('12-narrow-fleet', p);
+  await p.click('#nav-toggle');
+  await p.locator('#nav a', { hasText: 'Timeline' }).waitFor({ state: 'visible', timeout: T });
+  await shot('13-narrow-menu', p);
+  await p.locator('#nav a', { hasText: 'Timeline' }).click();
+  await p.locator('.view[data-view="timeline"] svg.timeline').waitFor({ timeout: T });
+  assert.equal(await p.locator('#nav').isVisible(), false, 'the menu closes after a choice');
+  assert.equal(await overflow(), 0, 'timeline wider than the screen');
+  await shot('14-narrow-timeline', p);
+  for (const [hash, view] of [
+    ['#/manager', 'manager'],
+    ['#/invoices', 'invoices'],
+    ['#/submit', 'submit'],
+  ]) {
+    await p.goto(env.url + '/ui/' + hash);
+    await p.locator(`.view[data-view="${view}"]`).waitFor({ timeout: T });
+    assert.equal(await overflow(), 0, view + ' wider than the screen');
+  }
+  await shot('15-narrow-submit', p);
+  await ctx.close();
+}
+
+(async () => {
+  const t0 = Date.now();
+  const browser = await chromium.launch({
+    executablePath: env.chromium,
+    // Chromium's sandbox does not run as root (CI runs as root).
+    args: process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [],
+  });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await ctx.newPage();
+  watch(page);
+  let failed = false;
+  for (const [name, fn] of [...steps, ['narrow screen', () => narrow(browser)]]) {
+    const t = Date.now();
+    try {
+      await fn();
+      console.log(`ok   ${name} (${Date.now() - t} ms)`);
+    } catch (err) {
+      failed = true;
+      console.log(`FAIL ${name}: ${err.stack || err}`);
+      await shot('failure-' + name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40)).catch(() => {});
+      break;
+    }
+  }
+  await browser.close();
+  // Expected: the refused sign-in's 401 shows up as a failed resource load; everything else is a problem.
+  const real = problems.filter((p) => !/401 \(Unauthorized\)/.test(p) && !/404 \(Not Found\)/.test(p));
+  if (real.length) {
+    failed = true;
+    console.log('FAIL problems in the page:\n  ' + real.join('\n  '));
+  }
+  console.log(`${failed ? 'FAILED' : 'passed'}: browser test in ${((Date.now() - t0) / 1000).toFixed(1)} s; screenshots in ${env.artifacts}`);
+  process.exit(failed ? 1 : 0);
+})();
