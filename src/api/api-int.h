@@ -239,6 +239,7 @@ void metrics_route(struct req *r);
 void inventory_route_list(struct req *r);
 void inventory_route_export(struct req *r);
 void inventory_route_import(struct req *r);
+void inventory_route_history(struct req *r);
 
 /* ---- stream.c: server-sent events ---- */
 

@@ -16,6 +16,8 @@
 struct api;
 struct engine;
 
+struct collector;
+
 struct api_options {
     const char *bind_addr;  /* IPv4 address to listen on, e.g. "127.0.0.1" */
     int port;               /* 0 picks a free port; see api_port() */
@@ -25,6 +27,7 @@ struct api_options {
     int conn_timeout_s;     /* idle connection timeout */
     struct engine *engine;  /* runs submitted work; NULL: work stays queued (tests) */
     const char *issuer;     /* who issues invoices, printed on them */
+    struct collector *collector; /* GPU telemetry; NULL: none configured */
 };
 
 /* Defaults suitable for a small server. */

@@ -23,6 +23,8 @@
 
 #include "api/api-int.h"
 #include "base/parse.h"
+#include "base/timeutil.h"
+#include "collect/collector.h"
 #include "inventory/inventory.h"
 
 #define PAGE 10000
@@ -206,6 +208,21 @@ static const char *user_name(struct req *r, int64_t id)
     return model_get(&model_users, &u, "name")->s;
 }
 
+/* What the collectors said of a GPU: activity (0..1), memory in use, last seen, why. */
+static void telemetry_fields(json_t *j, const struct collector_gpu *cg)
+{
+    if (!cg) {
+        json_object_set_new(j, "telemetry", json_null());
+        return;
+    }
+    json_object_set_new(
+        j, "telemetry",
+        json_pack("{s:o,s:o,s:I,s:s}", "activity",
+                  inv_has(cg->activity) ? json_real(cg->activity) : json_null(), "mem_used_mib",
+                  inv_has(cg->mem_used_mib) ? json_real(cg->mem_used_mib) : json_null(),
+                  "last_seen_ms", (json_int_t)cg->last_seen_ms, "reason", cg->reason));
+}
+
 /* One fleet GPU as a view row; NULL when the caller may not see it or a filter drops it. */
 static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *g,
                        const struct filters *flt, bool *used_items)
@@ -224,6 +241,8 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
     int64_t owner_org = i_of(&model_pools, pool, "owner_org_id");
     const struct row *item = item_for(t, uuid), *alloc = NULL;
     const char *owner_name, *state = "free";
+    struct collector_gpu cg;
+    bool seen;
     int64_t manager;
     json_t *j, *used = json_null();
 
@@ -252,9 +271,13 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
     }
     if (alloc)
         state = "allocated";
+    /* With telemetry, what the GPU is doing decides: busy, idle-allocated, free, down. */
+    seen = collector_gpu(r->api->opt.collector, uuid, alloc != NULL, time_now_ms(), &cg);
+    if (seen)
+        state = inv_state_name(cg.state);
     if (strcmp(s_of(gd, g, "health"), "failed") == 0 || strcmp(node_state, "down") == 0)
         state = "down";
-    else if (!alloc && strcmp(node_state, "drain") == 0)
+    else if (!alloc && strcmp(node_state, "drain") == 0 && strcmp(state, "down") != 0)
         state = "draining";
 
     if ((flt->org && !(owner_org && org_under(t, owner_org, flt->org))) ||
@@ -312,6 +335,7 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
                                   "orgs",
                                   names_of(t, s_of(&model_pools, pool, "access_org_ids"), false)));
     json_object_set_new(j, "used_by", used);
+    telemetry_fields(j, seen ? &cg : NULL);
     json_object_set_new(j, "site", json_string(s_of(&model_inventory_items, item, "site")));
     json_object_set_new(j, "intended_use",
                         json_string(s_of(&model_inventory_items, item, "intended_use")));
@@ -321,22 +345,27 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
 }
 
 /* A GPU only the spreadsheet knows (admins only: nothing ties it to a tenant yet). */
-static json_t *item_row(const struct row *it, const struct filters *flt)
+static json_t *item_row(struct req *r, const struct row *it, const struct filters *flt)
 {
     const struct resource_def *d = &model_inventory_items;
     char cls[64] = "";
+    struct collector_gpu cg;
+    bool seen =
+        collector_gpu(r->api->opt.collector, s_of(d, it, "uuid"), false, time_now_ms(), &cg);
+    const char *state = seen ? inv_state_name(cg.state) : "unknown";
     json_t *j;
 
     inv_model_class(s_of(d, it, "model"), NULL, cls, sizeof(cls));
-    if (flt->org || flt->manager || (flt->state && strcmp(flt->state, "unknown") != 0) ||
+    if (flt->org || flt->manager || (flt->state && strcmp(flt->state, state) != 0) ||
         (flt->cluster && strcmp(flt->cluster, s_of(d, it, "cluster")) != 0) ||
         (flt->cls && strcmp(flt->cls, cls) != 0) ||
         (flt->owner && strcmp(flt->owner, s_of(d, it, "owner")) != 0))
         return NULL;
     j = json_pack("{s:s,s:n,s:n,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "uuid", s_of(d, it, "uuid"),
                   "gpu_id", "index", "node", s_of(d, it, "node"), "cluster", s_of(d, it, "cluster"),
-                  "gpu_class", cls, "model", s_of(d, it, "model"), "state", "unknown", "source",
+                  "gpu_class", cls, "model", s_of(d, it, "model"), "state", state, "source",
                   "import", "site", s_of(d, it, "site"));
+    telemetry_fields(j, seen ? &cg : NULL);
     json_object_set_new(j, "owner",
                         json_pack("{s:s,s:s}", "kind", "team", "name", s_of(d, it, "owner")));
     json_object_set_new(j, "manager", json_string(s_of(d, it, "manager")));
@@ -398,12 +427,26 @@ static int view_rows(struct req *r, json_t **ret, struct error_info *ei)
             json_array_append_new(items, j);
     }
     for (size_t i = 0; r->who->admin && i < t.n_items; i++) {
-        json_t *j = used[i] ? NULL : item_row(&t.items[i], &flt);
+        json_t *j = used[i] ? NULL : item_row(r, &t.items[i], &flt);
         if (j)
             json_array_append_new(items, j);
     }
     *ret = items;
     return 0;
+}
+
+/* The telemetry sources and their health (admins: they name hosts and URLs). */
+static json_t *sources_json(struct req *r)
+{
+    struct collector_source src[16];
+    size_t n = r->who->admin ? collector_sources(r->api->opt.collector, src, 16) : 0;
+    json_t *out = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(
+            out, json_pack("{s:s,s:b,s:I,s:i,s:s,s:I}", "name", src[i].name, "stale", src[i].stale,
+                           "last_ok_ms", (json_int_t)src[i].last_ok_ms, "failures", src[i].failures,
+                           "error", src[i].error, "gpus", (json_int_t)src[i].gpus));
+    return out;
 }
 
 void inventory_route_list(struct req *r)
@@ -424,7 +467,9 @@ void inventory_route_list(struct req *r)
         json_object_set_new(counts, st,
                             json_integer(json_integer_value(json_object_get(counts, st)) + 1));
     }
-    req_reply_json(r, 200, json_pack("{s:o,s:o}", "items", items, "states", counts));
+    req_reply_json(
+        r, 200,
+        json_pack("{s:o,s:o,s:o}", "items", items, "states", counts, "sources", sources_json(r)));
 }
 
 void inventory_route_export(struct req *r)
@@ -559,4 +604,85 @@ void inventory_route_import(struct req *r)
     }
     inv_table_release(&tab);
     buf_release(&report);
+}
+
+/*
+ * GET /v1/inventory/history?gpu=UUID[,UUID...]&from=RFC3339&to=RFC3339:
+ * activity, memory and power over time, merged over the GPUs, at the finest
+ * resolution the range allows (default: the last hour). The GPUs must be in
+ * the caller's inventory view.
+ */
+void inventory_route_history(struct req *r)
+{
+    static const char *const resolutions[] = {"raw", "minute", "hour"};
+    struct error_info ei = {0};
+    const char *gpus = req_arg(r, "gpu"), *from_s = req_arg(r, "from"), *to_s = req_arg(r, "to");
+    int64_t now = time_now_ms(), from = now - 3600 * 1000, to = now, t;
+    const char *uuids[64];
+    size_t n = 0;
+    char *list, *save = NULL;
+    json_t *view = NULL, *points = json_array();
+    struct inv_series_query q = {0};
+    int rc = 0;
+
+    if (!gpus || !*gpus)
+        rc = errinfo_set(&ei, ERR_INVALID, "gpu",
+                         "parameter 'gpu' (one or more UUIDs, comma-separated) is required");
+    if (rc >= 0 && from_s) {
+        if (time_parse_rfc3339(from_s, &t) < 0)
+            rc = errinfo_set(&ei, ERR_INVALID, "from", "parameter 'from' must be an RFC 3339 time");
+        from = t * 1000;
+    }
+    if (rc >= 0 && to_s) {
+        if (time_parse_rfc3339(to_s, &t) < 0)
+            rc = errinfo_set(&ei, ERR_INVALID, "to", "parameter 'to' must be an RFC 3339 time");
+        to = t * 1000;
+    }
+    if (rc >= 0 && to <= from)
+        rc = errinfo_set(&ei, ERR_INVALID, "to", "'to' must be after 'from'");
+    if (rc >= 0)
+        rc = view_rows(r, &view, &ei);
+    list = arena_strdup(&r->arena, gpus ? gpus : "");
+    for (char *u = strtok_r(list, ",", &save); rc >= 0 && u; u = strtok_r(NULL, ",", &save)) {
+        bool visible = false;
+        size_t i;
+        json_t *it;
+        json_array_foreach(view, i, it)
+        {
+            const char *id = json_string_value(json_object_get(it, "uuid"));
+            visible |= id && strcmp(id, u) == 0;
+        }
+        if (!visible)
+            rc = errinfo_set(&ei, ERR_NOT_FOUND, "gpu", "no GPU '%.100s'", u);
+        else if (n == ARRAY_SIZE(uuids))
+            rc =
+                errinfo_set(&ei, ERR_INVALID, "gpu", "at most %zu GPUs at once", ARRAY_SIZE(uuids));
+        else
+            uuids[n++] = u;
+    }
+    json_decref(view);
+    if (rc >= 0 && (rc = collector_history(r->api->opt.collector, uuids, n, from, to, &q)) < 0)
+        errinfo_set(&ei, rc, NULL, "no history for that range");
+    if (rc < 0) {
+        json_decref(points);
+        req_reply_error(r, rc, &ei);
+        return;
+    }
+    for (size_t i = 0; i < q.n_points; i++) {
+        const struct inv_point *p = &q.points[i];
+        json_array_append_new(
+            points,
+            json_pack("{s:I,s:I,s:o,s:o,s:o,s:f,s:f}", "t_ms", (json_int_t)p->t_ms, "n",
+                      (json_int_t)p->n, "activity_min",
+                      inv_has(p->act_min) ? json_real(p->act_min) : json_null(), "activity_avg",
+                      inv_has(p->act_avg) ? json_real(p->act_avg) : json_null(), "activity_max",
+                      inv_has(p->act_max) ? json_real(p->act_max) : json_null(), "mem_mib",
+                      p->mem_mib, "power_w", p->power_w));
+    }
+    req_reply_json(
+        r, 200,
+        json_pack("{s:s,s:I,s:I,s:o}", "resolution",
+                  q.resolution >= 0 && q.resolution < 3 ? resolutions[q.resolution] : "raw",
+                  "from_ms", (json_int_t)from, "to_ms", (json_int_t)to, "points", points));
+    free(q.points);
 }

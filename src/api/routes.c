@@ -163,6 +163,8 @@ const struct route routes_fixed[] = {
      "owner, manager, cost, who may use it, state and who uses it now"},
     {"GET", "/v1/inventory/export", true, inventory_route_export,
      "the inventory as the spreadsheet's CSV (same filters)"},
+    {"GET", "/v1/inventory/history", true, inventory_route_history,
+     "telemetry of GPUs over time (?gpu=UUID[,UUID]&from=&to=): activity, memory, power"},
     {"POST", "/v1/inventory/import", true, inventory_route_import,
      "imports a GPU spreadsheet as CSV (admins): every row checked before any is written"},
     {"GET", "/v1/cost", true, billing_route_cost,

@@ -58,6 +58,14 @@ static const struct opt options[] = {
         "local clusters: a cgroup v2 directory to put work in with CPU and memory limits"),
     INT("run-uid", run_uid, -1, 2147483647, "local clusters: run work as this user id"),
     INT("run-gid", run_gid, -1, 2147483647, "local clusters: run work as this group id"),
+    STR("nvml", nvml,
+        "GPU telemetry from NVML: 'auto' (libnvidia-ml.so.1) or a library path (default off)"),
+    STR("nvidia-smi", nvidia_smi, "GPU telemetry from this nvidia-smi program (default off)"),
+    STR("dcgm-urls", dcgm_urls, "GPU telemetry scraped from these dcgm-exporter URLs, comma-separated"),
+    INT("collect-interval-s", collect_interval_s, 1, 3600,
+        "seconds between runs of each telemetry source (default 10)"),
+    INT("idle-window-s", idle_window_s, 1, 86400,
+        "an allocated GPU below the activity threshold this long is idle-allocated (default 1800)"),
     STR("placement", placement,
         "placement policy: " SCHED_POLICY_NAMES " (default: the built-in best-fit)"),
     STR("placement-pods", placement_pods,
@@ -95,6 +103,8 @@ static void defaults(struct config *cfg)
     cfg->reserve_after_s = 600;
     snprintf(cfg->log_dir, sizeof(cfg->log_dir), "gpuaas-logs");
     cfg->run_uid = cfg->run_gid = -1;
+    cfg->collect_interval_s = 10;
+    cfg->idle_window_s = 1800;
 }
 
 static const struct opt *find_opt(const char *key)

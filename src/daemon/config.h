@@ -34,6 +34,11 @@ struct config {
     char log_dir[1024];              /* local clusters: workload logs */
     char cgroup_root[1024];          /* local clusters: cgroup v2 directory for limits */
     int run_uid, run_gid;            /* local clusters: who work runs as (-1: the daemon's user) */
+    char nvml[1024];                 /* telemetry: NVML library, "auto", or "" (off) */
+    char nvidia_smi[1024];           /* telemetry: nvidia-smi program, or "" (off) */
+    char dcgm_urls[4096];            /* telemetry: dcgm-exporter URLs, comma-separated */
+    int collect_interval_s;          /* between runs of each source */
+    int idle_window_s;               /* classification window */
     char placement[32]; /* placement policy (sched/policies.h); "" is the built-in best-fit */
     char placement_pods[2048]; /* typical pods of fgd and fgd-fill; "" is the built-in set */
     char config_file[1024];

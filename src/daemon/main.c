@@ -15,6 +15,7 @@
 #include "backend/simfleet.h"
 #include "base/log.h"
 #include "base/timeutil.h"
+#include "collect/collector.h"
 #include "daemon/config.h"
 #include "engine/engine.h"
 #include "sched/policies.h"
@@ -99,6 +100,8 @@ int main(int argc, char **argv)
     struct store *store = NULL;
     struct api *api = NULL;
     struct engine *engine = NULL;
+    struct collector *collector = NULL;
+    struct collector_options copt;
     struct engine_options eopt;
     struct sched_policy *policy = NULL;
     enum log_level level;
@@ -168,6 +171,21 @@ int main(int argc, char **argv)
         return fail("could not start the scheduler", &ei);
     }
 
+    collector_options_init(&copt);
+    copt.nvml = cfg.nvml;
+    copt.nvidia_smi = cfg.nvidia_smi;
+    copt.dcgm_urls = cfg.dcgm_urls;
+    copt.interval_ms = (int64_t)cfg.collect_interval_s * 1000;
+    copt.window_ms = (int64_t)cfg.idle_window_s * 1000;
+    if (copt.window_ms < copt.interval_ms)
+        copt.window_ms = copt.interval_ms;
+    if (collector_start(&copt, &collector, &ei) < 0) {
+        engine_stop(engine);
+        store_close(store);
+        sched_policy_free(policy);
+        return fail("could not start the GPU telemetry", &ei);
+    }
+
     api_options_init(&aopt);
     aopt.bind_addr = cfg.listen_addr;
     aopt.port = cfg.listen_port;
@@ -176,7 +194,9 @@ int main(int argc, char **argv)
     aopt.max_connections = cfg.max_connections;
     aopt.engine = engine;
     aopt.issuer = cfg.issuer;
+    aopt.collector = collector;
     if (api_start(store, &aopt, &api, &ei) < 0) {
+        collector_stop(collector);
         engine_stop(engine);
         store_close(store);
         sched_policy_free(policy);
@@ -192,6 +212,7 @@ int main(int argc, char **argv)
         ;
     log_info("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     api_stop(api);
+    collector_stop(collector);
     engine_stop(engine);
     store_close(store);
     sched_policy_free(policy);

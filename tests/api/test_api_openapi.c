@@ -21,6 +21,7 @@
 #include "support/testsrv.h"
 
 #define OCT_2026_MS INT64_C(1791072000000) /* 2026-10-04T00:00:00Z */
+#define GPU_UUID "GPU-00000000-aaaa-bbbb-cccc-000000000001"
 #define HASH_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 struct fixture {
@@ -219,8 +220,9 @@ static int setup(void **state)
     node = testsrv_create(s, t, "nodes", "{\"cluster_id\":%" PRId64 ",\"name\":\"n1\"}", clu);
     cls = testsrv_create(s, t, "gpu-classes", "{\"name\":\"h100\"}");
     gpu = testsrv_create(s, t, "gpus",
-                         "{\"node_id\":%" PRId64 ",\"index\":0,\"gpu_class_id\":%" PRId64 "}", node,
-                         cls);
+                         "{\"node_id\":%" PRId64 ",\"index\":0,\"gpu_class_id\":%" PRId64
+                         ",\"uuid\":\"" GPU_UUID "\"}",
+                         node, cls);
     pool = testsrv_create(s, t, "pools", "{\"name\":\"pool-1\",\"owner_project_id\":%" PRId64 "}",
                           prj);
     set_id(f, "organizations", org);
@@ -566,6 +568,8 @@ static void call(struct fixture *f, const char *path_tmpl, const char *method, j
                  path_tmpl + 18);
         if (strcmp(path_tmpl + 18, "credit") == 0)
             body = create_body(f, "invoices/credit", n);
+    } else if (strcmp(path_tmpl, "/v1/inventory/history") == 0) {
+        snprintf(url, sizeof(url), "%s?gpu=%s", path_tmpl, GPU_UUID);
     } else if (strcmp(path_tmpl, "/v1/invoices/draft") == 0) {
         snprintf(url, sizeof(url), "%s?org_id=%" PRId64, path_tmpl, get_id(f, "organizations"));
     } else {

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# GPU telemetry in the daemon, with a stand-in nvidia-smi whose output the
+# test writes: an allocated GPU at 95 % is busy, one at 0 % turns
+# idle-allocated once the idle window is covered, a GPU that stops being
+# reported turns down (and stays listed), a failing source is marked stale
+# and its data kept, and the history of a GPU comes back.
+. "$(dirname "$0")/lib.sh"
+
+mkdir -p "$TMP/bin"
+cat >"$TMP/bin/nvidia-smi" <<SH
+#!/bin/sh
+[ -e "$TMP/smi.fail" ] && exit 1
+cat "$TMP/smi.csv"
+SH
+chmod +x "$TMP/bin/nvidia-smi"
+: >"$TMP/smi.csv"
+
+start_daemon "$TMP/gpuaas.db" --nvidia-smi "$TMP/bin/nvidia-smi" --collect-interval-s 1 \
+  --idle-window-s 2
+g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
+GPUAAS_SERVER=$URL GPUAAS_TOKEN=$ADMIN_TOKEN bash "$GPUAAS_SOURCE_DIR/scripts/demo-fleet.sh" \
+  "$GPUAAS" >/dev/null || fail "demo-fleet.sh failed"
+"${g[@]}" org create acme >/dev/null
+"${g[@]}" project create vision --org acme >/dev/null
+for i in 1 2; do "${g[@]}" run --project vision --flavor h100.1x --duration 1h -- train >/dev/null; done
+deadline=$((SECONDS + 10))
+until [ "$("${g[@]}" -o json inventory --state allocated | jq '.items | length')" = 2 ]; do
+  [ $SECONDS -lt $deadline ] || fail "two GPUs not allocated"
+  sleep 0.2
+done
+alloc=($("${g[@]}" -o json inventory --state allocated | jq -r '.items[].uuid'))
+free=$("${g[@]}" -o json inventory --state free | jq -r '.items[0].uuid')
+gone=$("${g[@]}" -o json inventory --state free | jq -r '.items[1].uuid')
+smi() { # rows: uuid util
+  local i=0
+  : >"$TMP/smi.new"
+  while [ $# -gt 0 ]; do
+    echo "$i, $1, NVIDIA H100 80GB HBM3, 00000000:0$i:00.0, 81559, 1024, $2, 40, 120.5, [N/A]" >>"$TMP/smi.new"
+    i=$((i + 1)); shift 2
+  done
+  mv "$TMP/smi.new" "$TMP/smi.csv"
+}
+smi "${alloc[0]}" 95 "${alloc[1]}" 0 "$free" 0 "$gone" 0
+
+state() { "${g[@]}" -o json inventory | jq -r --arg u "$1" '.items[] | select(.uuid == $u) | .state'; }
+wait_gpu() { # uuid state seconds
+  local deadline=$((SECONDS + $3))
+  until [ "$(state "$1")" = "$2" ]; do
+    [ $SECONDS -lt $deadline ] || fail "GPU $1 not $2 in time (is $(state "$1"))"
+    sleep 0.2
+  done
+}
+wait_gpu "${alloc[0]}" busy 10
+wait_gpu "${alloc[1]}" idle-allocated 10
+[ "$(state "$free")" = free ] || fail "an unallocated GPU at 0 % should be free"
+[ "$(state "${alloc[0]}")" = busy ] || fail "the busy GPU changed state"
+row=$("${g[@]}" -o json inventory | jq -c --arg u "${alloc[0]}" '.items[] | select(.uuid == $u)')
+expect_eq "$(jq -r '.telemetry.activity' <<<"$row")" 0.95 "activity from nvidia-smi"
+
+# A GPU no longer reported turns down after three missed scrapes, and stays listed.
+smi "${alloc[0]}" 95 "${alloc[1]}" 0 "$free" 0
+wait_gpu "$gone" down 10
+expect_eq "$("${g[@]}" -o json inventory | jq '.items | length')" 32 "no GPU disappears"
+
+# The history of the busy GPU.
+# The last minute comes from raw samples, one a second; the last hour from per-minute roll-ups.
+api GET "/v1/inventory/history?gpu=${alloc[0]}&from=$(date -u -d '-60 sec' +%FT%TZ)" "$ADMIN_TOKEN"
+expect_eq "$HTTP_STATUS" 200 "history"
+expect_eq "$(jq -r .resolution <<<"$BODY")" raw "resolution of the last minute"
+[ "$(jq '.points | length' <<<"$BODY")" -ge 3 ] || fail "history has too few points: $BODY"
+expect_eq "$(jq -r '.points[-1].activity_avg' <<<"$BODY")" 0.95 "history activity"
+api GET "/v1/inventory/history?gpu=${alloc[0]}" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .resolution <<<"$BODY")" minute "resolution of the last hour"
+api GET "/v1/inventory/history?gpu=${alloc[0]}&from=yesterday" "$ADMIN_TOKEN"
+expect_eq "$HTTP_STATUS" 400 "a malformed from"
+api GET "/v1/inventory/history?gpu=GPU-00000000-0000-0000-0000-00000000dead" "$ADMIN_TOKEN"
+expect_eq "$HTTP_STATUS" 404 "history of a GPU not in the inventory"
+
+# The source fails: stale, with its error; what it reported is kept.
+touch "$TMP/smi.fail"
+deadline=$((SECONDS + 10))
+until [ "$("${g[@]}" -o json inventory | jq -r '.sources[0].stale')" = true ]; do
+  [ $SECONDS -lt $deadline ] || fail "the failing source is not marked stale"
+  sleep 0.2
+done
+src=$("${g[@]}" -o json inventory | jq -c '.sources[0]')
+expect_contains "$(jq -r .error <<<"$src")" "exit" "the source's error"
+[ "$(state "${alloc[0]}")" != free ] || fail "a failing source wiped what it knew"
+row=$("${g[@]}" -o json inventory | jq -c --arg u "${alloc[0]}" '.items[] | select(.uuid == $u)')
+[ "$(jq -r '.telemetry.last_seen_ms' <<<"$row")" -gt 0 ] || fail "last seen lost"
+stop_daemon
+echo "telemetry: ok"
