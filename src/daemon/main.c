@@ -156,21 +156,6 @@ int main(int argc, char **argv)
             fgd_workload_release(&typical);
         }
     }
-    engine_options_init(&eopt);
-    eopt.policy = policy;
-    eopt.sim_speed = cfg.sim_speed;
-    eopt.default_grace_ms = (int64_t)cfg.grace_s * 1000;
-    eopt.reserve_after_ms = (int64_t)cfg.reserve_after_s * 1000;
-    eopt.log_dir = cfg.log_dir;
-    eopt.cgroup_root = cfg.cgroup_root[0] ? cfg.cgroup_root : NULL;
-    eopt.run_uid = cfg.run_uid;
-    eopt.run_gid = cfg.run_gid;
-    if (engine_start(store, &eopt, &engine, &ei) < 0) {
-        store_close(store);
-        sched_policy_free(policy);
-        return fail("could not start the scheduler", &ei);
-    }
-
     collector_options_init(&copt);
     copt.nvml = cfg.nvml;
     copt.nvidia_smi = cfg.nvidia_smi;
@@ -180,10 +165,28 @@ int main(int argc, char **argv)
     if (copt.window_ms < copt.interval_ms)
         copt.window_ms = copt.interval_ms;
     if (collector_start(&copt, &collector, &ei) < 0) {
-        engine_stop(engine);
         store_close(store);
         sched_policy_free(policy);
         return fail("could not start the GPU telemetry", &ei);
+    }
+
+    engine_options_init(&eopt);
+    eopt.policy = policy;
+    eopt.sim_speed = cfg.sim_speed;
+    eopt.default_grace_ms = (int64_t)cfg.grace_s * 1000;
+    eopt.reserve_after_ms = (int64_t)cfg.reserve_after_s * 1000;
+    eopt.log_dir = cfg.log_dir;
+    eopt.cgroup_root = cfg.cgroup_root[0] ? cfg.cgroup_root : NULL;
+    eopt.run_uid = cfg.run_uid;
+    eopt.run_gid = cfg.run_gid;
+    eopt.collector = collector;
+    eopt.idle_notify_ms = (int64_t)cfg.idle_notify_s * 1000;
+    eopt.idle_stop_p2_ms = (int64_t)cfg.idle_stop_p2_s * 1000;
+    if (engine_start(store, &eopt, &engine, &ei) < 0) {
+        collector_stop(collector);
+        store_close(store);
+        sched_policy_free(policy);
+        return fail("could not start the scheduler", &ei);
     }
 
     api_options_init(&aopt);
@@ -196,8 +199,8 @@ int main(int argc, char **argv)
     aopt.issuer = cfg.issuer;
     aopt.collector = collector;
     if (api_start(store, &aopt, &api, &ei) < 0) {
+        engine_stop(engine); /* before the collector: it asks the collector */
         collector_stop(collector);
-        engine_stop(engine);
         store_close(store);
         sched_policy_free(policy);
         return fail("", &ei);
@@ -212,8 +215,8 @@ int main(int argc, char **argv)
         ;
     log_info("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     api_stop(api);
+    engine_stop(engine); /* before the collector: it asks the collector */
     collector_stop(collector);
-    engine_stop(engine);
     store_close(store);
     sched_policy_free(policy);
     log_info("stopped");

@@ -18,6 +18,7 @@
 #include "base/metrics.h"
 #include "base/timeutil.h"
 #include "billing/billing.h"
+#include "collect/collector.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "sched/sched.h"
@@ -79,6 +80,13 @@ static const int64_t queue_wait_bounds[] = {
 static const int64_t reclaim_bounds[] = {1000000,  2000000,   5000000,   10000000, 30000000,
                                          60000000, 120000000, 300000000, 600000000};
 
+/* A run whose every GPU the telemetry calls idle-allocated, since when, what was done. */
+struct idle_track {
+    int64_t workload_id;
+    int64_t since_ms;
+    bool opportunistic, notified, stopped, seen;
+};
+
 struct engine {
     struct store *store;
     struct store_conn *db;
@@ -90,6 +98,9 @@ struct engine {
     uint64_t iterations;
     int64_t metered_through; /* month start up to which open runs are cut in the ledger */
     int64_t budgets_checked; /* when budgets were last checked, ms */
+    struct idle_track *idle;  /* running work whose GPUs are all idle-allocated */
+    size_t n_idle, cap_idle;
+    int64_t idle_checked;
     struct engine_metrics metrics;
 
     struct sched *sched;
@@ -1312,6 +1323,122 @@ static void meter_chores(struct engine *e, int64_t now)
     arena_release(&a);
 }
 
+/*
+ * Idle policies (DESIGN.md section 5): work whose GPUs have all been
+ * idle-allocated (allocated, activity under the threshold over the window)
+ * gets one "idle" event after idle_notify_ms, and opportunistic work is
+ * stopped after idle_stop_p2_ms. Owned work is never stopped. Checked every
+ * few seconds from the collector's view of each GPU.
+ */
+#define IDLE_CHECK_MS 5000
+
+static int stop_running(struct engine *e, int64_t workload_id, const char *why,
+                        struct error_info *ei);
+
+static struct idle_track *idle_of(struct engine *e, int64_t wid)
+{
+    for (size_t i = 0; i < e->n_idle; i++) {
+        if (e->idle[i].workload_id == wid)
+            return &e->idle[i];
+    }
+    return NULL;
+}
+
+static void idle_chores(struct engine *e, int64_t now)
+{
+    struct store_filter f;
+    struct error_info ei = {0};
+    struct row *rows;
+    struct arena a;
+    size_t n;
+
+    if (!e->opt.collector || (e->opt.idle_notify_ms <= 0 && e->opt.idle_stop_p2_ms <= 0) ||
+        now - e->idle_checked < IDLE_CHECK_MS)
+        return;
+    e->idle_checked = now;
+    arena_init(&a);
+    store_filter_init(&f);
+    store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
+    if (load_filtered(e, &model_allocations, &f, &a, &rows, &n, &ei) < 0) {
+        arena_release(&a);
+        return;
+    }
+    for (size_t i = 0; i < e->n_idle; i++)
+        e->idle[i].seen = false;
+    /* A run is idle when every one of its GPUs is idle-allocated. */
+    {
+        struct run_idle {
+            int64_t wid;
+            bool idle, p2;
+        } *runs = arena_calloc(&a, n + 1, sizeof(*runs));
+        size_t n_runs = 0;
+        for (size_t i = 0; i < n; i++) {
+            int64_t wid = get_i(&model_allocations, &rows[i], "workload_id");
+            const struct gpu_info *g =
+                FIND_BY_ID(e->gpus, e->n_gpus, get_i(&model_allocations, &rows[i], "gpu_id"));
+            struct collector_gpu cg;
+            bool idle = g && g->uuid && collector_gpu(e->opt.collector, g->uuid, true, now, &cg) &&
+                        cg.state == INV_STATE_IDLE_ALLOCATED;
+            size_t k = 0;
+            while (k < n_runs && runs[k].wid != wid)
+                k++;
+            if (k == n_runs)
+                runs[n_runs++] = (struct run_idle){
+                    wid, true,
+                    strcmp(get_s(&model_allocations, &rows[i], "priority_class"),
+                           "opportunistic") == 0};
+            runs[k].idle &= idle;
+        }
+        for (size_t k = 0; k < n_runs; k++) {
+            struct idle_track *t = idle_of(e, runs[k].wid);
+            if (!runs[k].idle)
+                continue;
+            if (!t) {
+                t = APPEND(e->idle, e->n_idle, e->cap_idle);
+                *t = (struct idle_track){runs[k].wid, now, runs[k].p2, false, false, false};
+            }
+            t->seen = true;
+        }
+    }
+    for (size_t i = 0; i < e->n_idle;) {
+        struct idle_track *t = &e->idle[i];
+        if (!t->seen) { /* ended, or busy again */
+            *t = e->idle[--e->n_idle];
+            continue;
+        }
+        {
+            struct inv_idle_policy pol = {e->opt.idle_notify_ms, e->opt.idle_stop_p2_ms};
+            struct inv_idle_alloc al = {t->workload_id, t->opportunistic, now - t->since_ms,
+                                        t->notified};
+            int act = 0;
+            char why[160];
+            int64_t minutes = (now - t->since_ms) / 60000;
+            inv_idle_apply(&pol, &al, 1, &act);
+            if ((act & INV_IDLE_NOTIFY) && !t->notified) {
+                struct row w;
+                snprintf(why, sizeof(why),
+                         "idle for %" PRId64 " min: its GPUs are allocated but unused "
+                         "(reclaimable)",
+                         minutes);
+                if (store_get(e->db, &model_workloads, t->workload_id, &a, &w, &ei) >= 0)
+                    add_event(e, &a, t->workload_id, get_i(&model_workloads, &w, "project_id"),
+                              now, "idle", why, &ei);
+                t->notified = true;
+            }
+            if ((act & INV_IDLE_STOP) && !t->stopped) {
+                snprintf(why, sizeof(why),
+                         "stopping: opportunistic work idle for %" PRId64
+                         " min (the idle-stop setting)",
+                         minutes);
+                stop_running(e, t->workload_id, why, &ei);
+                t->stopped = true;
+            }
+        }
+        i++;
+    }
+    arena_release(&a);
+}
+
 /* One round: new work, backend ends, a pass, its decisions. Called with the lock held. */
 static void iterate(struct engine *e)
 {
@@ -1342,6 +1469,7 @@ static void iterate(struct engine *e)
         rebuild(e, "decisions not written");
     }
     meter_chores(e, now);
+    idle_chores(e, now);
     e->iterations++;
     pthread_cond_broadcast(&e->cond);
 }
@@ -1431,6 +1559,7 @@ void engine_stop(struct engine *e)
     for (size_t i = 0; i < e->n_labels; i++)
         free(e->labels[i]);
     free(e->labels);
+    free(e->idle);
     free(e->backends);
     free(e->inbox);
     free(e->cancelling);
@@ -1506,6 +1635,38 @@ static int cancel_queued(struct engine *e, int64_t id, struct error_info *ei)
     return rc;
 }
 
+/*
+ * Stops running work for good (signal, its grace, kill): it ends cancelled,
+ * with a "cancelling" event saying why. Called with the lock held.
+ */
+static int stop_running(struct engine *e, int64_t workload_id, const char *why,
+                        struct error_info *ei)
+{
+    int64_t now = time_now_ms(), grace = e->opt.default_grace_ms;
+    struct arena a;
+    struct row w;
+    bool already = false;
+    int rc;
+
+    for (size_t i = 0; i < e->n_cancelling; i++)
+        already |= e->cancelling[i] == workload_id;
+    if (!already)
+        *APPEND(e->cancelling, e->n_cancelling, e->cap_cancelling) = workload_id;
+    arena_init(&a);
+    rc = store_get(e->db, &model_workloads, workload_id, &a, &w, ei);
+    if (rc >= 0) {
+        const struct value *g = get(&model_workloads, &w, "grace_s");
+        if (!g->null)
+            grace = g->i * 1000; /* the workload's own grace, as for a preemption */
+        rc = add_event(e, &a, workload_id, get_i(&model_workloads, &w, "project_id"), now,
+                       "cancelling", why, ei);
+    }
+    for (size_t b = 0; b < e->n_backends; b++)
+        e->backends[b].b->ops->stop(e->backends[b].b, workload_id, grace, now);
+    arena_release(&a);
+    return rc;
+}
+
 int engine_cancel(struct engine *e, int64_t workload_id, struct error_info *ei)
 {
     struct sched_workload_info info;
@@ -1520,28 +1681,7 @@ int engine_cancel(struct engine *e, int64_t workload_id, struct error_info *ei)
     } else if (info.state == SCHED_QUEUED) {
         rc = cancel_queued(e, workload_id, ei);
     } else {
-        int64_t now = time_now_ms();
-        struct arena a;
-        bool already = false;
-        for (size_t i = 0; i < e->n_cancelling; i++)
-            already |= e->cancelling[i] == workload_id;
-        if (!already)
-            *APPEND(e->cancelling, e->n_cancelling, e->cap_cancelling) = workload_id;
-        arena_init(&a);
-        {
-            struct row w;
-            int64_t grace = e->opt.default_grace_ms;
-            if (store_get(e->db, &model_workloads, workload_id, &a, &w, ei) >= 0) {
-                const struct value *g = get(&model_workloads, &w, "grace_s");
-                if (!g->null)
-                    grace = g->i * 1000; /* the workload's own grace, as for a preemption */
-                rc = add_event(e, &a, workload_id, get_i(&model_workloads, &w, "project_id"), now,
-                               "cancelling", "cancel requested: stopping", ei);
-            }
-            for (size_t b = 0; b < e->n_backends; b++)
-                e->backends[b].b->ops->stop(e->backends[b].b, workload_id, grace, now);
-        }
-        arena_release(&a);
+        rc = stop_running(e, workload_id, "cancel requested: stopping", ei);
         pthread_cond_broadcast(&e->cond);
     }
     pthread_mutex_unlock(&e->lock);

@@ -25,6 +25,7 @@
 #include "store/store.h"
 
 struct engine;
+struct collector;
 struct sched_policy;
 
 struct engine_options {
@@ -35,6 +36,9 @@ struct engine_options {
     const char *log_dir;      /* local clusters: workload logs and state files */
     const char *cgroup_root;  /* local clusters: cgroup v2 directory for limits, NULL for none */
     int64_t run_uid, run_gid; /* local clusters: who work runs as; < 0: the daemon's user */
+    struct collector *collector; /* GPU telemetry for the idle policies; NULL: none */
+    int64_t idle_notify_ms;      /* an "idle" event once work is idle this long; 0: off */
+    int64_t idle_stop_p2_ms;     /* opportunistic work idle this long is stopped; 0: off */
     const struct sched_policy *policy; /* placement; NULL: the built-in best-fit. Not owned */
 };
 

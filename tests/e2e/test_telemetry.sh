@@ -17,19 +17,25 @@ chmod +x "$TMP/bin/nvidia-smi"
 : >"$TMP/smi.csv"
 
 start_daemon "$TMP/gpuaas.db" --nvidia-smi "$TMP/bin/nvidia-smi" --collect-interval-s 1 \
-  --idle-window-s 2
+  --idle-window-s 2 --idle-notify-s 1 --idle-stop-p2-s 3 --grace-s 1
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
 GPUAAS_SERVER=$URL GPUAAS_TOKEN=$ADMIN_TOKEN bash "$GPUAAS_SOURCE_DIR/scripts/demo-fleet.sh" \
   "$GPUAAS" >/dev/null || fail "demo-fleet.sh failed"
 "${g[@]}" org create acme >/dev/null
 "${g[@]}" project create vision --org acme >/dev/null
-for i in 1 2; do "${g[@]}" run --project vision --flavor h100.1x --duration 1h -- train >/dev/null; done
+"${g[@]}" pool create vision-h100 --owner-project vision --cluster demo-sim --node-selector rack=r0 \
+  >/dev/null
+"${g[@]}" quota create --project vision --gpu-class h100-80gb --limit-milli 16000 >/dev/null
+idle_w=$("${g[@]}" -o json run --project vision --flavor h100.1x --owned --duration 1h -- notebook | jq -r .id)
+busy_w=$("${g[@]}" -o json run --project vision --flavor h100.1x --duration 1h -- train | jq -r .id)
+idle_p2=$("${g[@]}" -o json run --project vision --flavor h100.1x --duration 1h -- forgotten | jq -r .id)
 deadline=$((SECONDS + 10))
-until [ "$("${g[@]}" -o json inventory --state allocated | jq '.items | length')" = 2 ]; do
-  [ $SECONDS -lt $deadline ] || fail "two GPUs not allocated"
+until [ "$("${g[@]}" -o json inventory --state allocated | jq '.items | length')" = 3 ]; do
+  [ $SECONDS -lt $deadline ] || fail "three GPUs not allocated"
   sleep 0.2
 done
-alloc=($("${g[@]}" -o json inventory --state allocated | jq -r '.items[].uuid'))
+gpu_of() { "${g[@]}" -o json inventory | jq -r --arg w "$1" '.items[] | select(.used_by.workload_id == ($w | tonumber)) | .uuid'; }
+alloc=("$(gpu_of "$busy_w")" "$(gpu_of "$idle_w")" "$(gpu_of "$idle_p2")")
 free=$("${g[@]}" -o json inventory --state free | jq -r '.items[0].uuid')
 gone=$("${g[@]}" -o json inventory --state free | jq -r '.items[1].uuid')
 smi() { # rows: uuid util
@@ -41,7 +47,7 @@ smi() { # rows: uuid util
   done
   mv "$TMP/smi.new" "$TMP/smi.csv"
 }
-smi "${alloc[0]}" 95 "${alloc[1]}" 0 "$free" 0 "$gone" 0
+smi "${alloc[0]}" 95 "${alloc[1]}" 0 "${alloc[2]}" 0 "$free" 0 "$gone" 0
 
 state() { "${g[@]}" -o json inventory | jq -r --arg u "$1" '.items[] | select(.uuid == $u) | .state'; }
 wait_gpu() { # uuid state seconds
@@ -58,8 +64,23 @@ wait_gpu "${alloc[1]}" idle-allocated 10
 row=$("${g[@]}" -o json inventory | jq -c --arg u "${alloc[0]}" '.items[] | select(.uuid == $u)')
 expect_eq "$(jq -r '.telemetry.activity' <<<"$row")" 0.95 "activity from nvidia-smi"
 
+# Idle policies: an "idle" event for both idle runs; the opportunistic one is stopped, the
+# owned one never.
+wait_state "$idle_p2" cancelled 20
+"${g[@]}" -o json events --workload "$idle_p2" -n 0 >"$TMP/ev.json"
+expect_eq "$(jq '[.items[] | select(.type == "idle")] | length' "$TMP/ev.json")" 1 "one idle event"
+expect_contains "$(jq -r '.items[] | select(.type == "cancelling") | .message' "$TMP/ev.json")" \
+  "opportunistic work idle" "why it was stopped"
+deadline=$((SECONDS + 10))
+until "${g[@]}" -o json events --workload "$idle_w" -n 0 | jq -e '.items[] | select(.type == "idle")' >/dev/null; do
+  [ $SECONDS -lt $deadline ] || fail "no idle event for the owned idle run"
+  sleep 0.2
+done
+expect_eq "$(state_of "$idle_w")" running "owned work is never stopped for being idle"
+expect_eq "$(state_of "$busy_w")" running "busy work runs on"
+
 # A GPU no longer reported turns down after three missed scrapes, and stays listed.
-smi "${alloc[0]}" 95 "${alloc[1]}" 0 "$free" 0
+smi "${alloc[0]}" 95 "${alloc[1]}" 0 "${alloc[2]}" 0 "$free" 0
 wait_gpu "$gone" down 10
 expect_eq "$("${g[@]}" -o json inventory | jq '.items | length')" 32 "no GPU disappears"
 
