@@ -27,6 +27,7 @@ void api_options_init(struct api_options *opt)
     opt->conn_timeout_s = 30;
     opt->engine = NULL;
     opt->issuer = "gpuaas";
+    opt->collector = NULL;
 }
 
 static bool sane_request_id(const char *s)

@@ -79,7 +79,8 @@ static int load_tables(struct req *r, struct tables *t, struct error_info *ei)
         (rc = load(r, &model_allocations, true, &t->allocs, &t->n_allocs, ei)) < 0 ||
         (rc = load(r, &model_inventory_items, false, &t->items, &t->n_items, ei)) < 0)
         return rc;
-    qsort(t->items, t->n_items, sizeof(struct row), cmp_item_uuid);
+    if (t->n_items)
+        qsort(t->items, t->n_items, sizeof(struct row), cmp_item_uuid);
     return 0;
 }
 
@@ -631,12 +632,14 @@ void inventory_route_history(struct req *r)
     if (rc >= 0 && from_s) {
         if (time_parse_rfc3339(from_s, &t) < 0)
             rc = errinfo_set(&ei, ERR_INVALID, "from", "parameter 'from' must be an RFC 3339 time");
-        from = t * 1000;
+        else
+            from = t * 1000;
     }
     if (rc >= 0 && to_s) {
         if (time_parse_rfc3339(to_s, &t) < 0)
             rc = errinfo_set(&ei, ERR_INVALID, "to", "parameter 'to' must be an RFC 3339 time");
-        to = t * 1000;
+        else
+            to = t * 1000;
     }
     if (rc >= 0 && to <= from)
         rc = errinfo_set(&ei, ERR_INVALID, "to", "'to' must be after 'from'");

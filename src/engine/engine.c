@@ -1411,15 +1411,18 @@ static void idle_chores(struct engine *e, int64_t now)
             struct inv_idle_alloc al = {t->workload_id, t->opportunistic, now - t->since_ms,
                                         t->notified};
             int act = 0;
-            char why[160];
-            int64_t minutes = (now - t->since_ms) / 60000;
+            char why[160], idle_for[32];
+            int64_t idle_s = (now - t->since_ms) / 1000;
+            if (idle_s < 120)
+                snprintf(idle_for, sizeof(idle_for), "%" PRId64 " s", idle_s);
+            else
+                snprintf(idle_for, sizeof(idle_for), "%" PRId64 " min", idle_s / 60);
             inv_idle_apply(&pol, &al, 1, &act);
             if ((act & INV_IDLE_NOTIFY) && !t->notified) {
                 struct row w;
                 snprintf(why, sizeof(why),
-                         "idle for %" PRId64 " min: its GPUs are allocated but unused "
-                         "(reclaimable)",
-                         minutes);
+                         "idle for %s: its GPUs are allocated but unused (reclaimable)",
+                         idle_for);
                 if (store_get(e->db, &model_workloads, t->workload_id, &a, &w, &ei) >= 0)
                     add_event(e, &a, t->workload_id, get_i(&model_workloads, &w, "project_id"),
                               now, "idle", why, &ei);
@@ -1427,9 +1430,8 @@ static void idle_chores(struct engine *e, int64_t now)
             }
             if ((act & INV_IDLE_STOP) && !t->stopped) {
                 snprintf(why, sizeof(why),
-                         "stopping: opportunistic work idle for %" PRId64
-                         " min (the idle-stop setting)",
-                         minutes);
+                         "stopping: opportunistic work idle for %s (the idle-stop setting)",
+                         idle_for);
                 stop_running(e, t->workload_id, why, &ei);
                 t->stopped = true;
             }
@@ -1509,6 +1511,8 @@ void engine_options_init(struct engine_options *opt)
     opt->log_dir = "gpuaas-logs";
     opt->cgroup_root = NULL;
     opt->run_uid = opt->run_gid = -1;
+    opt->collector = NULL;
+    opt->idle_notify_ms = opt->idle_stop_p2_ms = 0;
     opt->policy = NULL;
 }
 
