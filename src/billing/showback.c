@@ -80,7 +80,7 @@ int billing_cost(struct store_conn *c, enum billing_cost_by by, int64_t start_ms
     size_t n_pools, n_nodes, n_gpus, n_allocs, n_projects, n_orgs, n_ma = 0, n = 0, cap = 0;
     struct id_pair *gpu_pool, *node_cluster, *project_org;
     struct meter_pool *mp;
-    struct meter_pool_alloc *ma;
+    struct meter_pool_alloc *ma, *mine;
     struct meter_showback sb;
     struct billing_cost *out = NULL;
     struct store_filter f;
@@ -133,6 +133,7 @@ int billing_cost(struct store_conn *c, enum billing_cost_by by, int64_t start_ms
     qsort(gpu_pool, n_gpus, sizeof(*gpu_pool), cmp_pair);
 
     ma = arena_calloc(a, n_allocs + 1, sizeof(*ma));
+    mine = arena_calloc(a, n_allocs + 1, sizeof(*mine));
     for (size_t i = 0; i < n_allocs; i++) {
         const struct resource_def *d = &model_allocations;
         const struct value *gpu = model_get(d, &allocs[i], "gpu_id");
@@ -151,46 +152,65 @@ int billing_cost(struct store_conn *c, enum billing_cost_by by, int64_t start_ms
                                                e,
                                                -1};
     }
-    meter_showback_init(&sb);
-    rc = meter_showback_compute(mp, n_pools, ma, n_ma, start_ms, end_ms, &sb);
-    if (rc < 0) {
-        meter_showback_release(&sb);
-        return errinfo_set(ei, rc, NULL, "the pools' allocations do not add up (%s)",
-                           rc == ERR_INVALID ? "more allocated than a pool holds" : "overflow");
-    }
-    /* Used cost goes to who held the GPUs; idle cost to the pool's owner. */
-    for (size_t r = 0; r < sb.n_rows; r++) {
-        const struct meter_showback_row *row = &sb.rows[r];
-        const char *cur = "USD";
-        int64_t id = 0;
-        for (size_t k = 0; k < n_pools; k++) {
-            if (mp[k].id == row->pool_id)
-                cur = billing__str(&model_pools, &pools[k], "currency");
-        }
-        id = by == BILLING_BY_POOL      ? row->pool_id
-             : by == BILLING_BY_PROJECT ? row->project_id
-             : by == BILLING_BY_ORG     ? row->org_id
-                                        : manager_of(orgs, n_orgs, row->org_id);
-        struct billing_cost *x = entry(&out, &n, &cap, id, cur);
-        x->allocated_milli_ms += row->allocated_milli_ms;
-        x->used_micros += row->cost_micro;
-    }
-    for (size_t k = 0; k < sb.n_pools; k++) {
-        const struct meter_showback_pool *p = &sb.pools[k];
-        int64_t id = by == BILLING_BY_POOL      ? p->pool_id
-                     : by == BILLING_BY_PROJECT ? mp[k].owner_project_id
-                     : by == BILLING_BY_ORG     ? mp[k].owner_org_id
-                                                : manager_of(orgs, n_orgs, mp[k].owner_org_id);
+    /*
+     * Pool by pool: a pool's capacity counts from when it was created (or the
+     * period's start) up to now (or the period's end), not before it existed
+     * nor in the future.
+     */
+    for (size_t k = 0; k < n_pools; k++) {
+        int64_t from = billing__int(&model_pools, &pools[k], "created_at") * 1000;
+        const char *cur = billing__str(&model_pools, &pools[k], "currency");
+        size_t n_mine = 0;
+        int64_t owner;
         struct billing_cost *x;
-        if (by == BILLING_BY_PROJECT && !id)
-            continue; /* an organization's pool: no project owns its idle time */
-        x = entry(&out, &n, &cap, id, billing__str(&model_pools, &pools[k], "currency"));
-        x->capacity_milli_ms += p->capacity_milli_ms;
-        x->idle_micros += p->idle_micro;
-        if (by == BILLING_BY_POOL)
-            x->efficiency_ppm = p->efficiency_ppm;
+
+        if (from < start_ms)
+            from = start_ms;
+        if (from >= until)
+            continue;
+        for (size_t i = 0; i < n_ma; i++) {
+            if (ma[i].pool_id != mp[k].id)
+                continue;
+            mine[n_mine] = ma[i];
+            if (mine[n_mine].started_ms < from)
+                mine[n_mine].started_ms = from;
+            if (mine[n_mine].ended_ms > mine[n_mine].started_ms)
+                n_mine++;
+        }
+        meter_showback_init(&sb);
+        rc = meter_showback_compute(&mp[k], 1, mine, n_mine, from, until, &sb);
+        if (rc < 0) {
+            meter_showback_release(&sb);
+            free(out);
+            return errinfo_set(ei, rc, NULL, "the allocations of pool %" PRId64 " do not add up (%s)",
+                               mp[k].id,
+                               rc == ERR_INVALID ? "more allocated than it holds" : "overflow");
+        }
+        /* Used cost goes to who held the GPUs; idle cost to the pool's owner. */
+        for (size_t r = 0; r < sb.n_rows; r++) {
+            const struct meter_showback_row *row = &sb.rows[r];
+            int64_t id = by == BILLING_BY_POOL      ? row->pool_id
+                         : by == BILLING_BY_PROJECT ? row->project_id
+                         : by == BILLING_BY_ORG     ? row->org_id
+                                                    : manager_of(orgs, n_orgs, row->org_id);
+            x = entry(&out, &n, &cap, id, cur);
+            x->allocated_milli_ms += row->allocated_milli_ms;
+            x->used_micros += row->cost_micro;
+        }
+        owner = by == BILLING_BY_POOL      ? mp[k].id
+                : by == BILLING_BY_PROJECT ? mp[k].owner_project_id
+                : by == BILLING_BY_ORG     ? mp[k].owner_org_id
+                                           : manager_of(orgs, n_orgs, mp[k].owner_org_id);
+        /* an organization's pool: no project owns its idle time */
+        if (sb.n_pools == 1 && !(by == BILLING_BY_PROJECT && !owner)) {
+            x = entry(&out, &n, &cap, owner, cur);
+            x->capacity_milli_ms += sb.pools[0].capacity_milli_ms;
+            x->idle_micros += sb.pools[0].idle_micro;
+            if (by == BILLING_BY_POOL)
+                x->efficiency_ppm = sb.pools[0].efficiency_ppm;
+        }
+        meter_showback_release(&sb);
     }
-    meter_showback_release(&sb);
     *ret = out;
     *ret_n = n;
     return 0;
