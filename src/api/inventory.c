@@ -607,28 +607,105 @@ void inventory_route_import(struct req *r)
     buf_release(&report);
 }
 
+/* Adds a UUID once (the caller keeps u alive: an arena copy); ERR_INVALID past max. */
+static int add_uuid(const char **uuids, size_t max, size_t *n, const char *u, struct error_info *ei)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp(uuids[i], u) == 0)
+            return 0;
+    }
+    if (*n == max)
+        return errinfo_set(ei, ERR_INVALID, "gpu", "at most %zu GPUs at once", max);
+    uuids[(*n)++] = u;
+    return 0;
+}
+
 /*
- * GET /v1/inventory/history?gpu=UUID[,UUID...]&from=RFC3339&to=RFC3339:
- * activity, memory and power over time, merged over the GPUs, at the finest
- * resolution the range allows (default: the last hour). The GPUs must be in
- * the caller's inventory view.
+ * The GPUs a workload's or a project's allocations held in [from, to); with
+ * no range given, a workload's range is its runs.
+ */
+static int held_by(struct req *r, const char *field, int64_t id, bool range_given, int64_t *from,
+                   int64_t *to, const char **uuids, size_t max, size_t *n, struct error_info *ei)
+{
+    const struct resource_def *d = &model_allocations;
+    struct store_filter f;
+    struct row *rows;
+    size_t n_rows;
+    int64_t now = time_now_ms(), lo = INT64_MAX, hi = 0;
+    int rc;
+
+    store_filter_init(&f);
+    f.limit = 10000;
+    store_filter_eq_int(&f, model_field_index(d, field), id);
+    if ((rc = store_list(req_db(r), d, &f, &r->arena, &rows, &n_rows, ei)) < 0)
+        return rc;
+    for (size_t i = 0; i < n_rows; i++) {
+        int64_t s = i_of(d, &rows[i], "started_ms");
+        int64_t e = model_get(d, &rows[i], "ended_ms")->null ? now : i_of(d, &rows[i], "ended_ms");
+        lo = s < lo ? s : lo;
+        hi = e > hi ? e : hi;
+    }
+    if (!range_given && strcmp(field, "workload_id") == 0 && n_rows) {
+        *from = lo;
+        *to = hi > lo ? hi : lo + 1;
+    }
+    for (size_t i = 0; rc >= 0 && i < n_rows; i++) {
+        int64_t s = i_of(d, &rows[i], "started_ms");
+        int64_t e = model_get(d, &rows[i], "ended_ms")->null ? now : i_of(d, &rows[i], "ended_ms");
+        struct row g;
+        if (e <= *from || s >= *to || model_get(d, &rows[i], "gpu_id")->null ||
+            store_get(req_db(r), &model_gpus, i_of(d, &rows[i], "gpu_id"), &r->arena, &g, NULL) < 0 ||
+            !*s_of(&model_gpus, &g, "uuid"))
+            continue;
+        rc = add_uuid(uuids, max, n, s_of(&model_gpus, &g, "uuid"), ei);
+    }
+    return rc;
+}
+
+/* The GPUs of the caller's inventory view whose `member` is `value`. */
+static int from_view(json_t *view, const char *member, const char *value, struct arena *a,
+                     const char **uuids, size_t max, size_t *n, struct error_info *ei)
+{
+    size_t i;
+    json_t *it;
+    int rc = 0;
+    json_array_foreach(view, i, it)
+    {
+        const char *v = json_string_value(json_object_get(it, member));
+        const char *u = json_string_value(json_object_get(it, "uuid"));
+        if (rc >= 0 && v && u && *u && strcmp(v, value) == 0)
+            rc = add_uuid(uuids, max, n, arena_strdup(a, u), ei);
+    }
+    return rc;
+}
+
+/*
+ * GET /v1/inventory/history?gpu=UUID[,...] | node=NAME | pool=NAME |
+ * workload=ID | project=ID [&from=RFC3339&to=RFC3339]: activity, memory and
+ * power over time, merged over the GPUs, at the finest resolution the range
+ * allows (default: the last hour; a workload's own runs), and efficiency =
+ * busy / allocated time. GPUs, nodes and pools must be in the caller's
+ * inventory view; a workload or project needs a role on the project.
  */
 void inventory_route_history(struct req *r)
 {
     static const char *const resolutions[] = {"raw", "minute", "hour"};
     struct error_info ei = {0};
-    const char *gpus = req_arg(r, "gpu"), *from_s = req_arg(r, "from"), *to_s = req_arg(r, "to");
-    int64_t now = time_now_ms(), from = now - 3600 * 1000, to = now, t;
-    const char *uuids[64];
+    const char *gpus = req_arg(r, "gpu"), *node = req_arg(r, "node"), *pool = req_arg(r, "pool");
+    const char *wl = req_arg(r, "workload"), *prj = req_arg(r, "project");
+    const char *from_s = req_arg(r, "from"), *to_s = req_arg(r, "to");
+    int64_t now = time_now_ms(), from = now - 3600 * 1000, to = now, t, id = 0;
+    const char *uuids[256];
     size_t n = 0;
-    char *list, *save = NULL;
     json_t *view = NULL, *points = json_array();
     struct inv_series_query q = {0};
-    int rc = 0;
+    int given = !!gpus + !!node + !!pool + !!wl + !!prj, rc = 0;
+    double eff;
 
-    if (!gpus || !*gpus)
+    if (given != 1)
         rc = errinfo_set(&ei, ERR_INVALID, "gpu",
-                         "parameter 'gpu' (one or more UUIDs, comma-separated) is required");
+                         "name exactly one of gpu (UUIDs, comma-separated), node, pool, workload "
+                         "or project");
     if (rc >= 0 && from_s) {
         if (time_parse_rfc3339(from_s, &t) < 0)
             rc = errinfo_set(&ei, ERR_INVALID, "from", "parameter 'from' must be an RFC 3339 time");
@@ -641,29 +718,40 @@ void inventory_route_history(struct req *r)
         else
             to = t * 1000;
     }
-    if (rc >= 0 && to <= from)
-        rc = errinfo_set(&ei, ERR_INVALID, "to", "'to' must be after 'from'");
-    if (rc >= 0)
+    if (rc >= 0 && (wl || prj)) {
+        struct row w;
+        if (parse_int64(wl ? wl : prj, 1, INT64_MAX, &id) < 0)
+            rc = errinfo_set(&ei, ERR_INVALID, wl ? "workload" : "project", "'%.40s' is not an id",
+                             wl ? wl : prj);
+        else if (wl)
+            rc = resource_load_visible(r, &model_workloads, id, &w, &ei);
+        else if (rbac_role_on_project(r, id) < ROLE_VIEWER)
+            rc = errinfo_set(&ei, ERR_NOT_FOUND, "project", "no project %" PRId64, id);
+        if (rc >= 0)
+            rc = held_by(r, wl ? "workload_id" : "project_id", id, from_s || to_s, &from, &to,
+                         uuids, ARRAY_SIZE(uuids), &n, &ei);
+    } else if (rc >= 0) {
         rc = view_rows(r, &view, &ei);
-    list = arena_strdup(&r->arena, gpus ? gpus : "");
-    for (char *u = strtok_r(list, ",", &save); rc >= 0 && u; u = strtok_r(NULL, ",", &save)) {
-        bool visible = false;
-        size_t i;
-        json_t *it;
-        json_array_foreach(view, i, it)
-        {
-            const char *id = json_string_value(json_object_get(it, "uuid"));
-            visible |= id && strcmp(id, u) == 0;
+        if (rc >= 0 && node)
+            rc = from_view(view, "node", node, &r->arena, uuids, ARRAY_SIZE(uuids), &n, &ei);
+        else if (rc >= 0 && pool)
+            rc = from_view(view, "pool", pool, &r->arena, uuids, ARRAY_SIZE(uuids), &n, &ei);
+        if (rc >= 0 && gpus) {
+            char *list = arena_strdup(&r->arena, gpus), *save = NULL;
+            for (char *u = strtok_r(list, ",", &save); rc >= 0 && u;
+                 u = strtok_r(NULL, ",", &save)) {
+                size_t before = n;
+                rc = from_view(view, "uuid", u, &r->arena, uuids, ARRAY_SIZE(uuids), &n, &ei);
+                if (rc >= 0 && n == before)
+                    rc = errinfo_set(&ei, ERR_NOT_FOUND, "gpu", "no GPU '%.100s'", u);
+            }
         }
-        if (!visible)
-            rc = errinfo_set(&ei, ERR_NOT_FOUND, "gpu", "no GPU '%.100s'", u);
-        else if (n == ARRAY_SIZE(uuids))
-            rc =
-                errinfo_set(&ei, ERR_INVALID, "gpu", "at most %zu GPUs at once", ARRAY_SIZE(uuids));
-        else
-            uuids[n++] = u;
+        if (rc >= 0 && n == 0)
+            rc = errinfo_set(&ei, ERR_NOT_FOUND, node ? "node" : "pool", "no GPUs there");
     }
     json_decref(view);
+    if (rc >= 0 && to <= from)
+        rc = errinfo_set(&ei, ERR_INVALID, "to", "'to' must be after 'from'");
     if (rc >= 0 && (rc = collector_history(r->api->opt.collector, uuids, n, from, to, &q)) < 0)
         errinfo_set(&ei, rc, NULL, "no history for that range");
     if (rc < 0) {
@@ -674,18 +762,22 @@ void inventory_route_history(struct req *r)
     for (size_t i = 0; i < q.n_points; i++) {
         const struct inv_point *p = &q.points[i];
         json_array_append_new(
-            points,
-            json_pack("{s:I,s:I,s:o,s:o,s:o,s:f,s:f}", "t_ms", (json_int_t)p->t_ms, "n",
-                      (json_int_t)p->n, "activity_min",
-                      inv_has(p->act_min) ? json_real(p->act_min) : json_null(), "activity_avg",
-                      inv_has(p->act_avg) ? json_real(p->act_avg) : json_null(), "activity_max",
-                      inv_has(p->act_max) ? json_real(p->act_max) : json_null(), "mem_mib",
-                      p->mem_mib, "power_w", p->power_w));
+            points, json_pack("{s:I,s:I,s:o,s:o,s:o,s:f,s:f}", "t_ms", (json_int_t)p->t_ms, "n",
+                              (json_int_t)p->n, "activity_min",
+                              inv_has(p->act_min) ? json_real(p->act_min) : json_null(),
+                              "activity_avg",
+                              inv_has(p->act_avg) ? json_real(p->act_avg) : json_null(),
+                              "activity_max",
+                              inv_has(p->act_max) ? json_real(p->act_max) : json_null(),
+                              "mem_mib", p->mem_mib, "power_w", p->power_w));
     }
+    eff = inv_efficiency(&q);
     req_reply_json(
         r, 200,
-        json_pack("{s:s,s:I,s:I,s:o}", "resolution",
+        json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:o}", "resolution",
                   q.resolution >= 0 && q.resolution < 3 ? resolutions[q.resolution] : "raw",
-                  "from_ms", (json_int_t)from, "to_ms", (json_int_t)to, "points", points));
+                  "from_ms", (json_int_t)from, "to_ms", (json_int_t)to, "gpus", (json_int_t)n,
+                  "busy_ms", (json_int_t)q.busy_ms, "allocated_ms", (json_int_t)q.alloc_ms,
+                  "efficiency", inv_has(eff) ? json_real(eff) : json_null(), "points", points));
     free(q.points);
 }

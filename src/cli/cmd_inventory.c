@@ -22,7 +22,9 @@ static void inventory_help(void)
     printf("usage: gpuaas inventory [--org ORG] [--manager USER] [--cluster C] [--class K]\n"
            "                        [--state S] [--owner NAME]\n"
            "       gpuaas inventory export [same filters] > gpus.csv\n"
-           "       gpuaas inventory import FILE.csv\n\n"
+           "       gpuaas inventory import FILE.csv\n"
+           "       gpuaas inventory history --gpu UUID | --node N | --pool P | --workload ID\n"
+           "                                | --project ID [--from T] [--to T]\n\n"
            "Every GPU you may see, with where it is, its class, the pool's owner and the\n"
            "owner's manager, its cost per GPU-hour, its state (allocated, free, draining,\n"
            "down; unknown for GPUs only the spreadsheet knows) and who uses it now.\n"
@@ -132,6 +134,101 @@ static int do_import(const char *file)
     return rc;
 }
 
+static int render_history(json_t *ans, struct buf *out)
+{
+    static const char *const header[] = {"TIME", "ACTIVITY", "MAX", "MEMORY_MIB", "POWER_W"};
+    json_t *points = json_object_get(ans, "points"), *p, *eff = json_object_get(ans, "efficiency");
+    struct table t;
+    size_t i;
+    int rc;
+
+    table_init(&t, ARRAY_SIZE(header));
+    table_add_row(&t, header);
+    json_array_foreach(points, i, p)
+    {
+        json_t *avg = json_object_get(p, "activity_avg"), *max = json_object_get(p, "activity_max");
+        char *cells[] = {
+            work_time_short(json_integer_value(json_object_get(p, "t_ms"))),
+            json_is_number(avg) ? xasprintf("%.0f%%", json_number_value(avg) * 100) : xstrdup("-"),
+            json_is_number(max) ? xasprintf("%.0f%%", json_number_value(max) * 100) : xstrdup("-"),
+            xasprintf("%.0f", json_number_value(json_object_get(p, "mem_mib"))),
+            xasprintf("%.0f", json_number_value(json_object_get(p, "power_w")))};
+        table_add_row(&t, (const char *const *)cells);
+        for (size_t c = 0; c < ARRAY_SIZE(cells); c++)
+            free(cells[c]);
+    }
+    rc = table_render(&t, out);
+    table_release(&t);
+    rc |= buf_printf(out, "%" JSON_INTEGER_FORMAT " GPU(s), %s resolution; efficiency ",
+                     json_integer_value(json_object_get(ans, "gpus")),
+                     json_string_value(json_object_get(ans, "resolution")));
+    rc |= json_is_number(eff)
+              ? buf_printf(out, "%.0f%% (busy / allocated)\n", json_number_value(eff) * 100)
+              : buf_puts(out, "unknown (no allocated time seen)\n");
+    return rc;
+}
+
+static int do_history(int argc, char **argv)
+{
+    static const char *const keys[] = {"gpu", "node", "pool", "workload", "project", "from", "to"};
+    const char *values[ARRAY_SIZE(keys)] = {0};
+    struct client c;
+    struct buf path, out;
+    json_t *ans = NULL;
+    int i = 2, rc;
+
+    while (i < argc) {
+        char flag[32];
+        bool taken = false;
+        if (cli_is_help(argv[i])) {
+            printf("usage: gpuaas inventory history (--gpu UUID[,UUID] | --node N | --pool P |\n"
+                   "                                 --workload ID | --project ID)\n"
+                   "                                [--from RFC3339] [--to RFC3339]\n\n"
+                   "GPU activity, memory and power over time (default: the last hour; a\n"
+                   "workload: its runs) and efficiency, busy / allocated time.\n");
+            return CLI_OK;
+        }
+        for (size_t k = 0; k < ARRAY_SIZE(keys) && !taken; k++) {
+            snprintf(flag, sizeof(flag), "--%s", keys[k]);
+            rc = cli_take_value_flag("inventory", argc, argv, &i, flag, NULL, &values[k]);
+            if (rc < 0 || rc > 1)
+                return rc;
+            taken = rc == 1;
+        }
+        if (taken)
+            continue;
+        rc = cli_take_global_flag("inventory", argc, argv, &i);
+        if (rc == 0)
+            return cli_usage_error("inventory", "unexpected argument '%s'", argv[i]);
+        if (rc != 1)
+            return rc;
+    }
+    buf_init(&path, 4096);
+    buf_puts(&path, "/v1/inventory/history");
+    for (size_t k = 0; k < ARRAY_SIZE(keys); k++) {
+        char *esc;
+        if (!values[k])
+            continue;
+        esc = client_escape(values[k]);
+        buf_printf(&path, "%c%s=%s", strchr(path.data, '?') ? '&' : '?', keys[k], esc);
+        free(esc);
+    }
+    if (client_open(&c) < 0 || client_request(&c, "GET", path.data, NULL, &ans) < 0) {
+        rc = client_report(&c);
+    } else {
+        buf_init(&out, WORK_OUTPUT_MAX);
+        if (cli_opts.output == CLI_OUTPUT_JSON)
+            render_json(ans, &out);
+        else
+            render_history(ans, &out);
+        rc = work_flush(&out);
+    }
+    json_decref(ans);
+    client_release(&c);
+    buf_release(&path);
+    return rc;
+}
+
 int cmd_inventory(int argc, char **argv)
 {
     static const char *const filters[] = {"org", "manager", "cluster", "class", "state", "owner"};
@@ -149,6 +246,8 @@ int cmd_inventory(int argc, char **argv)
             return cli_usage_error("inventory", "inventory import takes one FILE");
         return do_import(argv[2]);
     }
+    if (i < argc && strcmp(argv[i], "history") == 0)
+        return do_history(argc, argv);
     if (i < argc && strcmp(argv[i], "export") == 0) {
         export = true;
         i++;

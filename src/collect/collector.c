@@ -34,6 +34,8 @@ struct collector {
     struct inv_class_config cls;
     struct source src[MAX_SOURCES];
     size_t n_src;
+    char **allocated; /* sorted UUIDs of GPUs held now */
+    size_t n_allocated;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -46,6 +48,36 @@ void collector_options_init(struct collector_options *opt)
     opt->interval_ms = 10000;
     opt->timeout_ms = 5000;
     opt->window_ms = 30 * 60 * 1000;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void collector_set_allocated(struct collector *c, const char *const *uuids, size_t n)
+{
+    char **copy;
+    if (!c)
+        return;
+    copy = xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        copy[i] = xstrdup(uuids[i]);
+    qsort(copy, n, sizeof(char *), cmp_str);
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->n_allocated; i++)
+        free(c->allocated[i]);
+    free(c->allocated);
+    c->allocated = copy;
+    c->n_allocated = n;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Whether an allocation holds the GPU (a MIG instance: its parent). Lock held. */
+static bool held(const struct collector *c, const char *uuid)
+{
+    return c->n_allocated &&
+           bsearch(&uuid, c->allocated, c->n_allocated, sizeof(char *), cmp_str) != NULL;
 }
 
 static int run_source(struct collector *c, struct source *s, struct inv_readings *out,
@@ -84,7 +116,7 @@ static void run_due(struct collector *c, int64_t now)
             for (size_t k = 0; k < rs.n; k++) {
                 char key[INV_KEY_MAX];
                 inv_reading_key(&rs.v[k], key, sizeof(key));
-                inv_tstore_ingest(s->ts, key, now, &rs.v[k], false);
+                inv_tstore_ingest(s->ts, key, now, &rs.v[k], held(c, rs.v[k].uuid));
             }
             inv_tstore_end_scrape(s->ts);
             inv_sched_ok(&s->sched, now);
@@ -220,6 +252,9 @@ void collector_stop(struct collector *c)
     pthread_join(c->thread, NULL);
     for (size_t i = 0; i < c->n_src; i++)
         inv_tstore_free(c->src[i].ts);
+    for (size_t i = 0; i < c->n_allocated; i++)
+        free(c->allocated[i]);
+    free(c->allocated);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->wake);
     free(c);

@@ -50,6 +50,12 @@ struct collector_gpu {
 bool collector_gpu(struct collector *c, const char *uuid, bool allocated, int64_t now_ms,
                    struct collector_gpu *ret);
 
+/*
+ * The GPUs allocations hold now (their UUIDs; copied). Samples of these GPUs
+ * count as allocated time, so history can say busy / allocated (efficiency).
+ */
+void collector_set_allocated(struct collector *c, const char *const *uuids, size_t n);
+
 /* Health of each source, for the API. */
 struct collector_source {
     char name[160]; /* "nvml", "nvidia-smi", "dcgm http://..." */

@@ -1352,14 +1352,29 @@ static void idle_chores(struct engine *e, int64_t now)
     struct arena a;
     size_t n;
 
-    if (!e->opt.collector || (e->opt.idle_notify_ms <= 0 && e->opt.idle_stop_p2_ms <= 0) ||
-        now - e->idle_checked < IDLE_CHECK_MS)
+    if (!e->opt.collector || now - e->idle_checked < IDLE_CHECK_MS)
         return;
     e->idle_checked = now;
     arena_init(&a);
     store_filter_init(&f);
     store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
     if (load_filtered(e, &model_allocations, &f, &a, &rows, &n, &ei) < 0) {
+        arena_release(&a);
+        return;
+    }
+    /* The telemetry counts these GPUs' samples as allocated time (efficiency). */
+    {
+        const char **uuids = arena_calloc(&a, n + 1, sizeof(char *));
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            const struct gpu_info *g =
+                FIND_BY_ID(e->gpus, e->n_gpus, get_i(&model_allocations, &rows[i], "gpu_id"));
+            if (g && g->uuid && *g->uuid)
+                uuids[k++] = g->uuid;
+        }
+        collector_set_allocated(e->opt.collector, uuids, k);
+    }
+    if (e->opt.idle_notify_ms <= 0 && e->opt.idle_stop_p2_ms <= 0) {
         arena_release(&a);
         return;
     }
