@@ -184,6 +184,12 @@ void resource_delete(struct req *r, const struct resource_def *def, int64_t id);
 /* Loads a row the caller may read; anything else is ERR_NOT_FOUND (other tenants' too). */
 int resource_load_visible(struct req *r, const struct resource_def *def, int64_t id,
                           struct row *ret_row, struct error_info *ei);
+/*
+ * Every row of def (open_only: those whose ended_ms is null), paged through
+ * the store, in the request's arena, in id order.
+ */
+int req_list_all(struct req *r, const struct resource_def *def, bool open_only,
+                 struct row **ret, size_t *ret_n, struct error_info *ei);
 /* A row as JSON for the API (caller owns the reference). */
 json_t *resource_encode(struct req *r, const struct resource_def *def, const struct row *row);
 

@@ -27,57 +27,27 @@
 #include "collect/collector.h"
 #include "inventory/inventory.h"
 
-#define PAGE 10000
 
 struct tables {
     struct row *gpus, *nodes, *clusters, *classes, *pools, *orgs, *projects, *allocs, *items;
     size_t n_gpus, n_nodes, n_clusters, n_classes, n_pools, n_orgs, n_projects, n_allocs, n_items;
 };
 
-static int load(struct req *r, const struct resource_def *def, bool open_only, struct row **ret,
-                size_t *ret_n, struct error_info *ei)
-{
-    struct store_filter f;
-    struct row *all = NULL, *rows;
-    size_t n = 0, got;
-    int rc;
-
-    store_filter_init(&f);
-    f.limit = PAGE;
-    if (open_only)
-        store_filter_eq_null(&f, model_field_index(def, "ended_ms"));
-    do {
-        if ((rc = store_list(req_db(r), def, &f, &r->arena, &rows, &got, ei)) < 0)
-            return rc;
-        if (got) {
-            struct row *grown = arena_calloc(&r->arena, n + got, sizeof(*grown));
-            if (n)
-                memcpy(grown, all, n * sizeof(*grown));
-            memcpy(grown + n, rows, got * sizeof(*rows));
-            all = grown;
-            n += got;
-            f.after_id = model_row_id(&rows[got - 1]);
-        }
-    } while (got == PAGE);
-    *ret = all;
-    *ret_n = n;
-    return 0;
-}
 
 static int cmp_item_uuid(const void *a, const void *b);
 
 static int load_tables(struct req *r, struct tables *t, struct error_info *ei)
 {
     int rc;
-    if ((rc = load(r, &model_gpus, false, &t->gpus, &t->n_gpus, ei)) < 0 ||
-        (rc = load(r, &model_nodes, false, &t->nodes, &t->n_nodes, ei)) < 0 ||
-        (rc = load(r, &model_clusters, false, &t->clusters, &t->n_clusters, ei)) < 0 ||
-        (rc = load(r, &model_gpu_classes, false, &t->classes, &t->n_classes, ei)) < 0 ||
-        (rc = load(r, &model_pools, false, &t->pools, &t->n_pools, ei)) < 0 ||
-        (rc = load(r, &model_organizations, false, &t->orgs, &t->n_orgs, ei)) < 0 ||
-        (rc = load(r, &model_projects, false, &t->projects, &t->n_projects, ei)) < 0 ||
-        (rc = load(r, &model_allocations, true, &t->allocs, &t->n_allocs, ei)) < 0 ||
-        (rc = load(r, &model_inventory_items, false, &t->items, &t->n_items, ei)) < 0)
+    if ((rc = req_list_all(r, &model_gpus, false, &t->gpus, &t->n_gpus, ei)) < 0 ||
+        (rc = req_list_all(r, &model_nodes, false, &t->nodes, &t->n_nodes, ei)) < 0 ||
+        (rc = req_list_all(r, &model_clusters, false, &t->clusters, &t->n_clusters, ei)) < 0 ||
+        (rc = req_list_all(r, &model_gpu_classes, false, &t->classes, &t->n_classes, ei)) < 0 ||
+        (rc = req_list_all(r, &model_pools, false, &t->pools, &t->n_pools, ei)) < 0 ||
+        (rc = req_list_all(r, &model_organizations, false, &t->orgs, &t->n_orgs, ei)) < 0 ||
+        (rc = req_list_all(r, &model_projects, false, &t->projects, &t->n_projects, ei)) < 0 ||
+        (rc = req_list_all(r, &model_allocations, true, &t->allocs, &t->n_allocs, ei)) < 0 ||
+        (rc = req_list_all(r, &model_inventory_items, false, &t->items, &t->n_items, ei)) < 0)
         return rc;
     if (t->n_items)
         qsort(t->items, t->n_items, sizeof(struct row), cmp_item_uuid);

@@ -91,36 +91,6 @@ static const char *name_of(const struct row *rows, size_t n, const struct resour
     return "";
 }
 
-/* Every row of def (paged), in r's arena. */
-static int all_rows(struct req *r, const struct resource_def *def, bool open_only, struct row **ret,
-                    size_t *ret_n, struct error_info *ei)
-{
-    struct store_filter f;
-    struct row *all = NULL, *rows;
-    size_t n = 0, got;
-    int rc;
-
-    store_filter_init(&f);
-    f.limit = 10000;
-    if (open_only)
-        store_filter_eq_null(&f, model_field_index(def, "ended_ms"));
-    do {
-        if ((rc = store_list(req_db(r), def, &f, &r->arena, &rows, &got, ei)) < 0)
-            return rc;
-        if (got) {
-            struct row *grown = arena_calloc(&r->arena, n + got, sizeof(*grown));
-            if (n)
-                memcpy(grown, all, n * sizeof(*grown));
-            memcpy(grown + n, rows, got * sizeof(*rows));
-            all = grown;
-            n += got;
-            f.after_id = model_row_id(&rows[got - 1]);
-        }
-    } while (got == (size_t)f.limit);
-    *ret = all;
-    *ret_n = n;
-    return 0;
-}
 
 /* GPUs by state (allocated, free, draining, down), class and cluster, from the store. */
 static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
@@ -130,11 +100,11 @@ static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
     struct gpu_count *counts;
     int rc;
 
-    if ((rc = all_rows(r, &model_gpus, false, &gpus, &n_gpus, ei)) < 0 ||
-        (rc = all_rows(r, &model_nodes, false, &nodes, &n_nodes, ei)) < 0 ||
-        (rc = all_rows(r, &model_clusters, false, &clusters, &n_clusters, ei)) < 0 ||
-        (rc = all_rows(r, &model_gpu_classes, false, &classes, &n_classes, ei)) < 0 ||
-        (rc = all_rows(r, &model_allocations, true, &allocs, &n_allocs, ei)) < 0)
+    if ((rc = req_list_all(r, &model_gpus, false, &gpus, &n_gpus, ei)) < 0 ||
+        (rc = req_list_all(r, &model_nodes, false, &nodes, &n_nodes, ei)) < 0 ||
+        (rc = req_list_all(r, &model_clusters, false, &clusters, &n_clusters, ei)) < 0 ||
+        (rc = req_list_all(r, &model_gpu_classes, false, &classes, &n_classes, ei)) < 0 ||
+        (rc = req_list_all(r, &model_allocations, true, &allocs, &n_allocs, ei)) < 0)
         return rc;
     counts = arena_calloc(&r->arena, n_gpus + 1, sizeof(*counts));
     for (size_t i = 0; i < n_gpus; i++) {

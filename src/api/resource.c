@@ -265,6 +265,36 @@ int resource_audit(struct req *r, struct store_conn *db, const char *action,
 
 /* ---- output ---- */
 
+int req_list_all(struct req *r, const struct resource_def *def, bool open_only,
+                 struct row **ret, size_t *ret_n, struct error_info *ei)
+{
+    struct store_filter f;
+    struct row *all = NULL, *rows;
+    size_t n = 0, got;
+    int rc;
+
+    store_filter_init(&f);
+    f.limit = 10000;
+    if (open_only)
+        store_filter_eq_null(&f, model_field_index(def, "ended_ms"));
+    do {
+        if ((rc = store_list(req_db(r), def, &f, &r->arena, &rows, &got, ei)) < 0)
+            return rc;
+        if (got) {
+            struct row *grown = arena_calloc(&r->arena, n + got, sizeof(*grown));
+            if (n)
+                memcpy(grown, all, n * sizeof(*grown));
+            memcpy(grown + n, rows, got * sizeof(*rows));
+            all = grown;
+            n += got;
+            f.after_id = model_row_id(&rows[got - 1]);
+        }
+    } while (got == (size_t)f.limit);
+    *ret = all;
+    *ret_n = n;
+    return 0;
+}
+
 json_t *resource_encode(struct req *r, const struct resource_def *def, const struct row *row)
 {
     json_t *j = model_encode(def, row);

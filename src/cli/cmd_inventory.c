@@ -168,27 +168,23 @@ static int render_history(json_t *ans, struct buf *out)
     return rc;
 }
 
-static int do_history(int argc, char **argv)
+/*
+ * Takes --KEY VALUE for each of keys (into values) and the global flags from
+ * argv[i..]; help() on -h. Returns 0 when all were taken, 1 after help, or
+ * the usage error.
+ */
+static int take_flags(int argc, char **argv, int i, const char *const *keys, const char **values,
+                      size_t n_keys, void (*help)(void))
 {
-    static const char *const keys[] = {"gpu", "node", "pool", "workload", "project", "from", "to"};
-    const char *values[ARRAY_SIZE(keys)] = {0};
-    struct client c;
-    struct buf path, out;
-    json_t *ans = NULL;
-    int i = 2, rc;
-
+    int rc;
     while (i < argc) {
         char flag[32];
         bool taken = false;
         if (cli_is_help(argv[i])) {
-            printf("usage: gpuaas inventory history (--gpu UUID[,UUID] | --node N | --pool P |\n"
-                   "                                 --workload ID | --project ID)\n"
-                   "                                [--from RFC3339] [--to RFC3339]\n\n"
-                   "GPU activity, memory and power over time (default: the last hour; a\n"
-                   "workload: its runs) and efficiency, busy / allocated time.\n");
-            return CLI_OK;
+            help();
+            return 1;
         }
-        for (size_t k = 0; k < ARRAY_SIZE(keys) && !taken; k++) {
+        for (size_t k = 0; k < n_keys && !taken; k++) {
             snprintf(flag, sizeof(flag), "--%s", keys[k]);
             rc = cli_take_value_flag("inventory", argc, argv, &i, flag, NULL, &values[k]);
             if (rc < 0 || rc > 1)
@@ -203,16 +199,46 @@ static int do_history(int argc, char **argv)
         if (rc != 1)
             return rc;
     }
-    buf_init(&path, 4096);
-    buf_puts(&path, "/v1/inventory/history");
-    for (size_t k = 0; k < ARRAY_SIZE(keys); k++) {
+    return 0;
+}
+
+/* base?key=value&... for the values given, escaped. */
+static void query_path(struct buf *path, const char *base, const char *const *keys,
+                       const char **values, size_t n_keys)
+{
+    buf_init(path, 4096);
+    buf_puts(path, base);
+    for (size_t k = 0; k < n_keys; k++) {
         char *esc;
         if (!values[k])
             continue;
         esc = client_escape(values[k]);
-        buf_printf(&path, "%c%s=%s", strchr(path.data, '?') ? '&' : '?', keys[k], esc);
+        buf_printf(path, "%c%s=%s", strchr(path->data, '?') ? '&' : '?', keys[k], esc);
         free(esc);
     }
+}
+
+static void history_help(void)
+{
+    printf("usage: gpuaas inventory history (--gpu UUID[,UUID] | --node N | --pool P |\n"
+           "                                 --workload ID | --project ID)\n"
+           "                                [--from RFC3339] [--to RFC3339]\n\n"
+           "GPU activity, memory and power over time (default: the last hour; a\n"
+           "workload: its runs) and efficiency, busy / allocated time.\n");
+}
+
+static int do_history(int argc, char **argv)
+{
+    static const char *const keys[] = {"gpu", "node", "pool", "workload", "project", "from", "to"};
+    const char *values[ARRAY_SIZE(keys)] = {0};
+    struct client c;
+    struct buf path, out;
+    json_t *ans = NULL;
+    int rc = take_flags(argc, argv, 2, keys, values, ARRAY_SIZE(keys), history_help);
+
+    if (rc != 0)
+        return rc == 1 ? CLI_OK : rc;
+    query_path(&path, "/v1/inventory/history", keys, values, ARRAY_SIZE(keys));
     if (client_open(&c) < 0 || client_request(&c, "GET", path.data, NULL, &ans) < 0) {
         rc = client_report(&c);
     } else {
@@ -252,38 +278,11 @@ int cmd_inventory(int argc, char **argv)
         export = true;
         i++;
     }
-    while (i < argc) {
-        char flag[32];
-        bool taken = false;
-        if (cli_is_help(argv[i])) {
-            inventory_help();
-            return CLI_OK;
-        }
-        for (size_t k = 0; k < ARRAY_SIZE(filters) && !taken; k++) {
-            snprintf(flag, sizeof(flag), "--%s", filters[k]);
-            rc = cli_take_value_flag("inventory", argc, argv, &i, flag, NULL, &values[k]);
-            if (rc < 0 || rc > 1)
-                return rc;
-            taken = rc == 1;
-        }
-        if (taken)
-            continue;
-        rc = cli_take_global_flag("inventory", argc, argv, &i);
-        if (rc == 0)
-            return cli_usage_error("inventory", "unexpected argument '%s'", argv[i]);
-        if (rc != 1)
-            return rc;
-    }
-    buf_init(&path, 4096);
-    buf_puts(&path, export ? "/v1/inventory/export" : "/v1/inventory");
-    for (size_t k = 0; k < ARRAY_SIZE(filters); k++) {
-        char *esc;
-        if (!values[k])
-            continue;
-        esc = client_escape(values[k]);
-        buf_printf(&path, "%c%s=%s", strchr(path.data, '?') ? '&' : '?', filters[k], esc);
-        free(esc);
-    }
+    rc = take_flags(argc, argv, i, filters, values, ARRAY_SIZE(filters), inventory_help);
+    if (rc != 0)
+        return rc == 1 ? CLI_OK : rc;
+    query_path(&path, export ? "/v1/inventory/export" : "/v1/inventory", filters, values,
+               ARRAY_SIZE(filters));
     if (export) {
         struct client c;
         struct buf body = {0};
