@@ -10,6 +10,7 @@ PACKAGES=(
   libsodium-dev libcmocka-dev
   clang libclang-rt-14-dev
   postgresql wrk sqlite3 jq
+  slurm-wlm
 )
 
 missing=()
