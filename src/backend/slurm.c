@@ -1446,14 +1446,10 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
                                   struct error_info *ei)
 {
     struct slurm *s;
+    char *log_dir;
 
     if (!opt || !opt->log_dir || !opt->log_dir[0]) {
         errinfo_set(ei, ERR_INVALID, "log_dir", "the slurm backend needs a log directory");
-        return NULL;
-    }
-    if (opt->log_dir[0] != '/') {
-        errinfo_set(ei, ERR_INVALID, "log_dir",
-                    "the slurm backend needs an absolute log directory, not '%s'", opt->log_dir);
         return NULL;
     }
     if (mkdir(opt->log_dir, 0700) < 0 && errno != EEXIST) {
@@ -1461,18 +1457,31 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
                     strerror(errno));
         return NULL;
     }
+    /* Slurm's nodes write the logs and sbatch runs elsewhere: the path must be absolute. */
+    if (opt->log_dir[0] == '/') {
+        log_dir = xstrdup(opt->log_dir);
+    } else {
+        char cwd[4096];
+        if (!getcwd(cwd, sizeof(cwd))) {
+            errinfo_set(ei, ERR_IO, "log_dir", "could not resolve log directory '%s': %s",
+                        opt->log_dir, strerror(errno));
+            return NULL;
+        }
+        log_dir = xasprintf("%s/%s", cwd, opt->log_dir);
+    }
     s = xcalloc(1, sizeof(*s));
+    s->b = (struct backend){.ops = &slurm_ops, .cluster_id = cluster_id, .impl = s};
     for (size_t i = 0; i < N_TOOLS; i++) {
         s->tools[i] = find_tool(opt->bin_dir, tool_names[i]);
         if (!s->tools[i]) {
             errinfo_set(ei, ERR_UNAVAILABLE, "bin_dir", "slurm's '%s' was not found in '%s'",
                         tool_names[i], opt->bin_dir && opt->bin_dir[0] ? opt->bin_dir : "PATH");
             slurm_free(&s->b);
+            free(log_dir);
             return NULL;
         }
     }
-    s->b = (struct backend){.ops = &slurm_ops, .cluster_id = cluster_id, .impl = s};
-    s->log_dir = xstrdup(opt->log_dir);
+    s->log_dir = log_dir;
     s->partition = dup_or_null(opt->partition);
     s->jobcomp_path = dup_or_null(opt->jobcomp_path);
     s->env = env_build(opt->conf);

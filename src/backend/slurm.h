@@ -20,7 +20,8 @@ struct slurm_options {
      * Where per-workload files go, created 0700: <id>.log (the job's output,
      * appended), <id>.slurm (state: the Slurm job id, for adopt) and
      * <id>.sbatch (the batch script). Slurm's nodes write the log, so on a
-     * real cluster it is on a file system they share with the daemon.
+     * real cluster it is on a file system they share with the daemon. A
+     * relative path is taken from the daemon's working directory.
      */
     const char *log_dir;
     /* slurm.conf for the tools (SLURM_CONF); NULL or "": the daemon's SLURM_CONF, else theirs. */
