@@ -58,6 +58,7 @@ struct sjob {
     int64_t kill_at_ms;      /* SIGKILL due, NEVER when none pending */
     enum backend_end reason; /* 0 while nobody asked it to end, STOPPED or TIMEOUT */
     bool lost;               /* adopt found nothing: report LOST at lost_at_ms */
+    bool searching;          /* adopted without a state file: look for its job by name */
     int64_t lost_at_ms;
     bool running;     /* Slurm said RUNNING (so a signal reaches it) */
     bool gres_stored; /* the state file has what Slurm assigned */
@@ -721,7 +722,12 @@ static int slurm_adopt(struct backend *b, const struct backend_launch *l, int64_
     w->deadline_ms = NEVER;
     job_id = state_read(s, l->workload_id);
     if (job_id < 0) {
-        w->lost = true; /* never submitted, or its state file is gone: nothing to follow */
+        /*
+         * Never submitted, or the daemon died between sbatch's answer and
+         * the state file: the next query looks for a job by its name, and
+         * reports the work lost (at this time) when there is none.
+         */
+        w->searching = true;
         w->lost_at_ms = now_ms;
     } else {
         w->job_id = job_id;
@@ -750,6 +756,8 @@ static void signal_job(struct slurm *s, struct sjob *w, int sig)
     size_t n = 0;
     bool cancel = !w->running;
 
+    if (w->job_id <= 0)
+        return; /* adopted, its job not found yet: the search decides */
     snprintf(num, sizeof(num), "%" PRId64, w->job_id);
     if (!cancel) {
         args[n++] = sig == SIGKILL ? "--batch" : "--full";
@@ -1021,6 +1029,31 @@ static void jobcomp_lookup(struct slurm *s, struct sjob *const *missing, size_t 
     fclose(f);
 }
 
+/* Adopted work without a state file: its newest job named gpuaas-<id>, or lost. */
+static void search_by_name(struct slurm *s, struct sjob *w, json_t *jobs)
+{
+    char name[64];
+    int64_t best = -1;
+    size_t i;
+    json_t *j;
+
+    snprintf(name, sizeof(name), "gpuaas-%" PRId64, w->id);
+    json_array_foreach(jobs, i, j)
+    {
+        int64_t id = json_int(j, "job_id");
+        if (id > best && strcmp(json_str(j, "name"), name) == 0)
+            best = id;
+    }
+    w->searching = false;
+    if (best <= 0) {
+        w->lost = true; /* reported by this poll, at the adopt's time */
+        return;
+    }
+    w->job_id = best;
+    w->info.job_id = best;
+    state_write(s, w); /* best effort: found again next time by name anyway */
+}
+
 /*
  * Asks squeue about every job, updates what is known and finds the ends.
  * Returns 0, or < 0 when Slurm could not be asked (nothing is concluded).
@@ -1051,6 +1084,10 @@ static int query(struct slurm *s, int64_t now_ms)
         return ERR_UNAVAILABLE;
     }
 
+    for (i = 0; i < s->n_work; i++) {
+        if (s->work[i]->searching)
+            search_by_name(s, s->work[i], jobs);
+    }
     sorted = xcalloc(s->n_work + 1, sizeof(*sorted));
     for (i = 0; i < s->n_work; i++) {
         if (!s->work[i]->lost && s->work[i]->job_id > 0)
@@ -1131,16 +1168,25 @@ static int query(struct slurm *s, int64_t now_ms)
     return 0;
 }
 
-/* Reports adopted work found lost, sends kills and max-runtime signals that are due. */
+/* Reports adopted work found lost. */
+static void report_lost(struct slurm *s)
+{
+    size_t i = 0;
+    while (i < s->n_work) {
+        struct sjob *w = s->work[i];
+        if (w->lost)
+            report(s, i, BACKEND_LOST, w->lost_at_ms, UNKNOWN_EXIT);
+        else
+            i++;
+    }
+}
+
+/* Sends kills and max-runtime signals that are due. */
 static void chores(struct slurm *s, int64_t now_ms)
 {
     size_t i = 0;
     while (i < s->n_work) {
         struct sjob *w = s->work[i];
-        if (w->lost) {
-            report(s, i, BACKEND_LOST, w->lost_at_ms, UNKNOWN_EXIT);
-            continue;
-        }
         if (!w->reason && w->deadline_ms <= now_ms) {
             w->reason = BACKEND_TIMEOUT;
             signal_job(s, w, SIGTERM);
@@ -1167,6 +1213,7 @@ static size_t slurm_poll(struct backend *b, int64_t now_ms, struct backend_event
         query(s, now_ms);
         s->next_query_ms = add_ms(now_ms, s->poll_interval_ms);
     }
+    report_lost(s);
     /* Oldest first (lost work found by adopt and ends Slurm dated earlier come together). */
     for (size_t i = 1; i < s->n_done; i++) {
         struct backend_event ev = s->done[i];

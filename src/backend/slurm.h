@@ -71,7 +71,9 @@ struct slurm_options {
  *    Slurm no longer lists is looked up in jobcomp_path, else LOST at now.
  *  - adopt: reads <log_dir>/<id>.slurm and follows that job again (checking
  *    its name is gpuaas-<id>); a job that ended meanwhile is reported with
- *    Slurm's real end time; no state file: LOST at the adopt's now_ms.
+ *    Slurm's real end time; without a state file the newest job named
+ *    gpuaas-<id> is followed, and when there is none it is LOST at the
+ *    adopt's now_ms.
  *  - free: cancels nothing (work outlives the daemon).
  */
 /* A Slurm cluster. NULL with ei on error (log_dir not creatable, tools not found). */

@@ -398,7 +398,7 @@ static void test_adopt(void **state)
     struct error_info ei = {0};
     struct slurm_job_info info;
     struct backend_event ev;
-    int64_t t0 = now_ms(), ended_seen, adopt_at;
+    int64_t t0 = now_ms(), ended_seen, adopt_at, job_501;
     (void)state;
 
     snprintf(hold, sizeof(hold), "%s/hold-501", g_dir);
@@ -410,7 +410,7 @@ static void test_adopt(void **state)
     unknown = work(503, "true", &r, 1, -1);
     launch_ok(b, &running, t0);
     launch_ok(b, &ended, t0);
-    wait_running(b, 501);
+    job_501 = wait_running(b, 501).job_id;
     wait_running(b, 502);
     b->ops->free(b); /* the daemon goes away; its jobs run on */
 
@@ -439,6 +439,20 @@ static void test_adopt(void **state)
 
     info = wait_running(b2, 501);
     assert_string_equal(info.nodes, "node1");
+
+    /*
+     * A daemon that died between sbatch's answer and the state file: the
+     * job is found again by its name (gpuaas-<id>).
+     */
+    b2->ops->free(b2);
+    snprintf(run_cmd, sizeof(run_cmd), "%s/501.slurm", g_logs);
+    assert_int_equal(unlink(run_cmd), 0);
+    b2 = slurm(0);
+    adopt_at = now_ms();
+    assert_int_equal(b2->ops->adopt(b2, &running, t0, adopt_at, &ei), 0);
+    info = wait_running(b2, 501);
+    assert_int_equal(info.job_id, job_501);
+    assert_true(file_exists(501, "slurm")); /* written again */
     touch(hold);
     ev = wait_end(b2, 501);
     assert_int_equal(ev.how, BACKEND_EXITED);
