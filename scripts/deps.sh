@@ -12,6 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   postgresql wrk sqlite3 jq
   chromium nodejs
+  slurm-wlm
 )
 # Some nodejs builds bring npm themselves and conflict with Debian's npm package.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)

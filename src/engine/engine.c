@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "backend/backend.h"
+#include "backend/slurm.h"
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -385,8 +386,18 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
                 log_warn("local cluster runs work without cgroup limits", "cluster",
                          get_s(&model_clusters, &rows[i], "name"), "why",
                          e->opt.cgroup_root ? "cgroup root not usable" : "no cgroup root set");
+        } else if (strcmp(kind, "slurm") == 0) {
+            /* The cluster's endpoint is the slurm.conf its tools read ("": their default). */
+            struct slurm_options so = {.log_dir = e->opt.log_dir ? e->opt.log_dir : "gpuaas-logs",
+                                       .conf = get_s(&model_clusters, &rows[i], "endpoint"),
+                                       .timeout_grace_ms = e->opt.default_grace_ms};
+            struct error_info sei = {0};
+            b = backend_slurm_new(id, &so, &sei);
+            if (!b)
+                log_error("could not start the slurm backend", "cluster",
+                          get_s(&model_clusters, &rows[i], "name"), "error", sei.message);
         }
-        /* slurm and kubernetes backends are not built yet: their nodes take no work. */
+        /* kubernetes backends are not built yet: their nodes take no work. */
         if (b) {
             struct cluster_backend *cb = APPEND(e->backends, e->n_backends, e->cap_backends);
             cb->cluster_id = id;

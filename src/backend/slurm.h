@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * slurm.h: the backend that runs placed work on a real Slurm cluster (issue
+ * 8, docs/slurm-backend.md), through Slurm's own command-line tools (sbatch,
+ * squeue, scancel, sinfo). Implements struct backend_ops of backend.h, and
+ * adds node discovery from Slurm's node records for the engine to refresh
+ * nodes and GPUs from.
+ */
+#ifndef GPUAAS_BACKEND_SLURM_H
+#define GPUAAS_BACKEND_SLURM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+struct slurm_options {
+    /*
+     * Where per-workload files go, created 0700: <id>.log (the job's output,
+     * appended), <id>.slurm (state: the Slurm job id, for adopt) and
+     * <id>.sbatch (the batch script). Slurm's nodes write the log, so on a
+     * real cluster it is on a file system they share with the daemon. A
+     * relative path is taken from the daemon's working directory.
+     */
+    const char *log_dir;
+    /* slurm.conf for the tools (SLURM_CONF); NULL or "": the daemon's SLURM_CONF, else theirs. */
+    const char *conf;
+    /* Where sbatch, squeue, scancel and sinfo are; NULL or "": searched in PATH at creation. */
+    const char *bin_dir;
+    /* Partition to submit to; NULL or "": the cluster's default. */
+    const char *partition;
+    /*
+     * jobcomp/filetxt file (JobCompLoc) to learn how jobs ended that Slurm
+     * has already forgotten (older than MinJobAge), e.g. after a long
+     * daemon outage; NULL or "": none (such jobs are reported LOST).
+     */
+    const char *jobcomp_path;
+    /* Least time between two squeue runs; <= 0: 500 ms. */
+    int64_t poll_interval_ms;
+    /* Longest any one tool may run before it is killed; <= 0: 10 s. */
+    int64_t command_timeout_ms;
+    /* Between SIGTERM and SIGKILL when work reaches its max runtime; < 0 counts as 0. */
+    int64_t timeout_grace_ms;
+};
+
+/*
+ * The Slurm backend's rules (src/backend/slurm.c, docs/slurm-backend.md):
+ *  - launch: one batch job per workload, `sbatch --parsable --no-requeue
+ *    --job-name=gpuaas-<id> --nodelist=<its nodes> --gres=gpu:<n> ...`, its
+ *    output appended to <log_dir>/<id>.log; the command runs as `/bin/sh -c`
+ *    with the CUDA_VISIBLE_DEVICES Slurm sets (NVIDIA_VISIBLE_DEVICES made
+ *    equal to it), GPUAAS_WORKLOAD_ID and GPUAAS_REPLICA. Replicas must be
+ *    on distinct nodes with the same number of devices (one srun task per
+ *    node). The job id goes to <log_dir>/<id>.slurm before launch returns.
+ *    ERR_INVALID: the shape (see backend_check_launch), an empty command, an
+ *    image, a node name Slurm cannot take, an unsupported replica layout;
+ *    ERR_CONFLICT: the id is still known; ERR_UNAVAILABLE: sbatch failed or
+ *    timed out; ERR_IO: the state or script file.
+ *  - stop: a job Slurm runs gets SIGTERM (`scancel --full --signal=TERM`),
+ *    one not yet running is cancelled; at now + grace the first poll() at or
+ *    after it sends SIGKILL (`scancel --full --signal=KILL`, or a plain
+ *    cancel). Unknown or ended work: a no-op. Returns 0.
+ *  - poll: runs squeue at most every poll_interval_ms (and sends kills and
+ *    max-runtime signals that have come due: max runtime counts from the
+ *    start Slurm reports, Slurm's --time is a backstop minutes later); a job in a final state is
+ *    reported once, at Slurm's end time (clamped to [launch, now]): STOPPED
+ *    after stop(), TIMEOUT after its max runtime (or Slurm's time limit),
+ *    EXITED otherwise; exit_code from Slurm's wait status (negative: the
+ *    signal), -1 when Slurm has none for a job that did not complete. A job
+ *    Slurm no longer lists is looked up in jobcomp_path, else LOST at now.
+ *  - adopt: reads <log_dir>/<id>.slurm and follows that job again (checking
+ *    its name is gpuaas-<id>); a job that ended meanwhile is reported with
+ *    Slurm's real end time; without a state file the newest job named
+ *    gpuaas-<id> is followed, and when there is none it is LOST at the
+ *    adopt's now_ms.
+ *  - free: cancels nothing (work outlives the daemon).
+ */
+/* A Slurm cluster. NULL with ei on error (log_dir not creatable, tools not found). */
+struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options *opt,
+                                  struct error_info *ei);
+
+/* What the backend last learnt from Slurm about a workload's job. */
+struct slurm_job_info {
+    int64_t job_id;
+    char state[32];   /* Slurm's job_state: PENDING, RUNNING, COMPLETED, ...; "" until seen */
+    char nodes[256];  /* Slurm's node list */
+    char gres[256];   /* GPUs Slurm assigned while it ran, e.g. gpu:h100:2(IDX:0-1) */
+    int64_t start_ms; /* 0 until it started */
+};
+/* Fills ret for a workload the backend knows; ERR_NOT_FOUND otherwise. b must be slurm. */
+int backend_slurm_job(struct backend *b, int64_t workload_id, struct slurm_job_info *ret);
+
+/* One node as Slurm describes it. */
+struct slurm_node {
+    char *name;
+    char *state;  /* gpuaas' node state: "ready", "drain" or "down" */
+    char *reason; /* why drained or down, "" when none */
+    int64_t cpu_milli;
+    int64_t mem_mib;
+    char *gpu_type; /* GRES type of its GPUs, e.g. "h100"; "" when untyped */
+    int32_t n_gpus;
+    int32_t n_gpus_used;
+};
+
+/*
+ * Nodes and GPUs from Slurm's node records (`sinfo --json`), for the engine
+ * to refresh the store on a schedule. *ret (caller frees with
+ * slurm_nodes_free) holds *ret_n nodes in Slurm's order. ERR_UNAVAILABLE:
+ * sinfo failed; ERR_INVALID: its output is not what Slurm 22.05 writes.
+ */
+int backend_slurm_nodes(struct backend *b, struct slurm_node **ret, size_t *ret_n,
+                        struct error_info *ei);
+/* Parses the JSON `sinfo --json` writes (pure; for tests). As backend_slurm_nodes. */
+int slurm_parse_nodes(const char *json, size_t len, struct slurm_node **ret, size_t *ret_n,
+                      struct error_info *ei);
+void slurm_nodes_free(struct slurm_node *nodes, size_t n);
+
+#endif

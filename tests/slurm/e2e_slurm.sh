@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The slurm backend end to end, through the daemon and the CLI, against the
+# real Slurm that with-slurm.sh stood up (SLURM_CONF): a cluster whose
+# endpoint is that slurm.conf, two of its nodes declared with their GPUs;
+# work runs as Slurm jobs that see the devices Slurm gave them, writes logs
+# readable through the CLI, reports its exit code, is cancelled with a grace
+# period, and survives a daemon killed and restarted in the middle (running
+# work re-adopted; work that ended meanwhile closed at its real end).
+. "${GPUAAS_SOURCE_DIR:?}/tests/e2e/lib.sh"
+: "${SLURM_CONF:?run through tests/slurm/with-slurm.sh}"
+
+start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s 1
+g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
+"${g[@]}" cluster create sl --backend slurm --endpoint "$SLURM_CONF" >/dev/null
+"${g[@]}" gpu-class create h100 >/dev/null
+for n in node1 node2; do
+  "${g[@]}" node create "$n" --cluster sl --cpu-milli 8000 --memory-mib 65536 >/dev/null
+  for i in 0 1 2 3 4 5 6 7; do
+    "${g[@]}" gpu create --node "$n" --index "$i" --gpu-class h100 >/dev/null
+  done
+done
+"${g[@]}" flavor create h100.2x --gpu-class h100 --gpu-milli 2000 --vcpus 1 --memory-mib 256 >/dev/null
+"${g[@]}" flavor create h100.1x --gpu-class h100 --gpu-milli 1000 --vcpus 1 --memory-mib 256 >/dev/null
+"${g[@]}" org create acme >/dev/null
+"${g[@]}" project create ml --org acme >/dev/null
+"${g[@]}" quota create --project ml --gpu-class h100 --limit-milli 16000 >/dev/null
+
+w=$("${g[@]}" -o json run --project ml --flavor h100.2x -- sh -c \
+  'echo "devices=$CUDA_VISIBLE_DEVICES nvidia=$NVIDIA_VISIBLE_DEVICES"; echo oops >&2; exit 3' | jq -r .id)
+wait_state "$w" failed 30
+api GET "/v1/workloads/$w" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .exit_code <<<"$BODY")" 3 "exit code"
+logs=$("${g[@]}" logs "$w")
+expect_contains "$logs" "devices=0,1 nvidia=0,1" "the job saw the devices Slurm gave it"
+expect_contains "$logs" "oops" "stderr captured"
+
+# Cancel: SIGTERM to the job, SIGKILL to what ignores it after the 1 s grace.
+stuck=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "trap 'echo term' TERM; echo started; while :; do sleep 0.05; done" | jq -r .id)
+wait_state "$stuck" running 30
+for _ in $(seq 100); do
+  grep -q started "$TMP/logs/$stuck.log" 2>/dev/null && break
+  sleep 0.1
+done
+"${g[@]}" cancel "$stuck" >/dev/null
+wait_state "$stuck" cancelled 30
+api GET "/v1/workloads/$stuck" "$ADMIN_TOKEN"
+# (The CLI's command runs under a shell that does not trap SIGTERM: the job
+# ends by that signal or, where the shell execs it, by the SIGKILL.)
+[ "$(jq -r .exit_code <<<"$BODY")" -lt 0 ] || fail "cancelled work should end by a signal: $BODY"
+expect_contains "$("${g[@]}" logs "$stuck")" "term" "the job got SIGTERM first"
+
+# Restart in the middle: one job ends while the daemon is down, one runs on.
+hold=$TMP/hold
+short=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "sleep 1; touch $TMP/short-done; exit 4" | jq -r .id)
+long=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "while [ ! -e $hold ]; do sleep 0.05; done" | jq -r .id)
+wait_state "$short" running 30
+wait_state "$long" running 30
+kill_daemon
+for _ in $(seq 100); do
+  [ -e "$TMP/short-done" ] && break
+  sleep 0.1
+done
+[ -e "$TMP/short-done" ] || fail "the short job did not end while the daemon was down"
+ended=$(date +%s)
+sleep 2
+start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s 1
+wait_state "$short" failed 30
+api GET "/v1/workloads/$short" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .exit_code <<<"$BODY")" 4 "exit code of work that ended while down"
+end_s=$(date -d "$(jq -r .finished_at <<<"$BODY")" +%s)
+[ $((end_s - ended)) -le 1 ] && [ $((ended - end_s)) -le 2 ] ||
+  fail "finished_at $(jq -r .finished_at <<<"$BODY") is not when the job ended ($ended)"
+[ "$(state_of "$long")" = running ] || fail "the long job should still run, is $(state_of "$long")"
+touch "$hold"
+wait_state "$long" succeeded 30
+stop_daemon
+echo "slurm e2e: ok"

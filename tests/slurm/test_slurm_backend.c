@@ -1,0 +1,612 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Tests of the slurm backend (src/backend/slurm.c) against a real Slurm
+ * (Debian's slurm-wlm 22.05) that with-slurm.sh stands up on 127.0.0.1: four
+ * nodes with 8 fake h100 GPUs each. Nothing is mocked: jobs are submitted
+ * with sbatch, run by slurmd, observed with squeue and signalled with
+ * scancel. Each test uses nodes of its own so that Slurm's GPU indices are
+ * predictable. Time is the wall clock, passed as now_ms; every wait gives up
+ * after WAIT_LIMIT_MS.
+ */
+#include "base/common.h"
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "backend/backend.h"
+#include "backend/slurm.h"
+#include "base/alloc.h"
+
+#define WAIT_LIMIT_MS 30000
+#define MAX_SEEN 64
+
+static char g_dir[256];  /* the test cluster's directory (SLURM_TEST_DIR) */
+static char g_logs[300]; /* the backend's log_dir, inside it */
+static char g_conf[300];
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void nap(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+static struct backend *slurm(int64_t timeout_grace_ms)
+{
+    struct slurm_options o = {.log_dir = g_logs,
+                              .conf = g_conf,
+                              .poll_interval_ms = 100,
+                              .command_timeout_ms = 10000,
+                              .timeout_grace_ms = timeout_grace_ms};
+    struct error_info ei = {0};
+    struct backend *b = backend_slurm_new(7, &o, &ei);
+    if (!b)
+        fail_msg("backend_slurm_new: %s", ei.message);
+    assert_string_equal(b->ops->name, "slurm");
+    assert_int_equal(b->cluster_id, 7);
+    return b;
+}
+
+static struct backend_device gpus[8];
+
+static struct backend_replica on(const char *node, size_t n_gpus, int32_t replica)
+{
+    return (struct backend_replica){
+        .replica = replica, .node_id = 1, .node_name = node, .devices = gpus, .n_devices = n_gpus};
+}
+
+static struct backend_launch work(int64_t id, const char *command,
+                                  const struct backend_replica *reps, size_t n_reps,
+                                  int64_t max_runtime_ms)
+{
+    return (struct backend_launch){.workload_id = id,
+                                   .project_id = 1,
+                                   .command = command,
+                                   .image = "",
+                                   .cpu_milli = 1000,
+                                   .mem_mib = 256,
+                                   .duration_ms = -1,
+                                   .max_runtime_ms = max_runtime_ms,
+                                   .replicas = reps,
+                                   .n_replicas = n_reps};
+}
+
+static void launch_ok(struct backend *b, const struct backend_launch *l, int64_t now)
+{
+    struct error_info ei = {0};
+    if (b->ops->launch(b, l, now, &ei) < 0)
+        fail_msg("launch %" PRId64 ": %s", l->workload_id, ei.message);
+}
+
+/* Events polled but not yet asked for, so that tests may wait for them in any order. */
+static struct backend_event g_seen[MAX_SEEN];
+static size_t g_n_seen;
+
+/* Polls until the workload's end is reported; fails after WAIT_LIMIT_MS. */
+static struct backend_event wait_end(struct backend *b, int64_t id)
+{
+    int64_t t0 = now_ms(), give_up = t0 + WAIT_LIMIT_MS;
+    for (;;) {
+        struct backend_event evs[16];
+        int64_t now = now_ms();
+        size_t n = b->ops->poll(b, now, evs, ARRAY_SIZE(evs));
+        for (size_t i = 0; i < n; i++) {
+            assert_true(evs[i].at_ms <= now);
+            assert_true(i == 0 || evs[i - 1].at_ms <= evs[i].at_ms);
+            assert_true(g_n_seen < MAX_SEEN);
+            g_seen[g_n_seen++] = evs[i];
+        }
+        for (size_t i = 0; i < g_n_seen; i++) {
+            if (g_seen[i].workload_id == id) {
+                struct backend_event ev = g_seen[i];
+                memmove(&g_seen[i], &g_seen[i + 1], (g_n_seen - i - 1) * sizeof(*g_seen));
+                g_n_seen--;
+                print_message("workload %" PRId64 " ended (how %d, exit %d) after %" PRId64
+                              " ms of waiting\n",
+                              id, ev.how, ev.exit_code, now_ms() - t0);
+                return ev;
+            }
+        }
+        if (now > give_up)
+            fail_msg("workload %" PRId64 " did not end within %d ms", id, WAIT_LIMIT_MS);
+        nap(20);
+    }
+}
+
+/* Polls until Slurm runs the workload's job; returns the job as last seen. */
+static struct slurm_job_info wait_running(struct backend *b, int64_t id)
+{
+    int64_t t0 = now_ms(), give_up = t0 + WAIT_LIMIT_MS;
+    for (;;) {
+        struct backend_event evs[16];
+        struct slurm_job_info info;
+        size_t n = b->ops->poll(b, now_ms(), evs, ARRAY_SIZE(evs));
+        for (size_t i = 0; i < n; i++) {
+            assert_true(g_n_seen < MAX_SEEN);
+            g_seen[g_n_seen++] = evs[i];
+        }
+        assert_int_equal(backend_slurm_job(b, id, &info), 0);
+        if (strcmp(info.state, "RUNNING") == 0) {
+            print_message("workload %" PRId64 " running after %" PRId64 " ms of waiting\n", id,
+                          now_ms() - t0);
+            return info;
+        }
+        if (now_ms() > give_up)
+            fail_msg("workload %" PRId64 " not running within %d ms (state '%s')", id,
+                     WAIT_LIMIT_MS, info.state);
+        nap(20);
+    }
+}
+
+/* Waits until a file exists (a job's sign of life); fails after WAIT_LIMIT_MS. */
+static void wait_file(const char *path)
+{
+    int64_t give_up = now_ms() + WAIT_LIMIT_MS;
+    while (access(path, F_OK) != 0) {
+        if (now_ms() > give_up)
+            fail_msg("'%s' did not appear within %d ms", path, WAIT_LIMIT_MS);
+        nap(20);
+    }
+}
+
+/* The workload's log file, NUL-terminated (caller frees). */
+static char *read_log(int64_t id)
+{
+    char path[400], *buf = xcalloc(1, 65536);
+    int fd;
+    ssize_t n;
+    snprintf(path, sizeof(path), "%s/%" PRId64 ".log", g_logs, id);
+    fd = open(path, O_RDONLY);
+    if (fd < 0)
+        fail_msg("no log file '%s'", path);
+    n = read(fd, buf, 65535);
+    close(fd);
+    assert_true(n >= 0);
+    return buf;
+}
+
+/* Whether the backend keeps <log_dir>/<id>.<ext>. */
+static bool file_exists(int64_t id, const char *ext)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/%" PRId64 ".%s", g_logs, id, ext);
+    return access(path, F_OK) == 0;
+}
+
+/* Runs a shell command (a Slurm admin command in these tests); fails unless it exits 0. */
+static void sh(const char *cmd)
+{
+    int rc = system(cmd);
+    if (rc != 0)
+        fail_msg("'%s' failed (%d)", cmd, rc);
+}
+
+/* Creates an empty file (what a job waits for). */
+static void touch(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT, 0644);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+/* ---- tests ---- */
+
+/* A job on a chosen node with 2 GPUs runs, sees Slurm's devices, and exits with its code. */
+static void test_launch_exit_code(void **state)
+{
+    struct backend *b = slurm(0);
+    struct backend_replica r = on("node1", 2, 0);
+    struct backend_launch l = work(101,
+                                   "echo \"cvd=$CUDA_VISIBLE_DEVICES nvd=$NVIDIA_VISIBLE_DEVICES"
+                                   " wid=$GPUAAS_WORKLOAD_ID rep=$GPUAAS_REPLICA"
+                                   " node=$SLURMD_NODENAME\"; echo 'quote'\\''s ok'; exit 3",
+                                   &r, 1, -1);
+    struct backend_event ev;
+    int64_t t0 = now_ms(), t1;
+    char *log;
+    (void)state;
+
+    launch_ok(b, &l, t0);
+    assert_true(file_exists(101, "slurm"));
+    ev = wait_end(b, 101);
+    t1 = now_ms();
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 3);
+    assert_true(ev.at_ms >= t0 && ev.at_ms <= t1);
+    log = read_log(101);
+    assert_non_null(strstr(log, "cvd=0,1 nvd=0,1 wid=101 rep=0 node=node1\n"));
+    assert_non_null(strstr(log, "quote's ok\n"));
+    free(log);
+    /* Reported once and forgotten: the state and script files are gone. */
+    assert_false(file_exists(101, "slurm"));
+    assert_false(file_exists(101, "sbatch"));
+    assert_int_equal(backend_slurm_job(b, 101, &(struct slurm_job_info){0}), ERR_NOT_FOUND);
+    b->ops->free(b);
+}
+
+/*
+ * CUDA_VISIBLE_DEVICES is what Slurm assigned: the next job on a node whose
+ * GPUs 0-1 are taken gets 2,3,4, and the backend records it. Also measures
+ * submit -> running as this backend sees it.
+ */
+static void test_devices_from_slurm(void **state)
+{
+    struct backend *b = slurm(0);
+    struct backend_replica r2 = on("node2", 2, 0), r3 = on("node2", 3, 0);
+    char hold[400], cmd[600];
+    struct backend_launch first, second;
+    struct slurm_job_info info;
+    struct backend_event ev;
+    int64_t t0;
+    char *log;
+    (void)state;
+
+    snprintf(hold, sizeof(hold), "%s/hold-201", g_dir);
+    snprintf(cmd, sizeof(cmd), "while [ ! -e %s ]; do sleep 0.05; done", hold);
+    first = work(201, cmd, &r2, 1, -1);
+    t0 = now_ms();
+    launch_ok(b, &first, t0);
+    info = wait_running(b, 201);
+    print_message("submit -> running (seen by poll): %" PRId64 " ms\n", now_ms() - t0);
+    assert_string_equal(info.nodes, "node2");
+    assert_string_equal(info.gres, "gpu:h100:2(IDX:0-1)");
+    assert_true(info.job_id > 0);
+
+    second = work(202, "echo cvd=$CUDA_VISIBLE_DEVICES; sleep 1", &r3, 1, -1);
+    launch_ok(b, &second, now_ms());
+    info = wait_running(b, 202);
+    assert_string_equal(info.gres, "gpu:h100:3(IDX:2-4)");
+    ev = wait_end(b, 202);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 0);
+    log = read_log(202);
+    assert_string_equal(log, "cvd=2,3,4\n");
+    free(log);
+
+    touch(hold);
+    ev = wait_end(b, 201);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 0);
+    b->ops->free(b);
+}
+
+/*
+ * stop: a job that exits on SIGTERM ends within the grace with its own
+ * status; one that ignores SIGTERM is killed when the grace is over.
+ */
+static void test_stop_grace(void **state)
+{
+    struct backend *b = slurm(0);
+    struct backend_replica r = on("node3", 1, 0);
+    struct backend_launch polite = work(
+        301, "trap 'echo term; exit 5' TERM; echo up; while :; do sleep 0.05; done", &r, 1, -1);
+    struct backend_launch stubborn =
+        work(302, "trap 'echo ignored' TERM; echo up; while :; do sleep 0.05; done", &r, 1, -1);
+    struct backend_event ev;
+    int64_t stop_at;
+    char *log;
+    (void)state;
+
+    launch_ok(b, &polite, now_ms());
+    launch_ok(b, &stubborn, now_ms());
+    wait_running(b, 301);
+    wait_running(b, 302);
+    nap(300); /* let the shells set their traps (the logs say "up") */
+
+    stop_at = now_ms();
+    assert_int_equal(b->ops->stop(b, 301, 10000, stop_at), 0);
+    ev = wait_end(b, 301);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_int_equal(ev.exit_code, 5);
+    assert_true(now_ms() - stop_at < 5000); /* well within the grace */
+    log = read_log(301);
+    assert_non_null(strstr(log, "term\n"));
+    free(log);
+
+    stop_at = now_ms();
+    assert_int_equal(b->ops->stop(b, 302, 1500, stop_at), 0);
+    assert_true(b->ops->next_event_ms(b) <= stop_at + 1500);
+    ev = wait_end(b, 302);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_int_equal(ev.exit_code, -9);
+    /* Killed at the grace: Slurm's end time (whole seconds) or when it was last seen alive. */
+    assert_true(ev.at_ms >= stop_at + 500);
+    log = read_log(302);
+    assert_non_null(strstr(log, "ignored\n"));
+    free(log);
+
+    /* Stopping what has ended, or what was never known, is a no-op. */
+    assert_int_equal(b->ops->stop(b, 302, 0, now_ms()), 0);
+    assert_int_equal(b->ops->stop(b, 399, 0, now_ms()), 0);
+    b->ops->free(b);
+}
+
+/* A job still pending when it is stopped is cancelled at once (scancel --signal would wait). */
+static void test_stop_pending(void **state)
+{
+    struct backend *b = slurm(0);
+    struct backend_replica r = on("node3", 8, 0);
+    struct backend_launch l = work(311, "sleep 30", &r, 1, -1),
+                          l2 = work(312, "sleep 30", &r, 1, -1);
+    struct backend_event ev;
+    int64_t t0;
+    (void)state;
+
+    launch_ok(b, &l, now_ms());
+    wait_running(b, 311);
+    launch_ok(b, &l2, now_ms()); /* all 8 GPUs of node3 are taken: it waits */
+    t0 = now_ms();
+    assert_int_equal(b->ops->stop(b, 312, 60000, t0), 0);
+    assert_true(now_ms() - t0 < 3000);
+    ev = wait_end(b, 312);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_int_equal(ev.exit_code, -1); /* cancelled before it ran: no exit status */
+    assert_int_equal(b->ops->stop(b, 311, 0, now_ms()), 0);
+    ev = wait_end(b, 311);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_true(ev.exit_code < 0);
+    b->ops->free(b);
+}
+
+/* Max runtime: SIGTERM at the deadline, SIGKILL after the backend's timeout grace. */
+static void test_max_runtime(void **state)
+{
+    struct backend *b = slurm(500);
+    struct backend_replica r = on("node4", 1, 0);
+    struct backend_launch l =
+        work(401, "trap 'echo timed out' TERM; while :; do sleep 0.05; done", &r, 1, 2500);
+    struct slurm_job_info info;
+    struct backend_event ev;
+    int64_t t0 = now_ms();
+    char *log;
+    (void)state;
+
+    launch_ok(b, &l, t0);
+    info = wait_running(b, 401);
+    /* It counts from Slurm's start (whole seconds), not from the queue. */
+    assert_true(info.start_ms > 0);
+    assert_true(b->ops->next_event_ms(b) <= (info.start_ms > t0 ? info.start_ms : t0) + 2500);
+    ev = wait_end(b, 401);
+    assert_int_equal(ev.how, BACKEND_TIMEOUT);
+    assert_int_equal(ev.exit_code, -9);
+    assert_true(ev.at_ms >= info.start_ms + 2500); /* TERM at 2.5 s, KILL 0.5 s later */
+    log = read_log(401);
+    assert_non_null(strstr(log, "timed out\n"));
+    free(log);
+    b->ops->free(b);
+}
+
+/*
+ * A restarted daemon (a new backend reading the state files) finds a job
+ * still running, and learns that one ended meanwhile, with Slurm's end time
+ * and exit code. Work it has no state file for is lost.
+ */
+static void test_adopt(void **state)
+{
+    struct backend *b = slurm(0), *b2;
+    struct backend_replica r = on("node1", 1, 0);
+    char hold[400], done[400], run_cmd[600], end_cmd[600];
+    struct backend_launch running, ended, unknown;
+    struct error_info ei = {0};
+    struct slurm_job_info info;
+    struct backend_event ev;
+    int64_t t0 = now_ms(), ended_seen, adopt_at, job_501;
+    (void)state;
+
+    snprintf(hold, sizeof(hold), "%s/hold-501", g_dir);
+    snprintf(done, sizeof(done), "%s/done-502", g_dir);
+    snprintf(run_cmd, sizeof(run_cmd), "while [ ! -e %s ]; do sleep 0.05; done; exit 6", hold);
+    snprintf(end_cmd, sizeof(end_cmd), "sleep 1; touch %s; exit 4", done);
+    running = work(501, run_cmd, &r, 1, -1);
+    ended = work(502, end_cmd, &r, 1, -1);
+    unknown = work(503, "true", &r, 1, -1);
+    launch_ok(b, &running, t0);
+    launch_ok(b, &ended, t0);
+    job_501 = wait_running(b, 501).job_id;
+    wait_running(b, 502);
+    b->ops->free(b); /* the daemon goes away; its jobs run on */
+
+    wait_file(done);
+    ended_seen = now_ms();
+    nap(2000); /* down a while longer: the end must not be dated at the adopt */
+
+    b2 = slurm(0);
+    adopt_at = now_ms();
+    assert_int_equal(b2->ops->adopt(b2, &running, t0, adopt_at, &ei), 0);
+    assert_int_equal(b2->ops->adopt(b2, &ended, t0, adopt_at, &ei), 0);
+    assert_int_equal(b2->ops->adopt(b2, &unknown, t0, adopt_at, &ei), 0);
+    assert_int_equal(b2->ops->adopt(b2, &running, t0, adopt_at, &ei), ERR_CONFLICT);
+
+    ev = wait_end(b2, 503);
+    assert_int_equal(ev.how, BACKEND_LOST);
+    assert_int_equal(ev.at_ms, adopt_at);
+    ev = wait_end(b2, 502);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 4);
+    /* Slurm's end time (whole seconds): when the job touched the file, not the adopt. */
+    if (ev.at_ms < ended_seen - 2000 || ev.at_ms > ended_seen + 1500 || ev.at_ms > adopt_at - 400)
+        fail_msg("ended at %" PRId64 ": the job was seen to end at %" PRId64
+                 ", adopted at %" PRId64,
+                 ev.at_ms, ended_seen, adopt_at);
+
+    info = wait_running(b2, 501);
+    assert_string_equal(info.nodes, "node1");
+
+    /*
+     * A daemon that died between sbatch's answer and the state file: the
+     * job is found again by its name (gpuaas-<id>).
+     */
+    b2->ops->free(b2);
+    snprintf(run_cmd, sizeof(run_cmd), "%s/501.slurm", g_logs);
+    assert_int_equal(unlink(run_cmd), 0);
+    b2 = slurm(0);
+    adopt_at = now_ms();
+    assert_int_equal(b2->ops->adopt(b2, &running, t0, adopt_at, &ei), 0);
+    info = wait_running(b2, 501);
+    assert_int_equal(info.job_id, job_501);
+    assert_true(file_exists(501, "slurm")); /* written again */
+    touch(hold);
+    ev = wait_end(b2, 501);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 6);
+    b2->ops->free(b2);
+}
+
+/* Two replicas on two nodes: one srun task each, with its replica number and devices. */
+static void test_gang(void **state)
+{
+    struct backend *b = slurm(0);
+    struct backend_replica reps[2] = {on("node4", 2, 0), on("node2", 2, 1)};
+    struct backend_launch l = work(601,
+                                   "echo \"rep=$GPUAAS_REPLICA node=$SLURMD_NODENAME n=$(echo "
+                                   "$CUDA_VISIBLE_DEVICES | tr , ' ' | wc -w)\"",
+                                   reps, 2, -1);
+    struct backend_event ev;
+    char *log;
+    (void)state;
+
+    launch_ok(b, &l, now_ms());
+    ev = wait_end(b, 601);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 0);
+    log = read_log(601);
+    assert_non_null(strstr(log, "rep=0 node=node4 n=2\n"));
+    assert_non_null(strstr(log, "rep=1 node=node2 n=2\n"));
+    free(log);
+    b->ops->free(b);
+}
+
+/* Requests the backend refuses, and one Slurm refuses: errors, nothing left behind. */
+static void test_launch_errors(void **state)
+{
+    struct backend *b = slurm(0);
+    struct backend_replica bad_name = on("node1;rm", 1, 0), nowhere = on("node99", 1, 0),
+                           ok = on("node1", 1, 0);
+    struct backend_replica same[2] = {on("node1", 1, 0), on("node1", 1, 1)};
+    struct backend_launch l;
+    struct error_info ei = {0};
+    (void)state;
+
+    l = work(701, "true", &bad_name, 1, -1);
+    assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_INVALID);
+    memset(&ei, 0, sizeof(ei));
+    l = work(702, "true", same, 2, -1);
+    assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_INVALID);
+    memset(&ei, 0, sizeof(ei));
+    l = work(703, "", &ok, 1, -1);
+    assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_INVALID);
+    memset(&ei, 0, sizeof(ei));
+    l = work(704, "true", &nowhere, 1, -1);
+    assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_UNAVAILABLE);
+    assert_non_null(strstr(ei.message, "node99"));
+    assert_false(file_exists(704, "slurm"));
+    assert_false(file_exists(704, "sbatch"));
+
+    l = work(705, "sleep 0.2", &ok, 1, -1);
+    launch_ok(b, &l, now_ms());
+    memset(&ei, 0, sizeof(ei));
+    assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_CONFLICT);
+    assert_int_equal(wait_end(b, 705).how, BACKEND_EXITED);
+    assert_int_equal(b->ops->next_event_ms(b), INT64_MAX); /* nothing left to watch */
+    b->ops->free(b);
+}
+
+static const struct slurm_node *node_named(const struct slurm_node *n, size_t count,
+                                           const char *name)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(n[i].name, name) == 0)
+            return &n[i];
+    }
+    fail_msg("node '%s' not reported", name);
+    return NULL;
+}
+
+/* Nodes, their GPUs and Slurm's drain state, from sinfo --json. */
+static void test_nodes(void **state)
+{
+    struct backend *b = slurm(0);
+    struct slurm_node *nodes = NULL;
+    struct error_info ei = {0};
+    const struct slurm_node *n;
+    size_t count = 0;
+    int64_t give_up;
+    (void)state;
+
+    if (backend_slurm_nodes(b, &nodes, &count, &ei) < 0)
+        fail_msg("backend_slurm_nodes: %s", ei.message);
+    assert_int_equal(count, 4);
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(nodes[i].state, "ready") != 0)
+            fail_msg("node '%s' is %s (%s)", nodes[i].name, nodes[i].state, nodes[i].reason);
+        assert_string_equal(nodes[i].gpu_type, "h100");
+        assert_int_equal(nodes[i].n_gpus, 8);
+        assert_int_equal(nodes[i].cpu_milli, 8000);
+        assert_int_equal(nodes[i].mem_mib, 65536);
+    }
+    node_named(nodes, count, "node3");
+    slurm_nodes_free(nodes, count);
+
+    sh("scontrol update nodename=node3 state=drain reason=test");
+    assert_int_equal(backend_slurm_nodes(b, &nodes, &count, &ei), 0);
+    n = node_named(nodes, count, "node3");
+    assert_string_equal(n->state, "drain");
+    assert_string_equal(n->reason, "test");
+    assert_string_equal(node_named(nodes, count, "node2")->state, "ready");
+    slurm_nodes_free(nodes, count);
+
+    /* Resumed, Slurm calls it NOT_RESPONDING (down) until it has pinged it again. */
+    sh("scontrol update nodename=node3 state=resume");
+    give_up = now_ms() + WAIT_LIMIT_MS;
+    for (;;) {
+        bool ready;
+        assert_int_equal(backend_slurm_nodes(b, &nodes, &count, &ei), 0);
+        ready = strcmp(node_named(nodes, count, "node3")->state, "ready") == 0;
+        slurm_nodes_free(nodes, count);
+        if (ready)
+            break;
+        if (now_ms() > give_up)
+            fail_msg("node3 not ready again within %d ms", WAIT_LIMIT_MS);
+        nap(50);
+    }
+    b->ops->free(b);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = getenv("SLURM_TEST_DIR");
+    const struct CMUnitTest tests[] = {
+
+        cmocka_unit_test(test_nodes),
+        cmocka_unit_test(test_launch_exit_code),
+        cmocka_unit_test(test_devices_from_slurm),
+        cmocka_unit_test(test_stop_grace),
+        cmocka_unit_test(test_stop_pending),
+        cmocka_unit_test(test_max_runtime),
+        cmocka_unit_test(test_adopt),
+        cmocka_unit_test(test_gang),
+        cmocka_unit_test(test_launch_errors),
+    };
+
+    if (!dir || !dir[0]) {
+        fprintf(stderr, "test_slurm_backend: run through tests/slurm/with-slurm.sh\n");
+        return 1;
+    }
+    snprintf(g_dir, sizeof(g_dir), "%s", dir);
+    snprintf(g_logs, sizeof(g_logs), "%s/logs", g_dir);
+    snprintf(g_conf, sizeof(g_conf), "%s/slurm.conf", g_dir);
+    for (size_t i = 0; i < ARRAY_SIZE(gpus); i++)
+        gpus[i] =
+            (struct backend_device){.gpu_id = (int64_t)i + 1, .index = (int32_t)i, .milli = 1000};
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]); /* e.g. test_stop_grace, or test_stop_* */
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
