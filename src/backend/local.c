@@ -42,6 +42,7 @@ struct replica {
     bool own;            /* our child: waited for; else adopted, watched through /proc */
     bool ended;
     int exit_code;
+    int64_t ended_ms; /* when it ended, from its keeper's exit file; 0: unknown */
     char *cgroup; /* its cgroup directory, NULL when none */
 };
 
@@ -78,6 +79,7 @@ struct child_plan {
     int log_fd;
     int null_fd;
     const char *cgroup_procs; /* NULL: no cgroup */
+    int exit_fd;              /* the replica's exit file, written by its keeper */
     bool switch_user;
     uid_t uid;
     gid_t gid;
@@ -105,6 +107,33 @@ static char *log_path(const struct local *s, int64_t id)
 static char *state_path(const struct local *s, int64_t id)
 {
     return xasprintf("%s/%" PRId64 ".state", s->log_dir, id);
+}
+
+/* Where a replica's keeper writes "<exit code> <end ms>": how it ended, even unseen. */
+static char *exit_path(const struct local *s, int64_t id, int32_t replica)
+{
+    return xasprintf("%s/%" PRId64 ".%" PRId32 ".exit", s->log_dir, id, replica);
+}
+
+/* Reads an exit file; false when there is none (yet) or it is not well-formed. */
+static bool read_exit(const char *path, int *ret_code, int64_t *ret_ms)
+{
+    char buf[64];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+    long long code, ms;
+    if (fd < 0)
+        return false;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    if (sscanf(buf, "%lld %lld", &code, &ms) != 2 || ms <= 0 || code < -1000 || code > 1000)
+        return false;
+    *ret_code = (int)code;
+    *ret_ms = ms;
+    return true;
 }
 
 static int write_all(int fd, const char *p, size_t len)
@@ -419,6 +448,78 @@ static void child_fail(const char *what)
     _exit(127);
 }
 
+/* n as decimal into out (room for 24 bytes); returns the length. Async-signal-safe. */
+static size_t put_decimal(char *out, long long n)
+{
+    char tmp[24];
+    size_t len = 0, k = 0;
+    unsigned long long v = n < 0 ? (unsigned long long)(-(n + 1)) + 1 : (unsigned long long)n;
+    do
+        tmp[k++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    if (n < 0)
+        out[len++] = '-';
+    while (k)
+        out[len++] = tmp[--k];
+    return len;
+}
+
+/*
+ * The keeper: the process the daemon starts, waits for and signals as a
+ * group leader. It runs the work as its child and, when the work ends,
+ * writes "<exit code> <end ms>" to its exit file (fd 3), then ends the same
+ * way. So a daemon that was down while the work ended still learns its real
+ * exit code and end time. The keeper ignores the stop signals: the work gets
+ * them through the process group and decides; SIGKILL ends both.
+ * Async-signal-safe calls only.
+ */
+__attribute__((noreturn)) static void keep(const struct child_plan *cp)
+{
+    struct sigaction ign, dfl;
+    struct timespec ts;
+    char line[64];
+    size_t len;
+    int status, code;
+    pid_t work, got;
+
+    work = fork();
+    if (work < 0) { /* no keeper then: the work is the group leader, as before */
+        execve("/bin/sh", (char *const *)cp->argv, cp->envp);
+        child_fail("could not execute /bin/sh");
+    }
+    if (work == 0) {
+        execve("/bin/sh", (char *const *)cp->argv, cp->envp);
+        child_fail("could not execute /bin/sh");
+    }
+    memset(&ign, 0, sizeof(ign));
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGTERM, &ign, NULL);
+    sigaction(SIGINT, &ign, NULL);
+    sigaction(SIGHUP, &ign, NULL);
+    sigaction(SIGQUIT, &ign, NULL);
+    do
+        got = waitpid(work, &status, 0);
+    while (got < 0 && errno == EINTR);
+    code = got != work             ? UNKNOWN_EXIT
+           : WIFEXITED(status)   ? WEXITSTATUS(status)
+           : WIFSIGNALED(status) ? -WTERMSIG(status)
+                                 : UNKNOWN_EXIT;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    len = put_decimal(line, code);
+    line[len++] = ' ';
+    len += put_decimal(line + len, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    line[len++] = '\n';
+    if (pwrite(3, line, len, 0) != (ssize_t)len)
+        _exit(125);
+    if (code >= 0)
+        _exit(code);
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(-code, &dfl, NULL);
+    kill(getpid(), -code); /* end as the work did */
+    _exit(128 - code);
+}
+
 /* Between fork and exec: async-signal-safe calls only (the daemon may have threads). */
 __attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
 {
@@ -452,14 +553,15 @@ __attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
         if (setgroups(1, &cp->gid) < 0 || setgid(cp->gid) < 0 || setuid(cp->uid) < 0)
             child_fail("could not switch to the configured user");
     }
-    if (close_range(3, ~0U, 0) < 0) {
+    /* fd 3: the exit file, for the keeper only (close-on-exec for the work) */
+    if (dup2(cp->exit_fd, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
+        child_fail("no exit file");
+    if (close_range(4, ~0U, 0) < 0) {
         long max = sysconf(_SC_OPEN_MAX);
-        for (long fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+        for (long fd = 4; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
             close((int)fd);
     }
-    execve("/bin/sh", (char *const *)cp->argv, cp->envp);
-    child_fail("could not execute /bin/sh");
-    _exit(127);
+    keep(cp);
 }
 
 /* Kills and reaps replicas started by a launch that then failed. */
@@ -577,6 +679,18 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
             procs = xasprintf("%s/cgroup.procs", r->cgroup);
         }
         cp.cgroup_procs = procs;
+        {
+            char *ep = exit_path(s, l->workload_id, br->replica);
+            cp.exit_fd = open_high(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            free(ep);
+        }
+        if (cp.exit_fd < 0) {
+            rc = errinfo_set(ei, ERR_IO, NULL,
+                             "could not write the exit file of workload %" PRId64 " in '%s': %s",
+                             l->workload_id, s->log_dir, strerror(errno));
+            free(procs);
+            break;
+        }
         cp.envp = env_build(s, l, br);
         pid = fork();
         if (pid == 0)
@@ -593,6 +707,7 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
         }
         env_free(cp.envp);
         free(procs);
+        close(cp.exit_fd);
     }
     close(cp.null_fd);
     close(cp.log_fd);
@@ -654,15 +769,26 @@ static int state_line(char *line, struct replica *r)
  * Classifies one replica named by the state file: still running (our child
  * or not), or ended. A pid whose start time differs is another process.
  */
-static void adopt_replica(struct replica *r)
+/* A replica that ended unseen: how and when, from its keeper's exit file when there is one. */
+static void ended_unseen(const struct local *s, int64_t id, struct replica *r)
+{
+    char *path = exit_path(s, id, r->replica);
+    r->ended = true;
+    if (!read_exit(path, &r->exit_code, &r->ended_ms)) {
+        r->exit_code = UNKNOWN_EXIT;
+        r->ended_ms = 0;
+    }
+    free(path);
+}
+
+static void adopt_replica(const struct local *s, int64_t id, struct replica *r)
 {
     char state;
     uint64_t start;
     siginfo_t si;
 
     if (proc_stat(r->pid, &state, &start) < 0 || start != r->start_time) {
-        r->ended = true;
-        r->exit_code = UNKNOWN_EXIT;
+        ended_unseen(s, id, r);
         return;
     }
     /* Still our child (the daemon re-executed itself, or a test): wait for it as such. */
@@ -672,8 +798,7 @@ static void adopt_replica(struct replica *r)
         return;
     }
     if (state == 'Z' || state == 'X') {
-        r->ended = true;
-        r->exit_code = UNKNOWN_EXIT;
+        ended_unseen(s, id, r);
         kill(-r->pid, SIGKILL); /* its group's leftovers: the id cannot be reused meanwhile */
     }
 }
@@ -721,7 +846,7 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
                 cap = cap ? 2 * cap : 4;
                 w->reps = xreallocarray(w->reps, cap, sizeof(*w->reps));
             }
-            adopt_replica(&r);
+            adopt_replica(s, w->id, &r);
             if (!r.ended)
                 n_alive++;
             if (s->cgroup_root)
@@ -733,8 +858,11 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
     }
     free(buf);
     free(path);
-    if (n_alive == 0) {
-        /* Nothing of it runs: whatever ended did so unseen, so it is lost, not exited. */
+    bool all_known = w->n_reps > 0;
+    for (size_t i = 0; i < w->n_reps; i++)
+        all_known = all_known && w->reps[i].ended_ms > 0;
+    if (n_alive == 0 && !all_known) {
+        /* Nothing of it runs and no keeper said how it ended: lost, not exited. */
         for (size_t i = 0; i < w->n_reps; i++) {
             if (w->reps[i].cgroup)
                 rmdir(w->reps[i].cgroup);
@@ -775,7 +903,7 @@ static int exit_code_of(int status)
 }
 
 /* Notices that a replica has ended: reaps our child, or looks in /proc for adopted work. */
-static void check_replica(struct replica *r)
+static void check_replica(const struct local *s, int64_t id, struct replica *r)
 {
     if (r->ended)
         return;
@@ -808,12 +936,28 @@ static void check_replica(struct replica *r)
         int found = proc_stat(r->pid, &state, &start);
         if (found == 0 && start == r->start_time && state != 'Z' && state != 'X')
             return;
-        r->ended = true;
-        r->exit_code = UNKNOWN_EXIT;
+        ended_unseen(s, id, r);
         if (found < 0 || start == r->start_time)
             kill(-r->pid, SIGKILL); /* no other process holds that id */
     }
     cgroup_kill(r->cgroup);
+}
+
+/*
+ * When the workload ended: the last replica's end from the keepers' exit
+ * files when every one is known (work that ended while the daemon was down),
+ * else now, when it was noticed.
+ */
+static int64_t ended_at(const struct lwork *w, int64_t now_ms)
+{
+    int64_t last = 0;
+    for (size_t i = 0; i < w->n_reps; i++) {
+        if (w->reps[i].ended_ms <= 0 || w->reps[i].own)
+            return now_ms;
+        if (w->reps[i].ended_ms > last)
+            last = w->reps[i].ended_ms;
+    }
+    return last > 0 && last <= now_ms ? last : now_ms;
 }
 
 /* The workload's exit code: the lowest-numbered replica that failed, else 0. */
@@ -836,6 +980,9 @@ static void work_finish(struct local *s, size_t pos)
     unlink(path);
     free(path);
     for (size_t i = 0; i < w->n_reps; i++) {
+        path = exit_path(s, w->id, w->reps[i].replica);
+        unlink(path);
+        free(path);
         if (w->reps[i].cgroup)
             rmdir(w->reps[i].cgroup);
     }
@@ -861,12 +1008,12 @@ static void scan(struct local *s, int64_t now_ms)
             continue;
         }
         for (size_t k = 0; k < w->n_reps; k++) {
-            check_replica(&w->reps[k]);
+            check_replica(s, w->id, &w->reps[k]);
             all_ended = all_ended && w->reps[k].ended;
         }
         if (all_ended) {
             done_push(s, (struct backend_event){.workload_id = w->id,
-                                                .at_ms = now_ms,
+                                                .at_ms = ended_at(w, now_ms),
                                                 .how = w->reason ? w->reason : BACKEND_EXITED,
                                                 .exit_code = work_exit_code(w)});
             work_finish(s, i);
