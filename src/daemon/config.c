@@ -66,6 +66,8 @@ static const struct opt options[] = {
         "seconds between runs of each telemetry source (default 10)"),
     INT("idle-window-s", idle_window_s, 1, 86400,
         "an allocated GPU below the activity threshold this long is idle-allocated (default 1800)"),
+    INT("slurm-sync-s", slurm_sync_s, 1, 86400,
+        "Slurm clusters: seconds between reads of Slurm's nodes and GPUs (default 30)"),
     INT("idle-notify-s", idle_notify_s, 0, 8640000,
         "an 'idle' event for work whose GPUs were idle-allocated this long (0: off, the default)"),
     INT("idle-stop-p2-s", idle_stop_p2_s, 0, 8640000,
@@ -109,6 +111,7 @@ static void defaults(struct config *cfg)
     cfg->run_uid = cfg->run_gid = -1;
     cfg->collect_interval_s = 10;
     cfg->idle_window_s = 1800;
+    cfg->slurm_sync_s = 30;
 }
 
 static const struct opt *find_opt(const char *key)

@@ -102,6 +102,7 @@ struct engine {
     struct idle_track *idle;  /* running work whose GPUs are all idle-allocated */
     size_t n_idle, cap_idle;
     int64_t idle_checked;
+    int64_t slurm_synced; /* when Slurm's node records were last read */
     struct engine_metrics metrics;
 
     struct sched *sched;
@@ -1467,6 +1468,164 @@ static void idle_chores(struct engine *e, int64_t now)
     arena_release(&a);
 }
 
+/*
+ * Slurm clusters: nodes and GPUs come from Slurm's node records (sinfo),
+ * read every slurm_sync_ms. A node Slurm has and the store lacks is added
+ * with its GPUs (class = the GRES type, made when missing); a node's state
+ * follows Slurm's (drain, down); GPUs Slurm counts beyond the store's are
+ * added; a node Slurm no longer lists is marked down, never deleted
+ * (history points at it). Any change rebuilds the scheduler's fleet.
+ */
+/* A new row of def from JSON (defaults applied, times set); 0 or an error. */
+static int new_row(const struct resource_def *def, json_t *j, struct arena *a, int64_t now,
+                   struct row *ret, struct error_info *ei)
+{
+    int rc = model_decode(def, j, DECODE_CREATE, a, ret, ei);
+    json_decref(j);
+    if (rc < 0)
+        return rc;
+    if (model_field_index(def, "created_at") >= 0)
+        set_i(def, ret, "created_at", now / 1000);
+    if (model_field_index(def, "updated_at") >= 0)
+        set_i(def, ret, "updated_at", now / 1000);
+    return model_check_row(def, ret, ei);
+}
+
+static int slurm_class(struct engine *e, const char *type, struct arena *a, int64_t now,
+                       int64_t *ret, struct error_info *ei)
+{
+    struct store_filter f;
+    struct row *rows, r;
+    size_t n;
+    int rc;
+
+    store_filter_init(&f);
+    store_filter_eq_str(&f, model_field_index(&model_gpu_classes, "name"), type);
+    rc = store_list(e->db, &model_gpu_classes, &f, a, &rows, &n, ei);
+    if (rc >= 0 && n) {
+        *ret = model_row_id(&rows[0]);
+        return 0;
+    }
+    if (rc >= 0)
+        rc = new_row(&model_gpu_classes, json_pack("{s:s}", "name", type), a, now, &r, ei);
+    return rc < 0 ? rc : store_insert(e->db, &model_gpu_classes, &r, ret, ei);
+}
+
+/* Brings one Slurm cluster's nodes and GPUs into the store; returns how many rows changed. */
+static int slurm_apply(struct engine *e, int64_t cluster_id, const struct slurm_node *nodes,
+                       size_t n_nodes, int64_t now, struct arena *a, struct error_info *ei)
+{
+    const struct resource_def *nd = &model_nodes, *gd = &model_gpus;
+    struct store_filter f;
+    struct row *rows, *gpus;
+    size_t n_rows, n_gpus;
+    int changed = 0, rc;
+
+    store_filter_init(&f);
+    f.limit = 10000;
+    store_filter_eq_int(&f, model_field_index(nd, "cluster_id"), cluster_id);
+    if ((rc = store_list(e->db, nd, &f, a, &rows, &n_rows, ei)) < 0)
+        return rc;
+    for (size_t k = 0; rc >= 0 && k < n_nodes; k++) {
+        const struct slurm_node *sn = &nodes[k];
+        struct row *have = NULL, r;
+        int64_t node_id = 0, class_id = 0;
+        for (size_t i = 0; i < n_rows && !have; i++)
+            have = strcmp(get_s(nd, &rows[i], "name"), sn->name) == 0 ? &rows[i] : NULL;
+        if (!have) {
+            rc = new_row(nd,
+                         json_pack("{s:I,s:s,s:I,s:I,s:s}", "cluster_id", (json_int_t)cluster_id,
+                                   "name", sn->name, "cpu_milli", (json_int_t)sn->cpu_milli,
+                                   "memory_mib", (json_int_t)sn->mem_mib, "state", sn->state),
+                         a, now, &r, ei);
+            if (rc >= 0)
+                rc = store_insert(e->db, nd, &r, &node_id, ei);
+            changed++;
+            log_info("slurm node added", "node", sn->name, "state", sn->state);
+        } else {
+            node_id = model_row_id(have);
+            if (strcmp(get_s(nd, have, "state"), sn->state) != 0) {
+                log_info("slurm node state", "node", sn->name, "state", sn->state, "reason",
+                         sn->reason);
+                set_s(nd, a, have, "state", sn->state);
+                set_i(nd, have, "updated_at", now / 1000);
+                rc = store_update(e->db, nd, node_id, have, ei);
+                changed++;
+            }
+        }
+        if (rc < 0 || sn->n_gpus <= 0 || !model_valid_name(sn->gpu_type, 63))
+            continue;
+        store_filter_init(&f);
+        f.limit = 10000;
+        store_filter_eq_int(&f, model_field_index(gd, "node_id"), node_id);
+        if ((rc = store_list(e->db, gd, &f, a, &gpus, &n_gpus, ei)) < 0 ||
+            (int32_t)n_gpus >= sn->n_gpus || (rc = slurm_class(e, sn->gpu_type, a, now, &class_id, ei)) < 0)
+            continue;
+        for (int32_t i = 0; rc >= 0 && i < sn->n_gpus; i++) {
+            bool exists = false;
+            int64_t id;
+            for (size_t g = 0; g < n_gpus; g++)
+                exists |= get_i(gd, &gpus[g], "index") == i;
+            if (exists)
+                continue;
+            rc = new_row(gd,
+                         json_pack("{s:I,s:i,s:I}", "node_id", (json_int_t)node_id, "index", i,
+                                   "gpu_class_id", (json_int_t)class_id),
+                         a, now, &r, ei);
+            if (rc >= 0)
+                rc = store_insert(e->db, gd, &r, &id, ei);
+            changed++;
+        }
+    }
+    /* Nodes Slurm no longer lists: down, kept. */
+    for (size_t i = 0; rc >= 0 && i < n_rows; i++) {
+        bool listed = false;
+        for (size_t k = 0; k < n_nodes; k++)
+            listed |= strcmp(get_s(nd, &rows[i], "name"), nodes[k].name) == 0;
+        if (listed || strcmp(get_s(nd, &rows[i], "state"), "down") == 0)
+            continue;
+        set_s(nd, a, &rows[i], "state", "down");
+        set_i(nd, &rows[i], "updated_at", now / 1000);
+        rc = store_update(e->db, nd, model_row_id(&rows[i]), &rows[i], ei);
+        changed++;
+    }
+    return rc < 0 ? rc : changed;
+}
+
+static void slurm_sync(struct engine *e, int64_t now)
+{
+    if (now - e->slurm_synced < e->opt.slurm_sync_ms)
+        return;
+    e->slurm_synced = now;
+    for (size_t b = 0; b < e->n_backends; b++) {
+        struct slurm_node *nodes = NULL;
+        struct error_info ei = {0};
+        struct arena a;
+        size_t n = 0;
+        int rc;
+        if (strcmp(e->backends[b].b->ops->name, "slurm") != 0)
+            continue;
+        if (backend_slurm_nodes(e->backends[b].b, &nodes, &n, &ei) < 0) {
+            log_warn("could not read Slurm's nodes; keeping what the store has", "error",
+                     ei.message);
+            continue;
+        }
+        arena_init(&a);
+        rc = store_begin(e->db, &ei);
+        if (rc >= 0)
+            rc = slurm_apply(e, e->backends[b].cluster_id, nodes, n, now, &a, &ei);
+        if (rc >= 0 && store_commit(e->db, &ei) >= 0) {
+            if (rc > 0)
+                e->reload = true; /* the fleet changed: rebuild on the next round */
+        } else {
+            store_rollback(e->db);
+            log_error("could not record Slurm's nodes", "error", ei.message);
+        }
+        arena_release(&a);
+        slurm_nodes_free(nodes, n);
+    }
+}
+
 /* One round: new work, backend ends, a pass, its decisions. Called with the lock held. */
 static void iterate(struct engine *e)
 {
@@ -1498,6 +1657,7 @@ static void iterate(struct engine *e)
     }
     meter_chores(e, now);
     idle_chores(e, now);
+    slurm_sync(e, now);
     e->iterations++;
     pthread_cond_broadcast(&e->cond);
 }
@@ -1539,6 +1699,7 @@ void engine_options_init(struct engine_options *opt)
     opt->run_uid = opt->run_gid = -1;
     opt->collector = NULL;
     opt->idle_notify_ms = opt->idle_stop_p2_ms = 0;
+    opt->slurm_sync_ms = 30000;
     opt->policy = NULL;
 }
 

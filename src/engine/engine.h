@@ -39,6 +39,7 @@ struct engine_options {
     struct collector *collector; /* GPU telemetry for the idle policies; NULL: none */
     int64_t idle_notify_ms;      /* an "idle" event once work is idle this long; 0: off */
     int64_t idle_stop_p2_ms;     /* opportunistic work idle this long is stopped; 0: off */
+    int64_t slurm_sync_ms;       /* Slurm clusters: how often nodes and GPUs are read from Slurm */
     const struct sched_policy *policy; /* placement; NULL: the built-in best-fit. Not owned */
 };
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The slurm backend end to end, through the daemon and the CLI, against the
 # real Slurm that with-slurm.sh stood up (SLURM_CONF): a cluster whose
-# endpoint is that slurm.conf, two of its nodes declared with their GPUs;
+# endpoint is that slurm.conf, its nodes and GPUs read from Slurm (and a
+# node drained there drained here);
 # work runs as Slurm jobs that see the devices Slurm gave them, writes logs
 # readable through the CLI, reports its exit code, is cancelled with a grace
 # period, and survives a daemon killed and restarted in the middle (running
@@ -10,16 +11,19 @@
 . "${GPUAAS_SOURCE_DIR:?}/tests/e2e/lib.sh"
 : "${SLURM_CONF:?run through tests/slurm/with-slurm.sh}"
 
-start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s 1
+start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s 1 --slurm-sync-s 1
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
-"${g[@]}" cluster create sl --backend slurm --endpoint "$SLURM_CONF" >/dev/null
 "${g[@]}" gpu-class create h100 >/dev/null
-for n in node1 node2; do
-  "${g[@]}" node create "$n" --cluster sl --cpu-milli 8000 --memory-mib 65536 >/dev/null
-  for i in 0 1 2 3 4 5 6 7; do
-    "${g[@]}" gpu create --node "$n" --index "$i" --gpu-class h100 >/dev/null
-  done
+"${g[@]}" cluster create sl --backend slurm --endpoint "$SLURM_CONF" >/dev/null
+# Nodes and GPUs come from Slurm's node records (gres gpu:h100:8 each).
+deadline=$((SECONDS + 20))
+until [ "$("${g[@]}" -o json gpu list --limit 1000 | jq '.items | length')" = 16 ]; do
+  [ $SECONDS -lt $deadline ] || fail "Slurm's nodes and GPUs did not appear: $("${g[@]}" node list)"
+  sleep 0.2
 done
+expect_eq "$("${g[@]}" -o json node list | jq -r '[.items[].name] | sort | join(",")')" node1,node2 \
+  "nodes from Slurm"
+[ "$("${g[@]}" -o json node show node1 | jq .cpu_milli)" -gt 0 ] || fail "no CPUs from Slurm"
 "${g[@]}" flavor create h100.2x --gpu-class h100 --gpu-milli 2000 --vcpus 1 --memory-mib 256 >/dev/null
 "${g[@]}" flavor create h100.1x --gpu-class h100 --gpu-milli 1000 --vcpus 1 --memory-mib 256 >/dev/null
 "${g[@]}" org create acme >/dev/null
@@ -64,7 +68,8 @@ done
 [ -e "$TMP/short-done" ] || fail "the short job did not end while the daemon was down"
 ended=$(date +%s)
 sleep 2
-start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s 1
+start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s 1 --slurm-sync-s 1
+g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN") # a new port
 wait_state "$short" failed 30
 api GET "/v1/workloads/$short" "$ADMIN_TOKEN"
 expect_eq "$(jq -r .exit_code <<<"$BODY")" 4 "exit code of work that ended while down"
@@ -74,5 +79,20 @@ end_s=$(date -d "$(jq -r .finished_at <<<"$BODY")" +%s)
 [ "$(state_of "$long")" = running ] || fail "the long job should still run, is $(state_of "$long")"
 touch "$hold"
 wait_state "$long" succeeded 30
+
+# Node records follow Slurm: a node drained there shows drained here, then ready again.
+node_state() { "${g[@]}" -o json node show "$1" | jq -r .state; }
+wait_node() { # node state seconds
+  local deadline=$((SECONDS + $3))
+  until [ "$(node_state "$1")" = "$2" ]; do
+    [ $SECONDS -lt $deadline ] || fail "node $1 not $2 in gpuaas (is $(node_state "$1"))"
+    sleep 0.2
+  done
+}
+scontrol update nodename=node2 state=drain reason=gpuaas-test
+wait_node node2 drain 20
+scontrol update nodename=node2 state=resume
+wait_node node2 ready 20
+expect_eq "$("${g[@]}" -o json gpu list --limit 1000 | jq '.items | length')" 16 "no GPU added twice"
 stop_daemon
 echo "slurm e2e: ok"
