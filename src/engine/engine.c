@@ -1662,6 +1662,8 @@ static void iterate(struct engine *e)
     pthread_cond_broadcast(&e->cond);
 }
 
+#define LOCAL_LOOK_MS 20
+
 static void *engine_main(void *arg)
 {
     struct engine *e = arg;
@@ -1671,6 +1673,12 @@ static void *engine_main(void *arg)
         struct timespec ts;
         for (size_t b = 0; b < e->n_backends; b++) {
             int64_t t = e->backends[b].b->ops->next_event_ms(e->backends[b].b);
+            /*
+             * A process that ends says nothing: look at local work often, so
+             * its GPUs go to the next job within LOCAL_LOOK_MS, not a tick.
+             */
+            if (strcmp(e->backends[b].b->ops->name, "local") == 0 && now + LOCAL_LOOK_MS < t)
+                t = now + LOCAL_LOOK_MS;
             if (t < due)
                 due = t;
         }
