@@ -119,7 +119,14 @@ struct engine {
     char **labels;
     size_t n_labels;
 
-    int64_t *inbox;
+    /*
+     * Submissions and wake-ups go through wake_lock, never the engine's lock,
+     * so an API thread never waits for a pass, a sbatch or a squeue to end.
+     */
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake_cond;
+    bool woken;      /* something for the engine: it does not sleep */
+    int64_t *inbox;  /* submitted, not yet given to the scheduler */
     size_t n_inbox, cap_inbox;
     int64_t *cancelling;
     size_t n_cancelling, cap_cancelling;
@@ -1269,21 +1276,46 @@ static void apply_changes(struct engine *e)
 }
 
 
+/* Wakes the engine thread (it may be asleep or busy: either way it goes round again). */
+static void wake(struct engine *e)
+{
+    pthread_mutex_lock(&e->wake_lock);
+    e->woken = true;
+    pthread_cond_signal(&e->wake_cond);
+    pthread_mutex_unlock(&e->wake_lock);
+}
+
+/* The submissions so far, taken out of the inbox (caller frees); *ret_n of them. */
+static int64_t *drain_inbox(struct engine *e, size_t *ret_n)
+{
+    int64_t *ids;
+    pthread_mutex_lock(&e->wake_lock);
+    ids = e->inbox;
+    *ret_n = e->n_inbox;
+    e->inbox = NULL;
+    e->n_inbox = e->cap_inbox = 0;
+    pthread_mutex_unlock(&e->wake_lock);
+    return ids;
+}
+
 static void take_inbox(struct engine *e, int64_t now)
 {
     struct arena a;
+    size_t n;
+    int64_t *ids = drain_inbox(e, &n);
+
     arena_init(&a);
-    for (size_t i = 0; i < e->n_inbox; i++) {
+    for (size_t i = 0; i < n; i++) {
         struct row w;
         struct sched_workload_spec sp;
         struct error_info ei = {0};
-        if (store_get(e->db, &model_workloads, e->inbox[i], &a, &w, &ei) < 0 ||
+        if (store_get(e->db, &model_workloads, ids[i], &a, &w, &ei) < 0 ||
             strcmp(get_s(&model_workloads, &w, "state"), "queued") != 0)
             continue;
         if (spec_of(e, &w, &sp) == 0)
             sched_submit(e->sched, &sp, now);
     }
-    e->n_inbox = 0;
+    free(ids);
     arena_release(&a);
 }
 
@@ -1636,7 +1668,8 @@ static void iterate(struct engine *e)
     apply_changes(e);
     if (e->reload) {
         e->reload = false;
-        e->n_inbox = 0; /* the reload reads queued work from the store */
+        size_t n;
+        free(drain_inbox(e, &n)); /* the reload reads queued work from the store */
         rebuild(e, "configuration changed");
     }
     take_inbox(e, now);
@@ -1671,6 +1704,7 @@ static void *engine_main(void *arg)
     while (!e->stopping) {
         int64_t now = time_now_ms(), due = now + e->opt.tick_ms;
         struct timespec ts;
+        bool idle;
         for (size_t b = 0; b < e->n_backends; b++) {
             int64_t t = e->backends[b].b->ops->next_event_ms(e->backends[b].b);
             /*
@@ -1682,11 +1716,17 @@ static void *engine_main(void *arg)
             if (t < due)
                 due = t;
         }
-        if (e->n_inbox == 0 && e->n_changes == 0 && !e->reload && due > now) {
-            ts.tv_sec = (time_t)(due / 1000);
-            ts.tv_nsec = (long)(due % 1000) * 1000000;
-            pthread_cond_timedwait(&e->cond, &e->lock, &ts);
-        }
+        idle = e->n_changes == 0 && !e->reload && due > now;
+        pthread_mutex_unlock(&e->lock);
+        /* Sleep until due or woken, holding only the wake lock. */
+        ts.tv_sec = (time_t)(due / 1000);
+        ts.tv_nsec = (long)(due % 1000) * 1000000;
+        pthread_mutex_lock(&e->wake_lock);
+        while (idle && !e->woken && pthread_cond_timedwait(&e->wake_cond, &e->wake_lock, &ts) == 0)
+            ;
+        e->woken = false;
+        pthread_mutex_unlock(&e->wake_lock);
+        pthread_mutex_lock(&e->lock);
         if (!e->stopping)
             iterate(e);
     }
@@ -1725,6 +1765,8 @@ int engine_start(struct store *store, const struct engine_options *opt, struct e
     e->db = store_conn_get(store);
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->cond, NULL);
+    pthread_mutex_init(&e->wake_lock, NULL);
+    pthread_cond_init(&e->wake_cond, NULL);
     arena_init(&e->change_arena);
     sched_decisions_init(&e->dec);
     rc = engine_load(e, true, ei);
@@ -1750,6 +1792,7 @@ void engine_stop(struct engine *e)
         e->stopping = true;
         pthread_cond_broadcast(&e->cond);
         pthread_mutex_unlock(&e->lock);
+        wake(e);
         pthread_join(e->thread, NULL);
     }
     forget_fleet(e);
@@ -1770,15 +1813,18 @@ void engine_stop(struct engine *e)
         store_conn_put(e->db);
     pthread_cond_destroy(&e->cond);
     pthread_mutex_destroy(&e->lock);
+    pthread_cond_destroy(&e->wake_cond);
+    pthread_mutex_destroy(&e->wake_lock);
     free(e);
 }
 
 void engine_submitted(struct engine *e, int64_t workload_id)
 {
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->wake_lock);
     *APPEND(e->inbox, e->n_inbox, e->cap_inbox) = workload_id;
-    pthread_cond_broadcast(&e->cond);
-    pthread_mutex_unlock(&e->lock);
+    e->woken = true;
+    pthread_cond_signal(&e->wake_cond);
+    pthread_mutex_unlock(&e->wake_lock);
 }
 
 void engine_config_changed(struct engine *e, const struct resource_def *def, const struct row *row,
@@ -1799,8 +1845,8 @@ void engine_config_changed(struct engine *e, const struct resource_def *def, con
     } else {
         e->reload = true;
     }
-    pthread_cond_broadcast(&e->cond);
     pthread_mutex_unlock(&e->lock);
+    wake(e);
 }
 
 static int cancel_queued(struct engine *e, int64_t id, struct error_info *ei)
@@ -1881,9 +1927,9 @@ int engine_cancel(struct engine *e, int64_t workload_id, struct error_info *ei)
         rc = cancel_queued(e, workload_id, ei);
     } else {
         rc = stop_running(e, workload_id, "cancel requested: stopping", ei);
-        pthread_cond_broadcast(&e->cond);
     }
     pthread_mutex_unlock(&e->lock);
+    wake(e);
     return rc;
 }
 
@@ -2055,7 +2101,7 @@ void engine_sync(struct engine *e)
     uint64_t target;
     pthread_mutex_lock(&e->lock);
     target = e->iterations + 2;
-    pthread_cond_broadcast(&e->cond);
+    wake(e); /* lock order: the engine's, then the wake lock; never the other way */
     while (e->iterations < target && !e->stopping)
         pthread_cond_wait(&e->cond, &e->lock);
     pthread_mutex_unlock(&e->lock);
