@@ -632,7 +632,11 @@ void resource_create(struct req *r, const struct resource_def *def)
     }
     if (def == &model_workloads && r->api->opt.engine)
         engine_submitted(r->api->opt.engine, id);
-    out = resource_encode(r, def, &row);
+    /*
+     * A new workload is not yet in the scheduler (it is in the engine's inbox):
+     * its stored reason ("submitted") is the answer, without waiting for a pass.
+     */
+    out = def == &model_workloads ? model_encode(def, &row) : resource_encode(r, def, &row);
     if (token)
         json_object_set_new(out, "token", json_string(token));
     req_reply_json(r, 201, out);
