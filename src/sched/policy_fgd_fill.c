@@ -12,7 +12,7 @@
  * - frag: FGD's fragmentation (fgd_node_frag), weight 1.
  * - balance: per typical GPU pod m, the free GPU milli that m's CPU and
  *   memory would leave unused if the node were filled with (fractional)
- *   copies of m; the expectation over the GPU pods (weight 1/2), and the
+ *   copies of m; the expectation over the GPU pods (weight 1/4), and the
  *   same for the typical mix as a whole, CPU-only pods' CPU and memory
  *   included (weight 1/2).
  * - shape waste (weight 16): per device with f milli free, the least that
@@ -39,7 +39,7 @@
 #define MAX_TYPICAL 256
 /* Weights of the measures (see above), in milli-GPU per milli-GPU. */
 #define W_FRAG 1.0
-#define W_BALANCE 0.5
+#define W_BALANCE 0.25
 #define W_MIX 0.5
 #define W_SHAPE 16.0
 /* Cap on the node's score on both sides of a change; keeps the tie-break field apart. */

@@ -39,8 +39,8 @@ static struct sched_node_view view(int64_t id, const int32_t *free_, int n, int6
  * on A leaves 32 CPUs, room for three GPU pods beside four GPUs.
  * FGD: the next typical pod still fits on either node, so both score 0
  * (a tie the core gives to A, the lower id). fgd-fill: on A balance
- * grows by 0.5 x 800 (32 CPUs hold 3.2 GPU pods: 800 of 4000 milli
- * stranded) and mix (12 CPU-milli per milli-GPU) by 0.5 x 667, 733 in all;
+ * grows by 0.25 x 800 (32 CPUs hold 3.2 GPU pods: 800 of 4000 milli
+ * stranded) and mix (12 CPU-milli per milli-GPU) by 0.5 x 667, 533 in all;
  * shape waste is unchanged (32 CPUs is more than a GPU pod's 10, and a free
  * device fits a 1x1000 pod exactly); on B nothing changes.
  */
@@ -60,7 +60,7 @@ static void test_cpu_only_pod_strands_nothing(void **st)
             sb = fill->score(fill, &vb, &cpu_pod, pick);
     assert_true(sb < sa);
     /* The growth, in thousandths of a milli-GPU, above the 16-bit tie-break. */
-    assert_true(sa / 65536 > 733 * 1000 && sa / 65536 < 734 * 1000);
+    assert_true(sa / 65536 > 533 * 1000 && sa / 65536 < 534 * 1000);
     assert_int_equal(sb / 65536, 0);
     sched_policy_free(fgd);
     sched_policy_free(fill);
@@ -142,13 +142,14 @@ static void test_share_avoids_dead_hole(void **st)
  * 1000 - 970 = 30. A CPU-only pod of 3 CPUs on a node with one free GPU and
  * 5 CPUs leaves 2: shape 16 x (1000 - 30) = 15520. FGD's part: neither pod
  * fits after, so the frag of each grows from 0 to 1000: +1000. Balance
- * (weight 1/2 per pod): 810 pods: 5/3 copies hold 1350 >= 1000 before, 2/3
- * copies hold 540 after: +460; 160 pods: 5/4 x 160 = 200 before (800
- * stranded), 2/4 x 160 = 80 after (920): +120; (460 + 120) / 2 x 0.5 = 145.
- * Mix: 3.5 CPUs per 485 milli, 5000 CPU-milli hold 692.857 milli before and
- * 2000 hold 277.143 after: 0.5 x 415.714 = 207.857. In all 16872.857. With
- * 8 CPUs the pod leaves 5: nothing changes but balance (160 pods: 2 x 160
- * -> 5/4 x 160, 0.5 x 0.5 x 120 = 30) and mix (0.5 x (1000 - 692.857)).
+ * (weight 1/4, each pod 1/2): 810 pods: 5/3 copies hold 1350 >= 1000
+ * before, 2/3 copies hold 540 after: +460; 160 pods: 5/4 x 160 = 200
+ * before (800 stranded), 2/4 x 160 = 80 after (920): +120; (460 + 120) / 2
+ * x 0.25 = 72.5. Mix: 3.5 CPUs per 485 milli, 5000 CPU-milli hold 692.857
+ * milli before and 2000 hold 277.143 after: 0.5 x 415.714 = 207.857. In
+ * all 16800.357. With 8 CPUs the pod leaves 5: nothing changes but balance
+ * (160 pods: 2 x 160 -> 5/4 x 160, 0.5 x 0.25 x 120 = 15) and mix (0.5 x
+ * (1000 - 692.857)).
  */
 static void test_shape_waste_behind_cpu(void **st)
 {
@@ -161,8 +162,8 @@ static void test_shape_waste_behind_cpu(void **st)
     struct sched_replica_req cpu_pod = {0, 0, 3000, 0};
     int pick[8];
 
-    assert_int_equal(p->score(p, &tight, &cpu_pod, pick), 16872857LL * 65536 + 1000);
-    assert_int_equal(p->score(p, &roomy, &cpu_pod, pick), (30000LL + 153571) * 65536 + 1000);
+    assert_int_equal(p->score(p, &tight, &cpu_pod, pick), 16800357LL * 65536 + 1000);
+    assert_int_equal(p->score(p, &roomy, &cpu_pod, pick), (15000LL + 153571) * 65536 + 1000);
     sched_policy_free(p);
     fgd_workload_release(&w);
 }
