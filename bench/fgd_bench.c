@@ -19,11 +19,12 @@
  * decisions per second (pods decided / time inside sched_pass).
  *
  * Usage: fgd_bench [--data DIR] [--pods FILE] [--policies a,b,...]
- *                  [--seeds N] [--seed-base S] [--skip-cpu-pods] [DIR]
+ *                  [--seeds N] [--seed-base S] [--skip-cpu-pods] [--diag] [DIR]
  *
  * --skip-cpu-pods is for diagnosis: CPU-only pods are drawn but not
  * submitted, because the core places them itself (round robin) instead of
- * asking the policy (docs/placement.md).
+ * asking the policy (docs/placement.md). --diag prints where the
+ * unallocated GPU is at each point (print_diag).
  */
 #include "base/common.h"
 
@@ -37,6 +38,7 @@
 #define MAX_LINE 4096
 #define MAX_FIELDS 16
 #define N_POINTS 3
+#define N_SHAPE_KEYS (WHOLE + SCHED_MAX_GPUS_PER_NODE + 1)
 #define GPU_CLASS 1
 #define PROJECT 1
 
@@ -83,6 +85,8 @@ struct result {
 static uint64_t rng_state;
 /* Diagnosis only (--skip-cpu-pods): CPU-only pods are drawn but not submitted. */
 static bool skip_cpu_pods;
+/* Diagnosis (--diag): at each point, where the unallocated GPU is (print_diag). */
+static bool diag;
 
 static uint64_t rng_next(void)
 {
@@ -284,6 +288,50 @@ static double fleet_frag(const struct fleet *f, const struct fgd_workload *typ,
 }
 
 /*
+ * --diag, at each point: GPU of the failed pods by shape (milli of a share,
+ * 1000, or xN for N GPUs), free GPU on fully free and on partly used devices
+ * by the node's CPU left (below 2, 4, 8, 16 CPUs, more), and free GPU by the
+ * amount free on a device (amounts holding at least 0.01%), all % of capacity.
+ */
+static void print_diag(const struct fleet *f, const int64_t *cpu_free, const int32_t *gfree,
+                       const int64_t *failed_by, int64_t cap, int pct)
+{
+    static const int64_t cpu_edge[] = {2000, 4000, 8000, 16000, INT64_MAX};
+    int64_t whole[5] = {0}, part[5] = {0}, by_free[1001] = {0};
+    printf("diag %d%% failed:", pct);
+    for (int k = 0; k < N_SHAPE_KEYS; k++) {
+        if (failed_by[k])
+            printf(" %s%d:%.2f", k > 1000 ? "x" : "", k > 1000 ? k - 1000 : k,
+                   100.0 * (double)failed_by[k] / (double)cap);
+    }
+    for (int i = 0; i < f->n_nodes; i++) {
+        int b = 0;
+        while (cpu_free[i] >= cpu_edge[b])
+            b++;
+        for (int g = 0; g < f->nodes[i].n_gpus; g++) {
+            int32_t v = gfree[f->nodes[i].first_gpu + g];
+            if (v == WHOLE)
+                whole[b] += v;
+            else
+                part[b] += v;
+            by_free[v] += v;
+        }
+    }
+    printf("\ndiag free on whole devices by node CPU left <2,<4,<8,<16,more:");
+    for (int b = 0; b < 5; b++)
+        printf(" %.2f", 100.0 * (double)whole[b] / (double)cap);
+    printf("\ndiag free on used devices by node CPU left <2,<4,<8,<16,more:");
+    for (int b = 0; b < 5; b++)
+        printf(" %.2f", 100.0 * (double)part[b] / (double)cap);
+    printf("\ndiag free by amount:");
+    for (int v = 1; v < 1000; v++) {
+        if (by_free[v] * 10000 >= cap)
+            printf(" %d:%.2f", v, 100.0 * (double)by_free[v] / (double)cap);
+    }
+    printf("\n");
+}
+
+/*
  * typ: the list's typical pods, which FGD weighs and the fragmentation
  * figures use; fill_typ: fgd-fill's (the same plus the heaviest shapes).
  */
@@ -301,6 +349,7 @@ static int run_one(const struct fleet *f, const struct pod *pods, size_t n_pods,
     int64_t *mem_free = xcalloc((size_t)f->n_nodes, sizeof(int64_t));
     int32_t *gfree = xcalloc((size_t)f->n_gpus, sizeof(int32_t));
     int point = 0, rc = 0;
+    int64_t failed_by[N_SHAPE_KEYS] = {0}; /* --diag: by share milli, 1000 + GPUs if more */
 
     if (!pol) {
         fprintf(stderr, "fgd_bench: unknown policy '%s'\n", policy);
@@ -383,10 +432,14 @@ static int run_one(const struct fleet *f, const struct pod *pods, size_t n_pods,
         }
         res->decided++;
         res->failed += !placed;
+        if (!placed)
+            failed_by[pd->num_gpu > 1 ? 1000 + pd->num_gpu : pd->gpu_milli] += req;
         arrived += req;
         while (point < N_POINTS && arrived * 100 >= cap * points_pct[point]) {
             res->unalloc[point] = 100.0 - 100.0 * (double)allocated / (double)cap;
             res->frag[point] = 100.0 * fleet_frag(f, typ, cpu_free, mem_free, gfree) / (double)cap;
+            if (diag)
+                print_diag(f, cpu_free, gfree, failed_by, cap, points_pct[point]);
             point++;
         }
     }
@@ -415,7 +468,7 @@ static double median_of(double *v, int n)
 static int usage(void)
 {
     fprintf(stderr, "usage: fgd_bench [--data DIR] [--pods FILE] [--policies a,b,...] "
-                    "[--seeds N] [--seed-base S] [--skip-cpu-pods] [DIR]\n"
+                    "[--seeds N] [--seed-base S] [--skip-cpu-pods] [--diag] [DIR]\n"
                     "policies: random,dotprod,clustering,packing,bestfit,fgd,fgd-fill\n");
     return 2;
 }
@@ -450,6 +503,8 @@ int main(int argc, char **argv)
                 return usage();
         } else if (strcmp(a, "--skip-cpu-pods") == 0)
             skip_cpu_pods = true;
+        else if (strcmp(a, "--diag") == 0)
+            diag = true;
         else if (a[0] != '-')
             dir = a;
         else

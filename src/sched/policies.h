@@ -116,11 +116,13 @@ struct sched_policy *sched_policy_bestfit_new(void);
 struct sched_policy *sched_policy_fgd_new(const struct fgd_workload *typical);
 
 /*
- * fgd-fill, our policy: the node and device(s) where FGD's fragmentation
- * plus two measures of the GPU the typical pods could no longer fill (by
- * devices, CPU and memory) grow least; ties to the node with less free GPU
- * after. policy_fgd_fill.c and docs/placement.md say why. The typical pods
- * are copied.
+ * fgd-fill, our policy: the node and device(s) where FGD's fragmentation,
+ * shape waste (free milli on a device that no mix of the typical pods'
+ * per-device sizes can close; all of a node's free GPU once its CPU or
+ * memory cannot take a typical GPU pod) and the GPU stranded behind CPU and
+ * memory grow least; ties to the node with less free GPU after.
+ * policy_fgd_fill.c and docs/placement.md say why. The typical pods are
+ * copied.
  */
 struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typical);
 

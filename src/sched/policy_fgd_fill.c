@@ -2,25 +2,33 @@
 /*
  * policy_fgd_fill.c: "fgd-fill", our placement policy (policies.h,
  * docs/placement.md). FGD (policy_fgd.c) asks whether the *next* typical
- * pod could use what a node has left; on the Alibaba trace that misses most
- * of the GPUs that end up stranded, which sit behind exhausted CPU or memory
- * or in holes that only a long run of pods would have filled. fgd-fill adds
- * two measures of how much of a node's free GPU the typical pods could
- * still *fill*, and scores a placement by how much it makes all three grow:
+ * pod could use what a node has left. On the Alibaba trace that misses most
+ * of what ends up stranded: holes on shared devices that no mix of the
+ * typical pods can close (a 470 beside a 320 leaves 210, which nothing
+ * common fits), and GPUs behind CPU or memory the node has given away.
+ * fgd-fill scores a placement by how much it makes these measures of the
+ * node grow:
  *
  * - frag: FGD's fragmentation (fgd_node_frag), weight 1.
- * - fill: per typical GPU pod m, the free GPU milli left over after as many
- *   copies of m as the node's devices, CPU and memory allow; the expectation
- *   over the GPU pods (weight 1).
- * - balance: the same with fractional copies limited by CPU and memory only
- *   (a smooth measure of GPU stranded behind exhausted CPU or memory), per
- *   typical GPU pod (weight 1/2) and for the typical mix as a whole, CPU-only
- *   pods' CPU and memory included (weight 1/2).
+ * - balance: per typical GPU pod m, the free GPU milli that m's CPU and
+ *   memory would leave unused if the node were filled with (fractional)
+ *   copies of m; the expectation over the GPU pods (weight 1/4), and the
+ *   same for the typical mix as a whole, CPU-only pods' CPU and memory
+ *   included (weight 1/2).
+ * - shape waste (weight 16): per device with f milli free, the least that
+ *   any mix of the typical pods' per-device sizes would leave of f (the
+ *   `leftover` table: a knapsack over the sizes, worked out once); all of
+ *   the node's free GPU once its CPU or memory is below what the smallest
+ *   typical GPU pod asks for. Unlike frag it looks past the next pod: 530
+ *   free after a 470 costs 60 (another 470 closes it to 60), 210 after
+ *   470 + 320 costs 210.
  *
- * Ties go to the node with less free GPU after placement (packing), then to
- * the core's lower node id. The weights are fixed: the same settings run
- * every pod list of the benchmark. Each candidate device costs O(typical
- * pods) on top of an O(typical pods x devices) pass over the node.
+ * A share goes to the device of the node that scores best (ties: the one
+ * with less free); equal node scores go to the node with less free GPU
+ * after placement (packing), then to the core's lower node id. The weights
+ * are fixed: the same settings run every pod list of the benchmark. A node
+ * costs O(typical pods x devices) once, then O(typical pods) per candidate
+ * device.
  */
 #include "base/common.h"
 
@@ -29,16 +37,20 @@
 
 #define WHOLE 1000
 #define MAX_TYPICAL 256
-/* Weights of the three measures (see above), in milli-GPU per milli-GPU. */
+/* Weights of the measures (see above), in milli-GPU per milli-GPU. */
 #define W_FRAG 1.0
-#define W_FILL 1.0
-#define W_BALANCE 0.5
+#define W_BALANCE 0.25
 #define W_MIX 0.5
+#define W_SHAPE 16.0
+/* Cap on the node's score on both sides of a change; keeps the tie-break field apart. */
+#define SCORE_CAP (INT64_MAX / 65536 / 2)
 
 struct fill_state {
     size_t n_pods;
     double mix_cpu, mix_mem;   /* typical mix: CPU milli and memory MiB per milli-GPU; 0 if none */
     double w_gpu[MAX_TYPICAL]; /* weight among GPU pods (CPU-only: 0), summing to 1 */
+    int64_t cpu_min, mem_min;  /* least CPU and memory of a typical GPU pod */
+    int32_t leftover[WHOLE + 1]; /* least milli a device with f free keeps after typical pods */
     struct fgd_pod pods[MAX_TYPICAL];
 };
 
@@ -46,7 +58,6 @@ struct fill_state {
 struct pod_base {
     int fit;          /* devices with room for one device's share of the pod */
     int64_t unusable; /* free milli of the devices without */
-    int64_t slots;    /* pieces of the pod's per-device size the devices could hold */
 };
 
 /* A placement's effect on the devices: n devices (indices dev) each lose take milli. */
@@ -67,21 +78,29 @@ static double gpu_of(const struct fgd_pod *m)
     return m->num_gpu > 1 ? (double)m->num_gpu * WHOLE : (double)m->gpu_milli;
 }
 
-/*
- * The weighted sum of the three measures for the node after `ch`, with
- * cpu and mem left (INT64_MAX / 4 when not counted).
- */
-static double measure(const struct fill_state *st, const struct pod_base *b, int64_t total,
-                      int64_t cpu, int64_t mem, const int32_t *gpu_free, const struct change *ch)
+/* leftover[] of a free amount, which a device view keeps within 0..WHOLE. */
+static int64_t leftover_of(const struct fill_state *st, int32_t f)
 {
-    double frag = 0, fill = 0, balance = 0, mix = 0;
+    return st->leftover[f < 0 ? 0 : f > WHOLE ? WHOLE : f];
+}
+
+/*
+ * The weighted sum of the measures for the node after `ch`, with cpu and
+ * mem left (INT64_MAX / 4 when not counted); kept is the sum of leftover[]
+ * over the node's devices before the change.
+ */
+static double measure(const struct fill_state *st, const struct pod_base *b, int64_t kept,
+                      int64_t total, int64_t cpu, int64_t mem, const int32_t *gpu_free,
+                      const struct change *ch)
+{
+    double frag = 0, balance = 0, mix = 0, shape;
     int64_t after = total - (int64_t)ch->take * ch->n;
 
     for (size_t i = 0; i < st->n_pods; i++) {
         const struct fgd_pod *m = &st->pods[i];
         int32_t need = need_of(m);
         int fit = b[i].fit;
-        int64_t unusable = b[i].unusable, slots = b[i].slots, copies;
+        int64_t unusable = b[i].unusable;
         double room;
 
         if (need == 0) {
@@ -92,19 +111,11 @@ static double measure(const struct fill_state *st, const struct pod_base *b, int
             int32_t f = gpu_free[ch->dev[c]], f2 = f - ch->take;
             fit += (f2 >= need) - (f >= need);
             unusable += (f2 < need ? f2 : 0) - (f < need ? f : 0);
-            slots += f2 / need - f / need;
         }
         if (cpu < m->cpu_milli || mem < m->mem_mib || fit < m->num_gpu)
             frag += m->freq * (double)after;
         else
             frag += m->freq * (double)unusable;
-
-        copies = m->num_gpu > 1 ? slots / m->num_gpu : slots;
-        if (m->cpu_milli > 0 && cpu / m->cpu_milli < copies)
-            copies = cpu / m->cpu_milli;
-        if (m->mem_mib > 0 && mem / m->mem_mib < copies)
-            copies = mem / m->mem_mib;
-        fill += st->w_gpu[i] * ((double)after - (double)copies * gpu_of(m));
 
         room = (double)after;
         if (m->cpu_milli > 0 && (double)cpu / (double)m->cpu_milli * gpu_of(m) < room)
@@ -121,7 +132,16 @@ static double measure(const struct fill_state *st, const struct pod_base *b, int
             room = (double)mem / st->mix_mem;
         mix = (double)after - room;
     }
-    return W_FRAG * frag + W_FILL * fill + W_BALANCE * balance + W_MIX * mix;
+    if (cpu < st->cpu_min || mem < st->mem_min) {
+        shape = (double)after; /* no typical GPU pod fits beside what is left */
+    } else {
+        for (int c = 0; c < ch->n; c++) {
+            int32_t f = gpu_free[ch->dev[c]];
+            kept += leftover_of(st, f - ch->take) - leftover_of(st, f);
+        }
+        shape = (double)kept;
+    }
+    return W_FRAG * frag + W_BALANCE * balance + W_MIX * mix + W_SHAPE * shape;
 }
 
 static int64_t fill_score(const struct sched_policy *p, const struct sched_node_view *v,
@@ -132,31 +152,32 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
     struct change none = {NULL, 0, 0};
     int64_t cpu = v->cpu_cap ? v->cpu_free : INT64_MAX / 4;
     int64_t mem = v->mem_cap ? v->mem_free : INT64_MAX / 4;
-    int64_t total = 0, q, left;
+    int64_t total = 0, kept = 0, q, left;
     double before, best = 0;
     int best_g = -1;
 
     if (cpu < r->cpu_milli || mem < r->mem_mib)
         return INT64_MAX;
-    for (int g = 0; g < v->n_gpus; g++)
+    for (int g = 0; g < v->n_gpus; g++) {
         total += v->gpu_free[g];
+        kept += leftover_of(st, v->gpu_free[g]);
+    }
     for (size_t i = 0; i < st->n_pods; i++) {
         int32_t need = need_of(&st->pods[i]);
-        b[i] = (struct pod_base){0, 0, 0};
+        b[i] = (struct pod_base){0, 0};
         for (int g = 0; g < v->n_gpus && need > 0; g++) {
             if (v->gpu_free[g] >= need)
                 b[i].fit++;
             else
                 b[i].unusable += v->gpu_free[g];
-            b[i].slots += v->gpu_free[g] / need;
         }
     }
-    before = measure(st, b, total, cpu, mem, v->gpu_free, &none);
+    before = measure(st, b, kept, total, cpu, mem, v->gpu_free, &none);
     cpu -= r->cpu_milli;
     mem -= r->mem_mib;
 
     if (r->gpu_milli == 0) {
-        best = measure(st, b, total, cpu, mem, v->gpu_free, &none);
+        best = measure(st, b, kept, total, cpu, mem, v->gpu_free, &none);
     } else if (r->gpu_milli < WHOLE) {
         /* Each distinct free amount once; ties: the device with less free. */
         for (int g = 0; g < v->n_gpus; g++) {
@@ -169,7 +190,7 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
             if (seen)
                 continue;
             struct change ch = {&g, 1, r->gpu_milli};
-            double a = measure(st, b, total, cpu, mem, v->gpu_free, &ch);
+            double a = measure(st, b, kept, total, cpu, mem, v->gpu_free, &ch);
             if (best_g < 0 || a < best || (a == best && f < v->gpu_free[best_g])) {
                 best = a;
                 best_g = g;
@@ -188,15 +209,38 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
         if (n < k)
             return INT64_MAX;
         struct change ch = {pick, k, WHOLE};
-        best = measure(st, b, total, cpu, mem, v->gpu_free, &ch);
+        best = measure(st, b, kept, total, cpu, mem, v->gpu_free, &ch);
         memcpy(ret_gpus, pick, (size_t)k * sizeof(int));
     }
     /* Growth in thousandths of a milli-GPU, then the free GPU left as the tie-break. */
     double d = (best - before) * 1000.0;
+    d = d > (double)SCORE_CAP ? (double)SCORE_CAP : d < -(double)SCORE_CAP ? -(double)SCORE_CAP : d;
     q = (int64_t)(d >= 0 ? d + 0.5 : d - 0.5);
     left = total - r->gpu_milli;
     left = left < 0 ? 0 : left > 65535 ? 65535 : left;
     return q * 65536 + left;
+}
+
+/*
+ * leftover[f]: f minus the most that a multiset of the typical pods'
+ * per-device sizes can add up to without passing f (an unbounded knapsack
+ * over at most WHOLE amounts).
+ */
+static void build_leftover(struct fill_state *st)
+{
+    bool reach[WHOLE + 1] = {true};
+    int best = 0;
+    for (int f = 1; f <= WHOLE; f++) {
+        for (size_t i = 0; i < st->n_pods && !reach[f]; i++) {
+            int32_t sz = need_of(&st->pods[i]);
+            reach[f] = sz > 0 && sz <= f && reach[f - sz];
+        }
+    }
+    for (int f = 0; f <= WHOLE; f++) {
+        if (reach[f])
+            best = f;
+        st->leftover[f] = f - best;
+    }
 }
 
 struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typical)
@@ -208,6 +252,7 @@ struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typica
 
     st->n_pods = n;
     memcpy(st->pods, typical->pods, n * sizeof(st->pods[0]));
+    st->cpu_min = st->mem_min = INT64_MAX / 4;
     for (size_t i = 0; i < n; i++) {
         const struct fgd_pod *m = &st->pods[i];
         st->w_gpu[i] = m->num_gpu > 0 ? m->freq : 0;
@@ -215,6 +260,10 @@ struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typica
         cpu += m->freq * (double)m->cpu_milli;
         mem += m->freq * (double)m->mem_mib;
         gpu += m->num_gpu > 0 ? m->freq * gpu_of(m) : 0;
+        if (m->num_gpu > 0 && m->cpu_milli < st->cpu_min)
+            st->cpu_min = m->cpu_milli;
+        if (m->num_gpu > 0 && m->mem_mib < st->mem_min)
+            st->mem_min = m->mem_mib;
     }
     for (size_t i = 0; i < n && w > 0; i++)
         st->w_gpu[i] /= w;
@@ -222,6 +271,7 @@ struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typica
         st->mix_cpu = cpu / gpu;
         st->mix_mem = mem / gpu;
     }
+    build_leftover(st);
     p->name = "fgd-fill";
     p->score = fill_score;
     p->state = st;

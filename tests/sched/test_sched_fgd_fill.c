@@ -3,9 +3,11 @@
  * Tests of fgd-fill, our placement policy (src/sched/policy_fgd_fill.c),
  * and of what it is built from: typical pods covering the GPU demand
  * (fgd_workload_build_cover) or given as text (fgd_workload_parse). The
- * main case is a two-node cluster where FGD strands a GPU behind CPU that a
+ * main cases: a two-node cluster where FGD strands a GPU behind CPU that a
  * CPU-only pod took and fgd-fill does not, checked on the scores and then
- * through the scheduler core. Numbers are worked out in the comments.
+ * through the scheduler core; shares where FGD opens a hole that no mix of
+ * the typical pods can close and fgd-fill does not (the shape-waste
+ * measure). Numbers are worked out in the comments.
  */
 #include "base/common.h"
 
@@ -36,9 +38,11 @@ static struct sched_node_view view(int64_t id, const int32_t *free_, int n, int6
  * typical GPU pods); node B: 1 GPU and 40 CPUs. A CPU-only pod of 8 CPUs
  * on A leaves 32 CPUs, room for three GPU pods beside four GPUs.
  * FGD: the next typical pod still fits on either node, so both score 0
- * (a tie the core gives to A, the lower id). fgd-fill: on A the GPU pods
- * could fill 4 GPUs before and 3 after (fill +1000), balance +0.5 x 800,
- * mix (12 CPU-milli per milli-GPU) +0.5 x 667; on B nothing changes.
+ * (a tie the core gives to A, the lower id). fgd-fill: on A balance
+ * grows by 0.25 x 800 (32 CPUs hold 3.2 GPU pods: 800 of 4000 milli
+ * stranded) and mix (12 CPU-milli per milli-GPU) by 0.5 x 667, 533 in all;
+ * shape waste is unchanged (32 CPUs is more than a GPU pod's 10, and a free
+ * device fits a 1x1000 pod exactly); on B nothing changes.
  */
 static void test_cpu_only_pod_strands_nothing(void **st)
 {
@@ -56,10 +60,111 @@ static void test_cpu_only_pod_strands_nothing(void **st)
             sb = fill->score(fill, &vb, &cpu_pod, pick);
     assert_true(sb < sa);
     /* The growth, in thousandths of a milli-GPU, above the 16-bit tie-break. */
-    assert_true(sa / 65536 > 1700 * 1000 && sa / 65536 < 1770 * 1000);
+    assert_true(sa / 65536 > 533 * 1000 && sa / 65536 < 534 * 1000);
     assert_int_equal(sb / 65536, 0);
     sched_policy_free(fgd);
     sched_policy_free(fill);
+    fgd_workload_release(&w);
+}
+
+/*
+ * Typical shares 470, 320 and 650 (weights 1, 1, 4), no CPU or memory
+ * counted. Each device size's shape waste (leftover: f minus the largest
+ * sum of typical sizes that fits in f): 1000 -> 30 (650 + 320), 680 -> 30
+ * (650), 530 -> 60 (470), 210 -> 210, 60 -> 60.
+ */
+static struct fgd_workload three_shares(void)
+{
+    struct fgd_workload w;
+    assert_int_equal(fgd_workload_parse("1x470/1000/0*1,1x320/1000/0*1,1x650/1000/0*4", &w), 0);
+    return w;
+}
+
+/*
+ * A 470 share on one device, scored by hand (thousandths of a milli-GPU,
+ * above the 16-bit tie-break; balance and mix are 0 without CPU or memory):
+ * - 680 free (a 320 there): FGD +210 (210 is too small for every typical
+ *   pod), shape 16 x (210 - 30) = 2880: 3090 milli.
+ * - 530 free (a 470 there): FGD 60 - 530 x 4/6 (only the 650 does not fit
+ *   530) = -293.333, shape 16 x (60 - 60) = 0.
+ * - 1000 free: FGD 530 x 4/6 = +353.333, shape 16 x (60 - 30) = 480:
+ *   833.333.
+ */
+static void test_shape_waste_scores(void **st)
+{
+    (void)st;
+    struct fgd_workload w = three_shares();
+    struct sched_policy *p = sched_policy_fgd_fill_new(&w);
+    int32_t d680[] = {680}, d530[] = {530}, d1000[] = {1000};
+    struct sched_node_view v680 = view(1, d680, 1, 0, 0), v530 = view(2, d530, 1, 0, 0),
+                           v1000 = view(3, d1000, 1, 0, 0);
+    struct sched_replica_req share = {1, 470, 1000, 0};
+    int pick[8];
+
+    assert_int_equal(p->score(p, &v680, &share, pick), 3090000LL * 65536 + 210);
+    assert_int_equal(pick[0], 0);
+    assert_int_equal(p->score(p, &v530, &share, pick), -293333LL * 65536 + 60);
+    assert_int_equal(p->score(p, &v1000, &share, pick), 833333LL * 65536 + 530);
+    sched_policy_free(p);
+    fgd_workload_release(&w);
+}
+
+/*
+ * The same 470 share on a node with a 680 device (a 320 there) and a free
+ * device. FGD takes the 680 device: +210 against +353.333 on the free one,
+ * because it only asks whether the next pod (mostly a 650) would fit. That
+ * leaves 210 that no typical pod can use. fgd-fill takes the free device
+ * (833.333 against 3090, above): the 530 left is closed by another 470.
+ */
+static void test_share_avoids_dead_hole(void **st)
+{
+    (void)st;
+    struct fgd_workload w = three_shares();
+    struct sched_policy *fgd = sched_policy_fgd_new(&w), *fill = sched_policy_fgd_fill_new(&w);
+    int32_t g[] = {680, 1000};
+    struct sched_node_view v = view(1, g, 2, 0, 0);
+    struct sched_replica_req share = {1, 470, 1000, 0};
+    int pick[8];
+
+    assert_int_equal(fgd->score(fgd, &v, &share, pick), 210000);
+    assert_int_equal(pick[0], 0);
+    assert_int_equal(fill->score(fill, &v, &share, pick), 833333LL * 65536 + 1210);
+    assert_int_equal(pick[0], 1);
+    sched_policy_free(fgd);
+    sched_policy_free(fill);
+    fgd_workload_release(&w);
+}
+
+/*
+ * Shape waste counts all of a node's free GPU once its CPU is below the
+ * least a typical GPU pod asks for. Typical pods: 1x810 with 3 CPUs, 1x160
+ * with 4 (weights 1, 1); per-device sizes 810 and 160, so leftover[1000] =
+ * 1000 - 970 = 30. A CPU-only pod of 3 CPUs on a node with one free GPU and
+ * 5 CPUs leaves 2: shape 16 x (1000 - 30) = 15520. FGD's part: neither pod
+ * fits after, so the frag of each grows from 0 to 1000: +1000. Balance
+ * (weight 1/4, each pod 1/2): 810 pods: 5/3 copies hold 1350 >= 1000
+ * before, 2/3 copies hold 540 after: +460; 160 pods: 5/4 x 160 = 200
+ * before (800 stranded), 2/4 x 160 = 80 after (920): +120; (460 + 120) / 2
+ * x 0.25 = 72.5. Mix: 3.5 CPUs per 485 milli, 5000 CPU-milli hold 692.857
+ * milli before and 2000 hold 277.143 after: 0.5 x 415.714 = 207.857. In
+ * all 16800.357. With 8 CPUs the pod leaves 5: nothing changes but balance
+ * (160 pods: 2 x 160 -> 5/4 x 160, 0.5 x 0.25 x 120 = 15) and mix (0.5 x
+ * (1000 - 692.857)).
+ */
+static void test_shape_waste_behind_cpu(void **st)
+{
+    (void)st;
+    struct fgd_workload w;
+    assert_int_equal(fgd_workload_parse("1x810/3000/0,1x160/4000/0", &w), 0);
+    struct sched_policy *p = sched_policy_fgd_fill_new(&w);
+    int32_t g[] = {1000};
+    struct sched_node_view tight = view(1, g, 1, 5000, 64000), roomy = view(2, g, 1, 8000, 64000);
+    struct sched_replica_req cpu_pod = {0, 0, 3000, 0};
+    int pick[8];
+
+    assert_int_equal(p->score(p, &tight, &cpu_pod, pick), 16800357LL * 65536 + 1000);
+    assert_int_equal(p->score(p, &roomy, &cpu_pod, pick), (15000LL + 153571) * 65536 + 1000);
+    sched_policy_free(p);
     fgd_workload_release(&w);
 }
 
@@ -268,6 +373,9 @@ int main(void)
         cmocka_unit_test(test_cpu_only_pod_strands_nothing),
         cmocka_unit_test(test_through_core_beats_fgd),
         cmocka_unit_test(test_share_packs),
+        cmocka_unit_test(test_shape_waste_scores),
+        cmocka_unit_test(test_share_avoids_dead_hole),
+        cmocka_unit_test(test_shape_waste_behind_cpu),
         cmocka_unit_test(test_build_cover),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_bestfit_ignores_memory),
