@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Issue 8's side-by-side benchmark, one run of one script: the same workload
+# (N jobs of one GPU whose command exits at once, 64 GPUs) three ways:
+#   1. Slurm alone: sbatch straight to a real Slurm of 8 nodes x 8 GPUs on
+#      this host (tests/slurm/slurm-up.sh);
+#   2. gpuaas on `local`: 64 declared GPUs on this machine, processes;
+#   3. gpuaas on `slurm`: the same Slurm, gpuaas choosing the node and GPUs.
+# Prints jobs/s end to end (first submit to last end) for each, gpuaas-local's
+# submit->start p50 (from the events' times), and gpuaas-on-slurm's overhead
+# over Slurm alone. Needs root (slurmd). Usage: bench/backends_bench.sh [jobs=2000]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${SLURM_CONF:-}" ]; then
+  bash scripts/deps.sh
+  build=${BENCH_BUILD:-build}
+  bash scripts/build.sh "$build" >/dev/null
+  exec env BENCH_BUILD="$build" bash tests/slurm/with-slurm.sh 8 bash "$0" "$@"
+fi
+jobs=${1:-2000}
+[ -n "${BENCH_TRACE:-}" ] && set -x
+build=${BENCH_BUILD:-build}
+TMP=$(mktemp -d /tmp/gpuaas-backends.XXXXXX)
+pid=
+stop() { [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; pid=; true; }
+trap 'stop; rm -rf "$TMP"' EXIT
+now_ms() { date +%s%3N; }
+
+wait_slurm_idle() { # until no job of ours is pending or running
+  while [ -n "$(squeue -h -o %i 2>/dev/null | head -1)" ]; do sleep 0.2; done
+}
+
+# ---- 1. Slurm alone ----
+t0=$(now_ms)
+for i in $(seq "$jobs"); do
+  sbatch --parsable --gres=gpu:h100:1 --ntasks=1 --cpus-per-task=1 --mem=16 \
+    -o /dev/null --wrap true >/dev/null
+done
+wait_slurm_idle
+t1=$(now_ms)
+slurm_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1000 }')
+
+# ---- gpuaas: a daemon, a project, a flavor; N submissions, 8 at a time ----
+start() { # db extra...
+  local db=$1
+  shift
+  "$build/src/gpuaasd" --listen 127.0.0.1:0 --db "$db" --threads 2 --log-dir "$TMP/logs" \
+    --bootstrap-token-file "$TMP/token" "$@" >/dev/null 2>"$TMP/daemon.log" &
+  pid=$!
+  for _ in $(seq 300); do grep -q msg=ready "$TMP/daemon.log" && break; sleep 0.1; done
+  url="http://127.0.0.1:$(grep msg=ready "$TMP/daemon.log" | sed -E 's/.* port=([0-9]+).*/\1/')"
+  token=$(cat "$TMP/token")
+  g=("$build/src/gpuaas" --server "$url" --token "$token")
+}
+submit_all() { # project flavor -> time of the first submit
+  local first
+  # one curl, 16 requests at a time: the client's own cost stays out of the figures
+  for i in $(seq "$jobs"); do
+    [ "$i" = 1 ] || echo next
+    printf 'url = "%s/v1/workloads"\nheader = "Authorization: Bearer %s"\n' "$url" "$token"
+    printf 'header = "Content-Type: application/json"\noutput = "/dev/null"\n'
+    printf 'data = "{\\"project_id\\":%s,\\"flavor_id\\":%s,\\"command\\":\\"true\\",\\"idempotency_key\\":\\"j%s\\"}"\n' "$1" "$2" "$i"
+  done >"$TMP/requests"
+  first=$(now_ms)
+  curl -sSf --no-progress-meter --parallel --parallel-max 16 -K "$TMP/requests"
+  echo "$first"
+}
+wait_done() { # db
+  while [ "$(sqlite3 "$1" "SELECT count(*) FROM workloads WHERE state IN ('succeeded','failed','cancelled');")" -lt "$jobs" ]; do
+    sleep 0.1
+  done
+  sqlite3 "$1" "SELECT max(at_ms) FROM workload_events WHERE type IN ('succeeded','failed');"
+}
+setup_tenant() { # class
+  "${g[@]}" org create bench >/dev/null
+  "${g[@]}" project create load --org bench >/dev/null
+  "${g[@]}" flavor create one --gpu-class "$1" --gpu-milli 1000 --vcpus 1 --memory-mib 16 >/dev/null
+  project=$("${g[@]}" -o json project show bench/load | jq -r .id)
+  flavor=$("${g[@]}" -o json flavor show one | jq -r .id)
+}
+
+# ---- 2. gpuaas on local ----
+export GPUAAS_CONFIG=$TMP/cli.conf
+start "$TMP/local.db"
+"${g[@]}" cluster create here --backend local >/dev/null
+"${g[@]}" gpu-class create h100 >/dev/null
+"${g[@]}" node create this-host --cluster here >/dev/null
+for i in $(seq 0 63); do
+  "${g[@]}" gpu create --node this-host --index "$i" --gpu-class h100 --uuid "GPU-00000000-0000-0000-0000-0000000000$(printf %02d "$i")" >/dev/null
+done
+setup_tenant h100
+first=$(submit_all "$project" "$flavor")
+last=$(wait_done "$TMP/local.db")
+local_s=$(awk -v a="$first" -v b="$last" 'BEGIN { printf "%.2f", (b - a) / 1000 }')
+submit_span=$(sqlite3 "$TMP/local.db" "SELECT max(at_ms) - min(at_ms) FROM workload_events WHERE type = 'submitted';")
+p50=$(sqlite3 "$TMP/local.db" "SELECT r.at_ms - s.at_ms FROM workload_events s JOIN workload_events r
+  ON r.workload_id = s.workload_id AND r.type = 'running' WHERE s.type = 'submitted' ORDER BY 1;" |
+  awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+stop
+
+# ---- 3. gpuaas on slurm ----
+start "$TMP/slurm.db" --slurm-sync-s 1
+"${g[@]}" gpu-class create h100 >/dev/null
+"${g[@]}" cluster create sl --backend slurm --endpoint "$SLURM_CONF" >/dev/null
+until [ "$("${g[@]}" -o json gpu list --limit 1000 | jq '.items | length')" = 64 ]; do sleep 0.2; done
+setup_tenant h100
+first=$(submit_all "$project" "$flavor")
+last=$(wait_done "$TMP/slurm.db")
+onslurm_s=$(awk -v a="$first" -v b="$last" 'BEGIN { printf "%.2f", (b - a) / 1000 }')
+failed=$(sqlite3 "$TMP/slurm.db" "SELECT count(*) FROM workloads WHERE state != 'succeeded';")
+stop
+
+awk -v n="$jobs" -v s="$slurm_s" -v l="$local_s" -v o="$onslurm_s" -v p="$p50" -v f="$failed" \
+  -v span="$submit_span" 'BEGIN {
+  printf "jobs %d, 64 GPUs, one run\n", n
+  printf "slurm alone:      %7.2f s  %8.1f jobs/s\n", s, n / s
+  printf "gpuaas on local:  %7.2f s  %8.1f jobs/s  (%.1fx slurm), submit->start p50 %d ms; the %d submissions took %.2f s\n", l, n / l, (n / l) / (n / s), p, n, span / 1000
+  printf "gpuaas on slurm:  %7.2f s  %8.1f jobs/s  (+%.1f%% over slurm alone), %d not succeeded\n", o, n / o, (o - s) / s * 100, f
+}'
