@@ -190,6 +190,18 @@ int resource_load_visible(struct req *r, const struct resource_def *def, int64_t
  */
 int req_list_all(struct req *r, const struct resource_def *def, bool open_only,
                  struct row **ret, size_t *ret_n, struct error_info *ei);
+/* The row with that id in rows (id order, as lists come), or NULL: a binary search. */
+const struct row *rows_find(const struct row *rows, size_t n, int64_t id);
+/*
+ * Open allocations by the GPU they hold (in the request's arena): the first
+ * one (by id) holding gpu_id, or NULL.
+ */
+struct alloc_index {
+    const struct row **by_gpu; /* sorted by (gpu_id, id); CPU-only ones left out */
+    size_t n;
+};
+void alloc_index_build(struct req *r, const struct row *allocs, size_t n, struct alloc_index *ret);
+const struct row *alloc_index_find(const struct alloc_index *ix, int64_t gpu_id);
 /* A row as JSON for the API (caller owns the reference). */
 json_t *resource_encode(struct req *r, const struct resource_def *def, const struct row *row);
 

@@ -27,12 +27,11 @@
 #include "collect/collector.h"
 #include "inventory/inventory.h"
 
-
 struct tables {
     struct row *gpus, *nodes, *clusters, *classes, *pools, *orgs, *projects, *allocs, *items;
     size_t n_gpus, n_nodes, n_clusters, n_classes, n_pools, n_orgs, n_projects, n_allocs, n_items;
+    struct alloc_index held; /* open allocations by GPU */
 };
-
 
 static int cmp_item_uuid(const void *a, const void *b);
 
@@ -51,23 +50,8 @@ static int load_tables(struct req *r, struct tables *t, struct error_info *ei)
         return rc;
     if (t->n_items)
         qsort(t->items, t->n_items, sizeof(struct row), cmp_item_uuid);
+    alloc_index_build(r, t->allocs, t->n_allocs, &t->held);
     return 0;
-}
-
-static const struct row *by_id(const struct row *rows, size_t n, int64_t id)
-{
-    size_t lo = 0, hi = n; /* lists come in id order */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int64_t x = model_row_id(&rows[mid]);
-        if (x == id)
-            return &rows[mid];
-        if (x < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
 }
 
 static const char *s_of(const struct resource_def *d, const struct row *r, const char *f)
@@ -86,7 +70,7 @@ static int64_t i_of(const struct resource_def *d, const struct row *r, const cha
 static int64_t manager_of(const struct tables *t, int64_t org)
 {
     for (int depth = 0; org && depth < 64; depth++) {
-        const struct row *o = by_id(t->orgs, t->n_orgs, org);
+        const struct row *o = rows_find(t->orgs, t->n_orgs, org);
         if (!o)
             return 0;
         if (i_of(&model_organizations, o, "manager_id"))
@@ -102,7 +86,7 @@ static bool org_under(const struct tables *t, int64_t org, int64_t top)
     for (int depth = 0; org && depth < 64; depth++) {
         if (org == top)
             return true;
-        org = i_of(&model_organizations, by_id(t->orgs, t->n_orgs, org), "parent_id");
+        org = i_of(&model_organizations, rows_find(t->orgs, t->n_orgs, org), "parent_id");
     }
     return false;
 }
@@ -111,7 +95,7 @@ static bool org_under(const struct tables *t, int64_t org, int64_t top)
 static bool managed_by(const struct tables *t, int64_t org, int64_t user)
 {
     for (int depth = 0; org && depth < 64; depth++) {
-        const struct row *o = by_id(t->orgs, t->n_orgs, org);
+        const struct row *o = rows_find(t->orgs, t->n_orgs, org);
         if (i_of(&model_organizations, o, "manager_id") == user)
             return true;
         org = i_of(&model_organizations, o, "parent_id");
@@ -141,8 +125,8 @@ static json_t *names_of(const struct tables *t, const char *json, bool projects)
     json_array_foreach(list, i, v)
     {
         int64_t id = json_integer_value(v);
-        const struct row *row =
-            projects ? by_id(t->projects, t->n_projects, id) : by_id(t->orgs, t->n_orgs, id);
+        const struct row *row = projects ? rows_find(t->projects, t->n_projects, id)
+                                         : rows_find(t->orgs, t->n_orgs, id);
         json_array_append_new(
             out, json_string(s_of(projects ? &model_projects : &model_organizations, row, "name")));
     }
@@ -199,15 +183,15 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
                        const struct filters *flt, bool *used_items)
 {
     const struct resource_def *gd = &model_gpus;
-    const struct row *node = by_id(t->nodes, t->n_nodes, i_of(gd, g, "node_id"));
+    const struct row *node = rows_find(t->nodes, t->n_nodes, i_of(gd, g, "node_id"));
     const struct row *cluster =
-        by_id(t->clusters, t->n_clusters, i_of(&model_nodes, node, "cluster_id"));
-    const struct row *cls = by_id(t->classes, t->n_classes, i_of(gd, g, "gpu_class_id"));
+        rows_find(t->clusters, t->n_clusters, i_of(&model_nodes, node, "cluster_id"));
+    const struct row *cls = rows_find(t->classes, t->n_classes, i_of(gd, g, "gpu_class_id"));
     const char *uuid = s_of(gd, g, "uuid"), *node_state = s_of(&model_nodes, node, "state");
     int64_t pool_id = model_pool_of_gpu(t->pools, t->n_pools, model_row_id(g),
                                         i_of(&model_nodes, node, "cluster_id"),
                                         s_of(&model_nodes, node, "labels"));
-    const struct row *pool = pool_id ? by_id(t->pools, t->n_pools, pool_id) : NULL;
+    const struct row *pool = pool_id ? rows_find(t->pools, t->n_pools, pool_id) : NULL;
     int64_t owner_prj = i_of(&model_pools, pool, "owner_project_id");
     int64_t owner_org = i_of(&model_pools, pool, "owner_org_id");
     const struct row *item = item_for(t, uuid), *alloc = NULL;
@@ -220,11 +204,12 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
     if (item) /* the fleet knows this GPU: its spreadsheet row is not a row of its own */
         used_items[item - t->items] = true;
     if (owner_prj)
-        owner_org = i_of(&model_projects, by_id(t->projects, t->n_projects, owner_prj), "org_id");
+        owner_org =
+            i_of(&model_projects, rows_find(t->projects, t->n_projects, owner_prj), "org_id");
     manager = manager_of(t, owner_org);
     owner_name =
-        owner_prj   ? s_of(&model_projects, by_id(t->projects, t->n_projects, owner_prj), "name")
-        : owner_org ? s_of(&model_organizations, by_id(t->orgs, t->n_orgs, owner_org), "name")
+        owner_prj ? s_of(&model_projects, rows_find(t->projects, t->n_projects, owner_prj), "name")
+        : owner_org ? s_of(&model_organizations, rows_find(t->orgs, t->n_orgs, owner_org), "name")
                     : "";
     if (!r->who->admin) {
         bool sees =
@@ -236,10 +221,7 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
         if (!sees)
             return NULL;
     }
-    for (size_t i = 0; i < t->n_allocs && !alloc; i++) {
-        if (i_of(&model_allocations, &t->allocs[i], "gpu_id") == model_row_id(g))
-            alloc = &t->allocs[i];
-    }
+    alloc = alloc_index_find(&t->held, model_row_id(g));
     if (alloc)
         state = "allocated";
     /* With telemetry, what the GPU is doing decides: busy, idle-allocated, free, down. */
@@ -266,9 +248,9 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
             "{s:o,s:o,s:s,s:I,s:I}", "workload_id",
             named ? json_integer(i_of(&model_allocations, alloc, "workload_id")) : json_null(),
             "project",
-            named
-                ? json_string(s_of(&model_projects, by_id(t->projects, t->n_projects, prj), "name"))
-                : json_string("another tenant"),
+            named ? json_string(
+                        s_of(&model_projects, rows_find(t->projects, t->n_projects, prj), "name"))
+                  : json_string("another tenant"),
             "priority_class", s_of(&model_allocations, alloc, "priority_class"), "milli",
             (json_int_t)i_of(&model_allocations, alloc, "milli"), "since_ms",
             (json_int_t)i_of(&model_allocations, alloc, "started_ms"));
@@ -289,9 +271,10 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
                                           "id", (json_int_t)(owner_prj ? owner_prj : owner_org),
                                           "name", owner_name));
     json_object_set_new(j, "org",
-                        owner_org ? json_string(s_of(&model_organizations,
-                                                     by_id(t->orgs, t->n_orgs, owner_org), "name"))
-                                  : json_null());
+                        owner_org
+                            ? json_string(s_of(&model_organizations,
+                                               rows_find(t->orgs, t->n_orgs, owner_org), "name"))
+                            : json_null());
     json_object_set_new(j, "manager",
                         manager ? json_string(user_name(r, manager) ? user_name(r, manager) : "")
                                 : json_null());
@@ -624,7 +607,8 @@ static int held_by(struct req *r, const char *field, int64_t id, bool range_give
         int64_t e = model_get(d, &rows[i], "ended_ms")->null ? now : i_of(d, &rows[i], "ended_ms");
         struct row g;
         if (e <= *from || s >= *to || model_get(d, &rows[i], "gpu_id")->null ||
-            store_get(req_db(r), &model_gpus, i_of(d, &rows[i], "gpu_id"), &r->arena, &g, NULL) < 0 ||
+            store_get(req_db(r), &model_gpus, i_of(d, &rows[i], "gpu_id"), &r->arena, &g, NULL) <
+                0 ||
             !*s_of(&model_gpus, &g, "uuid"))
             continue;
         rc = add_uuid(uuids, max, n, s_of(&model_gpus, &g, "uuid"), ei);
@@ -732,14 +716,13 @@ void inventory_route_history(struct req *r)
     for (size_t i = 0; i < q.n_points; i++) {
         const struct inv_point *p = &q.points[i];
         json_array_append_new(
-            points, json_pack("{s:I,s:I,s:o,s:o,s:o,s:f,s:f}", "t_ms", (json_int_t)p->t_ms, "n",
-                              (json_int_t)p->n, "activity_min",
-                              inv_has(p->act_min) ? json_real(p->act_min) : json_null(),
-                              "activity_avg",
-                              inv_has(p->act_avg) ? json_real(p->act_avg) : json_null(),
-                              "activity_max",
-                              inv_has(p->act_max) ? json_real(p->act_max) : json_null(),
-                              "mem_mib", p->mem_mib, "power_w", p->power_w));
+            points,
+            json_pack("{s:I,s:I,s:o,s:o,s:o,s:f,s:f}", "t_ms", (json_int_t)p->t_ms, "n",
+                      (json_int_t)p->n, "activity_min",
+                      inv_has(p->act_min) ? json_real(p->act_min) : json_null(), "activity_avg",
+                      inv_has(p->act_avg) ? json_real(p->act_avg) : json_null(), "activity_max",
+                      inv_has(p->act_max) ? json_real(p->act_max) : json_null(), "mem_mib",
+                      p->mem_mib, "power_w", p->power_w));
     }
     eff = inv_efficiency(&q);
     req_reply_json(

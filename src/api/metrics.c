@@ -84,13 +84,9 @@ struct gpu_count {
 static const char *name_of(const struct row *rows, size_t n, const struct resource_def *d,
                            int64_t id)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (model_row_id(&rows[i]) == id)
-            return model_get(d, &rows[i], "name")->s;
-    }
-    return "";
+    const struct row *row = rows_find(rows, n, id);
+    return row ? model_get(d, row, "name")->s : "";
 }
-
 
 /* GPUs by state (allocated, free, draining, down), class and cluster, from the store. */
 static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
@@ -98,6 +94,7 @@ static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
     struct row *gpus, *nodes, *clusters, *classes, *allocs;
     size_t n_gpus, n_nodes, n_clusters, n_classes, n_allocs, n_counts = 0;
     struct gpu_count *counts;
+    struct alloc_index held;
     int rc;
 
     if ((rc = req_list_all(r, &model_gpus, false, &gpus, &n_gpus, ei)) < 0 ||
@@ -107,13 +104,13 @@ static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
         (rc = req_list_all(r, &model_allocations, true, &allocs, &n_allocs, ei)) < 0)
         return rc;
     counts = arena_calloc(&r->arena, n_gpus + 1, sizeof(*counts));
+    alloc_index_build(r, allocs, n_allocs, &held);
     for (size_t i = 0; i < n_gpus; i++) {
-        const struct row *g = &gpus[i], *node = NULL;
-        int64_t id = model_row_id(g), node_id = model_get_int(&model_gpus, g, "node_id");
+        const struct row *g = &gpus[i];
+        const struct row *node =
+            rows_find(nodes, n_nodes, model_get_int(&model_gpus, g, "node_id"));
         const struct value *cls = model_get(&model_gpus, g, "gpu_class_id");
         const char *state = "free", *node_state = "ready", *cl = "", *cn = "";
-        for (size_t k = 0; k < n_nodes && !node; k++)
-            node = model_row_id(&nodes[k]) == node_id ? &nodes[k] : NULL;
         if (node) {
             node_state = model_get(&model_nodes, node, "state")->s;
             cl = name_of(clusters, n_clusters, &model_clusters,
@@ -121,11 +118,8 @@ static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
         }
         if (!cls->null)
             cn = name_of(classes, n_classes, &model_gpu_classes, cls->i);
-        for (size_t k = 0; k < n_allocs; k++) {
-            const struct value *ag = model_get(&model_allocations, &allocs[k], "gpu_id");
-            if (!ag->null && ag->i == id)
-                state = "allocated";
-        }
+        if (alloc_index_find(&held, model_row_id(g)))
+            state = "allocated";
         if (strcmp(model_get(&model_gpus, g, "health")->s, "failed") == 0 ||
             strcmp(node_state, "down") == 0)
             state = "down";

@@ -5,10 +5,6 @@
 
 #include "billing/billing.h"
 
-/* Every row matching f (its limit and after_id are used for paging), in id order. */
-int billing__list_all(struct store_conn *c, const struct resource_def *def, struct store_filter *f,
-                      struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei);
-
 /* Shorthands over model_get for the row of a definition. */
 int64_t billing__int(const struct resource_def *def, const struct row *r, const char *field);
 const char *billing__str(const struct resource_def *def, const struct row *r, const char *field);

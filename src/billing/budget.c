@@ -106,7 +106,7 @@ static int add_alert(struct store_conn *c, const struct row *b, const char *peri
     store_filter_init(&f);
     store_filter_eq_int(&f, model_field_index(d, "budget_id"), model_row_id(b));
     store_filter_eq_str(&f, model_field_index(d, "period"), period);
-    rc = billing__list_all(c, d, &f, a, &rows, &n, ei);
+    rc = store_list_all(c, d, &f, a, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         if (strcmp(billing__str(d, &rows[i], "kind"), kind) == 0 &&
             billing__int(d, &rows[i], "percent") == ev->percent)
@@ -148,7 +148,7 @@ int billing_check_budgets(struct store_conn *c, int64_t now_ms, struct arena *a,
 
     billing_format_period(now_ms, period);
     store_filter_init(&f);
-    rc = billing__list_all(c, &model_budgets, &f, a, &rows, &n, ei);
+    rc = store_list_all(c, &model_budgets, &f, a, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         struct meter_budget mb;
         struct meter_usage zero = {0}, u = {0};
@@ -181,7 +181,7 @@ int billing_admit_opportunistic(struct store_conn *c, int64_t project_id, int64_
         store_filter_eq_int(&f, model_field_index(d, pass == 0 ? "project_id" : "org_id"),
                             pass == 0 ? project_id : billing__int(&model_projects, &prj, "org_id"));
         store_filter_eq_int(&f, model_field_index(d, "enforce"), 1);
-        if ((rc = billing__list_all(c, d, &f, a, &rows, &n, ei)) < 0)
+        if ((rc = store_list_all(c, d, &f, a, &rows, &n, ei)) < 0)
             return rc;
         for (size_t i = 0; i < n; i++) {
             struct meter_budget mb;

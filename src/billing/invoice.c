@@ -172,7 +172,7 @@ int billing_issue(struct store_conn *c, int64_t org_id, const char *period, int6
     store_filter_eq_int(&f, model_field_index(d, "org_id"), org_id);
     store_filter_eq_str(&f, model_field_index(d, "period"), period);
     store_filter_eq_str(&f, model_field_index(d, "kind"), "invoice");
-    if ((rc = billing__list_all(c, d, &f, a, &existing, &n_existing, ei)) < 0)
+    if ((rc = store_list_all(c, d, &f, a, &existing, &n_existing, ei)) < 0)
         return rc;
     if (n_existing)
         return errinfo_set(ei, ERR_CONFLICT, "period",
@@ -262,7 +262,7 @@ int billing_credit(struct store_conn *c, int64_t invoice_id, int64_t amount_micr
         return errinfo_set(ei, ERR_INVALID, "reason", "a credit note needs a reason");
     store_filter_init(&f);
     store_filter_eq_int(&f, model_field_index(d, "credits_invoice_id"), invoice_id);
-    if ((rc = billing__list_all(c, d, &f, a, &credits, &n, ei)) < 0 ||
+    if ((rc = store_list_all(c, d, &f, a, &credits, &n, ei)) < 0 ||
         (rc = org_row(c, billing__int(d, &inv, "org_id"), a, &org, ei)) < 0)
         return rc;
     left = billing__int(d, &inv, "total_micros");

@@ -106,7 +106,7 @@ static int metered_until(struct store_conn *c, int64_t workload_id, int64_t run_
     store_filter_init(&f);
     store_filter_eq_int(&f, model_field_index(&model_usage, "workload_id"), workload_id);
     store_filter_eq_int(&f, model_field_index(&model_usage, "run_started_ms"), run_started_ms);
-    rc = billing__list_all(c, &model_usage, &f, a, &rows, &n, ei);
+    rc = store_list_all(c, &model_usage, &f, a, &rows, &n, ei);
     *ret = run_started_ms;
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         int64_t end = billing__int(&model_usage, &rows[i], "ended_ms");
@@ -188,7 +188,7 @@ int billing__open_runs(struct store_conn *c, struct arena *a, struct billing__ru
 
     store_filter_init(&f);
     store_filter_eq_null(&f, model_field_index(d, "ended_ms"));
-    rc = billing__list_all(c, d, &f, a, &rows, &n, ei);
+    rc = store_list_all(c, d, &f, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     runs = arena_calloc(a, n + 1, sizeof(*runs));

@@ -30,7 +30,7 @@ static int load_prices(struct store_conn *c, struct arena *a, struct meter_price
     int rc;
 
     store_filter_init(&f);
-    rc = billing__list_all(c, d, &f, a, &rows, &n, ei);
+    rc = store_list_all(c, d, &f, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     p = arena_calloc(a, n + 1, sizeof(*p));

@@ -90,12 +90,12 @@ int billing_cost(struct store_conn *c, enum billing_cost_by by, int64_t start_ms
     *ret = NULL;
     *ret_n = 0;
     store_filter_init(&f);
-    if ((rc = billing__list_all(c, &model_pools, &f, a, &pools, &n_pools, ei)) < 0 ||
-        (rc = billing__list_all(c, &model_nodes, &f, a, &nodes, &n_nodes, ei)) < 0 ||
-        (rc = billing__list_all(c, &model_gpus, &f, a, &gpus, &n_gpus, ei)) < 0 ||
-        (rc = billing__list_all(c, &model_projects, &f, a, &projects, &n_projects, ei)) < 0 ||
-        (rc = billing__list_all(c, &model_organizations, &f, a, &orgs, &n_orgs, ei)) < 0 ||
-        (rc = billing__list_all(c, &model_allocations, &f, a, &allocs, &n_allocs, ei)) < 0)
+    if ((rc = store_list_all(c, &model_pools, &f, a, &pools, &n_pools, ei)) < 0 ||
+        (rc = store_list_all(c, &model_nodes, &f, a, &nodes, &n_nodes, ei)) < 0 ||
+        (rc = store_list_all(c, &model_gpus, &f, a, &gpus, &n_gpus, ei)) < 0 ||
+        (rc = store_list_all(c, &model_projects, &f, a, &projects, &n_projects, ei)) < 0 ||
+        (rc = store_list_all(c, &model_organizations, &f, a, &orgs, &n_orgs, ei)) < 0 ||
+        (rc = store_list_all(c, &model_allocations, &f, a, &allocs, &n_allocs, ei)) < 0)
         return rc;
 
     node_cluster = arena_calloc(a, n_nodes + 1, sizeof(*node_cluster));
@@ -182,8 +182,8 @@ int billing_cost(struct store_conn *c, enum billing_cost_by by, int64_t start_ms
         if (rc < 0) {
             meter_showback_release(&sb);
             free(out);
-            return errinfo_set(ei, rc, NULL, "the allocations of pool %" PRId64 " do not add up (%s)",
-                               mp[k].id,
+            return errinfo_set(ei, rc, NULL,
+                               "the allocations of pool %" PRId64 " do not add up (%s)", mp[k].id,
                                rc == ERR_INVALID ? "more allocated than it holds" : "overflow");
         }
         /* Used cost goes to who held the GPUs; idle cost to the pool's owner. */

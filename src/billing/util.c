@@ -4,43 +4,6 @@
 
 #include "billing/billing-int.h"
 
-#define PAGE 10000
-
-int billing__list_all(struct store_conn *c, const struct resource_def *def, struct store_filter *f,
-                      struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei)
-{
-    struct row *all = NULL;
-    size_t n = 0, cap = 0;
-
-    f->limit = PAGE;
-    f->after_id = 0;
-    for (;;) {
-        struct row *rows;
-        size_t got;
-        int rc = store_list(c, def, f, a, &rows, &got, ei);
-        if (rc < 0)
-            return rc;
-        if (n + got > cap) {
-            struct row *grown;
-            cap = (n + got) * 2;
-            grown = arena_calloc(a, cap, sizeof(*grown));
-            if (n)
-                memcpy(grown, all, n * sizeof(*grown));
-            all = grown;
-        }
-        if (got) {
-            memcpy(all + n, rows, got * sizeof(*rows));
-            n += got;
-            f->after_id = model_row_id(&rows[got - 1]);
-        }
-        if (got < PAGE)
-            break;
-    }
-    *ret = all;
-    *ret_n = n;
-    return 0;
-}
-
 int64_t billing__int(const struct resource_def *def, const struct row *r, const char *field)
 {
     return model_get(def, r, field)->i;
@@ -84,7 +47,7 @@ int billing__load_flavors(struct store_conn *c, struct arena *a, struct billing_
     int rc;
 
     store_filter_init(&f);
-    rc = billing__list_all(c, &model_flavors, &f, a, &rows, &n, ei);
+    rc = store_list_all(c, &model_flavors, &f, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     out = arena_calloc(a, n + 1, sizeof(*out));

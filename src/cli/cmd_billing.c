@@ -49,33 +49,6 @@ static int render_rows(json_t *items, const char *const *header, const char *con
     return rc;
 }
 
-/* Runs one request and prints the answer (as JSON with -o json, else with fn). */
-static int request_and_show(const char *method, const char *path, json_t *body,
-                            int (*fn)(json_t *ans, struct buf *out))
-{
-    struct client c;
-    struct buf out;
-    json_t *ans = NULL;
-    int rc;
-
-    if (client_open(&c) < 0 || client_request(&c, method, path, body, &ans) < 0) {
-        rc = client_report(&c);
-        client_release(&c);
-        json_decref(body);
-        return rc;
-    }
-    json_decref(body);
-    buf_init(&out, WORK_OUTPUT_MAX);
-    if (cli_opts.output == CLI_OUTPUT_JSON || !fn)
-        render_json(ans, &out);
-    else
-        fn(ans, &out);
-    rc = work_flush(&out);
-    json_decref(ans);
-    client_release(&c);
-    return rc;
-}
-
 /* An organization or project word (name or id) as an id; prints the error. */
 static int resolve_word(const char *cmd, const struct resource_def *def, const char *word,
                         int64_t *ret)
@@ -175,7 +148,7 @@ int cmd_usage(int argc, char **argv)
     if (verify) {
         if (period || org || project)
             return cli_usage_error("usage", "usage verify takes no flags");
-        return request_and_show("GET", "/v1/ledger/verify", NULL, show_verify);
+        return work_show("GET", "/v1/ledger/verify", NULL, show_verify);
     }
     buf_init(&path, 1024);
     buf_puts(&path, "/v1/usage?x=1");
@@ -201,7 +174,7 @@ int cmd_usage(int argc, char **argv)
         }
         buf_printf(&path, "&project_id=%" PRId64, id);
     }
-    rc = request_and_show("GET", path.data, NULL, show_usage);
+    rc = work_show("GET", path.data, NULL, show_usage);
     buf_release(&path);
     return rc;
 }
@@ -345,23 +318,6 @@ static int invoice_id(const char *word, int64_t *ret)
     return rc;
 }
 
-static int invoice_export(int64_t id, const char *format)
-{
-    struct client c;
-    struct buf body = {0};
-    char *path = xasprintf("/v1/invoices/%" PRId64 "/export?format=%s", id, format);
-    int rc = 0;
-
-    if (client_open(&c) < 0 || client_request_raw(&c, path, &body) < 0)
-        rc = client_report(&c);
-    else if (body.len && fwrite(body.data, 1, body.len, stdout) != body.len)
-        rc = CLI_ERROR;
-    buf_release(&body);
-    client_release(&c);
-    free(path);
-    return rc;
-}
-
 int cmd_invoice(int argc, char **argv)
 {
     const char *verb = argc > 1 ? argv[1] : NULL, *org = NULL, *period = NULL, *reason = NULL;
@@ -407,7 +363,7 @@ int cmd_invoice(int argc, char **argv)
             n += snprintf(path + n, sizeof(path) - (size_t)n, "&org_id=%" PRId64, org_id);
         if (period && strlen(period) < 16)
             snprintf(path + n, sizeof(path) - (size_t)n, "&period=%s", period);
-        return request_and_show("GET", path, NULL, show_list);
+        return work_show("GET", path, NULL, show_list);
     }
     if (strcmp(verb, "draft") == 0 || strcmp(verb, "issue") == 0) {
         if (!org_id)
@@ -415,14 +371,13 @@ int cmd_invoice(int argc, char **argv)
         if (strcmp(verb, "issue") == 0) {
             if (!period)
                 return cli_usage_error("invoice", "invoice issue needs --period YYYY-MM");
-            return request_and_show(
-                "POST", "/v1/invoices/issue",
-                json_pack("{s:I,s:s}", "org_id", (json_int_t)org_id, "period", period),
-                show_invoices);
+            return work_show("POST", "/v1/invoices/issue",
+                             json_pack("{s:I,s:s}", "org_id", (json_int_t)org_id, "period", period),
+                             show_invoices);
         }
         snprintf(path, sizeof(path), "/v1/invoices/draft?org_id=%" PRId64 "%s%.16s", org_id,
                  period ? "&period=" : "", period ? period : "");
-        return request_and_show("GET", path, NULL, show_invoices);
+        return work_show("GET", path, NULL, show_invoices);
     }
     if (!target)
         return cli_usage_error("invoice", "invoice %s needs an invoice ID or NUMBER", verb);
@@ -430,11 +385,11 @@ int cmd_invoice(int argc, char **argv)
         return rc;
     if (strcmp(verb, "show") == 0) {
         snprintf(path, sizeof(path), "/v1/invoices/%" PRId64, id);
-        return request_and_show("GET", path, NULL, show_invoice);
+        return work_show("GET", path, NULL, show_invoice);
     }
     if (strcmp(verb, "pay") == 0) {
         snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/pay", id);
-        return request_and_show("POST", path, NULL, show_invoice);
+        return work_show("POST", path, NULL, show_invoice);
     }
     if (strcmp(verb, "credit") == 0) {
         int64_t micros = 0;
@@ -444,7 +399,7 @@ int cmd_invoice(int argc, char **argv)
             return cli_usage_error("invoice", "--amount '%s' is not an amount such as 12.34",
                                    amount);
         snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/credit", id);
-        return request_and_show(
+        return work_show(
             "POST", path,
             json_pack("{s:s,s:I}", "reason", reason, "amount_micros", (json_int_t)micros),
             show_invoice);
@@ -452,11 +407,12 @@ int cmd_invoice(int argc, char **argv)
     if (strcmp(verb, "export") == 0) {
         if (strcmp(format, "json") && strcmp(format, "csv") && strcmp(format, "html"))
             return cli_usage_error("invoice", "--format must be json, csv or html");
-        return invoice_export(id, format);
+        snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/export?format=%s", id, format);
+        return work_download(path);
     }
     if (strcmp(verb, "verify") == 0) {
         snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/verify", id);
-        return request_and_show("GET", path, NULL, NULL);
+        return work_show("GET", path, NULL, NULL);
     }
     return cli_usage_error("invoice", "unknown invoice command '%s'", verb);
 }
@@ -511,5 +467,5 @@ int cmd_cost(int argc, char **argv)
         return cli_usage_error("cost", "--period '%s' is not a month such as 2026-11", period);
     snprintf(path, sizeof(path), "/v1/cost?by=%s%s%s", by, period ? "&period=" : "",
              period ? period : "");
-    return request_and_show("GET", path, NULL, show_cost);
+    return work_show("GET", path, NULL, show_cost);
 }

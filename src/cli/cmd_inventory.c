@@ -231,26 +231,13 @@ static int do_history(int argc, char **argv)
 {
     static const char *const keys[] = {"gpu", "node", "pool", "workload", "project", "from", "to"};
     const char *values[ARRAY_SIZE(keys)] = {0};
-    struct client c;
-    struct buf path, out;
-    json_t *ans = NULL;
+    struct buf path;
     int rc = take_flags(argc, argv, 2, keys, values, ARRAY_SIZE(keys), history_help);
 
     if (rc != 0)
         return rc == 1 ? CLI_OK : rc;
     query_path(&path, "/v1/inventory/history", keys, values, ARRAY_SIZE(keys));
-    if (client_open(&c) < 0 || client_request(&c, "GET", path.data, NULL, &ans) < 0) {
-        rc = client_report(&c);
-    } else {
-        buf_init(&out, WORK_OUTPUT_MAX);
-        if (cli_opts.output == CLI_OUTPUT_JSON)
-            render_json(ans, &out);
-        else
-            render_history(ans, &out);
-        rc = work_flush(&out);
-    }
-    json_decref(ans);
-    client_release(&c);
+    rc = work_show("GET", path.data, NULL, render_history);
     buf_release(&path);
     return rc;
 }
@@ -283,33 +270,7 @@ int cmd_inventory(int argc, char **argv)
         return rc == 1 ? CLI_OK : rc;
     query_path(&path, export ? "/v1/inventory/export" : "/v1/inventory", filters, values,
                ARRAY_SIZE(filters));
-    if (export) {
-        struct client c;
-        struct buf body = {0};
-        rc = CLI_OK;
-        if (client_open(&c) < 0 || client_request_raw(&c, path.data, &body) < 0)
-            rc = client_report(&c);
-        else if (body.len && fwrite(body.data, 1, body.len, stdout) != body.len)
-            rc = CLI_ERROR;
-        buf_release(&body);
-        client_release(&c);
-    } else {
-        struct client c;
-        struct buf out;
-        json_t *ans = NULL;
-        if (client_open(&c) < 0 || client_request(&c, "GET", path.data, NULL, &ans) < 0) {
-            rc = client_report(&c);
-        } else {
-            buf_init(&out, WORK_OUTPUT_MAX);
-            if (cli_opts.output == CLI_OUTPUT_JSON)
-                render_json(ans, &out);
-            else
-                render_inventory(ans, &out);
-            rc = work_flush(&out);
-        }
-        json_decref(ans);
-        client_release(&c);
-    }
+    rc = export ? work_download(path.data) : work_show("GET", path.data, NULL, render_inventory);
     buf_release(&path);
     return rc;
 }

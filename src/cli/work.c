@@ -321,3 +321,44 @@ int work_flush(struct buf *b)
     buf_release(b);
     return rc;
 }
+
+int work_show(const char *method, const char *path, json_t *body,
+              int (*fn)(json_t *ans, struct buf *out))
+{
+    struct client c;
+    struct buf out;
+    json_t *ans = NULL;
+    int rc;
+
+    if (client_open(&c) < 0 || client_request(&c, method, path, body, &ans) < 0) {
+        rc = client_report(&c);
+        client_release(&c);
+        json_decref(body);
+        return rc;
+    }
+    json_decref(body);
+    buf_init(&out, WORK_OUTPUT_MAX);
+    if (cli_opts.output == CLI_OUTPUT_JSON || !fn)
+        render_json(ans, &out);
+    else
+        fn(ans, &out);
+    rc = work_flush(&out);
+    json_decref(ans);
+    client_release(&c);
+    return rc;
+}
+
+int work_download(const char *path)
+{
+    struct client c;
+    struct buf body = {0};
+    int rc = CLI_OK;
+
+    if (client_open(&c) < 0 || client_request_raw(&c, path, &body) < 0)
+        rc = client_report(&c);
+    else if (body.len && fwrite(body.data, 1, body.len, stdout) != body.len)
+        rc = CLI_ERROR;
+    buf_release(&body);
+    client_release(&c);
+    return rc;
+}

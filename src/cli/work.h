@@ -108,4 +108,14 @@ int work_parse_duration(const char *cmd, const char *flag, const char *value, in
 /* Writes b to stdout and releases it; returns CLI_OK or CLI_ERROR. */
 int work_flush(struct buf *b);
 
+/*
+ * Sends one request (body, may be NULL, is consumed) and prints the answer:
+ * as JSON with -o json or when fn is NULL, else as fn renders it. Returns
+ * CLI_OK, or reports the request's error (CLI_ERROR).
+ */
+int work_show(const char *method, const char *path, json_t *body,
+              int (*fn)(json_t *ans, struct buf *out));
+/* GETs path and copies the body as it is to stdout (exports: CSV, HTML). */
+int work_download(const char *path);
+
 #endif

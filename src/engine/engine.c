@@ -24,7 +24,6 @@
 #include "model/model.h"
 #include "sched/sched.h"
 
-#define PAGE 10000
 #define MAX_EVENTS 1024
 
 struct node_info {
@@ -250,38 +249,6 @@ static int intern_labels(struct engine *e, const char *json, uint32_t *out, int 
     return n;
 }
 
-/* Loads every row matching f (its limit and after_id are ours to set), in id order. */
-static int load_filtered(struct engine *e, const struct resource_def *def, struct store_filter *f,
-                         struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei)
-{
-    struct row *all = NULL;
-    size_t n = 0;
-
-    f->limit = PAGE;
-    f->after_id = 0;
-    for (;;) {
-        struct row *rows;
-        size_t got;
-        int rc = store_list(e->db, def, f, a, &rows, &got, ei);
-        if (rc < 0)
-            return rc;
-        if (got) {
-            struct row *grown = arena_calloc(a, n + got, sizeof(struct row));
-            if (n)
-                memcpy(grown, all, n * sizeof(struct row));
-            memcpy(grown + n, rows, got * sizeof(struct row));
-            all = grown;
-            n += got;
-            f->after_id = model_row_id(&rows[got - 1]);
-        }
-        if (got < PAGE)
-            break;
-    }
-    *ret = all;
-    *ret_n = n;
-    return 0;
-}
-
 /* Every row of a resource, or those in one state. */
 static int load_all(struct engine *e, const struct resource_def *def, const char *state,
                     struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei)
@@ -290,7 +257,7 @@ static int load_all(struct engine *e, const struct resource_def *def, const char
     store_filter_init(&f);
     if (state)
         store_filter_eq_str(&f, model_field_index(def, "state"), state);
-    return load_filtered(e, def, &f, a, ret, ret_n, ei);
+    return store_list_all(e->db, def, &f, a, ret, ret_n, ei);
 }
 
 /* Rows whose field is null (open allocations, unreleased preemptions). */
@@ -300,7 +267,7 @@ static int load_open(struct engine *e, const struct resource_def *def, const cha
     struct store_filter f;
     store_filter_init(&f);
     store_filter_eq_null(&f, model_field_index(def, null_field));
-    return load_filtered(e, def, &f, a, ret, ret_n, ei);
+    return store_list_all(e->db, def, &f, a, ret, ret_n, ei);
 }
 
 /* ---- loading the scheduler from the store ---- */
@@ -1402,7 +1369,7 @@ static void idle_chores(struct engine *e, int64_t now)
     arena_init(&a);
     store_filter_init(&f);
     store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
-    if (load_filtered(e, &model_allocations, &f, &a, &rows, &n, &ei) < 0) {
+    if (store_list_all(e->db, &model_allocations, &f, &a, &rows, &n, &ei) < 0) {
         arena_release(&a);
         return;
     }

@@ -357,6 +357,41 @@ int store_meta_set(struct store_conn *c, const char *key, const char *value, str
     return c->s->ops->meta_set(c, key, value, ei);
 }
 
+int store_list_all(struct store_conn *c, const struct resource_def *def, struct store_filter *f,
+                   struct arena *a, struct row **ret_rows, size_t *ret_n, struct error_info *ei)
+{
+    struct row *all = NULL;
+    size_t n = 0, cap = 0;
+
+    f->limit = 10000; /* the largest page store_list takes */
+    f->after_id = 0;
+    for (;;) {
+        struct row *rows;
+        size_t got;
+        int rc = store_list(c, def, f, a, &rows, &got, ei);
+        if (rc < 0)
+            return rc;
+        if (n + got > cap) { /* doubling: the arena keeps the old copies, so grow rarely */
+            struct row *grown;
+            cap = (n + got) * 2;
+            grown = arena_calloc(a, cap, sizeof(*grown));
+            if (n)
+                memcpy(grown, all, n * sizeof(*grown));
+            all = grown;
+        }
+        if (got) {
+            memcpy(all + n, rows, got * sizeof(*rows));
+            n += got;
+            f->after_id = model_row_id(&rows[got - 1]);
+        }
+        if (got < (size_t)f->limit)
+            break;
+    }
+    *ret_rows = all;
+    *ret_n = n;
+    return 0;
+}
+
 int store_max_id(struct store_conn *c, const struct resource_def *def, int64_t *ret_id,
                  struct error_info *ei)
 {

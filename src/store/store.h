@@ -139,6 +139,14 @@ void store_filter_any(struct store_filter *f, int field, const int64_t *ids, siz
 int store_list(struct store_conn *c, const struct resource_def *def, const struct store_filter *f,
                struct arena *a, struct row **ret_rows, size_t *ret_n, struct error_info *ei);
 
+/*
+ * Every row matching f, read the largest page (10,000 rows) at a time: its
+ * limit and after_id are set here. *ret_rows (in a) holds *ret_n rows in id
+ * order; errors as store_list.
+ */
+int store_list_all(struct store_conn *c, const struct resource_def *def, struct store_filter *f,
+                   struct arena *a, struct row **ret_rows, size_t *ret_n, struct error_info *ei);
+
 /* The largest id of def's table (0 when empty): where a follower of new rows starts. */
 int store_max_id(struct store_conn *c, const struct resource_def *def, int64_t *ret_id,
                  struct error_info *ei);
