@@ -142,6 +142,12 @@ struct local_options {
     int64_t run_gid;
     /* Between SIGTERM and SIGKILL when work reaches its max runtime; < 0 counts as 0. */
     int64_t timeout_grace_ms;
+    /*
+     * Starts the processes (backend/spawner.h); not owned, may be shared by
+     * several local backends. NULL: the backend starts its own at its first
+     * launch. A daemon starts one before it grows, so that forking it is cheap.
+     */
+    struct spawner *spawner;
 };
 
 /*

@@ -19,13 +19,13 @@
 #include "base/common.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
 #include "backend/backend.h"
+#include "backend/spawner.h"
 #include "base/alloc.h"
 #include "base/parse.h"
 
@@ -65,24 +65,13 @@ struct local {
     uid_t uid;
     gid_t gid;
     int64_t timeout_grace_ms;
+    struct spawner *spawner; /* opt->spawner, or our own started at the first launch */
+    bool own_spawner;        /* ours to stop */
 
     struct lwork **work; /* in launch order */
     size_t n_work, cap_work;
     struct backend_event *done; /* ended, not yet handed out by poll() */
     size_t n_done, cap_done;
-};
-
-/* What a child needs between fork and exec, all prepared before fork. */
-struct child_plan {
-    const char *argv[4];
-    char **envp;
-    int log_fd;
-    int null_fd;
-    const char *cgroup_procs; /* NULL: no cgroup */
-    int exit_fd;              /* the replica's exit file, written by its keeper */
-    bool switch_user;
-    uid_t uid;
-    gid_t gid;
 };
 
 static struct local *local_of(struct backend *b)
@@ -185,22 +174,6 @@ static ssize_t read_file(const char *path, char *buf, size_t max)
     close(fd);
     buf[len] = '\0';
     return (ssize_t)len;
-}
-
-/*
- * Opens a file close-on-exec at descriptor 3 or above, so that a daemon
- * started with 0, 1 or 2 closed cannot have a child's dup2() be a no-op.
- */
-static int open_high(const char *path, int flags, mode_t mode)
-{
-    int fd = open(path, flags | O_CLOEXEC, mode), high, saved;
-    if (fd < 0 || fd > 2)
-        return fd;
-    high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    saved = errno;
-    close(fd);
-    errno = saved;
-    return high;
 }
 
 /* ---- /proc ---- */
@@ -439,140 +412,14 @@ static void env_free(char **env)
     free(env);
 }
 
-static void child_fail(const char *what)
-{
-    static const char prefix[] = "gpuaas: could not start the command: ";
-    write_all(2, prefix, sizeof(prefix) - 1);
-    write_all(2, what, strlen(what));
-    write_all(2, "\n", 1);
-    _exit(127);
-}
-
-/* n as decimal into out (room for 24 bytes); returns the length. Async-signal-safe. */
-static size_t put_decimal(char *out, long long n)
-{
-    char tmp[24];
-    size_t len = 0, k = 0;
-    unsigned long long v = n < 0 ? (unsigned long long)(-(n + 1)) + 1 : (unsigned long long)n;
-    do
-        tmp[k++] = (char)('0' + v % 10);
-    while ((v /= 10) > 0);
-    if (n < 0)
-        out[len++] = '-';
-    while (k)
-        out[len++] = tmp[--k];
-    return len;
-}
-
-/*
- * The keeper: the process the daemon starts, waits for and signals as a
- * group leader. It runs the work as its child and, when the work ends,
- * writes "<exit code> <end ms>" to its exit file (fd 3), then ends the same
- * way. So a daemon that was down while the work ended still learns its real
- * exit code and end time. The keeper ignores the stop signals: the work gets
- * them through the process group and decides; SIGKILL ends both.
- * Async-signal-safe calls only.
- */
-__attribute__((noreturn)) static void keep(const struct child_plan *cp)
-{
-    struct sigaction ign, dfl;
-    struct timespec ts;
-    char line[64];
-    size_t len;
-    int status, code;
-    pid_t work, got;
-
-    work = fork();
-    if (work < 0) { /* no keeper then: the work is the group leader, as before */
-        execve("/bin/sh", (char *const *)cp->argv, cp->envp);
-        child_fail("could not execute /bin/sh");
-    }
-    if (work == 0) {
-        execve("/bin/sh", (char *const *)cp->argv, cp->envp);
-        child_fail("could not execute /bin/sh");
-    }
-    memset(&ign, 0, sizeof(ign));
-    ign.sa_handler = SIG_IGN;
-    sigaction(SIGTERM, &ign, NULL);
-    sigaction(SIGINT, &ign, NULL);
-    sigaction(SIGHUP, &ign, NULL);
-    sigaction(SIGQUIT, &ign, NULL);
-    do
-        got = waitpid(work, &status, 0);
-    while (got < 0 && errno == EINTR);
-    code = got != work             ? UNKNOWN_EXIT
-           : WIFEXITED(status)   ? WEXITSTATUS(status)
-           : WIFSIGNALED(status) ? -WTERMSIG(status)
-                                 : UNKNOWN_EXIT;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    len = put_decimal(line, code);
-    line[len++] = ' ';
-    len += put_decimal(line + len, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-    line[len++] = '\n';
-    if (pwrite(3, line, len, 0) != (ssize_t)len)
-        _exit(125);
-    if (code >= 0)
-        _exit(code);
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigaction(-code, &dfl, NULL);
-    kill(getpid(), -code); /* end as the work did */
-    _exit(128 - code);
-}
-
-/* Between fork and exec: async-signal-safe calls only (the daemon may have threads). */
-__attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
-{
-    struct sigaction dfl;
-    sigset_t none;
-
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; sig++)
-        sigaction(sig, &dfl, NULL); /* ignored signals would stay ignored across exec */
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-
-    if (dup2(cp->log_fd, 1) < 0 || dup2(cp->log_fd, 2) < 0)
-        _exit(127);
-    if (dup2(cp->null_fd, 0) < 0)
-        child_fail("no /dev/null for stdin");
-    if (setsid() < 0)
-        child_fail("setsid failed");
-    if (cp->cgroup_procs) {
-        char num[24], *p = num + sizeof(num);
-        unsigned long v = (unsigned long)getpid();
-        *--p = '\0';
-        do
-            *--p = (char)('0' + v % 10);
-        while ((v /= 10) > 0);
-        if (write_file(cp->cgroup_procs, p) < 0)
-            child_fail("could not join its cgroup");
-    }
-    if (cp->switch_user) {
-        if (setgroups(1, &cp->gid) < 0 || setgid(cp->gid) < 0 || setuid(cp->uid) < 0)
-            child_fail("could not switch to the configured user");
-    }
-    /* fd 3: the exit file, for the keeper only (close-on-exec for the work) */
-    if (dup2(cp->exit_fd, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
-        child_fail("no exit file");
-    if (close_range(4, ~0U, 0) < 0) {
-        long max = sysconf(_SC_OPEN_MAX);
-        for (long fd = 4; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
-            close((int)fd);
-    }
-    keep(cp);
-}
-
-/* Kills and reaps replicas started by a launch that then failed. */
-static void undo_launch(struct lwork *w)
+/* Kills replicas started by a launch that then failed (the spawner reaps them). */
+static void undo_launch(struct local *s, struct lwork *w)
 {
     for (size_t i = 0; i < w->n_reps; i++) {
         struct replica *r = &w->reps[i];
         if (r->pid > 0) {
             signal_replica(r, SIGKILL);
-            while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
-                ;
+            spawner_forget(s->spawner, r->pid);
         }
         if (r->cgroup) {
             cgroup_kill(r->cgroup);
@@ -608,12 +455,30 @@ static int state_write(const struct local *s, const struct lwork *w)
     return rc;
 }
 
+/*
+ * Reads what the spawner has said. When it is gone, what it started is
+ * watched through /proc and exit files from now on, and the next launch
+ * starts another.
+ */
+static void spawner_check(struct local *s)
+{
+    if (!s->spawner || spawner_alive(s->spawner))
+        return;
+    for (size_t i = 0; i < s->n_work; i++) {
+        for (size_t k = 0; k < s->work[i]->n_reps; k++)
+            s->work[i]->reps[k].own = false;
+    }
+    if (s->own_spawner)
+        spawner_stop(s->spawner);
+    s->spawner = NULL;
+}
+
 static int local_launch(struct backend *b, const struct backend_launch *l, int64_t now_ms,
                         struct error_info *ei)
 {
     struct local *s = local_of(b);
+    struct spawner *sp;
     struct lwork *w;
-    struct child_plan cp = {.argv = {"sh", "-c", NULL, NULL}};
     char *logp;
     int rc = backend_check_launch(l, ei);
 
@@ -631,27 +496,15 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
         return errinfo_set(ei, ERR_CONFLICT, NULL,
                            "workload %" PRId64 " is already running on this machine",
                            l->workload_id);
+    spawner_check(s);
+    if (!s->spawner) {
+        if (spawner_start(NULL, &s->spawner, ei) < 0)
+            return ERR_UNAVAILABLE;
+        s->own_spawner = true;
+    }
+    sp = s->spawner;
 
     logp = log_path(s, l->workload_id);
-    cp.log_fd = open_high(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (cp.log_fd < 0) {
-        rc = errinfo_set(ei, ERR_IO, NULL, "could not open log file '%s': %s", logp,
-                         strerror(errno));
-        free(logp);
-        return rc;
-    }
-    cp.null_fd = open_high("/dev/null", O_RDONLY, 0);
-    if (cp.null_fd < 0) {
-        rc = errinfo_set(ei, ERR_IO, NULL, "could not open '/dev/null': %s", strerror(errno));
-        close(cp.log_fd);
-        free(logp);
-        return rc;
-    }
-    cp.argv[2] = l->command;
-    cp.switch_user = s->switch_user;
-    cp.uid = s->uid;
-    cp.gid = s->gid;
-
     w = xcalloc(1, sizeof(*w));
     w->id = l->workload_id;
     w->reps = xcalloc(l->n_replicas, sizeof(*w->reps));
@@ -662,7 +515,13 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
     for (size_t i = 0; i < l->n_replicas && rc == 0; i++) {
         const struct backend_replica *br = &l->replicas[i];
         struct replica *r = &w->reps[i];
-        char *procs = NULL, state;
+        struct spawn_request rq = {.command = l->command,
+                                   .log_path = logp,
+                                   .switch_user = s->switch_user,
+                                   .uid = s->uid,
+                                   .gid = s->gid};
+        struct error_info sei = {0};
+        char *procs = NULL, *exitp, **env, state;
         pid_t pid;
 
         r->replica = br->replica;
@@ -678,50 +537,35 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
             }
             procs = xasprintf("%s/cgroup.procs", r->cgroup);
         }
-        cp.cgroup_procs = procs;
-        {
-            char *ep = exit_path(s, l->workload_id, br->replica);
-            cp.exit_fd = open_high(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            free(ep);
-        }
-        if (cp.exit_fd < 0) {
-            rc = errinfo_set(ei, ERR_IO, NULL,
-                             "could not write the exit file of workload %" PRId64 " in '%s': %s",
-                             l->workload_id, s->log_dir, strerror(errno));
-            free(procs);
-            break;
-        }
-        cp.envp = env_build(s, l, br);
-        pid = fork();
-        if (pid == 0)
-            child_exec(&cp);
-        if (pid < 0)
-            rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL,
-                             "could not start workload %" PRId64 " replica %" PRId32 ": fork: %s",
-                             l->workload_id, br->replica, strerror(errno));
-        else {
+        exitp = exit_path(s, l->workload_id, br->replica);
+        env = env_build(s, l, br);
+        rq.exit_path = exitp;
+        rq.cgroup_procs = procs;
+        rq.envp = env;
+        rc = spawner_spawn(sp, &rq, &pid, &sei);
+        if (rc == 0) {
             r->pid = pid;
-            /* The child's start time is set by fork, so it can be read at once. */
+            /* The keeper's start time is set by fork, so it can be read at once. */
             if (proc_stat(pid, &state, &r->start_time) < 0)
                 r->start_time = 0;
+        } else {
+            errinfo_set(ei, rc, NULL, "workload %" PRId64 " replica %" PRId32 ": %s",
+                        l->workload_id, br->replica, sei.message);
         }
-        env_free(cp.envp);
+        env_free(env);
+        free(exitp);
         free(procs);
-        close(cp.exit_fd);
     }
-    close(cp.null_fd);
-    close(cp.log_fd);
     if (rc == 0 && state_write(s, w) < 0)
         rc = errinfo_set(ei, ERR_IO, NULL,
                          "could not write the state file of workload %" PRId64 " in '%s': %s",
                          l->workload_id, s->log_dir, strerror(errno));
+    free(logp);
     if (rc < 0) {
-        undo_launch(w);
+        undo_launch(s, w);
         work_free(w);
-        free(logp);
         return rc;
     }
-    free(logp);
     work_add(s, w);
     return 0;
 }
@@ -785,16 +629,9 @@ static void adopt_replica(const struct local *s, int64_t id, struct replica *r)
 {
     char state;
     uint64_t start;
-    siginfo_t si;
 
     if (proc_stat(r->pid, &state, &start) < 0 || start != r->start_time) {
         ended_unseen(s, id, r);
-        return;
-    }
-    /* Still our child (the daemon re-executed itself, or a test): wait for it as such. */
-    memset(&si, 0, sizeof(si));
-    if (waitid(P_PID, r->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0) {
-        r->own = true;
         return;
     }
     if (state == 'Z' || state == 'X') {
@@ -876,23 +713,6 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
 
 /* ---- stop, poll ---- */
 
-static int local_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, int64_t now_ms)
-{
-    struct local *s = local_of(b);
-    struct lwork *w = work_find(s, workload_id, NULL);
-    int64_t kill_at;
-
-    if (!w || w->lost)
-        return 0;
-    if (!w->reason)
-        w->reason = BACKEND_STOPPED;
-    signal_work(w, SIGTERM);
-    kill_at = add_ms(now_ms, grace_ms);
-    if (kill_at < w->kill_at_ms)
-        w->kill_at_ms = kill_at;
-    return 0;
-}
-
 static int exit_code_of(int status)
 {
     if (WIFEXITED(status))
@@ -902,34 +722,20 @@ static int exit_code_of(int status)
     return UNKNOWN_EXIT;
 }
 
-/* Notices that a replica has ended: reaps our child, or looks in /proc for adopted work. */
+/*
+ * Notices that a replica has ended: told by the spawner for what it started
+ * (it has killed the group's leftovers), else looked up in /proc.
+ */
 static void check_replica(const struct local *s, int64_t id, struct replica *r)
 {
     if (r->ended)
         return;
     if (r->own) {
-        siginfo_t si;
         int status;
-        pid_t got;
-
-        memset(&si, 0, sizeof(si));
-        if (waitid(P_PID, r->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
-            if (errno == EINTR)
-                return;
-            /* Someone else reaped it (ECHILD): it ended, how is unknown. */
-            r->ended = true;
-            r->exit_code = UNKNOWN_EXIT;
-        } else if (si.si_pid == 0) {
+        if (!spawner_take_end(s->spawner, r->pid, &status))
             return; /* still running */
-        } else {
-            /* While it is an unreaped zombie its pid, hence its group id, cannot be reused. */
-            kill(-r->pid, SIGKILL);
-            do
-                got = waitpid(r->pid, &status, 0);
-            while (got < 0 && errno == EINTR);
-            r->ended = true;
-            r->exit_code = got == r->pid ? exit_code_of(status) : UNKNOWN_EXIT;
-        }
+        r->ended = true;
+        r->exit_code = exit_code_of(status);
     } else {
         char state;
         uint64_t start;
@@ -941,6 +747,27 @@ static void check_replica(const struct local *s, int64_t id, struct replica *r)
             kill(-r->pid, SIGKILL); /* no other process holds that id */
     }
     cgroup_kill(r->cgroup);
+}
+
+static int local_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, int64_t now_ms)
+{
+    struct local *s = local_of(b);
+    struct lwork *w = work_find(s, workload_id, NULL);
+    int64_t kill_at;
+
+    if (!w || w->lost)
+        return 0;
+    if (!w->reason)
+        w->reason = BACKEND_STOPPED;
+    /* Never signal a replica that has ended: its pid may be another's by now. */
+    spawner_check(s);
+    for (size_t i = 0; i < w->n_reps; i++)
+        check_replica(s, w->id, &w->reps[i]);
+    signal_work(w, SIGTERM);
+    kill_at = add_ms(now_ms, grace_ms);
+    if (kill_at < w->kill_at_ms)
+        w->kill_at_ms = kill_at;
+    return 0;
 }
 
 /*
@@ -972,17 +799,17 @@ static int work_exit_code(const struct lwork *w)
     return best ? best->exit_code : 0;
 }
 
-/* Forgets an ended workload: its state file and cgroups go, its log stays. */
+/*
+ * Forgets an ended workload: its cgroups go. Its log, state file and exit
+ * files stay, the record of where it ran and how each replica ended; they
+ * go together with the log. Deleting them here cost more than running the
+ * work: ext4 searches past every recently deleted inode to create a file,
+ * so at hundreds of launches a second a create took milliseconds.
+ */
 static void work_finish(struct local *s, size_t pos)
 {
     struct lwork *w = s->work[pos];
-    char *path = state_path(s, w->id);
-    unlink(path);
-    free(path);
     for (size_t i = 0; i < w->n_reps; i++) {
-        path = exit_path(s, w->id, w->reps[i].replica);
-        unlink(path);
-        free(path);
         if (w->reps[i].cgroup)
             rmdir(w->reps[i].cgroup);
     }
@@ -995,6 +822,8 @@ static void work_finish(struct local *s, size_t pos)
 static void scan(struct local *s, int64_t now_ms)
 {
     size_t i = 0;
+
+    spawner_check(s);
     while (i < s->n_work) {
         struct lwork *w = s->work[i];
         bool all_ended = true;
@@ -1073,6 +902,8 @@ static void local_free(struct backend *b)
     if (!b)
         return;
     s = local_of(b);
+    if (s->own_spawner)
+        spawner_stop(s->spawner);
     for (size_t i = 0; i < s->n_work; i++)
         work_free(s->work[i]);
     free(s->work);
@@ -1159,6 +990,7 @@ struct backend *backend_local_new(int64_t cluster_id, const struct local_options
             (gid_t)(opt->run_gid >= 0 && opt->run_gid < INT32_MAX ? opt->run_gid : opt->run_uid);
     }
     s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
+    s->spawner = opt->spawner;
     s->b = (struct backend){.ops = &local_ops, .cluster_id = cluster_id, .impl = s};
     return &s->b;
 }

@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "backend/simfleet.h"
+#include "backend/spawner.h"
 #include "base/log.h"
 #include "base/timeutil.h"
 #include "collect/collector.h"
@@ -91,6 +92,24 @@ static int import_sim_fleet(struct store *store, const struct config *cfg, struc
     return rc;
 }
 
+/*
+ * The gpuaas-spawner program beside this one (they are built and installed
+ * together), or NULL when it is not there: the spawner is then forked.
+ */
+static const char *spawner_program(char *buf, size_t size)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    char *slash;
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    slash = strrchr(buf, '/');
+    if (!slash || (size_t)(slash - buf) + sizeof("/gpuaas-spawner") > size)
+        return NULL;
+    memcpy(slash, "/gpuaas-spawner", sizeof("/gpuaas-spawner"));
+    return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
 int main(int argc, char **argv)
 {
     struct error_info ei = {0};
@@ -104,9 +123,10 @@ int main(int argc, char **argv)
     struct collector_options copt;
     struct engine_options eopt;
     struct sched_policy *policy = NULL;
+    struct spawner *spawner = NULL;
     enum log_level level;
     sigset_t sigs;
-    char port[16], threads[16];
+    char port[16], threads[16], program[PATH_MAX];
     int sig = 0;
 
     if (config_load(argc, argv, &cfg, &ei) < 0)
@@ -132,6 +152,15 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /*
+     * The local backend's process spawner, started now, before the daemon
+     * has threads. Without it, a local cluster forks its own at its first
+     * launch.
+     */
+    if (spawner_start(spawner_program(program, sizeof(program)), &spawner, &ei) < 0) {
+        log_warn("no process spawner now; local clusters start their own", "error", ei.message);
+        memset(&ei, 0, sizeof(ei));
+    }
 
     sopt.n_conns = cfg.db_pool;
     sopt.busy_timeout_ms = cfg.busy_timeout_ms;
@@ -179,6 +208,7 @@ int main(int argc, char **argv)
     eopt.cgroup_root = cfg.cgroup_root[0] ? cfg.cgroup_root : NULL;
     eopt.run_uid = cfg.run_uid;
     eopt.run_gid = cfg.run_gid;
+    eopt.spawner = spawner;
     eopt.collector = collector;
     eopt.idle_notify_ms = (int64_t)cfg.idle_notify_s * 1000;
     eopt.idle_stop_p2_ms = (int64_t)cfg.idle_stop_p2_s * 1000;
@@ -217,6 +247,7 @@ int main(int argc, char **argv)
     log_info("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     api_stop(api);
     engine_stop(engine); /* before the collector: it asks the collector */
+    spawner_stop(spawner); /* the work it started goes on; a restart adopts it */
     collector_stop(collector);
     store_close(store);
     sched_policy_free(policy);

@@ -349,9 +349,12 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
             struct sim_options so = {e->opt.sim_speed, 2000};
             b = backend_sim_new(id, &so);
         } else if (strcmp(kind, "local") == 0) {
-            struct local_options lo = {e->opt.log_dir ? e->opt.log_dir : "gpuaas-logs",
-                                       e->opt.cgroup_root, e->opt.run_uid, e->opt.run_gid,
-                                       e->opt.default_grace_ms};
+            struct local_options lo = {.log_dir = e->opt.log_dir ? e->opt.log_dir : "gpuaas-logs",
+                                       .cgroup_root = e->opt.cgroup_root,
+                                       .run_uid = e->opt.run_uid,
+                                       .run_gid = e->opt.run_gid,
+                                       .timeout_grace_ms = e->opt.default_grace_ms,
+                                       .spawner = e->opt.spawner};
             struct error_info lei = {0};
             b = backend_local_new(id, &lo, &lei);
             if (!b)

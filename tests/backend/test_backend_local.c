@@ -119,16 +119,23 @@ static void assert_nothing(struct backend *b)
     assert_int_equal(b->ops->poll(b, now_ms(), ev, 1), 0);
 }
 
-/* The workload's log file, read whole. Caller frees. */
-static char *read_log(int64_t id)
+/* A file read whole (at most 64 KiB). Caller frees. */
+static char *read_file(const char *path)
 {
-    char *path = xasprintf("%s/%" PRId64 ".log", g_logs, id), *buf = xcalloc(1, 65536);
+    char *buf = xcalloc(1, 65536);
     int fd = open(path, O_RDONLY);
     ssize_t n = 0, got;
     assert_true(fd >= 0);
     while ((got = read(fd, buf + n, 65535 - (size_t)n)) > 0)
         n += got;
     close(fd);
+    return buf;
+}
+
+/* The workload's log file, read whole. Caller frees. */
+static char *read_log(int64_t id)
+{
+    char *path = xasprintf("%s/%" PRId64 ".log", g_logs, id), *buf = read_file(path);
     free(path);
     return buf;
 }
@@ -273,8 +280,15 @@ static void test_env_and_log(void **state)
     free(path);
     assert_int_equal(stat(g_logs, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0700);
+    /* The state and exit files stay beside the log, the record of how it ran and ended. */
     path = xasprintf("%s/2.state", g_logs);
-    assert_int_not_equal(access(path, F_OK), 0); /* removed once reported */
+    assert_int_equal(access(path, F_OK), 0);
+    free(path);
+    path = xasprintf("%s/2.0.exit", g_logs);
+    log = read_file(path);
+    assert_non_null(log);
+    assert_int_equal(strncmp(log, "0 ", 2), 0);
+    free(log);
     free(path);
 
     /* Launched again after it was reported: the log is appended to. */

@@ -41,6 +41,8 @@ for n in 1 2; do
     "trap 'touch $TMP/term-$n; exit 143' TERM; echo \$CUDA_VISIBLE_DEVICES > $TMP/dev-$n; while :; do sleep 0.1; done # $mark-g$n" | jq -r .id)
 done
 for n in 1 2; do wait_state "${guest[$n]}" running 10; done
+# Running means started: wait until each shell has set its trap (it writes dev-N after).
+for _ in $(seq 100); do [ -e "$TMP/dev-1" ] && [ -e "$TMP/dev-2" ] && break; sleep 0.1; done
 [ "$(pgrep -fc "$mark-g")" -ge 2 ] || fail "the guests' processes are not running"
 
 # The owners need both their GPUs back.
