@@ -62,7 +62,8 @@ static const struct opt options[] = {
     STR("nvml", nvml,
         "GPU telemetry from NVML: 'auto' (libnvidia-ml.so.1) or a library path (default off)"),
     STR("nvidia-smi", nvidia_smi, "GPU telemetry from this nvidia-smi program (default off)"),
-    STR("dcgm-urls", dcgm_urls, "GPU telemetry scraped from these dcgm-exporter URLs, comma-separated"),
+    STR("dcgm-urls", dcgm_urls,
+        "GPU telemetry scraped from these dcgm-exporter URLs, comma-separated"),
     STR("local-gpus", local_gpus,
         "local clusters: this machine's GPUs when no NVML or nvidia-smi source reports any: "
         "CLASS:COUNT or INDEX:CLASS[:UUID], comma-separated (e.g. h100:8)"),

@@ -1563,8 +1563,7 @@ static int sync_node(struct engine *e, int64_t cluster_id, struct row *rows, siz
         *ret_id = model_row_id(have);
         if (keep_state || strcmp(get_s(nd, have, "state"), state) == 0)
             return 0;
-        log_info("node state", "backend", backend, "node", name, "state", state, "reason",
-                 reason);
+        log_info("node state", "backend", backend, "node", name, "state", state, "reason", reason);
         return set_state(e, nd, have, "state", state, a, now, ei);
     }
     j = json_pack("{s:I,s:s,s:s}", "cluster_id", (json_int_t)cluster_id, "name", name, "state",
@@ -1599,8 +1598,8 @@ static int slurm_apply(struct engine *e, int64_t cluster_id, const struct slurm_
     for (size_t k = 0; rc >= 0 && k < n_nodes; k++) {
         const struct slurm_node *sn = &nodes[k];
         int64_t node_id = 0, class_id = 0;
-        rc = sync_node(e, cluster_id, rows, n_rows, sn->name, sn->cpu_milli, sn->mem_mib,
-                       sn->state, false, "slurm", sn->reason, a, now, &node_id, ei);
+        rc = sync_node(e, cluster_id, rows, n_rows, sn->name, sn->cpu_milli, sn->mem_mib, sn->state,
+                       false, "slurm", sn->reason, a, now, &node_id, ei);
         if (rc > 0)
             changed += rc;
         if (rc < 0 || sn->n_gpus <= 0 || !model_valid_name(sn->gpu_type, 63))
@@ -1688,8 +1687,8 @@ static void slurm_sync(struct engine *e, int64_t now)
 struct local_gpu {
     int32_t index;
     char cls[64];
-    const char *uuid;  /* "" when unknown */
-    const char *model; /* vendor string; "" when declared */
+    const char *uuid;   /* "" when unknown */
+    const char *model;  /* vendor string; "" when declared */
     int64_t memory_mib; /* 0: unknown */
     int mig_mode;       /* -1: unknown */
 };
@@ -1796,8 +1795,8 @@ static int local_apply(struct engine *e, int64_t cluster_id, const char *host,
     if ((rc = store_list(e->db, nd, &f, a, &nodes, &n_nodes, ei)) < 0)
         return rc;
     /* an admin's drain or down of the host's node stays */
-    rc = sync_node(e, cluster_id, nodes, n_nodes, host, -1, -1, "ready", true, "local", "", a,
-                   now, &node_id, ei);
+    rc = sync_node(e, cluster_id, nodes, n_nodes, host, -1, -1, "ready", true, "local", "", a, now,
+                   &node_id, ei);
     if (rc < 0)
         return rc;
     changed += rc;
@@ -1840,8 +1839,8 @@ static int local_apply(struct engine *e, int64_t cluster_id, const char *host,
         if ((index = local_free_index(gpus, n_gpus, fg->index)) < 0)
             continue;
         {
-            json_t *j = json_pack("{s:I,s:i,s:I}", "node_id", (json_int_t)node_id, "index",
-                                  index, "gpu_class_id", (json_int_t)class_id);
+            json_t *j = json_pack("{s:I,s:i,s:I}", "node_id", (json_int_t)node_id, "index", index,
+                                  "gpu_class_id", (json_int_t)class_id);
             if (*fg->uuid)
                 json_object_set_new(j, "uuid", json_string(fg->uuid));
             if (fg->memory_mib > 0)
@@ -1939,8 +1938,8 @@ static void local_sync(struct engine *e, int64_t now)
     host[sizeof(host) - 1] = '\0';
     if (!model_valid_ident(host, 128)) {
         if (!e->local_host_warned)
-            log_error("this host's name cannot name a node; local GPUs are not discovered",
-                      "host", host);
+            log_error("this host's name cannot name a node; local GPUs are not discovered", "host",
+                      host);
         e->local_host_warned = true;
         inv_readings_release(&rs);
         return;
@@ -1954,8 +1953,7 @@ static void local_sync(struct engine *e, int64_t now)
                 continue;
             rc = store_begin(e->db, &ei);
             if (rc >= 0)
-                rc = local_apply(e, e->backends[b].cluster_id, host, found, n_found, now, &a,
-                                 &ei);
+                rc = local_apply(e, e->backends[b].cluster_id, host, found, n_found, now, &a, &ei);
             if (rc >= 0 && store_commit(e->db, &ei) >= 0) {
                 if (rc > 0)
                     e->reload = true; /* the fleet changed: rebuild on the next round */
