@@ -2059,6 +2059,8 @@ void engine_options_init(struct engine_options *opt)
     opt->idle_notify_ms = opt->idle_stop_p2_ms = 0;
     opt->slurm_sync_ms = 30000;
     opt->policy = NULL;
+    opt->local_gpus = NULL;
+    opt->n_local_gpus = 0;
 }
 
 int engine_start(struct store *store, const struct engine_options *opt, struct engine **ret,
