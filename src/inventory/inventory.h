@@ -395,8 +395,7 @@ struct inv_declared_gpu {
  * NULL when none), or ERR_INVALID with "entry N ('text'): why" in ei;
  * *ret_gpus is untouched on failure.
  */
-int inv_declared_parse(const char *spec, struct inv_declared_gpu **ret_gpus,
-                       struct error_info *ei);
+int inv_declared_parse(const char *spec, struct inv_declared_gpu **ret_gpus, struct error_info *ei);
 
 /* ======================================================================
  * Classification and idle policies
