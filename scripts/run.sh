@@ -2,8 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # The first command of the README: install, build, and run gpuaasd on
 # http://127.0.0.1:8080 with an embedded SQLite store (./gpuaas.db).
-# On a machine with no NVIDIA GPU it says so, and on first start it fills the
-# store with a clearly labelled simulated demo fleet.
+# On a machine where `nvidia-smi -L` works, gpuaasd reads the GPUs through
+# nvidia-smi and, on first start, a local cluster of this machine is made with
+# a flavor per GPU class and a project 'demo' that may use them all
+# (scripts/local-cluster.sh), so work can run at once. On a machine with no
+# NVIDIA GPU it says so, and on first start it fills the store with a clearly
+# labelled simulated demo fleet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -16,13 +20,18 @@ fresh=0
 [ -e "$db" ] || fresh=1
 
 has_gpu=0
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then has_gpu=1; fi
-if [ $has_gpu -eq 0 ]; then
+gpu_flags=()
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  has_gpu=1
+  gpu_flags=(--nvidia-smi nvidia-smi) # telemetry, and the local cluster's GPUs
+  echo "gpuaas: found $(nvidia-smi -L | grep -c '^GPU') NVIDIA GPU(s); reading them with nvidia-smi" >&2
+else
   echo "gpuaas: no NVIDIA GPU found on this machine; starting with a SIMULATED demo fleet" >&2
 fi
 
 rm -f "$token_file"
-build/src/gpuaasd --listen "$listen" --db "$db" --bootstrap-token-file "$token_file" &
+build/src/gpuaasd --listen "$listen" --db "$db" --bootstrap-token-file "$token_file" \
+  "${gpu_flags[@]}" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
 
@@ -36,6 +45,15 @@ if [ $fresh -eq 1 ] && [ $has_gpu -eq 0 ] && [ -s "$token_file" ]; then
   GPUAAS_SERVER="http://$listen" GPUAAS_TOKEN="$(cat "$token_file")" \
     bash scripts/demo-fleet.sh build/src/gpuaas >/dev/null
   echo "gpuaas: demo fleet 'demo-sim' created (simulated: no real GPUs behind it)" >&2
+fi
+if [ $fresh -eq 1 ] && [ $has_gpu -eq 1 ] && [ -s "$token_file" ]; then
+  if GPUAAS_SERVER="http://$listen" GPUAAS_TOKEN="$(cat "$token_file")" \
+    bash scripts/local-cluster.sh build/src/gpuaas >&2; then
+    echo "gpuaas: local cluster 'local' of this machine's GPUs created; try:" >&2
+    echo "  build/src/gpuaas run --project demo --flavor <class>.1x -- nvidia-smi -L" >&2
+  else
+    echo "gpuaas: could not set up the local cluster; see above" >&2
+  fi
 fi
 if [ -s "$token_file" ]; then
   echo "gpuaas: the admin token is also in $token_file (mode 0600); delete it once saved" >&2

@@ -228,7 +228,8 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
     seen = collector_gpu(r->api->opt.collector, uuid, alloc != NULL, time_now_ms(), &cg);
     if (seen)
         state = inv_state_name(cg.state);
-    if (strcmp(s_of(gd, g, "health"), "failed") == 0 || strcmp(node_state, "down") == 0)
+    if (strcmp(s_of(gd, g, "health"), "failed") == 0 ||
+        strcmp(s_of(gd, g, "health"), "down") == 0 || strcmp(node_state, "down") == 0)
         state = "down";
     else if (!alloc && strcmp(node_state, "drain") == 0 && strcmp(state, "down") != 0)
         state = "draining";

@@ -121,6 +121,7 @@ static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
         if (alloc_index_find(&held, model_row_id(g)))
             state = "allocated";
         if (strcmp(model_get(&model_gpus, g, "health")->s, "failed") == 0 ||
+            strcmp(model_get(&model_gpus, g, "health")->s, "down") == 0 ||
             strcmp(node_state, "down") == 0)
             state = "down";
         else if (strcmp(node_state, "drain") == 0 && strcmp(state, "free") == 0)

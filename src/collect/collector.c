@@ -27,6 +27,7 @@ struct source {
     struct inv_sched sched;
     struct inv_tstore *ts;
     struct collector_source info;
+    struct inv_readings last; /* NVML, nvidia-smi: the whole GPUs of the last good run */
 };
 
 struct collector {
@@ -36,6 +37,7 @@ struct collector {
     size_t n_src;
     char **allocated; /* sorted UUIDs of GPUs held now */
     size_t n_allocated;
+    uint64_t local_runs; /* good runs of the NVML and nvidia-smi sources */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -119,6 +121,12 @@ static void run_due(struct collector *c, int64_t now)
                 inv_tstore_ingest(s->ts, key, now, &rs.v[k], held(c, rs.v[k].uuid));
             }
             inv_tstore_end_scrape(s->ts);
+            if (s->kind != SRC_DCGM) { /* this machine's GPUs, for the local discovery */
+                struct inv_readings t = s->last;
+                s->last = rs;
+                rs = t;
+                c->local_runs++;
+            }
             inv_sched_ok(&s->sched, now);
             s->info.gpus = rs.n;
             s->info.error[0] = '\0';
@@ -182,6 +190,7 @@ static int add_source(struct collector *c, enum kind kind, const char *target, c
     if ((int64_t)tc.raw_cap * tc.sample_ms < c->opt.window_ms)
         tc.raw_cap = (size_t)(c->opt.window_ms / tc.sample_ms) + 1;
     s->ts = inv_tstore_new(&tc);
+    inv_readings_init(&s->last, 0);
     s->info.stale = true;
     return 0;
 }
@@ -230,8 +239,10 @@ int collector_start(const struct collector_options *opt, struct collector **ret,
     if (rc >= 0 && pthread_create(&c->thread, NULL, collector_main, c) != 0)
         rc = errinfo_set(ei, ERR_INTERNAL, NULL, "could not start the telemetry thread");
     if (rc < 0) {
-        for (size_t i = 0; i < c->n_src; i++)
+        for (size_t i = 0; i < c->n_src; i++) {
             inv_tstore_free(c->src[i].ts);
+            inv_readings_release(&c->src[i].last);
+        }
         pthread_mutex_destroy(&c->lock);
         pthread_cond_destroy(&c->wake);
         free(c);
@@ -250,8 +261,10 @@ void collector_stop(struct collector *c)
     pthread_cond_broadcast(&c->wake);
     pthread_mutex_unlock(&c->lock);
     pthread_join(c->thread, NULL);
-    for (size_t i = 0; i < c->n_src; i++)
+    for (size_t i = 0; i < c->n_src; i++) {
         inv_tstore_free(c->src[i].ts);
+        inv_readings_release(&c->src[i].last);
+    }
     for (size_t i = 0; i < c->n_allocated; i++)
         free(c->allocated[i]);
     free(c->allocated);
@@ -322,4 +335,25 @@ int collector_history(struct collector *c, const char *const *uuids, size_t n, i
     }
     pthread_mutex_unlock(&c->lock);
     return rc;
+}
+
+size_t collector_local_gpus(struct collector *c, struct inv_readings *out, uint64_t *ret_runs)
+{
+    *ret_runs = 0;
+    inv_readings_reset(out);
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->lock);
+    *ret_runs = c->local_runs;
+    for (size_t i = 0; i < c->n_src && out->n == 0; i++) {
+        const struct inv_readings *rs = &c->src[i].last;
+        for (size_t k = 0; c->src[i].kind != SRC_DCGM && k < rs->n; k++) {
+            struct inv_reading *r;
+            if (rs->v[k].mig_instance >= 0 || inv_readings_get(out, rs->v[k].uuid, -1, &r) < 0)
+                continue;
+            *r = rs->v[k];
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return out->n;
 }

@@ -67,6 +67,18 @@ struct collector_source {
 };
 size_t collector_sources(struct collector *c, struct collector_source *out, size_t max);
 
+/*
+ * This machine's GPUs as the NVML and nvidia-smi sources last saw them, for
+ * the local backend's discovery: the whole GPUs (no MIG instances) of the
+ * last good run of the first such source that reported any, copied into out
+ * (reset first; the caller owns it). *ret_runs counts the good runs of those
+ * sources so far: 0 means nothing is known yet, and a caller that saw the
+ * same count has seen these readings. dcgm-exporter sources are left out:
+ * they may describe other hosts. Returns how many readings out holds; 0
+ * (and *ret_runs 0) when c is NULL.
+ */
+size_t collector_local_gpus(struct collector *c, struct inv_readings *out, uint64_t *ret_runs);
+
 /* History of GPUs (uuids) over [from, to): inv_tstore_query under the collector's lock. */
 int collector_history(struct collector *c, const char *const *uuids, size_t n, int64_t from_ms,
                       int64_t to_ms, struct inv_series_query *ret);

@@ -6,6 +6,7 @@
 
 #include "base/parse.h"
 #include "daemon/config.h"
+#include "inventory/inventory.h"
 #include "sched/policies.h"
 
 enum opt_kind { OPT_STR, OPT_INT, OPT_BOOL, OPT_LISTEN };
@@ -61,7 +62,11 @@ static const struct opt options[] = {
     STR("nvml", nvml,
         "GPU telemetry from NVML: 'auto' (libnvidia-ml.so.1) or a library path (default off)"),
     STR("nvidia-smi", nvidia_smi, "GPU telemetry from this nvidia-smi program (default off)"),
-    STR("dcgm-urls", dcgm_urls, "GPU telemetry scraped from these dcgm-exporter URLs, comma-separated"),
+    STR("dcgm-urls", dcgm_urls,
+        "GPU telemetry scraped from these dcgm-exporter URLs, comma-separated"),
+    STR("local-gpus", local_gpus,
+        "local clusters: this machine's GPUs when no NVML or nvidia-smi source reports any: "
+        "CLASS:COUNT or INDEX:CLASS[:UUID], comma-separated (e.g. h100:8)"),
     INT("collect-interval-s", collect_interval_s, 1, 3600,
         "seconds between runs of each telemetry source (default 10)"),
     INT("idle-window-s", idle_window_s, 1, 86400,
@@ -270,6 +275,20 @@ static int check_placement(const struct config *cfg, struct error_info *ei)
     return 0;
 }
 
+/* The declared local GPUs must parse; the daemon parses them again to use them. */
+static int check_local_gpus(const struct config *cfg, struct error_info *ei)
+{
+    struct inv_declared_gpu *gpus = NULL;
+    struct error_info why = {0};
+    int rc = inv_declared_parse(cfg->local_gpus, &gpus, &why);
+    free(gpus);
+    if (rc < 0)
+        return errinfo_set(ei, ERR_INVALID, "local-gpus",
+                           "local-gpus: %s (entries: CLASS:COUNT or INDEX:CLASS[:UUID])",
+                           why.message);
+    return 0;
+}
+
 int config_load(int argc, char **argv, struct config *cfg, struct error_info *ei)
 {
     const char *file = getenv("GPUAASD_CONFIG");
@@ -330,5 +349,6 @@ int config_load(int argc, char **argv, struct config *cfg, struct error_info *ei
     }
     if (cfg->db_pool == 0)
         cfg->db_pool = cfg->threads + 2;
-    return check_placement(cfg, ei);
+    rc = check_placement(cfg, ei);
+    return rc < 0 ? rc : check_local_gpus(cfg, ei);
 }

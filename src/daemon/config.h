@@ -37,6 +37,7 @@ struct config {
     char nvml[1024];                 /* telemetry: NVML library, "auto", or "" (off) */
     char nvidia_smi[1024];           /* telemetry: nvidia-smi program, or "" (off) */
     char dcgm_urls[4096];            /* telemetry: dcgm-exporter URLs, comma-separated */
+    char local_gpus[16384]; /* local clusters: declared GPUs (inventory.h's syntax), "" none */
     int collect_interval_s;          /* between runs of each source */
     int idle_window_s;               /* classification window */
     int idle_notify_s, idle_stop_p2_s; /* idle policies; 0: off */

@@ -124,10 +124,11 @@ int main(int argc, char **argv)
     struct engine_options eopt;
     struct sched_policy *policy = NULL;
     struct spawner *spawner = NULL;
+    struct inv_declared_gpu *local_gpus = NULL;
     enum log_level level;
     sigset_t sigs;
     char port[16], threads[16], program[PATH_MAX];
-    int sig = 0;
+    int sig = 0, rc;
 
     if (config_load(argc, argv, &cfg, &ei) < 0)
         return fail("", &ei) + 1; /* usage error: 2 */
@@ -196,6 +197,7 @@ int main(int argc, char **argv)
     if (collector_start(&copt, &collector, &ei) < 0) {
         store_close(store);
         sched_policy_free(policy);
+        free(local_gpus);
         return fail("could not start the GPU telemetry", &ei);
     }
 
@@ -213,10 +215,15 @@ int main(int argc, char **argv)
     eopt.idle_notify_ms = (int64_t)cfg.idle_notify_s * 1000;
     eopt.idle_stop_p2_ms = (int64_t)cfg.idle_stop_p2_s * 1000;
     eopt.slurm_sync_ms = (int64_t)cfg.slurm_sync_s * 1000;
+    /* config_load checked the list; declared GPUs stand in for NVML and nvidia-smi */
+    rc = inv_declared_parse(cfg.local_gpus, &local_gpus, &ei);
+    eopt.local_gpus = local_gpus;
+    eopt.n_local_gpus = rc > 0 ? (size_t)rc : 0;
     if (engine_start(store, &eopt, &engine, &ei) < 0) {
         collector_stop(collector);
         store_close(store);
         sched_policy_free(policy);
+        free(local_gpus);
         return fail("could not start the scheduler", &ei);
     }
 
@@ -234,6 +241,7 @@ int main(int argc, char **argv)
         collector_stop(collector);
         store_close(store);
         sched_policy_free(policy);
+        free(local_gpus);
         return fail("", &ei);
     }
     snprintf(port, sizeof(port), "%d", api_port(api));
@@ -251,6 +259,7 @@ int main(int argc, char **argv)
     collector_stop(collector);
     store_close(store);
     sched_policy_free(policy);
+    free(local_gpus);
     log_info("stopped");
     return 0;
 }

@@ -102,6 +102,9 @@ struct engine {
     size_t n_idle, cap_idle;
     int64_t idle_checked;
     int64_t slurm_synced; /* when Slurm's node records were last read */
+    uint64_t local_runs;  /* the collector's good local runs when local GPUs were last synced */
+    bool local_due;       /* the fleet was loaded: sync local GPUs on the next round */
+    bool local_host_warned;
     struct engine_metrics metrics;
 
     struct sched *sched;
@@ -433,7 +436,8 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
         int64_t node_id = get_i(&model_gpus, r, "node_id"), pool = 0;
         const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, node_id);
         struct gpu_info *gi;
-        if (!ni || strcmp(get_s(&model_gpus, r, "health"), "failed") == 0)
+        if (!ni || strcmp(get_s(&model_gpus, r, "health"), "failed") == 0 ||
+            strcmp(get_s(&model_gpus, r, "health"), "down") == 0)
             continue;
         pool = model_pool_of_gpu(pools, n_pools, model_row_id(r), ni->cluster_id,
                                  node_labels(node_rows, n_node_rows, node_id));
@@ -446,6 +450,7 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
         gi->index = (int32_t)get_i(&model_gpus, r, "index");
         gi->uuid = xstrdup(get_s(&model_gpus, r, "uuid"));
     }
+    e->local_due = true; /* a local cluster may be new */
     return rc;
 }
 
@@ -1493,24 +1498,89 @@ static int new_row(const struct resource_def *def, json_t *j, struct arena *a, i
     return model_check_row(def, ret, ei);
 }
 
-static int slurm_class(struct engine *e, const char *type, struct arena *a, int64_t now,
-                       int64_t *ret, struct error_info *ei)
+/*
+ * The id of the GPU class called name, made when missing; model and
+ * memory_mib (NULL and 0 when unknown) describe a class made from what a
+ * collector read.
+ */
+static int class_id_of(struct engine *e, const char *name, const char *model, int64_t memory_mib,
+                       struct arena *a, int64_t now, int64_t *ret, struct error_info *ei)
 {
     struct store_filter f;
     struct row *rows, r;
     size_t n;
+    json_t *j;
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_str(&f, model_field_index(&model_gpu_classes, "name"), type);
+    store_filter_eq_str(&f, model_field_index(&model_gpu_classes, "name"), name);
     rc = store_list(e->db, &model_gpu_classes, &f, a, &rows, &n, ei);
     if (rc >= 0 && n) {
         *ret = model_row_id(&rows[0]);
         return 0;
     }
-    if (rc >= 0)
-        rc = new_row(&model_gpu_classes, json_pack("{s:s}", "name", type), a, now, &r, ei);
+    if (rc < 0)
+        return rc;
+    j = json_pack("{s:s}", "name", name);
+    if (model && *model) {
+        json_object_set_new(j, "model", json_string(model));
+        json_object_set_new(j, "vendor", json_string("nvidia"));
+    }
+    if (memory_mib > 0)
+        json_object_set_new(j, "memory_mib", json_integer(memory_mib));
+    rc = new_row(&model_gpu_classes, j, a, now, &r, ei);
     return rc < 0 ? rc : store_insert(e->db, &model_gpu_classes, &r, ret, ei);
+}
+
+/* Sets a row's text field (a state, a health) and writes it; 1 (one row changed) or an error. */
+static int set_state(struct engine *e, const struct resource_def *def, struct row *r,
+                     const char *field, const char *value, struct arena *a, int64_t now,
+                     struct error_info *ei)
+{
+    int rc;
+    set_s(def, a, r, field, value);
+    set_i(def, r, "updated_at", now / 1000);
+    rc = store_update(e->db, def, model_row_id(r), r, ei);
+    return rc < 0 ? rc : 1;
+}
+
+/*
+ * The node called name among a cluster's nodes (rows), added with state
+ * when missing (cpu_milli, mem_mib < 0: not set); a listed node whose state
+ * differs takes state unless keep_state. *ret_id is its id. Returns how
+ * many rows changed (0 or 1), or an error.
+ */
+static int sync_node(struct engine *e, int64_t cluster_id, struct row *rows, size_t n_rows,
+                     const char *name, int64_t cpu_milli, int64_t mem_mib, const char *state,
+                     bool keep_state, const char *backend, const char *reason, struct arena *a,
+                     int64_t now, int64_t *ret_id, struct error_info *ei)
+{
+    const struct resource_def *nd = &model_nodes;
+    struct row *have = NULL, r;
+    json_t *j;
+    int rc;
+
+    for (size_t i = 0; i < n_rows && !have; i++)
+        have = strcmp(get_s(nd, &rows[i], "name"), name) == 0 ? &rows[i] : NULL;
+    if (have) {
+        *ret_id = model_row_id(have);
+        if (keep_state || strcmp(get_s(nd, have, "state"), state) == 0)
+            return 0;
+        log_info("node state", "backend", backend, "node", name, "state", state, "reason", reason);
+        return set_state(e, nd, have, "state", state, a, now, ei);
+    }
+    j = json_pack("{s:I,s:s,s:s}", "cluster_id", (json_int_t)cluster_id, "name", name, "state",
+                  state);
+    if (cpu_milli >= 0)
+        json_object_set_new(j, "cpu_milli", json_integer(cpu_milli));
+    if (mem_mib >= 0)
+        json_object_set_new(j, "memory_mib", json_integer(mem_mib));
+    rc = new_row(nd, j, a, now, &r, ei);
+    if (rc >= 0)
+        rc = store_insert(e->db, nd, &r, ret_id, ei);
+    if (rc >= 0)
+        log_info("node added", "backend", backend, "node", name, "state", state);
+    return rc < 0 ? rc : 1;
 }
 
 /* Brings one Slurm cluster's nodes and GPUs into the store; returns how many rows changed. */
@@ -1519,7 +1589,7 @@ static int slurm_apply(struct engine *e, int64_t cluster_id, const struct slurm_
 {
     const struct resource_def *nd = &model_nodes, *gd = &model_gpus;
     struct store_filter f;
-    struct row *rows, *gpus;
+    struct row *rows, *gpus, r;
     size_t n_rows, n_gpus;
     int changed = 0, rc;
 
@@ -1530,38 +1600,19 @@ static int slurm_apply(struct engine *e, int64_t cluster_id, const struct slurm_
         return rc;
     for (size_t k = 0; rc >= 0 && k < n_nodes; k++) {
         const struct slurm_node *sn = &nodes[k];
-        struct row *have = NULL, r;
         int64_t node_id = 0, class_id = 0;
-        for (size_t i = 0; i < n_rows && !have; i++)
-            have = strcmp(get_s(nd, &rows[i], "name"), sn->name) == 0 ? &rows[i] : NULL;
-        if (!have) {
-            rc = new_row(nd,
-                         json_pack("{s:I,s:s,s:I,s:I,s:s}", "cluster_id", (json_int_t)cluster_id,
-                                   "name", sn->name, "cpu_milli", (json_int_t)sn->cpu_milli,
-                                   "memory_mib", (json_int_t)sn->mem_mib, "state", sn->state),
-                         a, now, &r, ei);
-            if (rc >= 0)
-                rc = store_insert(e->db, nd, &r, &node_id, ei);
-            changed++;
-            log_info("slurm node added", "node", sn->name, "state", sn->state);
-        } else {
-            node_id = model_row_id(have);
-            if (strcmp(get_s(nd, have, "state"), sn->state) != 0) {
-                log_info("slurm node state", "node", sn->name, "state", sn->state, "reason",
-                         sn->reason);
-                set_s(nd, a, have, "state", sn->state);
-                set_i(nd, have, "updated_at", now / 1000);
-                rc = store_update(e->db, nd, node_id, have, ei);
-                changed++;
-            }
-        }
+        rc = sync_node(e, cluster_id, rows, n_rows, sn->name, sn->cpu_milli, sn->mem_mib, sn->state,
+                       false, "slurm", sn->reason, a, now, &node_id, ei);
+        if (rc > 0)
+            changed += rc;
         if (rc < 0 || sn->n_gpus <= 0 || !model_valid_name(sn->gpu_type, 63))
             continue;
         store_filter_init(&f);
         f.limit = 10000;
         store_filter_eq_int(&f, model_field_index(gd, "node_id"), node_id);
         if ((rc = store_list(e->db, gd, &f, a, &gpus, &n_gpus, ei)) < 0 ||
-            (int32_t)n_gpus >= sn->n_gpus || (rc = slurm_class(e, sn->gpu_type, a, now, &class_id, ei)) < 0)
+            (int32_t)n_gpus >= sn->n_gpus ||
+            (rc = class_id_of(e, sn->gpu_type, NULL, 0, a, now, &class_id, ei)) < 0)
             continue;
         for (int32_t i = 0; rc >= 0 && i < sn->n_gpus; i++) {
             bool exists = false;
@@ -1586,9 +1637,7 @@ static int slurm_apply(struct engine *e, int64_t cluster_id, const struct slurm_
             listed |= strcmp(get_s(nd, &rows[i], "name"), nodes[k].name) == 0;
         if (listed || strcmp(get_s(nd, &rows[i], "state"), "down") == 0)
             continue;
-        set_s(nd, a, &rows[i], "state", "down");
-        set_i(nd, &rows[i], "updated_at", now / 1000);
-        rc = store_update(e->db, nd, model_row_id(&rows[i]), &rows[i], ei);
+        rc = set_state(e, nd, &rows[i], "state", "down", a, now, ei);
         changed++;
     }
     return rc < 0 ? rc : changed;
@@ -1628,6 +1677,299 @@ static void slurm_sync(struct engine *e, int64_t now)
     }
 }
 
+/*
+ * Local clusters: this machine's GPUs, from the NVML or nvidia-smi collector
+ * when one reports any, else from the declared list (local-gpus). Each
+ * local cluster gets a node named after this host, and on it one GPU row
+ * per device, found by UUID (a row without one, by index). A GPU no longer
+ * reported turns health "down" (the scheduler leaves it out), never
+ * deleted; reported again it is "ok" again. The host's node is the
+ * discovery's: a GPU on it that is not reported turns down, whoever made
+ * it. Other nodes of a local cluster (made through the API) are left alone.
+ */
+struct local_gpu {
+    int32_t index;
+    char cls[64];
+    const char *uuid;   /* "" when unknown */
+    const char *model;  /* vendor string; "" when declared */
+    int64_t memory_mib; /* 0: unknown */
+    int mig_mode;       /* -1: unknown */
+};
+
+/* Index of the row of gpus that is f: same UUID, or same index when f has no UUID. */
+static struct row *local_match(struct row *gpus, size_t n, const struct local_gpu *f)
+{
+    const struct resource_def *gd = &model_gpus;
+    for (size_t i = 0; i < n; i++) {
+        if (*f->uuid && strcmp(get_s(gd, &gpus[i], "uuid"), f->uuid) == 0)
+            return &gpus[i];
+    }
+    /* a row made without a UUID (by hand, or declared) at the same index takes it on */
+    for (size_t i = 0; i < n; i++) {
+        if (get_i(gd, &gpus[i], "index") == f->index &&
+            (!*f->uuid || !*get_s(gd, &gpus[i], "uuid")))
+            return &gpus[i];
+    }
+    return NULL;
+}
+
+static bool index_used(const struct row *gpus, size_t n, int32_t index)
+{
+    for (size_t k = 0; k < n; k++) {
+        if (get_i(&model_gpus, &gpus[k], "index") == index)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * An index no row of gpus has: want when free, else the lowest free one
+ * (a new GPU at the index of one that went away: CUDA numbers devices
+ * anew); -1 when none is. Work is pinned by UUID, so the number is only a
+ * label then.
+ */
+static int32_t local_free_index(const struct row *gpus, size_t n, int32_t want)
+{
+    if (want >= 0 && want < 1024 && !index_used(gpus, n, want))
+        return want;
+    for (int32_t i = 0; i < 1024; i++) {
+        if (!index_used(gpus, n, i))
+            return i;
+    }
+    return -1;
+}
+
+/* Updates row r to describe f; how many rows changed (0 or 1), or an error. */
+static int local_update(struct engine *e, int64_t class_id, struct row *r,
+                        const struct local_gpu *f, struct arena *a, int64_t now,
+                        struct error_info *ei)
+{
+    const struct resource_def *gd = &model_gpus;
+    const struct value *mig = get(gd, r, "mig_mode");
+    bool change = false;
+    int rc;
+
+    if (*f->uuid && strcmp(get_s(gd, r, "uuid"), f->uuid) != 0) {
+        set_s(gd, a, r, "uuid", f->uuid);
+        change = true;
+    }
+    if (get_i(gd, r, "gpu_class_id") != class_id) {
+        set_i(gd, r, "gpu_class_id", class_id);
+        change = true;
+    }
+    if (f->memory_mib > 0 && get_i(gd, r, "memory_mib") != f->memory_mib) {
+        set_i(gd, r, "memory_mib", f->memory_mib);
+        change = true;
+    }
+    if (f->mig_mode >= 0 && (mig->null || mig->i != f->mig_mode)) {
+        set_i(gd, r, "mig_mode", f->mig_mode);
+        change = true;
+    }
+    if (strcmp(get_s(gd, r, "health"), "down") == 0) {
+        char idx[16];
+        snprintf(idx, sizeof(idx), "%d", f->index);
+        log_info("local GPU reported again", "uuid", f->uuid, "index", idx);
+        set_s(gd, a, r, "health", "ok");
+        change = true;
+    }
+    if (!change)
+        return 0;
+    set_i(gd, r, "updated_at", now / 1000);
+    rc = store_update(e->db, gd, model_row_id(r), r, ei);
+    return rc < 0 ? rc : 1;
+}
+
+/* Brings one local cluster's node and GPUs up to date with found; how many rows changed. */
+static int local_apply(struct engine *e, int64_t cluster_id, const char *host,
+                       const struct local_gpu *found, size_t n_found, int64_t now, struct arena *a,
+                       struct error_info *ei)
+{
+    const struct resource_def *nd = &model_nodes, *gd = &model_gpus;
+    struct store_filter f;
+    struct row *nodes, *listed, *gpus, r;
+    size_t n_nodes, n_gpus;
+    int64_t node_id = 0;
+    bool *seen;
+    int changed = 0, rc;
+
+    store_filter_init(&f);
+    f.limit = 10000;
+    store_filter_eq_int(&f, model_field_index(nd, "cluster_id"), cluster_id);
+    if ((rc = store_list(e->db, nd, &f, a, &nodes, &n_nodes, ei)) < 0)
+        return rc;
+    /* an admin's drain or down of the host's node stays */
+    rc = sync_node(e, cluster_id, nodes, n_nodes, host, -1, -1, "ready", true, "local", "", a, now,
+                   &node_id, ei);
+    if (rc < 0)
+        return rc;
+    changed += rc;
+    store_filter_init(&f);
+    f.limit = 10000;
+    store_filter_eq_int(&f, model_field_index(gd, "node_id"), node_id);
+    if ((rc = store_list(e->db, gd, &f, a, &listed, &n_gpus, ei)) < 0)
+        return rc;
+    /* room for the GPUs added here, so later ones do not take their index */
+    gpus = arena_calloc(a, n_gpus + n_found + 1, sizeof(*gpus));
+    if (n_gpus)
+        memcpy(gpus, listed, n_gpus * sizeof(*gpus));
+    seen = arena_calloc(a, n_gpus + n_found + 1, sizeof(*seen));
+    for (size_t k = 0; rc >= 0 && k < n_found; k++) {
+        const struct local_gpu *fg = &found[k];
+        struct row *have = local_match(gpus, n_gpus, fg);
+        int64_t class_id, id;
+        int32_t index;
+
+        if ((rc = class_id_of(e, fg->cls, fg->model, fg->memory_mib, a, now, &class_id, ei)) < 0)
+            break;
+        if (have) {
+            seen[have - gpus] = true;
+            if ((rc = local_update(e, class_id, have, fg, a, now, ei)) > 0)
+                changed += rc;
+            continue;
+        }
+        if (*fg->uuid) { /* UUIDs are unique: one held elsewhere (another cluster) stays there */
+            struct row *other;
+            size_t n_other;
+            store_filter_init(&f);
+            store_filter_eq_str(&f, model_field_index(gd, "uuid"), fg->uuid);
+            if ((rc = store_list(e->db, gd, &f, a, &other, &n_other, ei)) < 0)
+                break;
+            if (n_other) {
+                log_debug("local GPU already in another node; left there", "uuid", fg->uuid);
+                continue;
+            }
+        }
+        if ((index = local_free_index(gpus, n_gpus, fg->index)) < 0)
+            continue;
+        {
+            json_t *j = json_pack("{s:I,s:i,s:I}", "node_id", (json_int_t)node_id, "index", index,
+                                  "gpu_class_id", (json_int_t)class_id);
+            if (*fg->uuid)
+                json_object_set_new(j, "uuid", json_string(fg->uuid));
+            if (fg->memory_mib > 0)
+                json_object_set_new(j, "memory_mib", json_integer(fg->memory_mib));
+            if (fg->mig_mode >= 0)
+                json_object_set_new(j, "mig_mode", json_boolean(fg->mig_mode));
+            rc = new_row(gd, j, a, now, &r, ei);
+        }
+        if (rc >= 0)
+            rc = store_insert(e->db, gd, &r, &id, ei);
+        if (rc < 0)
+            break;
+        log_info("local GPU added", "node", host, "uuid", fg->uuid, "class", fg->cls);
+        changed++;
+        gpus[n_gpus] = r;
+        seen[n_gpus++] = true;
+    }
+    /* GPUs of this host no longer reported: down, kept. */
+    for (size_t i = 0; rc >= 0 && i < n_gpus; i++) {
+        const char *health = get_s(gd, &gpus[i], "health");
+        if (seen[i] || strcmp(health, "down") == 0 || strcmp(health, "failed") == 0)
+            continue;
+        log_warn("local GPU no longer reported; marked down", "node", host, "uuid",
+                 get_s(gd, &gpus[i], "uuid"));
+        rc = set_state(e, gd, &gpus[i], "health", "down", a, now, ei);
+        changed++;
+    }
+    return rc < 0 ? rc : changed;
+}
+
+/* The GPUs to record: the collector's readings, else the declared list; false: none known. */
+static bool local_found(struct engine *e, const struct inv_readings *rs, uint64_t runs,
+                        struct arena *a, struct local_gpu **ret, size_t *ret_n)
+{
+    struct local_gpu *found = arena_calloc(a, rs->n + e->opt.n_local_gpus + 1, sizeof(*found));
+    size_t n = 0;
+
+    for (size_t i = 0; i < rs->n; i++) {
+        const struct inv_reading *r = &rs->v[i];
+        struct local_gpu *f = &found[n];
+        if (inv_model_class(r->model, NULL, f->cls, sizeof(f->cls)) < 0)
+            snprintf(f->cls, sizeof(f->cls), "unknown");
+        if (!model_valid_ident(r->uuid, 128) || !model_valid_name(f->cls, 63))
+            continue; /* the store would refuse it */
+        f->index = r->index;
+        f->uuid = r->uuid;
+        f->model = r->model;
+        f->memory_mib = inv_has(r->fb_total_mib) ? (int64_t)r->fb_total_mib : 0;
+        f->mig_mode = r->mig_mode;
+        n++;
+    }
+    for (size_t i = 0; rs->n == 0 && i < e->opt.n_local_gpus; i++) {
+        const struct inv_declared_gpu *d = &e->opt.local_gpus[i];
+        struct local_gpu *f = &found[n++];
+        f->index = d->index;
+        snprintf(f->cls, sizeof(f->cls), "%s", d->cls);
+        f->uuid = d->uuid;
+        f->model = "";
+        f->mig_mode = -1;
+    }
+    *ret = found;
+    *ret_n = n;
+    /* sources that ran and found nothing, with nothing declared: every GPU is gone */
+    return n > 0 || runs > 0;
+}
+
+/*
+ * Local clusters' GPUs, after each good run of the NVML or nvidia-smi
+ * collector and whenever the fleet is reloaded (a local cluster may be new).
+ */
+static void local_sync(struct engine *e, int64_t now)
+{
+    struct inv_readings rs;
+    struct local_gpu *found;
+    size_t n_found;
+    uint64_t runs = 0;
+    char host[256];
+    struct arena a;
+    bool any = false;
+
+    for (size_t b = 0; b < e->n_backends && !any; b++)
+        any = strcmp(e->backends[b].b->ops->name, "local") == 0;
+    if (!any || (!e->opt.collector && e->opt.n_local_gpus == 0))
+        return;
+    inv_readings_init(&rs, 0);
+    collector_local_gpus(e->opt.collector, &rs, &runs);
+    if (runs == e->local_runs && !e->local_due) {
+        inv_readings_release(&rs);
+        return;
+    }
+    e->local_runs = runs;
+    e->local_due = false;
+    if (gethostname(host, sizeof(host)) != 0)
+        host[0] = '\0';
+    host[sizeof(host) - 1] = '\0';
+    if (!model_valid_ident(host, 128)) {
+        if (!e->local_host_warned)
+            log_error("this host's name cannot name a node; local GPUs are not discovered", "host",
+                      host);
+        e->local_host_warned = true;
+        inv_readings_release(&rs);
+        return;
+    }
+    arena_init(&a);
+    if (local_found(e, &rs, runs, &a, &found, &n_found)) {
+        for (size_t b = 0; b < e->n_backends; b++) {
+            struct error_info ei = {0};
+            int rc;
+            if (strcmp(e->backends[b].b->ops->name, "local") != 0)
+                continue;
+            rc = store_begin(e->db, &ei);
+            if (rc >= 0)
+                rc = local_apply(e, e->backends[b].cluster_id, host, found, n_found, now, &a, &ei);
+            if (rc >= 0 && store_commit(e->db, &ei) >= 0) {
+                if (rc > 0)
+                    e->reload = true; /* the fleet changed: rebuild on the next round */
+            } else {
+                store_rollback(e->db);
+                log_error("could not record this machine's GPUs", "error", ei.message);
+            }
+        }
+    }
+    arena_release(&a);
+    inv_readings_release(&rs);
+}
+
 /* One round: new work, backend ends, a pass, its decisions. Called with the lock held. */
 static void iterate(struct engine *e)
 {
@@ -1661,6 +2003,7 @@ static void iterate(struct engine *e)
     meter_chores(e, now);
     idle_chores(e, now);
     slurm_sync(e, now);
+    local_sync(e, now);
     e->iterations++;
     pthread_cond_broadcast(&e->cond);
 }
@@ -1719,6 +2062,8 @@ void engine_options_init(struct engine_options *opt)
     opt->idle_notify_ms = opt->idle_stop_p2_ms = 0;
     opt->slurm_sync_ms = 30000;
     opt->policy = NULL;
+    opt->local_gpus = NULL;
+    opt->n_local_gpus = 0;
 }
 
 int engine_start(struct store *store, const struct engine_options *opt, struct engine **ret,

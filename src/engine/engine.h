@@ -27,6 +27,7 @@
 struct engine;
 struct collector;
 struct sched_policy;
+struct inv_declared_gpu;
 
 struct spawner;
 
@@ -44,6 +45,12 @@ struct engine_options {
     int64_t idle_stop_p2_ms;     /* opportunistic work idle this long is stopped; 0: off */
     int64_t slurm_sync_ms;       /* Slurm clusters: how often nodes and GPUs are read from Slurm */
     const struct sched_policy *policy; /* placement; NULL: the built-in best-fit. Not owned */
+    /*
+     * Local clusters: this machine's GPUs as declared (local-gpus), used when
+     * the collector has no NVML or nvidia-smi source that reports any. Not owned.
+     */
+    const struct inv_declared_gpu *local_gpus;
+    size_t n_local_gpus;
 };
 
 void engine_options_init(struct engine_options *opt);

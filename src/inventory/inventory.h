@@ -368,6 +368,36 @@ int inv_csv_export(const struct inv_table *t, struct buf *out);
 int inv_model_class(const char *model, const char *mig_profile, char *out, size_t size);
 
 /* ======================================================================
+ * A declared list of this machine's GPUs (gpuaasd's local-gpus setting)
+ * ====================================================================== */
+
+#define INV_DECLARED_MAX 1024 /* GPUs in one list; indices are 0..INV_DECLARED_MAX-1 */
+
+struct inv_declared_gpu {
+    int32_t index;           /* device index on this machine */
+    char cls[64];            /* GPU class name, as written */
+    char uuid[INV_UUID_MAX]; /* "GPU-..."; "" when not given */
+};
+
+/*
+ * Parses a declared GPU list: entries separated by commas (spaces around
+ * entries and fields are ignored), each one of
+ *   CLASS:COUNT        COUNT (1..1024) GPUs of CLASS without UUIDs, at the
+ *                      indices after the highest one so far (from 0);
+ *   INDEX:CLASS        one GPU without a UUID;
+ *   INDEX:CLASS:UUID   one GPU with its UUID ("GPU-" then letters, digits
+ *                      and '-').
+ * An entry whose first field is all digits is an INDEX form. A CLASS is
+ * lower-case letters, digits, '-', '_' and '.', starts with a letter, at
+ * most 63 bytes. An index is used once, a UUID once, at most
+ * INV_DECLARED_MAX GPUs in all. "" declares none.
+ * Returns the number of GPUs with *ret_gpus (caller frees with free();
+ * NULL when none), or ERR_INVALID with "entry N ('text'): why" in ei;
+ * *ret_gpus is untouched on failure.
+ */
+int inv_declared_parse(const char *spec, struct inv_declared_gpu **ret_gpus, struct error_info *ei);
+
+/* ======================================================================
  * Classification and idle policies
  * ====================================================================== */
 

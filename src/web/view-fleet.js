@@ -37,7 +37,7 @@ export function heldByGpu(open) {
 }
 
 function gpuState(g, node, held) {
-  if (g.health === 'failed' || (node && node.state === 'down')) return 'down';
+  if (g.health === 'failed' || g.health === 'down' || (node && node.state === 'down')) return 'down';
   if (held && held.length) return 'allocated';
   if (node && node.state === 'drain') return 'draining';
   return 'free';

@@ -2,7 +2,8 @@
 /*
  * Tests of gpuaasd's settings (src/daemon/config.c) for the placement
  * policy: the default, the flag, the environment variable, the config
- * file, and the errors for an unknown policy and malformed typical pods.
+ * file, and the errors for an unknown policy and malformed typical pods;
+ * and the declared local GPUs (local-gpus), kept or refused.
  */
 #include "base/common.h"
 
@@ -95,12 +96,38 @@ static void test_placement_errors(void **st)
     assert_non_null(strstr(ei.message, "placement-pods"));
 }
 
+/* The declared local GPUs: a good list is kept as written, a bad one names its entry. */
+static void test_local_gpus(void **st)
+{
+    (void)st;
+    struct config cfg;
+    struct error_info ei;
+    char *good[] = {"gpuaasd", "--local-gpus", "0:h100:GPU-aaaa,1:h100:GPU-bbbb"};
+    char *bad[] = {"gpuaasd", "--local-gpus=h100:8,l4"};
+
+    unsetenv("GPUAASD_CONFIG");
+    unsetenv("GPUAAS_LOCAL_GPUS");
+    assert_int_equal(load(1, good, &cfg, &ei), 0);
+    assert_string_equal(cfg.local_gpus, "");
+    assert_int_equal(load(3, good, &cfg, &ei), 0);
+    assert_string_equal(cfg.local_gpus, "0:h100:GPU-aaaa,1:h100:GPU-bbbb");
+    assert_true(load(2, bad, &cfg, &ei) < 0);
+    assert_int_equal(ei.code, ERR_INVALID);
+    assert_string_equal(ei.field, "local-gpus");
+    assert_non_null(strstr(ei.message, "local-gpus: entry 2 ('l4'): expected CLASS:COUNT"));
+    setenv("GPUAAS_LOCAL_GPUS", "h100:0", 1);
+    assert_true(load(1, good, &cfg, &ei) < 0);
+    assert_non_null(strstr(ei.message, "the count must be a number from 1 to 1024"));
+    unsetenv("GPUAAS_LOCAL_GPUS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_placement_default_and_flag),
         cmocka_unit_test(test_placement_env_and_file),
         cmocka_unit_test(test_placement_errors),
+        cmocka_unit_test(test_local_gpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
