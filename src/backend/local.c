@@ -31,8 +31,6 @@
 
 #define NEVER INT64_MAX
 #define UNKNOWN_EXIT (-1)
-#define STATE_MAGIC "gpuaas-local-state 1"
-#define STATE_MAX (64 * 1024)
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 struct replica {
@@ -93,36 +91,47 @@ static char *log_path(const struct local *s, int64_t id)
     return xasprintf("%s/%" PRId64 ".log", s->log_dir, id);
 }
 
-static char *state_path(const struct local *s, int64_t id)
+/* A replica's run file, written by its keeper (backend/spawner-proto.h). */
+static char *run_path(const struct local *s, int64_t id, int32_t replica)
 {
-    return xasprintf("%s/%" PRId64 ".state", s->log_dir, id);
+    return xasprintf("%s/%" PRId64 ".%" PRId32 ".run", s->log_dir, id, replica);
 }
 
-/* Where a replica's keeper writes "<exit code> <end ms>": how it ended, even unseen. */
-static char *exit_path(const struct local *s, int64_t id, int32_t replica)
-{
-    return xasprintf("%s/%" PRId64 ".%" PRId32 ".exit", s->log_dir, id, replica);
-}
+/* What a run file says; each part false/absent until its keeper wrote it. */
+struct run_record {
+    bool started; /* pid and start time */
+    pid_t pid;
+    uint64_t start_time;
+    bool ended; /* exit code and end time */
+    int exit_code;
+    int64_t ended_ms;
+};
 
-/* Reads an exit file; false when there is none (yet) or it is not well-formed. */
-static bool read_exit(const char *path, int *ret_code, int64_t *ret_ms)
+/* Reads a run file; a part that is missing or not well-formed counts as not written. */
+static void read_run(const char *path, struct run_record *rr)
 {
-    char buf[64];
+    char buf[2 * SPAWN_RUN_END_AT];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n;
-    long long code, ms;
-    if (fd < 0)
-        return false;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
+    ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+    long long a, b;
+
+    memset(rr, 0, sizeof(*rr));
+    if (fd >= 0)
+        close(fd);
     if (n <= 0)
-        return false;
+        return;
     buf[n] = '\0';
-    if (sscanf(buf, "%lld %lld", &code, &ms) != 2 || ms <= 0 || code < -1000 || code > 1000)
-        return false;
-    *ret_code = (int)code;
-    *ret_ms = ms;
-    return true;
+    if (sscanf(buf, "%lld %lld\n", &a, &b) == 2 && a > 0 && a <= INT32_MAX && b >= 0) {
+        rr->started = true;
+        rr->pid = (pid_t)a;
+        rr->start_time = (uint64_t)b;
+    }
+    if (n > SPAWN_RUN_END_AT && sscanf(buf + SPAWN_RUN_END_AT, "%lld %lld", &a, &b) == 2 && b > 0 &&
+        a >= -1000 && a <= 1000) {
+        rr->ended = true;
+        rr->exit_code = (int)a;
+        rr->ended_ms = b;
+    }
 }
 
 static int write_all(int fd, const char *p, size_t len)
@@ -428,33 +437,6 @@ static void undo_launch(struct local *s, struct lwork *w)
     }
 }
 
-/* Writes <log_dir>/<id>.state atomically (temporary file, then rename). Returns 0 or -1. */
-static int state_write(const struct local *s, const struct lwork *w)
-{
-    char *path = state_path(s, w->id), *tmp = xasprintf("%s.tmp", path), line[128];
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), rc = -1;
-
-    if (fd >= 0) {
-        int n = snprintf(line, sizeof(line), STATE_MAGIC "\n");
-        rc = write_all(fd, line, (size_t)n);
-        for (size_t i = 0; rc == 0 && i < w->n_reps; i++) {
-            const struct replica *r = &w->reps[i];
-            n = snprintf(line, sizeof(line), "%" PRId32 " %ld %" PRIu64 "\n", r->replica,
-                         (long)r->pid, r->start_time);
-            rc = write_all(fd, line, (size_t)n);
-        }
-        if (close(fd) < 0)
-            rc = -1;
-        if (rc == 0)
-            rc = rename(tmp, path);
-        if (rc < 0)
-            unlink(tmp);
-    }
-    free(tmp);
-    free(path);
-    return rc;
-}
-
 /*
  * Reads what the spawner has said. When it is gone, what it started is
  * watched through /proc and exit files from now on, and the next launch
@@ -521,7 +503,7 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
                                    .uid = s->uid,
                                    .gid = s->gid};
         struct error_info sei = {0};
-        char *procs = NULL, *exitp, **env, state;
+        char *procs = NULL, *runp, **env, state;
         pid_t pid;
 
         r->replica = br->replica;
@@ -537,9 +519,9 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
             }
             procs = xasprintf("%s/cgroup.procs", r->cgroup);
         }
-        exitp = exit_path(s, l->workload_id, br->replica);
+        runp = run_path(s, l->workload_id, br->replica);
         env = env_build(s, l, br);
-        rq.exit_path = exitp;
+        rq.run_path = runp;
         rq.cgroup_procs = procs;
         rq.envp = env;
         rc = spawner_spawn(sp, &rq, &pid, &sei);
@@ -553,13 +535,9 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
                         l->workload_id, br->replica, sei.message);
         }
         env_free(env);
-        free(exitp);
+        free(runp);
         free(procs);
     }
-    if (rc == 0 && state_write(s, w) < 0)
-        rc = errinfo_set(ei, ERR_IO, NULL,
-                         "could not write the state file of workload %" PRId64 " in '%s': %s",
-                         l->workload_id, s->log_dir, strerror(errno));
     free(logp);
     if (rc < 0) {
         undo_launch(s, w);
@@ -572,72 +550,42 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
 
 /* ---- adopt ---- */
 
-/* The next space-separated field of *p, NUL-terminated in place, or NULL. */
-static char *next_field(char **p)
-{
-    char *f = *p, *e;
-    while (*f == ' ')
-        f++;
-    if (!*f)
-        return NULL;
-    e = strchr(f, ' ');
-    if (e) {
-        *e = '\0';
-        *p = e + 1;
-    } else {
-        *p = f + strlen(f);
-    }
-    return f;
-}
-
-/* Parses "<replica> <pid> <start time>". Returns 0 or -1. */
-static int state_line(char *line, struct replica *r)
-{
-    char *p = line, *f[3];
-    int64_t v[3];
-    for (int i = 0; i < 3; i++) {
-        f[i] = next_field(&p);
-        if (!f[i])
-            return -1;
-    }
-    if (next_field(&p) || parse_int64(f[0], 0, INT32_MAX, &v[0]) < 0 ||
-        parse_int64(f[1], 1, INT32_MAX, &v[1]) < 0 || parse_int64(f[2], 0, INT64_MAX, &v[2]) < 0)
-        return -1;
-    r->replica = (int32_t)v[0];
-    r->pid = (pid_t)v[1];
-    r->start_time = (uint64_t)v[2];
-    return 0;
-}
-
-/*
- * Classifies one replica named by the state file: still running (our child
- * or not), or ended. A pid whose start time differs is another process.
- */
-/* A replica that ended unseen: how and when, from its keeper's exit file when there is one. */
+/* A replica that ended unseen: how and when, from its keeper's run file when it says. */
 static void ended_unseen(const struct local *s, int64_t id, struct replica *r)
 {
-    char *path = exit_path(s, id, r->replica);
+    char *path = run_path(s, id, r->replica);
+    struct run_record rr;
+    read_run(path, &rr);
     r->ended = true;
-    if (!read_exit(path, &r->exit_code, &r->ended_ms)) {
-        r->exit_code = UNKNOWN_EXIT;
-        r->ended_ms = 0;
-    }
+    r->exit_code = rr.ended ? rr.exit_code : UNKNOWN_EXIT;
+    r->ended_ms = rr.ended ? rr.ended_ms : 0;
     free(path);
 }
 
-static void adopt_replica(const struct local *s, int64_t id, struct replica *r)
+/*
+ * Finds one replica again from its run file: still running, or ended (a
+ * pid whose start time differs is another process). False when its keeper
+ * never wrote the file: nothing of it can be found.
+ */
+static bool adopt_replica(const struct local *s, int64_t id, struct replica *r)
 {
-    char state;
+    char *path = run_path(s, id, r->replica), state;
+    struct run_record rr;
     uint64_t start;
 
+    read_run(path, &rr);
+    free(path);
+    if (!rr.started)
+        return false;
+    r->pid = rr.pid;
+    r->start_time = rr.start_time;
     if (proc_stat(r->pid, &state, &start) < 0 || start != r->start_time) {
         ended_unseen(s, id, r);
-        return;
-    }
-    if (state == 'Z' || state == 'X') {
+    } else if (state == 'Z' || state == 'X') {
         ended_unseen(s, id, r);
         kill(-r->pid, SIGKILL); /* its group's leftovers: the id cannot be reused meanwhile */
     }
+    return true;
 }
 
 static int local_adopt(struct backend *b, const struct backend_launch *l, int64_t started_ms,
@@ -645,9 +593,8 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
 {
     struct local *s = local_of(b);
     struct lwork *w;
-    char *path, *buf, *line, *nl;
-    size_t n_alive = 0, cap = 0;
-    ssize_t len;
+    size_t n_alive = 0;
+    bool all_known;
     int rc = backend_check_launch(l, ei);
 
     if (rc < 0)
@@ -664,38 +611,19 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
     w->id = l->workload_id;
     w->kill_at_ms = NEVER;
     w->deadline_ms = l->max_runtime_ms >= 0 ? add_ms(started_ms, l->max_runtime_ms) : NEVER;
-
-    path = state_path(s, l->workload_id);
-    buf = xmalloc(STATE_MAX);
-    len = read_file(path, buf, STATE_MAX);
-    line = buf;
-    if (len < 0 || strncmp(buf, STATE_MAGIC "\n", strlen(STATE_MAGIC) + 1) != 0)
-        line = NULL; /* missing or not ours: nothing to find */
-    else
-        line = buf + strlen(STATE_MAGIC) + 1;
-    while (line && *line) {
-        struct replica r = {0};
-        nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (state_line(line, &r) == 0) {
-            if (w->n_reps == cap) {
-                cap = cap ? 2 * cap : 4;
-                w->reps = xreallocarray(w->reps, cap, sizeof(*w->reps));
-            }
-            adopt_replica(s, w->id, &r);
-            if (!r.ended)
-                n_alive++;
-            if (s->cgroup_root)
-                r.cgroup =
-                    xasprintf("%s/gpuaas-%" PRId64 "-%" PRId32, s->cgroup_root, w->id, r.replica);
-            w->reps[w->n_reps++] = r;
-        }
-        line = nl ? nl + 1 : NULL;
+    w->reps = xcalloc(l->n_replicas, sizeof(*w->reps));
+    for (size_t i = 0; i < l->n_replicas; i++) {
+        struct replica r = {.replica = l->replicas[i].replica};
+        if (!adopt_replica(s, w->id, &r))
+            continue;
+        if (!r.ended)
+            n_alive++;
+        if (s->cgroup_root)
+            r.cgroup =
+                xasprintf("%s/gpuaas-%" PRId64 "-%" PRId32, s->cgroup_root, w->id, r.replica);
+        w->reps[w->n_reps++] = r;
     }
-    free(buf);
-    free(path);
-    bool all_known = w->n_reps > 0;
+    all_known = w->n_reps > 0;
     for (size_t i = 0; i < w->n_reps; i++)
         all_known = all_known && w->reps[i].ended_ms > 0;
     if (n_alive == 0 && !all_known) {

@@ -35,9 +35,8 @@
 struct child_plan {
     const char *argv[4];
     char *envp[ENV_MAX + 1];
-    int log_fd;
-    int null_fd;
-    int exit_fd;
+    const char *log_path;
+    const char *run_path;
     const char *cgroup_procs; /* NULL: no cgroup */
     bool switch_user;
     uid_t uid;
@@ -74,6 +73,18 @@ static size_t put_decimal(char *out, long long n)
     return len;
 }
 
+static void child_fail_errno(const char *what, int err)
+{
+    static const char prefix[] = "gpuaas: could not start the command: ";
+    const char *why = strerror(err); /* glibc's is a table lookup: no allocation */
+    write_all(2, prefix, sizeof(prefix) - 1);
+    write_all(2, what, strlen(what));
+    write_all(2, ": ", 2);
+    write_all(2, why, strlen(why));
+    write_all(2, "\n", 1);
+    _exit(127);
+}
+
 static void child_fail(const char *what)
 {
     static const char prefix[] = "gpuaas: could not start the command: ";
@@ -91,10 +102,34 @@ static void keeper_on_term(int sig)
     keeper_stopping = 1;
 }
 
+/* This process's start time, /proc/self/stat field 22; 0 when unknown. */
+static unsigned long long self_start_time(void)
+{
+    char buf[1024], *p;
+    unsigned long long v = 0;
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    if (!p)
+        return 0;
+    for (p++; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (unsigned long long)(*p - '0');
+    return v;
+}
+
 /*
- * The keeper: the process the daemon signals as a group leader. It runs the
- * work as its child and, when the work ends, writes "<exit code> <end ms>"
- * to its exit file (fd 3), then ends the same way. It does not die of the
+ * The keeper: the process the daemon signals as a group leader. It writes
+ * its pid and start time to its run file (fd 3), runs the work as its child
+ * and, when the work ends, writes "<exit code> <end ms>" there too, then
+ * ends the same way. It does not die of the
  * stop signals: the work gets them through the process group and decides.
  * After a stop (SIGTERM) the whole group has the grace period, not only the
  * main process: as a child subreaper the keeper inherits the work's
@@ -112,6 +147,12 @@ __attribute__((noreturn)) static void keep(const struct child_plan *cp)
     pid_t work, got;
 
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    len = put_decimal(line, (long long)getpid());
+    line[len++] = ' ';
+    len += put_decimal(line + len, (long long)self_start_time());
+    line[len++] = '\n';
+    if (pwrite(3, line, len, 0) != (ssize_t)len)
+        child_fail("could not write its run file");
     /* vfork: the child only execs, and copying the keeper's mappings would cost more */
     work = vfork();
     if (work <= 0) { /* the work itself, or no keeper: then the work leads the group */
@@ -138,7 +179,7 @@ __attribute__((noreturn)) static void keep(const struct child_plan *cp)
     line[len++] = ' ';
     len += put_decimal(line + len, (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
     line[len++] = '\n';
-    if (pwrite(3, line, len, 0) != (ssize_t)len)
+    if (pwrite(3, line, len, SPAWN_RUN_END_AT) != (ssize_t)len)
         _exit(125);
     while (keeper_stopping && (waitpid(-1, NULL, 0) > 0 || errno == EINTR))
         ;
@@ -151,11 +192,25 @@ __attribute__((noreturn)) static void keep(const struct child_plan *cp)
     _exit(128 - code);
 }
 
+/* Opens close-on-exec at descriptor 3 or above, so a child's dup2() to 0-2 is never a no-op. */
+static int open_high(const char *path, int flags, mode_t mode)
+{
+    int fd = open(path, flags | O_CLOEXEC, mode), high, saved;
+    if (fd < 0 || fd > 2)
+        return fd;
+    high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return high;
+}
+
 /* In the keeper, before it starts the work: descriptors, session, cgroup, user. */
 __attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
 {
     struct sigaction dfl;
     sigset_t none;
+    int log_fd, null_fd, run_fd;
 
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
@@ -164,10 +219,24 @@ __attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
 
-    if (dup2(cp->log_fd, 1) < 0 || dup2(cp->log_fd, 2) < 0)
+    /*
+     * The files are opened here, in the keeper, not by the spawner: creating
+     * a file can take long (ext4 searches past recently deleted inodes), and
+     * the spawner would make every launch after this one wait for it.
+     * Failing here, the work ends at once with 127, and the reason goes to
+     * its log, or to the daemon's own error output when the log cannot be.
+     */
+    log_fd = open_high(cp->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (log_fd < 0)
+        child_fail_errno("could not open its log file", errno);
+    if (dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
         _exit(127);
-    if (dup2(cp->null_fd, 0) < 0)
+    null_fd = open_high("/dev/null", O_RDONLY, 0);
+    if (null_fd < 0 || dup2(null_fd, 0) < 0)
         child_fail("no /dev/null for stdin");
+    run_fd = open_high(cp->run_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (run_fd < 0)
+        child_fail_errno("could not open its run file", errno);
     if (setsid() < 0)
         child_fail("setsid failed");
     if (cp->cgroup_procs) {
@@ -182,27 +251,14 @@ __attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
         if (setgroups(1, &cp->gid) < 0 || setgid(cp->gid) < 0 || setuid(cp->uid) < 0)
             child_fail("could not switch to the configured user");
     }
-    /* fd 3: the exit file, for the keeper only (close-on-exec for the work) */
-    if (dup2(cp->exit_fd, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
-        child_fail("no exit file");
+    /* fd 3: the run file, for the keeper only (close-on-exec for the work) */
+    if (dup2(run_fd, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
+        child_fail("no run file");
     if (close_range(4, ~0U, 0) < 0) {
         for (int fd = 4; fd < 65536; fd++)
             close(fd);
     }
     keep(cp);
-}
-
-/* Opens close-on-exec at descriptor 3 or above, so a child's dup2() to 0-2 is never a no-op. */
-static int open_high(const char *path, int flags, mode_t mode)
-{
-    int fd = open(path, flags | O_CLOEXEC, mode), high, saved;
-    if (fd < 0 || fd > 2)
-        return fd;
-    high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    saved = errno;
-    close(fd);
-    errno = saved;
-    return high;
 }
 
 static void helper_send(int sock, const struct spawn_note *n)
@@ -231,18 +287,17 @@ static void helper_spawn(int sock, char *msg, size_t len)
     static struct child_plan cp;
     struct spawn_header h;
     struct spawn_note reply = {.type = MSG_STARTED, .step = STEP_BAD_REQUEST, .err = EINVAL};
-    char *p = msg + sizeof(h), *end = msg + len, *command, *log, *exitp, *procs;
+    char *p = msg + sizeof(h), *end = msg + len, *command, *log, *runp, *procs;
     pid_t pid;
 
     memset(&cp, 0, sizeof(cp));
-    cp.log_fd = cp.null_fd = cp.exit_fd = -1;
     if (len < sizeof(h))
         goto done;
     memcpy(&h, msg, sizeof(h));
     reply.seq = h.seq;
     command = take_string(&p, end);
     log = take_string(&p, end);
-    exitp = take_string(&p, end);
+    runp = take_string(&p, end);
     procs = take_string(&p, end);
     if (h.type != MSG_SPAWN || !procs || h.n_env > ENV_MAX)
         goto done;
@@ -261,18 +316,8 @@ static void helper_spawn(int sock, char *msg, size_t len)
     cp.uid = (uid_t)h.uid;
     cp.gid = (gid_t)h.gid;
 
-    reply.step = STEP_LOG;
-    cp.log_fd = open_high(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (cp.log_fd < 0)
-        goto failed;
-    reply.step = STEP_NULL;
-    cp.null_fd = open_high("/dev/null", O_RDONLY, 0);
-    if (cp.null_fd < 0)
-        goto failed;
-    reply.step = STEP_EXIT_FILE;
-    cp.exit_fd = open_high(exitp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (cp.exit_fd < 0)
-        goto failed;
+    cp.log_path = log;
+    cp.run_path = runp;
     reply.step = STEP_FORK;
     pid = fork();
     if (pid == 0)
@@ -286,12 +331,6 @@ static void helper_spawn(int sock, char *msg, size_t len)
 failed:
     reply.err = errno;
 done:
-    if (cp.log_fd >= 0)
-        close(cp.log_fd);
-    if (cp.null_fd >= 0)
-        close(cp.null_fd);
-    if (cp.exit_fd >= 0)
-        close(cp.exit_fd);
     helper_send(sock, &reply);
 }
 

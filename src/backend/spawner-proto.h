@@ -4,7 +4,7 @@
  * over their SOCK_SEQPACKET socket pair, one message per datagram:
  *
  *   daemon -> helper  SPAWN   header + NUL-terminated strings: command, log
- *                             path, exit path, cgroup.procs path ("" none),
+ *                             path, run file path, cgroup.procs path ("" none),
  *                             then the environment
  *   helper -> daemon  STARTED the pid, or which step failed and its errno
  *   helper -> daemon  ENDED   a keeper's pid and wait status, when reaped
@@ -16,11 +16,19 @@
 
 #include <stdint.h>
 
+/*
+ * A replica's run file, written by its keeper so that a daemon that was not
+ * there still learns what ran and how it ended: "<pid> <start time>\n" at
+ * offset 0 before the work starts (start time: /proc/<pid>/stat field 22),
+ * "<exit code> <end ms>\n" at SPAWN_RUN_END_AT once the work has ended.
+ */
+#define SPAWN_RUN_END_AT 64
+
 #define MSG_MAX (64 * 1024) /* a SPAWN: the command is at most 8 KiB, the environment small */
 #define ENV_MAX 256
 
 enum msg_type { MSG_SPAWN = 1, MSG_STARTED, MSG_ENDED };
-enum spawn_step { STEP_OK = 0, STEP_BAD_REQUEST, STEP_LOG, STEP_EXIT_FILE, STEP_NULL, STEP_FORK };
+enum spawn_step { STEP_OK = 0, STEP_BAD_REQUEST, STEP_FORK };
 
 struct spawn_header {
     uint32_t type;

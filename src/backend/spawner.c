@@ -150,7 +150,7 @@ static int read_notes(struct spawner *sp, uint32_t want_seq, struct spawn_note *
 /* The request as one message; NULL when it would be larger than the helper takes. */
 static char *pack(const struct spawn_request *rq, uint32_t seq, size_t *ret_len)
 {
-    const char *fixed[4] = {rq->command, rq->log_path, rq->exit_path,
+    const char *fixed[4] = {rq->command, rq->log_path, rq->run_path,
                             rq->cgroup_procs ? rq->cgroup_procs : ""};
     struct spawn_header h = {.type = MSG_SPAWN,
                              .seq = seq,
@@ -180,8 +180,6 @@ static char *pack(const struct spawn_request *rq, uint32_t seq, size_t *ret_len)
 int spawner_spawn(struct spawner *sp, const struct spawn_request *rq, pid_t *ret_pid,
                   struct error_info *ei)
 {
-    static const char *const steps[] = {"",          "the request", "the log file", "the exit file",
-                                        "/dev/null", "fork"};
     struct spawn_note reply;
     size_t len = 0;
     char *msg;
@@ -206,11 +204,11 @@ int spawner_spawn(struct spawner *sp, const struct spawn_request *rq, pid_t *ret
     }
     if (read_notes(sp, sp->seq, &reply) < 0)
         return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "the process spawner stopped answering");
-    if (reply.step != STEP_OK) {
-        int step = reply.step > 0 && (size_t)reply.step < ARRAY_SIZE(steps) ? reply.step : 1;
-        return errinfo_set(ei, step == STEP_FORK ? ERR_UNAVAILABLE : ERR_IO, NULL,
-                           "could not start the command: %s: %s", steps[step], strerror(reply.err));
-    }
+    if (reply.step == STEP_FORK)
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not start the command: fork: %s",
+                           strerror(reply.err));
+    if (reply.step != STEP_OK)
+        return errinfo_set(ei, ERR_INVALID, NULL, "the process spawner refused the request");
     *ret_pid = (pid_t)reply.pid;
     return 0;
 }

@@ -15,8 +15,9 @@
  *
  * Each spawned process is a keeper (see keep() in spawner.c) that runs
  * `/bin/sh -c <command>` as its child in its own session and process group,
- * and writes "<exit code> <end ms>" to an exit file when the work ends, so
- * that a daemon that was down meanwhile still learns how and when it ended.
+ * and writes its pid and start time, then how and when the work ended, to a
+ * run file (SPAWN_RUN_END_AT), so that a daemon that was down meanwhile
+ * still finds the work, or learns how and when it ended.
  * The helper reaps its keepers; before reaping one it kills what is left of
  * its process group (the zombie holds the group id, so it cannot be reused
  * meanwhile) and tells the daemon the keeper's wait status, which is the
@@ -29,15 +30,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "backend/spawner-proto.h"
 #include "base/err.h"
 
 struct spawner;
 
 struct spawn_request {
-    const char *command;      /* run by /bin/sh -c */
-    char *const *envp;        /* NULL-terminated: the work's whole environment */
-    const char *log_path;     /* stdout and stderr, appended; created 0600 */
-    const char *exit_path;    /* created or truncated 0600; the keeper writes it at the end */
+    const char *command;  /* run by /bin/sh -c */
+    char *const *envp;    /* NULL-terminated: the work's whole environment */
+    const char *log_path; /* stdout and stderr, appended; created 0600 */
+    const char *run_path; /* created or truncated 0600: the keeper's run file (spawner-proto.h) */
     const char *cgroup_procs; /* the cgroup.procs file to join, NULL: none */
     bool switch_user;         /* setgroups/setgid/setuid to uid/gid before exec */
     uid_t uid;
@@ -53,9 +55,11 @@ int spawner_start(const char *program, struct spawner **ret, struct error_info *
 
 /*
  * Starts one process; *ret_pid is its pid (also its process group and
- * session id). ERR_INVALID (a request too large), ERR_IO (a file could not
- * be opened: nothing started) or ERR_UNAVAILABLE (fork failed, or the helper
- * is gone: spawner_alive() then says false), with ei.
+ * session id). Its keeper opens the log and run files itself: when it
+ * cannot, the process ends at once with 127 and says why in its log (or on
+ * the daemon's error output). ERR_INVALID (a request too large) or
+ * ERR_UNAVAILABLE (fork failed, or the helper is gone: spawner_alive() then
+ * says false), with ei.
  */
 int spawner_spawn(struct spawner *sp, const struct spawn_request *rq, pid_t *ret_pid,
                   struct error_info *ei);

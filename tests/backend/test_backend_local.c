@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "backend/spawner-proto.h"
 #include "base/alloc.h"
 #include "base/parse.h"
 
@@ -119,12 +120,14 @@ static void assert_nothing(struct backend *b)
     assert_int_equal(b->ops->poll(b, now_ms(), ev, 1), 0);
 }
 
-/* A file read whole (at most 64 KiB). Caller frees. */
+/* A file read whole (at most 64 KiB), "" while it does not exist (its keeper makes it). */
 static char *read_file(const char *path)
 {
     char *buf = xcalloc(1, 65536);
     int fd = open(path, O_RDONLY);
     ssize_t n = 0, got;
+    if (fd < 0 && errno == ENOENT)
+        return buf;
     assert_true(fd >= 0);
     while ((got = read(fd, buf + n, 65535 - (size_t)n)) > 0)
         n += got;
@@ -213,13 +216,16 @@ static uint64_t proc_start(pid_t pid)
     return strtoull(p, NULL, 10);
 }
 
-static void write_state(int64_t id, const char *text)
+/* Writes replica 0's run file as a keeper would have: "<pid> <start time>\n". */
+static void write_run(int64_t id, pid_t pid, uint64_t start_time)
 {
-    char *path = xasprintf("%s/%" PRId64 ".state", g_logs, id);
+    char *path = xasprintf("%s/%" PRId64 ".0.run", g_logs, id);
+    char *text = xasprintf("%ld %" PRIu64 "\n", (long)pid, start_time);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
     close(fd);
+    free(text);
     free(path);
 }
 
@@ -280,14 +286,11 @@ static void test_env_and_log(void **state)
     free(path);
     assert_int_equal(stat(g_logs, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0700);
-    /* The state and exit files stay beside the log, the record of how it ran and ended. */
-    path = xasprintf("%s/2.state", g_logs);
-    assert_int_equal(access(path, F_OK), 0);
-    free(path);
-    path = xasprintf("%s/2.0.exit", g_logs);
+    /* The run file stays beside the log, the record of what ran and how it ended. */
+    path = xasprintf("%s/2.0.run", g_logs);
     log = read_file(path);
-    assert_non_null(log);
-    assert_int_equal(strncmp(log, "0 ", 2), 0);
+    assert_true(strtol(log, NULL, 10) > 0);                        /* the keeper's pid */
+    assert_int_equal(strncmp(log + SPAWN_RUN_END_AT, "0 ", 2), 0); /* exit 0 */
     free(log);
     free(path);
 
@@ -514,7 +517,6 @@ static void test_adopt_not_our_child(void **state)
     struct backend_event ev;
     int fds[2];
     pid_t mid, g = 0;
-    char *text;
     int64_t t = now_ms();
     (void)state;
 
@@ -541,9 +543,7 @@ static void test_adopt_not_our_child(void **state)
     close(fds[0]);
     assert_int_equal(waitpid(mid, NULL, 0), mid);
 
-    text = xasprintf("gpuaas-local-state 1\n0 %ld %" PRIu64 "\n", (long)g, proc_start(g));
-    write_state(14, text);
-    free(text);
+    write_run(14, g, proc_start(g));
     assert_int_equal(b->ops->adopt(b, &l, t - 1000, now_ms(), NULL), 0);
     assert_int_equal(b->ops->next_event_ms(b), t + 4000);
     assert_nothing(b);
@@ -560,11 +560,10 @@ static void test_adopt_lost(void **state)
     struct backend_launch l = work(15, "sleep 30", -1);
     struct backend_event ev[4];
     int64_t t = now_ms();
-    char *text;
     pid_t dead;
     (void)state;
 
-    /* No state file at all. */
+    /* No run file at all. */
     assert_int_equal(b->ops->adopt(b, &l, t - 5000, t, NULL), 0);
     assert_int_equal(b->ops->next_event_ms(b), t);
     /* A pid that is gone. */
@@ -572,16 +571,11 @@ static void test_adopt_lost(void **state)
     if (dead == 0)
         _exit(0);
     assert_int_equal(waitpid(dead, NULL, 0), dead);
-    text = xasprintf("gpuaas-local-state 1\n0 %ld 12345\n", (long)dead);
-    write_state(16, text);
-    free(text);
+    write_run(16, dead, 12345);
     l.workload_id = 16;
     assert_int_equal(b->ops->adopt(b, &l, t - 5000, t, NULL), 0);
     /* A live pid, but another process than the one started (pid reuse). */
-    text = xasprintf("gpuaas-local-state 1\n0 %ld %" PRIu64 "\n", (long)getpid(),
-                     proc_start(getpid()) + 1);
-    write_state(17, text);
-    free(text);
+    write_run(17, getpid(), proc_start(getpid()) + 1);
     l.workload_id = 17;
     assert_int_equal(b->ops->adopt(b, &l, t - 5000, t, NULL), 0);
 

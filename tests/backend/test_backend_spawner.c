@@ -2,11 +2,11 @@
 /*
  * Tests of the process spawner (src/backend/spawner*.c), in both its forms:
  * a child forked from this process, and the gpuaas-spawner program. Real
- * processes: the wait status of what it started comes back once; the exit
- * file says how the work ended; a file that cannot be opened or a request
- * too large is an error with nothing started; a spawner that dies says so.
+ * processes: the wait status of what it started comes back once; the run
+ * file says what ran and how it ended; a log that cannot be opened ends it
+ * with 127 before the work runs; a request too large is refused; a spawner that dies says so.
  * And the local backend on top of it: work started before its spawner died
- * is still followed (through /proc and the exit file) and the next launch
+ * is still followed (through /proc and the run file) and the next launch
  * gets a new spawner.
  */
 #include "base/common.h"
@@ -67,8 +67,8 @@ static char *const env[] = {"PATH=/usr/bin:/bin", "GREETING=hello", NULL};
 static pid_t spawn(struct spawner *sp, const char *command, const char *kind, const char *tag)
 {
     char *log = xasprintf("%s/%s-%s.log", g_dir, kind, tag),
-         *ex = xasprintf("%s/%s-%s.exit", g_dir, kind, tag);
-    struct spawn_request rq = {.command = command, .envp = env, .log_path = log, .exit_path = ex};
+         *ex = xasprintf("%s/%s-%s.run", g_dir, kind, tag);
+    struct spawn_request rq = {.command = command, .envp = env, .log_path = log, .run_path = ex};
     struct error_info ei = {0};
     pid_t pid = 0;
     if (spawner_spawn(sp, &rq, &pid, &ei) < 0)
@@ -137,35 +137,42 @@ static void exercise(const char *program)
     assert_string_equal(text, "hello\n");
     free(text);
     free(path);
-    path = file_of(kind, "a.exit");
+    /* The run file: the keeper's pid and start time, then how the work ended. */
+    path = file_of(kind, "a.run");
     text = slurp(path);
-    assert_int_equal(strncmp(text, "3 ", 2), 0);
+    assert_int_equal(strtol(text, NULL, 10), a);
+    assert_int_equal(strncmp(text + SPAWN_RUN_END_AT, "3 ", 2), 0);
     free(text);
     free(path);
-    path = file_of(kind, "b.exit");
+    path = file_of(kind, "b.run");
     text = slurp(path);
-    assert_int_equal(strncmp(text, "-15 ", 4), 0);
+    assert_int_equal(strncmp(text + SPAWN_RUN_END_AT, "-15 ", 4), 0);
     free(text);
     free(path);
 
-    /* A log that cannot be opened: an error, nothing started. */
+    /* A log that cannot be opened: the keeper says so and ends with 127, the work never runs. */
     {
-        struct spawn_request rq = {.command = "true",
+        char *marker = file_of(kind, "ran"), *cmd = xasprintf("touch %s", marker);
+        struct spawn_request rq = {.command = cmd,
                                    .envp = env,
                                    .log_path = "/nonexistent/dir/x.log",
-                                   .exit_path = "/nonexistent/dir/x.exit"};
+                                   .run_path = "/nonexistent/dir/x.run"};
         pid_t pid = 0;
         memset(&ei, 0, sizeof(ei));
-        assert_int_equal(spawner_spawn(sp, &rq, &pid, &ei), ERR_IO);
-        assert_non_null(strstr(ei.message, "log file"));
-        assert_int_equal(pid, 0);
+        assert_int_equal(spawner_spawn(sp, &rq, &pid, &ei), 0);
+        status = wait_end(sp, pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 127);
+        assert_int_not_equal(access(marker, F_OK), 0);
+        free(cmd);
+        free(marker);
     }
     /* Too large for one message: refused before it is sent. */
     big = xcalloc(1, 70000);
     memset(big, 'x', 69999);
     {
         struct spawn_request rq = {
-            .command = big, .envp = env, .log_path = "/dev/null", .exit_path = "/dev/null"};
+            .command = big, .envp = env, .log_path = "/dev/null", .run_path = "/dev/null"};
         pid_t pid = 0;
         memset(&ei, 0, sizeof(ei));
         assert_int_equal(spawner_spawn(sp, &rq, &pid, &ei), ERR_INVALID);
@@ -179,7 +186,7 @@ static void exercise(const char *program)
     {
         pid_t h = helper_pid();
         struct spawn_request rq = {
-            .command = "true", .envp = env, .log_path = "/dev/null", .exit_path = "/dev/null"};
+            .command = "true", .envp = env, .log_path = "/dev/null", .run_path = "/dev/null"};
         pid_t pid = 0;
         int64_t give_up = now_ms() + WAIT_LIMIT_MS;
         assert_true(h > 0);
@@ -255,7 +262,7 @@ static void test_local_outlives_spawner(void **state)
     }
     assert_int_equal(ev.workload_id, 7);
     assert_int_equal(ev.how, BACKEND_STOPPED);
-    /* Not our child any more: its keeper's exit file says how it ended. */
+    /* Not our child any more: its keeper's run file says how it ended. */
     assert_int_equal(ev.exit_code, -SIGTERM);
 
     l.workload_id = 8;
