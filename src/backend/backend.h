@@ -128,7 +128,7 @@ struct sim_options {
 struct backend *backend_sim_new(int64_t cluster_id, const struct sim_options *opt);
 
 struct local_options {
-    /* Where per-workload logs (<id>.log) and state files (<id>.state) go; created 0700. */
+    /* Where per-workload logs (<id>.log) and run files (<id>.<replica>.run) go; made 0700. */
     const char *log_dir;
     /*
      * A cgroup v2 directory the daemon may write (NULL or "": none). Each
@@ -148,6 +148,11 @@ struct local_options {
      * launch. A daemon starts one before it grows, so that forking it is cheap.
      */
     struct spawner *spawner;
+    /*
+     * Runs work that names an image: a path, or a name looked up in PATH;
+     * NULL: "podman". "" or not found: such work is refused (ERR_INVALID).
+     */
+    const char *podman;
 };
 
 /*
@@ -156,24 +161,30 @@ struct local_options {
  *    process group, with CUDA_VISIBLE_DEVICES and NVIDIA_VISIBLE_DEVICES set
  *    to its devices (uuids, else indices, comma-separated), GPUAAS_WORKLOAD_ID
  *    and GPUAAS_REPLICA, a minimal environment otherwise, stdin /dev/null and
- *    stdout/stderr appended to <log_dir>/<id>.log (0600). A state file
- *    <log_dir>/<id>.state records each replica's pid and start time for
- *    adopt(). ERR_INVALID: no replicas, id <= 0, no command, an image;
- *    ERR_CONFLICT: the id is still known; ERR_UNAVAILABLE / ERR_IO: the
- *    machine refused (fork, log file, cgroup), with nothing left running.
+ *    stdout/stderr appended to <log_dir>/<id>.log (0600). Work that names an
+ *    image runs as `podman run` of it with the same command, devices (CDI),
+ *    limits and variables. Each replica's keeper writes its run file
+ *    <log_dir>/<id>.<replica>.run (pid and start time, then how it ended)
+ *    for adopt(); a log or run file it cannot open ends the replica at once
+ *    with 127. ERR_INVALID: no replicas, id <= 0, no command, an image and
+ *    no podman; ERR_CONFLICT: the id is still known; ERR_UNAVAILABLE: the
+ *    machine refused (fork, cgroup), with nothing left running.
  *  - stop: SIGTERM to every replica's process group now, SIGKILL at now +
- *    grace (sent by the first poll() at or after that time). Unknown or
- *    ended work: a no-op; returns 0.
- *  - poll: reaps only its own children; when a replica's main process ends,
- *    what is left of its process group is killed. A workload is reported
+ *    grace (sent by the first poll() at or after that time; a container is
+ *    also killed by name). Unknown or ended work: a no-op; returns 0.
+ *  - poll: learns of ends from the spawner (from /proc and run files for
+ *    work it did not start); when a replica's main process ends, what is
+ *    left of its process group is killed, except after a stop, whose grace
+ *    the whole group gets. A workload is reported
  *    once, when all its replicas have ended, at the now_ms of that poll:
  *    STOPPED after stop(), TIMEOUT after its max runtime, EXITED otherwise.
  *    exit_code: that of the lowest-numbered replica that did not exit 0
  *    (negative: killed by that signal), else 0; -1 when unknown (adopted
- *    work that is not our child). O(replicas known) per call.
- *  - adopt: reads the state file and takes back the replicas whose pid is
- *    alive with the same start time (pid reuse); when none is found, the
- *    next poll reports BACKEND_LOST at the adopt's now_ms.
+ *    work whose keeper did not say). O(replicas known) per call.
+ *  - adopt: reads the run files and takes back the replicas whose pid is
+ *    alive with the same start time (pid reuse); when none is found and no
+ *    run file says how it ended, the next poll reports BACKEND_LOST at the
+ *    adopt's now_ms.
  *  - free: kills nothing (work outlives the daemon).
  */
 /* The machine the daemon runs on. NULL with ei on error (log_dir missing or not creatable). */

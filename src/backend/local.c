@@ -42,6 +42,7 @@ struct replica {
     int exit_code;
     int64_t ended_ms; /* when it ended, from its keeper's exit file; 0: unknown */
     char *cgroup; /* its cgroup directory, NULL when none */
+    char *container; /* its podman container's name, NULL when it runs no image */
 };
 
 struct lwork {
@@ -59,6 +60,7 @@ struct local {
     struct backend b;
     char *log_dir;
     char *cgroup_root; /* NULL when cgroups are off */
+    char *podman;      /* for work that names an image; NULL: none here */
     bool switch_user;
     uid_t uid;
     gid_t gid;
@@ -242,10 +244,24 @@ static void signal_replica(const struct replica *r, int sig)
         kill(r->pid, sig);
 }
 
-static void signal_work(struct lwork *w, int sig)
+static void podman_kill(struct local *s, const char *container, const char *log);
+
+static void signal_work(struct local *s, struct lwork *w, int sig)
 {
-    for (size_t i = 0; i < w->n_reps; i++)
-        signal_replica(&w->reps[i], sig);
+    for (size_t i = 0; i < w->n_reps; i++) {
+        struct replica *r = &w->reps[i];
+        bool running = !r->ended;
+        signal_replica(r, sig);
+        /*
+         * podman passes SIGTERM on to the container, but a killed podman
+         * leaves its container running: kill that too.
+         */
+        if (running && sig == SIGKILL && r->container) {
+            char *log = log_path(s, w->id);
+            podman_kill(s, r->container, log);
+            free(log);
+        }
+    }
 }
 
 /* ---- cgroups ---- */
@@ -307,8 +323,10 @@ static void work_free(struct lwork *w)
 {
     if (!w)
         return;
-    for (size_t i = 0; i < w->n_reps; i++)
+    for (size_t i = 0; i < w->n_reps; i++) {
         free(w->reps[i].cgroup);
+        free(w->reps[i].container);
+    }
     free(w->reps);
     free(w);
 }
@@ -424,17 +442,98 @@ static void env_free(char **env)
 /* Kills replicas started by a launch that then failed (the spawner reaps them). */
 static void undo_launch(struct local *s, struct lwork *w)
 {
+    signal_work(s, w, SIGKILL);
     for (size_t i = 0; i < w->n_reps; i++) {
         struct replica *r = &w->reps[i];
-        if (r->pid > 0) {
-            signal_replica(r, SIGKILL);
+        if (r->pid > 0)
             spawner_forget(s->spawner, r->pid);
-        }
         if (r->cgroup) {
             cgroup_kill(r->cgroup);
             rmdir(r->cgroup);
         }
     }
+}
+
+/* A NULL-terminated list of strings being built. */
+struct argv_buf {
+    char **v;
+    size_t n, cap;
+};
+
+static void argv_add(struct argv_buf *a, char *owned)
+{
+    if (a->n + 2 > a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 32;
+        a->v = xreallocarray(a->v, a->cap, sizeof(*a->v));
+    }
+    a->v[a->n++] = owned;
+    a->v[a->n] = NULL;
+}
+
+/*
+ * The program a replica runs: `/bin/sh -c <command>`, or, for work that
+ * names an image, podman running that command in a container of it with
+ * the replica's devices (CDI names nvidia.com/gpu=<uuid or index>), its CPU
+ * and memory limits and the same variables. The container is named
+ * gpuaas-<id>-<replica> (replacing a leftover of an earlier run), so that
+ * it can be killed by name. Caller frees with env_free().
+ */
+static char **replica_argv(const struct backend_launch *l, const struct backend_replica *br,
+                           const char *container)
+{
+    struct argv_buf a = {0};
+    char *devices;
+
+    if (!l->image || !l->image[0]) {
+        argv_add(&a, xstrdup("sh"));
+        argv_add(&a, xstrdup("-c"));
+        argv_add(&a, xstrdup(l->command));
+        return a.v;
+    }
+    devices = device_list(br);
+    argv_add(&a, xstrdup("podman"));
+    argv_add(&a, xstrdup("run"));
+    argv_add(&a, xstrdup("--rm"));
+    argv_add(&a, xstrdup("--replace"));
+    argv_add(&a, xasprintf("--name=%s", container));
+    if (l->cpu_milli > 0)
+        argv_add(&a, xasprintf("--cpus=%" PRId64 ".%03" PRId64, l->cpu_milli / 1000,
+                               l->cpu_milli % 1000));
+    if (l->mem_mib > 0)
+        argv_add(&a, xasprintf("--memory=%" PRId64 "m", l->mem_mib));
+    for (size_t i = 0; i < br->n_devices; i++) {
+        const struct backend_device *d = &br->devices[i];
+        if (d->uuid && d->uuid[0])
+            argv_add(&a, xasprintf("--device=nvidia.com/gpu=%s", d->uuid));
+        else
+            argv_add(&a, xasprintf("--device=nvidia.com/gpu=%" PRId32, d->index));
+    }
+    argv_add(&a, xasprintf("--env=CUDA_VISIBLE_DEVICES=%s", devices));
+    argv_add(&a, xasprintf("--env=NVIDIA_VISIBLE_DEVICES=%s", devices));
+    argv_add(&a, xasprintf("--env=GPUAAS_WORKLOAD_ID=%" PRId64, l->workload_id));
+    argv_add(&a, xasprintf("--env=GPUAAS_REPLICA=%" PRId32, br->replica));
+    argv_add(&a, xstrdup(l->image));
+    argv_add(&a, xstrdup("/bin/sh"));
+    argv_add(&a, xstrdup("-c"));
+    argv_add(&a, xstrdup(l->command));
+    free(devices);
+    return a.v;
+}
+
+/* Runs `podman kill --signal KILL <container>`, not waited for; its output goes to log. */
+static void podman_kill(struct local *s, const char *container, const char *log)
+{
+    const char *const argv[] = {"podman", "kill", "--signal", "KILL", container, NULL};
+    char *const env[] = {"PATH=" DEFAULT_PATH, NULL};
+    struct spawn_request rq = {.program = s->podman,
+                               .argv = argv,
+                               .envp = env,
+                               .log_path = log,
+                               .run_path = "/dev/null"};
+    pid_t pid;
+
+    if (s->spawner && spawner_spawn(s->spawner, &rq, &pid, NULL) == 0)
+        spawner_forget(s->spawner, pid);
 }
 
 /*
@@ -469,10 +568,10 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
     if (!l->command || !l->command[0])
         return errinfo_set(ei, ERR_INVALID, "command", "workload %" PRId64 " has no command to run",
                            l->workload_id);
-    if (l->image && l->image[0])
+    if (l->image && l->image[0] && !s->podman)
         return errinfo_set(ei, ERR_INVALID, "image",
                            "workload %" PRId64
-                           " names an image: the local backend runs commands only",
+                           " names an image, and podman is not installed on this machine",
                            l->workload_id);
     if (known(s, l->workload_id))
         return errinfo_set(ei, ERR_CONFLICT, NULL,
@@ -497,13 +596,14 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
     for (size_t i = 0; i < l->n_replicas && rc == 0; i++) {
         const struct backend_replica *br = &l->replicas[i];
         struct replica *r = &w->reps[i];
-        struct spawn_request rq = {.command = l->command,
+        bool image = l->image && l->image[0];
+        struct spawn_request rq = {.program = image ? s->podman : "/bin/sh",
                                    .log_path = logp,
                                    .switch_user = s->switch_user,
                                    .uid = s->uid,
                                    .gid = s->gid};
         struct error_info sei = {0};
-        char *procs = NULL, *runp, **env, state;
+        char *procs = NULL, *runp, **env, **args, state;
         pid_t pid;
 
         r->replica = br->replica;
@@ -521,6 +621,10 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
         }
         runp = run_path(s, l->workload_id, br->replica);
         env = env_build(s, l, br);
+        if (image)
+            r->container = xasprintf("gpuaas-%" PRId64 "-%" PRId32, l->workload_id, br->replica);
+        args = replica_argv(l, br, r->container);
+        rq.argv = (const char *const *)args;
         rq.run_path = runp;
         rq.cgroup_procs = procs;
         rq.envp = env;
@@ -535,6 +639,7 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
                         l->workload_id, br->replica, sei.message);
         }
         env_free(env);
+        env_free(args);
         free(runp);
         free(procs);
     }
@@ -621,6 +726,8 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
         if (s->cgroup_root)
             r.cgroup =
                 xasprintf("%s/gpuaas-%" PRId64 "-%" PRId32, s->cgroup_root, w->id, r.replica);
+        if (l->image && l->image[0])
+            r.container = xasprintf("gpuaas-%" PRId64 "-%" PRId32, w->id, r.replica);
         w->reps[w->n_reps++] = r;
     }
     all_known = w->n_reps > 0;
@@ -691,7 +798,7 @@ static int local_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, 
     spawner_check(s);
     for (size_t i = 0; i < w->n_reps; i++)
         check_replica(s, w->id, &w->reps[i]);
-    signal_work(w, SIGTERM);
+    signal_work(s, w, SIGTERM);
     kill_at = add_ms(now_ms, grace_ms);
     if (kill_at < w->kill_at_ms)
         w->kill_at_ms = kill_at;
@@ -778,11 +885,11 @@ static void scan(struct local *s, int64_t now_ms)
         }
         if (!w->reason && w->deadline_ms <= now_ms) {
             w->reason = BACKEND_TIMEOUT;
-            signal_work(w, SIGTERM);
+            signal_work(s, w, SIGTERM);
             w->kill_at_ms = add_ms(now_ms, s->timeout_grace_ms);
         }
         if (w->kill_at_ms <= now_ms) {
-            signal_work(w, SIGKILL);
+            signal_work(s, w, SIGKILL);
             w->kill_at_ms = NEVER;
         }
         i++;
@@ -838,6 +945,7 @@ static void local_free(struct backend *b)
     free(s->done);
     free(s->log_dir);
     free(s->cgroup_root);
+    free(s->podman);
     free(s);
 }
 
@@ -850,6 +958,27 @@ static const struct backend_ops local_ops = {
     .adopt = local_adopt,
     .free = local_free,
 };
+
+/* The full path of program (a path, or a name looked up in PATH); NULL when not executable. */
+static char *find_program(const char *program)
+{
+    const char *path = getenv("PATH");
+    if (!program || !program[0])
+        return NULL;
+    if (strchr(program, '/'))
+        return access(program, X_OK) == 0 ? xstrdup(program) : NULL;
+    if (!path || !path[0])
+        path = DEFAULT_PATH;
+    while (*path) {
+        size_t len = strcspn(path, ":");
+        char *candidate = xasprintf("%.*s/%s", (int)len, path, program);
+        if (len > 0 && access(candidate, X_OK) == 0)
+            return candidate;
+        free(candidate);
+        path += len + (path[len] == ':');
+    }
+    return NULL;
+}
 
 /* Whether the space-separated list holds word. */
 static bool has_word(const char *list, const char *word)
@@ -919,6 +1048,7 @@ struct backend *backend_local_new(int64_t cluster_id, const struct local_options
     }
     s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
     s->spawner = opt->spawner;
+    s->podman = find_program(opt->podman ? opt->podman : "podman");
     s->b = (struct backend){.ops = &local_ops, .cluster_id = cluster_id, .impl = s};
     return &s->b;
 }

@@ -33,7 +33,8 @@
 
 /* What a keeper needs between fork and exec, pointing into the request. */
 struct child_plan {
-    const char *argv[4];
+    const char *program;
+    const char *argv[ARGS_MAX + 1];
     char *envp[ENV_MAX + 1];
     const char *log_path;
     const char *run_path;
@@ -156,8 +157,8 @@ __attribute__((noreturn)) static void keep(const struct child_plan *cp)
     /* vfork: the child only execs, and copying the keeper's mappings would cost more */
     work = vfork();
     if (work <= 0) { /* the work itself, or no keeper: then the work leads the group */
-        execve("/bin/sh", (char *const *)cp->argv, cp->envp);
-        child_fail("could not execute /bin/sh");
+        execve(cp->program, (char *const *)cp->argv, cp->envp);
+        child_fail_errno("could not execute it", errno);
     }
     memset(&on_term, 0, sizeof(on_term));
     on_term.sa_handler = keeper_on_term;
@@ -287,7 +288,7 @@ static void helper_spawn(int sock, char *msg, size_t len)
     static struct child_plan cp;
     struct spawn_header h;
     struct spawn_note reply = {.type = MSG_STARTED, .step = STEP_BAD_REQUEST, .err = EINVAL};
-    char *p = msg + sizeof(h), *end = msg + len, *command, *log, *runp, *procs;
+    char *p = msg + sizeof(h), *end = msg + len, *program, *log, *runp, *procs;
     pid_t pid;
 
     memset(&cp, 0, sizeof(cp));
@@ -295,22 +296,26 @@ static void helper_spawn(int sock, char *msg, size_t len)
         goto done;
     memcpy(&h, msg, sizeof(h));
     reply.seq = h.seq;
-    command = take_string(&p, end);
+    program = take_string(&p, end);
     log = take_string(&p, end);
     runp = take_string(&p, end);
     procs = take_string(&p, end);
-    if (h.type != MSG_SPAWN || !procs || h.n_env > ENV_MAX)
+    if (h.type != MSG_SPAWN || !procs || h.n_args == 0 || h.n_args > ARGS_MAX ||
+        h.n_env > ENV_MAX)
         goto done;
+    for (uint32_t i = 0; i < h.n_args; i++) {
+        cp.argv[i] = take_string(&p, end);
+        if (!cp.argv[i])
+            goto done;
+    }
+    cp.argv[h.n_args] = NULL;
     for (uint32_t i = 0; i < h.n_env; i++) {
         cp.envp[i] = take_string(&p, end);
         if (!cp.envp[i])
             goto done;
     }
     cp.envp[h.n_env] = NULL;
-    cp.argv[0] = "sh";
-    cp.argv[1] = "-c";
-    cp.argv[2] = command;
-    cp.argv[3] = NULL;
+    cp.program = program;
     cp.cgroup_procs = procs[0] ? procs : NULL;
     cp.switch_user = h.switch_user != 0;
     cp.uid = (uid_t)h.uid;

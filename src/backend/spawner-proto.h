@@ -3,9 +3,9 @@
  * spawner-proto.h: what the daemon and its process spawner say to each other
  * over their SOCK_SEQPACKET socket pair, one message per datagram:
  *
- *   daemon -> helper  SPAWN   header + NUL-terminated strings: command, log
- *                             path, run file path, cgroup.procs path ("" none),
- *                             then the environment
+ *   daemon -> helper  SPAWN   header + NUL-terminated strings: the program,
+ *                             log path, run file path, cgroup.procs path ("" none),
+ *                             then the arguments, then the environment
  *   helper -> daemon  STARTED the pid, or which step failed and its errno
  *   helper -> daemon  ENDED   a keeper's pid and wait status, when reaped
  *
@@ -26,6 +26,7 @@
 
 #define MSG_MAX (64 * 1024) /* a SPAWN: the command is at most 8 KiB, the environment small */
 #define ENV_MAX 256
+#define ARGS_MAX 256 /* argv[0] included */
 
 enum msg_type { MSG_SPAWN = 1, MSG_STARTED, MSG_ENDED };
 enum spawn_step { STEP_OK = 0, STEP_BAD_REQUEST, STEP_FORK };
@@ -36,6 +37,7 @@ struct spawn_header {
     uint32_t switch_user;
     uint32_t uid;
     uint32_t gid;
+    uint32_t n_args;
     uint32_t n_env;
 };
 

@@ -150,7 +150,7 @@ static int read_notes(struct spawner *sp, uint32_t want_seq, struct spawn_note *
 /* The request as one message; NULL when it would be larger than the helper takes. */
 static char *pack(const struct spawn_request *rq, uint32_t seq, size_t *ret_len)
 {
-    const char *fixed[4] = {rq->command, rq->log_path, rq->run_path,
+    const char *fixed[4] = {rq->program, rq->log_path, rq->run_path,
                             rq->cgroup_procs ? rq->cgroup_procs : ""};
     struct spawn_header h = {.type = MSG_SPAWN,
                              .seq = seq,
@@ -162,15 +162,19 @@ static char *pack(const struct spawn_request *rq, uint32_t seq, size_t *ret_len)
 
     for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
         len += strlen(fixed[i]) + 1;
+    for (const char *const *a = rq->argv; a && *a; a++, h.n_args++)
+        len += strlen(*a) + 1;
     for (char *const *e = rq->envp; e && *e; e++, h.n_env++)
         len += strlen(*e) + 1;
-    if (len > MSG_MAX || h.n_env > ENV_MAX)
+    if (len > MSG_MAX || h.n_args == 0 || h.n_args > ARGS_MAX || h.n_env > ENV_MAX)
         return NULL;
     msg = xmalloc(len);
     memcpy(msg, &h, sizeof(h));
     p = msg + sizeof(h);
     for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
         p = stpcpy(p, fixed[i]) + 1;
+    for (const char *const *a = rq->argv; a && *a; a++)
+        p = stpcpy(p, *a) + 1;
     for (char *const *e = rq->envp; e && *e; e++)
         p = stpcpy(p, *e) + 1;
     *ret_len = len;
@@ -191,8 +195,8 @@ int spawner_spawn(struct spawner *sp, const struct spawn_request *rq, pid_t *ret
         sp->seq = 1;
     msg = pack(rq, sp->seq, &len);
     if (!msg)
-        return errinfo_set(ei, ERR_INVALID, NULL, "the command and its environment exceed %d bytes",
-                           MSG_MAX);
+        return errinfo_set(ei, ERR_INVALID, NULL, "the command line and its environment exceed %d bytes or %d entries",
+                           MSG_MAX, ARGS_MAX);
     do
         sent = send(sp->fd, msg, len, MSG_NOSIGNAL);
     while (sent < 0 && errno == EINTR);

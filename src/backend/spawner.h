@@ -13,8 +13,8 @@
  * child the daemon's locks may have been held at fork time), and leaves
  * when the daemon closes its end or dies.
  *
- * Each spawned process is a keeper (see keep() in spawner.c) that runs
- * `/bin/sh -c <command>` as its child in its own session and process group,
+ * Each spawned process is a keeper (see keep() in spawner-helper.c) that
+ * runs the program as its child in its own session and process group,
  * and writes its pid and start time, then how and when the work ended, to a
  * run file (SPAWN_RUN_END_AT), so that a daemon that was down meanwhile
  * still finds the work, or learns how and when it ended.
@@ -36,7 +36,8 @@
 struct spawner;
 
 struct spawn_request {
-    const char *command;  /* run by /bin/sh -c */
+    const char *program;     /* the path to execute */
+    const char *const *argv; /* NULL-terminated, argv[0] included */
     char *const *envp;    /* NULL-terminated: the work's whole environment */
     const char *log_path; /* stdout and stderr, appended; created 0600 */
     const char *run_path; /* created or truncated 0600: the keeper's run file (spawner-proto.h) */

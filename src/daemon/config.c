@@ -55,6 +55,9 @@ static const struct opt options[] = {
     INT("reserve-after-s", reserve_after_s, 0, 864000,
         "a queue head blocked this long gets capacity held for it (default 600)"),
     STR("log-dir", log_dir, "local clusters: workload logs and state files (default gpuaas-logs)"),
+    STR("podman", podman,
+        "local clusters: program that runs work naming an image (default podman, from PATH; "
+        "empty: such work is refused)"),
     STR("cgroup-root", cgroup_root,
         "local clusters: a cgroup v2 directory to put work in with CPU and memory limits"),
     INT("run-uid", run_uid, -1, 2147483647, "local clusters: run work as this user id"),
@@ -113,6 +116,7 @@ static void defaults(struct config *cfg)
     cfg->grace_s = 30;
     cfg->reserve_after_s = 600;
     snprintf(cfg->log_dir, sizeof(cfg->log_dir), "gpuaas-logs");
+    snprintf(cfg->podman, sizeof(cfg->podman), "podman");
     cfg->run_uid = cfg->run_gid = -1;
     cfg->collect_interval_s = 10;
     cfg->idle_window_s = 1800;

@@ -211,6 +211,7 @@ int main(int argc, char **argv)
     eopt.run_uid = cfg.run_uid;
     eopt.run_gid = cfg.run_gid;
     eopt.spawner = spawner;
+    eopt.podman = cfg.podman;
     eopt.collector = collector;
     eopt.idle_notify_ms = (int64_t)cfg.idle_notify_s * 1000;
     eopt.idle_stop_p2_ms = (int64_t)cfg.idle_stop_p2_s * 1000;

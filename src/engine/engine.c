@@ -357,7 +357,8 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
                                        .run_uid = e->opt.run_uid,
                                        .run_gid = e->opt.run_gid,
                                        .timeout_grace_ms = e->opt.default_grace_ms,
-                                       .spawner = e->opt.spawner};
+                                       .spawner = e->opt.spawner,
+                                       .podman = e->opt.podman ? e->opt.podman : ""};
             struct error_info lei = {0};
             b = backend_local_new(id, &lo, &lei);
             if (!b)
@@ -2051,6 +2052,7 @@ static void *engine_main(void *arg)
 
 void engine_options_init(struct engine_options *opt)
 {
+    memset(opt, 0, sizeof(*opt)); /* what is not set below is off */
     opt->sim_speed = 1;
     opt->reserve_after_ms = 10 * 60 * 1000;
     opt->default_grace_ms = 30 * 1000;

@@ -40,6 +40,7 @@ struct engine_options {
     const char *cgroup_root;  /* local clusters: cgroup v2 directory for limits, NULL for none */
     int64_t run_uid, run_gid; /* local clusters: who work runs as; < 0: the daemon's user */
     struct spawner *spawner;  /* local clusters: starts their processes; NULL: each its own */
+    const char *podman;       /* local clusters: runs work naming an image; NULL/"": refused */
     struct collector *collector; /* GPU telemetry for the idle policies; NULL: none */
     int64_t idle_notify_ms;      /* an "idle" event once work is idle this long; 0: off */
     int64_t idle_stop_p2_ms;     /* opportunistic work idle this long is stopped; 0: off */

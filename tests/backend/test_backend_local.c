@@ -46,7 +46,8 @@ static struct backend *local(int64_t timeout_grace_ms)
                               .cgroup_root = NULL,
                               .run_uid = -1,
                               .run_gid = -1,
-                              .timeout_grace_ms = timeout_grace_ms};
+                              .timeout_grace_ms = timeout_grace_ms,
+                              .podman = ""}; /* none, whatever this machine has */
     struct error_info ei = {0};
     struct backend *b = backend_local_new(3, &o, &ei);
     if (!b)
@@ -320,8 +321,10 @@ static void test_invalid(void **state)
     memset(&ei, 0, sizeof(ei));
     assert_int_equal(b->ops->launch(b, &l, t, &ei), ERR_INVALID);
     l.command = "true";
-    l.image = "ubuntu:22.04";
-    assert_int_equal(b->ops->launch(b, &l, t, NULL), ERR_INVALID);
+    l.image = "ubuntu:22.04"; /* and no podman */
+    memset(&ei, 0, sizeof(ei));
+    assert_int_equal(b->ops->launch(b, &l, t, &ei), ERR_INVALID);
+    assert_non_null(strstr(ei.message, "podman is not installed"));
     l.image = "";
     l.n_replicas = 0;
     assert_int_equal(b->ops->launch(b, &l, t, NULL), ERR_INVALID);
@@ -462,6 +465,84 @@ static void test_process_group(void **state)
     assert_int_equal(ev.exit_code, 0);
     wait_gone(bg);
     b->ops->free(b);
+}
+
+/*
+ * Work that names an image runs through podman: a stand-in that records its
+ * arguments and runs the command after the image, as podman would inside
+ * the container; killing a stopped container is asked of it by name.
+ */
+static void test_image_through_podman(void **state)
+{
+    char *fake = xasprintf("%s/podman", g_dir), *args_path = xasprintf("%s/podman.args", g_dir),
+         *kills_path = xasprintf("%s/podman.kills", g_dir), *script, *args, *kills;
+    struct local_options o = {
+        .log_dir = g_logs, .run_uid = -1, .run_gid = -1, .podman = fake};
+    struct backend *b;
+    struct backend_launch l = work(31, "echo in-container $CUDA_VISIBLE_DEVICES", -1);
+    struct backend_event ev;
+    FILE *f;
+    int64_t give_up;
+    (void)state;
+
+    script = xasprintf("#!/bin/sh\n"
+                       "if [ \"$1\" = kill ]; then echo \"$*\" >> %s; exit 0; fi\n"
+                       "printf '%%s\\n' \"$@\" > %s.$GPUAAS_WORKLOAD_ID\n"
+                       "shift\n"
+                       "while [ $# -gt 0 ]; do case $1 in --*) shift ;; *) break ;; esac; done\n"
+                       "shift\n" /* the image */
+                       "exec \"$@\"\n",
+                       kills_path, args_path);
+    f = fopen(fake, "w");
+    assert_non_null(f);
+    fputs(script, f);
+    fclose(f);
+    assert_int_equal(chmod(fake, 0755), 0);
+    b = backend_local_new(3, &o, NULL);
+    assert_non_null(b);
+
+    l.image = "localhost/trainer:1";
+    launch_work(b, &l, now_ms());
+    ev = wait_event(b);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 0);
+    args = read_log(31);
+    assert_non_null(strstr(args, "in-container GPU-0a1b,5\n"));
+    free(args);
+    free(script);
+    script = xasprintf("%s.31", args_path);
+    args = read_file(script);
+    assert_string_equal(args, "run\n--rm\n--replace\n--name=gpuaas-31-0\n--cpus=1.000\n"
+                              "--memory=256m\n--device=nvidia.com/gpu=GPU-0a1b\n"
+                              "--device=nvidia.com/gpu=5\n"
+                              "--env=CUDA_VISIBLE_DEVICES=GPU-0a1b,5\n"
+                              "--env=NVIDIA_VISIBLE_DEVICES=GPU-0a1b,5\n"
+                              "--env=GPUAAS_WORKLOAD_ID=31\n--env=GPUAAS_REPLICA=0\n"
+                              "localhost/trainer:1\n/bin/sh\n-c\n"
+                              "echo in-container $CUDA_VISIBLE_DEVICES\n");
+    free(args);
+
+    /* Stopped, it outlives the grace: the group is killed, and the container by name. */
+    l = work(32, "trap '' TERM; sleep 30", -1);
+    l.image = "localhost/trainer:1";
+    launch_work(b, &l, now_ms());
+    nap();
+    assert_int_equal(b->ops->stop(b, 32, 0, now_ms()), 0);
+    ev = wait_event(b);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    give_up = now_ms() + WAIT_LIMIT_MS;
+    while (!strstr((kills = read_file(kills_path)), "kill --signal KILL gpuaas-32-0")) {
+        free(kills);
+        if (now_ms() > give_up)
+            fail_msg("podman was not asked to kill the container");
+        nap();
+    }
+    free(kills);
+    b->ops->free(b);
+    free(script);
+    free(fake);
+    free(args_path);
+    free(kills_path);
 }
 
 static void test_run_as_user(void **state)
@@ -647,6 +728,7 @@ int main(void)
         cmocka_unit_test(test_max_runtime),
         cmocka_unit_test(test_gang_reported_once),
         cmocka_unit_test(test_process_group),
+        cmocka_unit_test(test_image_through_podman),
         cmocka_unit_test(test_run_as_user),
         cmocka_unit_test(test_adopt_after_restart),
         cmocka_unit_test(test_adopt_not_our_child),

@@ -68,7 +68,9 @@ static pid_t spawn(struct spawner *sp, const char *command, const char *kind, co
 {
     char *log = xasprintf("%s/%s-%s.log", g_dir, kind, tag),
          *ex = xasprintf("%s/%s-%s.run", g_dir, kind, tag);
-    struct spawn_request rq = {.command = command, .envp = env, .log_path = log, .run_path = ex};
+    const char *const argv[] = {"sh", "-c", command, NULL};
+    struct spawn_request rq = {
+        .program = "/bin/sh", .argv = argv, .envp = env, .log_path = log, .run_path = ex};
     struct error_info ei = {0};
     pid_t pid = 0;
     if (spawner_spawn(sp, &rq, &pid, &ei) < 0)
@@ -153,7 +155,9 @@ static void exercise(const char *program)
     /* A log that cannot be opened: the keeper says so and ends with 127, the work never runs. */
     {
         char *marker = file_of(kind, "ran"), *cmd = xasprintf("touch %s", marker);
-        struct spawn_request rq = {.command = cmd,
+        const char *const argv[] = {"sh", "-c", cmd, NULL};
+        struct spawn_request rq = {.program = "/bin/sh",
+                                   .argv = argv,
                                    .envp = env,
                                    .log_path = "/nonexistent/dir/x.log",
                                    .run_path = "/nonexistent/dir/x.run"};
@@ -171,8 +175,10 @@ static void exercise(const char *program)
     big = xcalloc(1, 70000);
     memset(big, 'x', 69999);
     {
+        const char *const big_argv[] = {"sh", "-c", big, NULL};
         struct spawn_request rq = {
-            .command = big, .envp = env, .log_path = "/dev/null", .run_path = "/dev/null"};
+            .program = "/bin/sh", .argv = big_argv, .envp = env, .log_path = "/dev/null",
+            .run_path = "/dev/null"};
         pid_t pid = 0;
         memset(&ei, 0, sizeof(ei));
         assert_int_equal(spawner_spawn(sp, &rq, &pid, &ei), ERR_INVALID);
@@ -185,8 +191,10 @@ static void exercise(const char *program)
     /* A dead helper says so; spawning then fails at once. */
     {
         pid_t h = helper_pid();
+        const char *const true_argv[] = {"true", NULL};
         struct spawn_request rq = {
-            .command = "true", .envp = env, .log_path = "/dev/null", .run_path = "/dev/null"};
+            .program = "/bin/true", .argv = true_argv, .envp = env, .log_path = "/dev/null",
+            .run_path = "/dev/null"};
         pid_t pid = 0;
         int64_t give_up = now_ms() + WAIT_LIMIT_MS;
         assert_true(h > 0);
