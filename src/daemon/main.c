@@ -166,14 +166,18 @@ int main(int argc, char **argv)
     sopt.n_conns = cfg.db_pool;
     sopt.busy_timeout_ms = cfg.busy_timeout_ms;
     sopt.sqlite_sync_full = cfg.sqlite_sync_full;
-    if (store_open(cfg.db, &sopt, &store, &ei) < 0)
+    if (store_open(cfg.db, &sopt, &store, &ei) < 0) {
+        spawner_stop(spawner);
         return fail("", &ei);
+    }
     if (bootstrap(store, &cfg, &ei) < 0) {
         store_close(store);
+        spawner_stop(spawner);
         return fail("could not create the first admin", &ei);
     }
     if (import_sim_fleet(store, &cfg, &ei) < 0) {
         store_close(store);
+        spawner_stop(spawner);
         return fail("could not import the simulated fleet", &ei);
     }
     /* config_load checked the name and the typical pods. */
@@ -198,6 +202,7 @@ int main(int argc, char **argv)
         store_close(store);
         sched_policy_free(policy);
         free(local_gpus);
+        spawner_stop(spawner);
         return fail("could not start the GPU telemetry", &ei);
     }
 
@@ -225,6 +230,7 @@ int main(int argc, char **argv)
         store_close(store);
         sched_policy_free(policy);
         free(local_gpus);
+        spawner_stop(spawner);
         return fail("could not start the scheduler", &ei);
     }
 
@@ -243,6 +249,7 @@ int main(int argc, char **argv)
         store_close(store);
         sched_policy_free(policy);
         free(local_gpus);
+        spawner_stop(spawner);
         return fail("", &ei);
     }
     snprintf(port, sizeof(port), "%d", api_port(api));
