@@ -77,11 +77,11 @@ static size_t put_decimal(char *out, long long n)
 static void child_fail_errno(const char *what, int err)
 {
     static const char prefix[] = "gpuaas: could not start the command: ";
-    const char *why = strerror(err); /* glibc's is a table lookup: no allocation */
+    const char *why = strerrordesc_np(err); /* untranslated: no locale, no allocation */
     write_all(2, prefix, sizeof(prefix) - 1);
     write_all(2, what, strlen(what));
     write_all(2, ": ", 2);
-    write_all(2, why, strlen(why));
+    write_all(2, why ? why : "unknown error", strlen(why ? why : "unknown error"));
     write_all(2, "\n", 1);
     _exit(127);
 }
@@ -154,15 +154,16 @@ __attribute__((noreturn)) static void keep(const struct child_plan *cp)
     line[len++] = '\n';
     if (pwrite(3, line, len, 0) != (ssize_t)len)
         child_fail("could not write its run file");
+    /* Caught, not ignored: exec resets it for the work. Set first, so no stop is missed. */
+    memset(&on_term, 0, sizeof(on_term));
+    on_term.sa_handler = keeper_on_term;
+    sigaction(SIGTERM, &on_term, NULL);
     /* vfork: the child only execs, and copying the keeper's mappings would cost more */
     work = vfork();
     if (work <= 0) { /* the work itself, or no keeper: then the work leads the group */
         execve(cp->program, (char *const *)cp->argv, cp->envp);
         child_fail_errno("could not execute it", errno);
     }
-    memset(&on_term, 0, sizeof(on_term));
-    on_term.sa_handler = keeper_on_term;
-    sigaction(SIGTERM, &on_term, NULL);
     memset(&ign, 0, sizeof(ign));
     ign.sa_handler = SIG_IGN;
     sigaction(SIGINT, &ign, NULL);
