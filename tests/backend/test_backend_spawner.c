@@ -230,6 +230,18 @@ static void test_missing_program(void **state)
     assert_non_null(strstr(ei.message, "/nonexistent/gpuaas-spawner"));
 }
 
+static struct backend_event next_event(struct backend *b, const char *what)
+{
+    int64_t give_up = now_ms() + WAIT_LIMIT_MS;
+    struct backend_event ev;
+    while (b->ops->poll(b, now_ms(), &ev, 1) == 0) {
+        if (now_ms() > give_up)
+            fail_msg("%s was not reported", what);
+        nap();
+    }
+    return ev;
+}
+
 /* The local backend outlives its spawner: what runs is still followed, the next launch works. */
 static void test_local_outlives_spawner(void **state)
 {
@@ -249,7 +261,6 @@ static void test_local_outlives_spawner(void **state)
     struct backend_event ev;
     struct error_info ei = {0};
     struct backend *b = backend_local_new(1, &o, &ei);
-    int64_t give_up;
     pid_t h;
     (void)state;
 
@@ -262,12 +273,7 @@ static void test_local_outlives_spawner(void **state)
     nap();
     assert_int_equal(b->ops->poll(b, now_ms(), &ev, 1), 0); /* still running */
     assert_int_equal(b->ops->stop(b, 7, 2000, now_ms()), 0);
-    give_up = now_ms() + WAIT_LIMIT_MS;
-    while (b->ops->poll(b, now_ms(), &ev, 1) == 0) {
-        if (now_ms() > give_up)
-            fail_msg("the stopped work was not reported");
-        nap();
-    }
+    ev = next_event(b, "the stopped work");
     assert_int_equal(ev.workload_id, 7);
     assert_int_equal(ev.how, BACKEND_STOPPED);
     /* Not our child any more: its keeper's run file says how it ended. */
@@ -276,12 +282,7 @@ static void test_local_outlives_spawner(void **state)
     l.workload_id = 8;
     l.command = "exit 4";
     assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), 0);
-    give_up = now_ms() + WAIT_LIMIT_MS;
-    while (b->ops->poll(b, now_ms(), &ev, 1) == 0) {
-        if (now_ms() > give_up)
-            fail_msg("work launched by the new spawner was not reported");
-        nap();
-    }
+    ev = next_event(b, "work launched by the new spawner");
     assert_int_equal(ev.workload_id, 8);
     assert_int_equal(ev.exit_code, 4);
     b->ops->free(b);
