@@ -38,6 +38,8 @@ struct slurm_options {
     const char *jobcomp_path;
     /* Least time between two squeue runs; <= 0: 500 ms. */
     int64_t poll_interval_ms;
+    /* sbatch runs at once (launch() does not wait for sbatch's answer); <= 0: 4. */
+    int64_t max_submits;
     /* Longest any one tool may run before it is killed; <= 0: 10 s. */
     int64_t command_timeout_ms;
     /* Between SIGTERM and SIGKILL when work reaches its max runtime; < 0 counts as 0. */
@@ -90,6 +92,32 @@ struct slurm_job_info {
 };
 /* Fills ret for a workload the backend knows; ERR_NOT_FOUND otherwise. b must be slurm. */
 int backend_slurm_job(struct backend *b, int64_t workload_id, struct slurm_job_info *ret);
+
+/*
+ * One job as the backend asks squeue about it: `squeue --noheader
+ * --states=all --Format=JobID:|,State:|,StartTime:|,EndTime:|,exit_code:|,
+ * NodeList:|,Name:|` with SLURM_TIME_FORMAT=%s, one line per job, each field
+ * followed by '|' (the name last, so a '|' in it is harmless).
+ */
+struct slurm_queue_job {
+    int64_t job_id;
+    char state[32];      /* RUNNING, COMPLETED, ... */
+    int64_t start_s;     /* seconds since the epoch; 0 when none (N/A, NONE, Unknown) */
+    int64_t end_s;       /* likewise */
+    int64_t exit_status; /* Slurm's wait status of the batch script (768: exit 3); -1: none */
+    char nodes[256];     /* truncated */
+    char name[128];      /* truncated */
+};
+/*
+ * Parses that output (len bytes, need not end in a newline). Lines whose
+ * job id is an array or heterogeneous job's (123_4, 123+0) are skipped;
+ * empty lines too. Returns 0 with *ret (caller frees; NULL when none) and
+ * *ret_n, or ERR_INVALID with ei when a line is malformed (missing fields,
+ * a state that is not upper-case letters, a time that is not seconds or
+ * N/A/NONE/Unknown, an exit status that is not a number).
+ */
+int slurm_parse_queue(const char *text, size_t len, struct slurm_queue_job **ret, size_t *ret_n,
+                      struct error_info *ei);
 
 /* One node as Slurm describes it. */
 struct slurm_node {
