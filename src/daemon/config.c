@@ -61,13 +61,17 @@ static const struct opt options[] = {
     STR("nvml", nvml,
         "GPU telemetry from NVML: 'auto' (libnvidia-ml.so.1) or a library path (default off)"),
     STR("nvidia-smi", nvidia_smi, "GPU telemetry from this nvidia-smi program (default off)"),
-    STR("dcgm-urls", dcgm_urls, "GPU telemetry scraped from these dcgm-exporter URLs, comma-separated"),
+    STR("dcgm-urls", dcgm_urls,
+        "GPU telemetry scraped from these dcgm-exporter URLs, comma-separated"),
     INT("collect-interval-s", collect_interval_s, 1, 3600,
         "seconds between runs of each telemetry source (default 10)"),
     INT("idle-window-s", idle_window_s, 1, 86400,
         "an allocated GPU below the activity threshold this long is idle-allocated (default 1800)"),
     INT("slurm-sync-s", slurm_sync_s, 1, 86400,
         "Slurm clusters: seconds between reads of Slurm's nodes and GPUs (default 30)"),
+    INT("slurm-poll-ms", slurm_poll_ms, 20, 60000,
+        "Slurm clusters: least milliseconds between two squeue runs about running work"
+        " (default 200)"),
     INT("idle-notify-s", idle_notify_s, 0, 8640000,
         "an 'idle' event for work whose GPUs were idle-allocated this long (0: off, the default)"),
     INT("idle-stop-p2-s", idle_stop_p2_s, 0, 8640000,
@@ -112,6 +116,7 @@ static void defaults(struct config *cfg)
     cfg->collect_interval_s = 10;
     cfg->idle_window_s = 1800;
     cfg->slurm_sync_s = 30;
+    cfg->slurm_poll_ms = 200;
 }
 
 static const struct opt *find_opt(const char *key)

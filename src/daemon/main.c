@@ -183,6 +183,7 @@ int main(int argc, char **argv)
     eopt.idle_notify_ms = (int64_t)cfg.idle_notify_s * 1000;
     eopt.idle_stop_p2_ms = (int64_t)cfg.idle_stop_p2_s * 1000;
     eopt.slurm_sync_ms = (int64_t)cfg.slurm_sync_s * 1000;
+    eopt.slurm_poll_ms = cfg.slurm_poll_ms;
     if (engine_start(store, &eopt, &engine, &ei) < 0) {
         collector_stop(collector);
         store_close(store);

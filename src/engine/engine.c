@@ -365,6 +365,7 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
             /* The cluster's endpoint is the slurm.conf its tools read ("": their default). */
             struct slurm_options so = {.log_dir = e->opt.log_dir ? e->opt.log_dir : "gpuaas-logs",
                                        .conf = get_s(&model_clusters, &rows[i], "endpoint"),
+                                       .poll_interval_ms = e->opt.slurm_poll_ms,
                                        .timeout_grace_ms = e->opt.default_grace_ms};
             struct error_info sei = {0};
             b = backend_slurm_new(id, &so, &sei);
@@ -1733,6 +1734,7 @@ void engine_options_init(struct engine_options *opt)
     opt->collector = NULL;
     opt->idle_notify_ms = opt->idle_stop_p2_ms = 0;
     opt->slurm_sync_ms = 30000;
+    opt->slurm_poll_ms = 200;
     opt->policy = NULL;
 }
 
