@@ -70,6 +70,7 @@ struct sjob {
     int64_t job_id; /* Slurm's */
     int64_t launched_ms;
     int64_t alive_ms;        /* the last query that saw it not ended (its end is later) */
+    int64_t signalled_ms;    /* when stop() or its max runtime first signalled it; 0: never */
     int64_t max_runtime_ms;  /* < 0: none */
     int64_t deadline_ms;     /* max runtime reached: set once Slurm started it; NEVER until */
     int64_t kill_at_ms;      /* SIGKILL due, NEVER when none pending */
@@ -986,8 +987,10 @@ static int slurm_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, 
 
     if (!w || w->lost)
         return 0;
-    if (!w->reason)
+    if (!w->reason) {
         w->reason = BACKEND_STOPPED;
+        w->signalled_ms = now_ms;
+    }
     if (w->sub && !w->sub->started) {
         /* Its sbatch was still waiting for its turn: there is no job to stop. */
         report(s, pos, BACKEND_STOPPED, now_ms, UNKNOWN_EXIT, NULL);
@@ -1039,6 +1042,12 @@ static int64_t end_at(const struct sjob *w, int64_t end_s, int64_t now_ms)
         at = w->launched_ms;
     if (at < w->alive_ms)
         at = w->alive_ms;
+    /*
+     * Signalled work ends after the signal: Slurm's whole seconds would
+     * otherwise date a preempted job's end before the preemption.
+     */
+    if (w->reason && at < w->signalled_ms)
+        at = w->signalled_ms;
     if (at > now_ms)
         at = now_ms;
     return at;
@@ -1549,6 +1558,7 @@ static void chores(struct slurm *s, int64_t now_ms)
         }
         if (!w->reason && w->deadline_ms <= now_ms) {
             w->reason = BACKEND_TIMEOUT;
+            w->signalled_ms = now_ms;
             signal_job(s, w, SIGTERM);
             w->kill_at_ms = add_ms(now_ms, s->timeout_grace_ms);
         }
