@@ -3,7 +3,9 @@
  * slurm.c: the backend that runs placed work on a real Slurm cluster (issue
  * 8, docs/slurm-backend.md). Each workload is one batch job, submitted with
  * sbatch pinned to the nodes the scheduler chose and the number of GPUs it
- * gave each replica; squeue --json tells how it goes and how it ended;
+ * gave each replica; sbatch runs while the engine goes on (launch() does
+ * not wait for its answer, poll() takes it); squeue, asked only about our
+ * job ids and a few fields, tells how each goes and how it ended;
  * scancel signals it (SIGTERM, the grace, SIGKILL: preemption is ours, not
  * Slurm's); sinfo --json gives the nodes and their GPUs.
  *
@@ -11,8 +13,8 @@
  * they are what every Slurm site has, speak the same protocol version as the
  * controller whatever version that is, and need no extra daemon or token; a
  * tool that hangs is killed at a deadline, which a library call inside the
- * daemon could not be. Each tool runs as fork + execve of its full path with
- * its arguments as a vector (no shell) and a minimal environment.
+ * daemon could not be. Each tool runs through posix_spawn of its full path
+ * with its arguments as a vector (no shell) and a minimal environment.
  *
  * Like every backend this one has no clock of its own for events: times come
  * from the caller. poll() runs squeue at most every poll_interval_ms, so the
@@ -772,7 +774,8 @@ static void submissions(struct slurm *s, int64_t now_ms)
                         s->command_timeout_ms);
         }
         if (rc < 0) {
-            /* It may have submitted the job before it was killed: cancel by name. */
+            /* It may have submitted the job: kill it first, then cancel by name. */
+            proc_abort(&sub->p);
             cancel_job(s, -1, w->id);
             report(s, i, BACKEND_NOT_STARTED, now_ms, UNKNOWN_EXIT, ei.message);
             continue;

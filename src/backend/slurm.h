@@ -54,20 +54,29 @@ struct slurm_options {
  *    with the CUDA_VISIBLE_DEVICES Slurm sets (NVIDIA_VISIBLE_DEVICES made
  *    equal to it), GPUAAS_WORKLOAD_ID and GPUAAS_REPLICA. Replicas must be
  *    on distinct nodes with the same number of devices (one srun task per
- *    node). The job id goes to <log_dir>/<id>.slurm before launch returns.
- *    ERR_INVALID: the shape (see backend_check_launch), an empty command, an
- *    image, a node name Slurm cannot take, an unsupported replica layout;
- *    ERR_CONFLICT: the id is still known; ERR_UNAVAILABLE: sbatch failed or
- *    timed out; ERR_IO: the state or script file.
+ *    node). launch() does not wait for sbatch: it writes the script and
+ *    starts sbatch (or queues it while max_submits run); poll() takes the
+ *    answer and writes the job id to <log_dir>/<id>.slurm. When sbatch
+ *    fails, times out or its state file cannot be written (the job is then
+ *    cancelled), poll() reports BACKEND_NOT_STARTED at its now_ms with a
+ *    message. ERR_INVALID: the shape (see backend_check_launch), an empty
+ *    command, an image, a node name Slurm cannot take, an unsupported
+ *    replica layout; ERR_CONFLICT: the id is still known; ERR_UNAVAILABLE:
+ *    sbatch could not be started; ERR_IO: the script file.
  *  - stop: a job Slurm runs gets SIGTERM (`scancel --full --signal=TERM`),
  *    one not yet running is cancelled; at now + grace the first poll() at or
- *    after it sends SIGKILL (`scancel --full --signal=KILL`, or a plain
- *    cancel). Unknown or ended work: a no-op. Returns 0.
- *  - poll: runs squeue at most every poll_interval_ms (and sends kills and
- *    max-runtime signals that have come due: max runtime counts from the
- *    start Slurm reports, Slurm's --time is a backstop minutes later); a job in a final state is
- *    reported once, at Slurm's end time (clamped to [launch, now]): STOPPED
- *    after stop(), TIMEOUT after its max runtime (or Slurm's time limit),
+ *    after it sends SIGKILL (`scancel --batch --signal=KILL`, or a plain
+ *    cancel). Work whose sbatch is still running is cancelled when its job
+ *    id comes; work whose sbatch waits for its turn is never submitted and
+ *    is reported STOPPED (exit -1) at now_ms. Unknown or ended work: a
+ *    no-op. Returns 0.
+ *  - poll: takes sbatch's answers, starts waiting sbatch runs, then runs
+ *    squeue about our job ids at most every poll_interval_ms (and sends
+ *    kills and max-runtime signals that have come due: max runtime counts
+ *    from the start Slurm reports, Slurm's --time is a backstop minutes
+ *    later); a job in a final state is reported once, at Slurm's end time
+ *    (clamped to [launch, now], and no earlier than the signal for
+ *    signalled work): STOPPED after stop(), TIMEOUT after its max runtime (or Slurm's time limit),
  *    EXITED otherwise; exit_code from Slurm's wait status (negative: the
  *    signal), -1 when Slurm has none for a job that did not complete. A job
  *    Slurm no longer lists is looked up in jobcomp_path, else LOST at now.
@@ -76,7 +85,8 @@ struct slurm_options {
  *    Slurm's real end time; without a state file the newest job named
  *    gpuaas-<id> is followed, and when there is none it is LOST at the
  *    adopt's now_ms.
- *  - free: cancels nothing (work outlives the daemon).
+ *  - free: cancels nothing (work outlives the daemon); sbatch runs still
+ *    waiting or running are seen through, so their state files exist.
  */
 /* A Slurm cluster. NULL with ei on error (log_dir not creatable, tools not found). */
 struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options *opt,
