@@ -44,7 +44,7 @@
 #define STATE_MAGIC "gpuaas-slurm-state 1"
 #define STATE_MAX 4096
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
-#define SQUEUE_MAX (256u * 1024 * 1024) /* squeue --json of a very busy cluster */
+#define SQUEUE_MAX (256u * 1024 * 1024) /* squeue about every job of a very busy cluster */
 #define SINFO_MAX (64u * 1024 * 1024)
 #define SMALL_MAX (64u * 1024)
 
