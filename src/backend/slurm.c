@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -81,7 +82,6 @@ struct sjob {
     bool searching;          /* adopted without a state file: look for its job by name */
     int64_t lost_at_ms;
     bool running;       /* Slurm said RUNNING (so a signal reaches it) */
-    bool nodes_stored;  /* the state file has the nodes Slurm ran it on */
     bool gres_known;    /* info.gres holds what Slurm assigned */
     struct submit *sub; /* its sbatch has not answered yet (queued or running); else NULL */
     struct slurm_job_info info;
@@ -91,6 +91,7 @@ struct sjob {
 struct submit {
     char *args[32]; /* sbatch's arguments, owned, NULL-terminated */
     char *env[2];   /* GPUAAS_WORKLOAD_ID=<id>, NULL */
+    char *script;   /* the batch script, given on sbatch's stdin; freed once it started */
     char *nodelist; /* for messages */
     bool started;
     bool running;  /* started and not yet finished with: counted in n_submitting */
@@ -193,15 +194,16 @@ static void proc_abort(struct proc *p)
 
 /*
  * Starts tool t with args (NULL-terminated, without the program name) and
- * extra environment entries (NULL-terminated, may be NULL). posix_spawn, not
+ * extra environment entries (NULL-terminated, may be NULL), its stdin
+ * stdin_fd (< 0: /dev/null). posix_spawn, not
  * fork: glibc's uses CLONE_VFORK, so the daemon's page tables are not copied
- * and its other threads take no copy-on-write faults. The child gets stdin
- * /dev/null, stdout and stderr on pipes, no other descriptor, default signal
+ * and its other threads take no copy-on-write faults. The child gets
+ * stdout and stderr on pipes, no other descriptor, default signal
  * dispositions and an empty signal mask. Returns 0 with p filled (finish it
  * with proc_wait or proc_abort), or ERR_UNAVAILABLE with ei.
  */
 static int proc_start(struct slurm *s, enum tool t, const char *const *args,
-                      const char *const *extra_env, size_t out_max, struct proc *p,
+                      const char *const *extra_env, int stdin_fd, size_t out_max, struct proc *p,
                       struct error_info *ei)
 {
     const char *argv[64];
@@ -246,7 +248,10 @@ static int proc_start(struct slurm *s, enum tool t, const char *const *args,
     fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
     fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (stdin_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
+    else
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
@@ -341,7 +346,7 @@ static int run_tool(struct slurm *s, enum tool t, const char *const *args,
                     struct error_info *ei)
 {
     struct proc p;
-    int rc = proc_start(s, t, args, extra_env, out_max, &p, ei);
+    int rc = proc_start(s, t, args, extra_env, -1, out_max, &p, ei);
 
     if (rc < 0)
         return rc;
@@ -385,11 +390,6 @@ static int run_tool(struct slurm *s, enum tool t, const char *const *args,
 static char *state_path(const struct slurm *s, int64_t id)
 {
     return xasprintf("%s/%" PRId64 ".slurm", s->log_dir, id);
-}
-
-static char *script_path(const struct slurm *s, int64_t id)
-{
-    return xasprintf("%s/%" PRId64 ".sbatch", s->log_dir, id);
 }
 
 static int write_all(int fd, const char *p, size_t len)
@@ -529,19 +529,17 @@ static void submit_free(struct slurm *s, struct submit *sub)
     for (size_t i = 0; sub->args[i]; i++)
         free(sub->args[i]);
     free(sub->env[0]);
+    free(sub->script);
     free(sub->nodelist);
     free(sub);
 }
 
-/* Forgets a workload that has been reported: its state and script go, its log stays. */
+/* Forgets a workload that has been reported: its state file goes, its log stays. */
 static void work_finish(struct slurm *s, size_t pos)
 {
     struct sjob *w = s->work[pos];
     char *path = state_path(s, w->id);
     submit_free(s, w->sub);
-    unlink(path);
-    free(path);
-    path = script_path(s, w->id);
     unlink(path);
     free(path);
     memmove(&s->work[pos], &s->work[pos + 1], (s->n_work - pos - 1) * sizeof(*s->work));
@@ -671,13 +669,33 @@ static int64_t parse_job_id(const char *out)
 static void report(struct slurm *s, size_t pos, enum backend_end how, int64_t at, int exit_code,
                    const char *message);
 
-/* Starts the submission's sbatch. Returns 0 or ERR_UNAVAILABLE with ei. */
+/*
+ * Starts the submission's sbatch with the script on its stdin: an
+ * anonymous memory file (memfd), not a file in log_dir. Creating and
+ * deleting files there per job was most of the daemon's own CPU (ext4
+ * inode allocation), and sbatch keeps the script in Slurm anyway.
+ * Returns 0 or ERR_UNAVAILABLE with ei.
+ */
 static int submit_start(struct slurm *s, struct submit *sub, struct error_info *ei)
 {
-    int rc = proc_start(s, T_SBATCH, (const char *const *)sub->args, (const char *const *)sub->env,
-                        SMALL_MAX, &sub->p, ei);
+    int fd = memfd_create("gpuaas-sbatch", MFD_CLOEXEC), rc;
+
+    if (fd < 0)
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not hold the batch script: %s",
+                           strerror(errno));
+    if (write_all(fd, sub->script, strlen(sub->script)) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+        rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not hold the batch script: %s",
+                         strerror(errno));
+        close(fd);
+        return rc;
+    }
+    rc = proc_start(s, T_SBATCH, (const char *const *)sub->args, (const char *const *)sub->env, fd,
+                    SMALL_MAX, &sub->p, ei);
+    close(fd);
     if (rc < 0)
         return rc;
+    free(sub->script);
+    sub->script = NULL;
     sub->started = sub->running = true;
     s->n_submitting++;
     return 0;
@@ -804,7 +822,7 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
     struct buf script, nodelist;
     struct submit *sub;
     struct sjob *w;
-    char *spath, **args;
+    char **args;
     size_t n = 0;
     int64_t cpus;
     int rc = backend_check_launch(l, ei);
@@ -826,15 +844,6 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
         return errinfo_set(ei, ERR_INVALID, "command",
                            "workload %" PRId64 ": the command is too long", l->workload_id);
     }
-    spath = script_path(s, l->workload_id);
-    if (write_atomic(spath, script.data) < 0) {
-        rc = errinfo_set(ei, ERR_IO, NULL, "could not write the batch script '%s': %s", spath,
-                         strerror(errno));
-        buf_release(&script);
-        free(spath);
-        return rc;
-    }
-    buf_release(&script);
 
     buf_init(&nodelist, 64 * 1024);
     for (size_t i = 0; i < l->n_replicas; i++)
@@ -842,6 +851,7 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
     cpus = l->cpu_milli > 0 ? (l->cpu_milli + 999) / 1000 : 1;
 
     sub = xcalloc(1, sizeof(*sub));
+    sub->script = script.data; /* handed over */
     sub->env[0] = xasprintf("GPUAAS_WORKLOAD_ID=%" PRId64, l->workload_id);
     sub->nodelist = xstrdup(nodelist.data ? nodelist.data : "");
     buf_release(&nodelist);
@@ -873,8 +883,7 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
     }
     if (s->partition)
         args[n++] = xasprintf("--partition=%s", s->partition);
-    args[n++] = spath;
-    args[n] = NULL;
+    args[n] = NULL; /* no script file: sbatch reads it from stdin */
     assert(n < ARRAY_SIZE(sub->args));
 
     /*
@@ -883,7 +892,6 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
      * started now, so a launch the machine refuses outright fails here.
      */
     if (s->n_submitting < s->max_submits && (rc = submit_start(s, sub, ei)) < 0) {
-        unlink(spath);
         submit_free(s, sub);
         return rc;
     }
@@ -935,7 +943,6 @@ static int slurm_adopt(struct backend *b, const struct backend_launch *l, int64_
     } else {
         w->job_id = job_id;
         w->info.job_id = job_id;
-        w->nodes_stored = true; /* keep the file as the previous daemon wrote it */
     }
     work_add(s, w);
     return 0;
@@ -1494,8 +1501,6 @@ static int query(struct slurm *s, int64_t now_ms)
                     w->info.start_ms > w->launched_ms ? w->info.start_ms : w->launched_ms;
                 w->deadline_ms = add_ms(from, w->max_runtime_ms);
             }
-            if (!w->nodes_stored)
-                w->nodes_stored = state_write(s, w) == 0;
         }
         if (!state_final(j->state)) {
             w->alive_ms = now_ms;

@@ -18,10 +18,10 @@
 struct slurm_options {
     /*
      * Where per-workload files go, created 0700: <id>.log (the job's output,
-     * appended), <id>.slurm (state: the Slurm job id, for adopt) and
-     * <id>.sbatch (the batch script). Slurm's nodes write the log, so on a
-     * real cluster it is on a file system they share with the daemon. A
-     * relative path is taken from the daemon's working directory.
+     * appended) and <id>.slurm (state: the Slurm job id, for adopt); the
+     * batch script goes to sbatch on its stdin. Slurm's nodes write the
+     * log, so on a real cluster it is on a file system they share with the
+     * daemon. A relative path is taken from the daemon's working directory.
      */
     const char *log_dir;
     /* slurm.conf for the tools (SLURM_CONF); NULL or "": the daemon's SLURM_CONF, else theirs. */
@@ -54,15 +54,15 @@ struct slurm_options {
  *    with the CUDA_VISIBLE_DEVICES Slurm sets (NVIDIA_VISIBLE_DEVICES made
  *    equal to it), GPUAAS_WORKLOAD_ID and GPUAAS_REPLICA. Replicas must be
  *    on distinct nodes with the same number of devices (one srun task per
- *    node). launch() does not wait for sbatch: it writes the script and
- *    starts sbatch (or queues it while max_submits run); poll() takes the
+ *    node). launch() does not wait for sbatch: it builds the script and
+ *    starts sbatch with it on stdin (or queues it while max_submits run); poll() takes the
  *    answer and writes the job id to <log_dir>/<id>.slurm. When sbatch
  *    fails, times out or its state file cannot be written (the job is then
  *    cancelled), poll() reports BACKEND_NOT_STARTED at its now_ms with a
  *    message. ERR_INVALID: the shape (see backend_check_launch), an empty
  *    command, an image, a node name Slurm cannot take, an unsupported
  *    replica layout; ERR_CONFLICT: the id is still known; ERR_UNAVAILABLE:
- *    sbatch could not be started; ERR_IO: the script file.
+ *    sbatch could not be started.
  *  - stop: a job Slurm runs gets SIGTERM (`scancel --full --signal=TERM`),
  *    one not yet running is cancelled; at now + grace the first poll() at or
  *    after it sends SIGKILL (`scancel --batch --signal=KILL`, or a plain
