@@ -576,16 +576,18 @@ static void test_stop_while_submitting(void **state)
     launch_ok(b, &first, t0);
     launch_ok(b, &second, t0); /* waits: one sbatch at a time */
     launch_ok(b, &third, t0);
+    /* No poll yet: 801's sbatch has not been answered, 802's not started. */
+    assert_int_equal(b->ops->stop(b, 801, 60000, t0), 0);
     assert_int_equal(b->ops->stop(b, 802, 60000, t0), 0);
     ev = wait_end(b, 802); /* reported by the next poll, no job was made */
     assert_int_equal(ev.how, BACKEND_STOPPED);
     assert_int_equal(ev.exit_code, -1);
     assert_int_equal(ev.at_ms, t0);
-    assert_false(file_exists(802, "sbatch"));
-    assert_int_equal(b->ops->stop(b, 801, 60000, now_ms()), 0);
-    ev = wait_end(b, 801);
+    assert_false(file_exists(802, "slurm"));
+    ev = wait_end(b, 801); /* cancelled once sbatch gave its id */
     assert_int_equal(ev.how, BACKEND_STOPPED);
     assert_true(now_ms() - t0 < 10000); /* cancelled, not killed at the grace */
+    sh("test \"$(squeue -h -t all -n gpuaas-801 -o %T)\" = CANCELLED");
     ev = wait_end(b, 803);
     assert_int_equal(ev.how, BACKEND_EXITED);
     assert_int_equal(ev.exit_code, 7);
