@@ -52,21 +52,31 @@ enum backend_end {
     BACKEND_STOPPED,    /* ended after stop(): by the signal or the kill */
     BACKEND_TIMEOUT,    /* killed at its max runtime */
     BACKEND_LOST,       /* the backend no longer knows it (after a restart) */
-    BACKEND_NOT_STARTED, /* launch() failed: the engine records it as such, no backend reports it */
+    /*
+     * It never started: launch() failed (the engine records that itself), or
+     * a backend that launches asynchronously (slurm) learnt afterwards that
+     * the launch failed, and reports it from poll() with a message.
+     */
+    BACKEND_NOT_STARTED,
 };
 
 struct backend_event {
     int64_t workload_id;
     int64_t at_ms;
     enum backend_end how;
-    int exit_code; /* negative: killed by that signal number */
+    int exit_code;     /* negative: killed by that signal number */
+    char message[200]; /* BACKEND_NOT_STARTED: why, "" when not said */
 };
 
 struct backend;
 
 struct backend_ops {
     const char *name;
-    /* Starts all replicas at now_ms. Errors: ERR_INVALID, ERR_UNAVAILABLE, with ei. */
+    /*
+     * Starts all replicas at now_ms. Errors: ERR_INVALID, ERR_UNAVAILABLE, with ei.
+     * A backend may also accept the launch and report it BACKEND_NOT_STARTED
+     * from a later poll() (slurm: sbatch answers after launch() returns).
+     */
     int (*launch)(struct backend *b, const struct backend_launch *l, int64_t now_ms,
                   struct error_info *ei);
     /* Asks the work to stop now (SIGTERM or equivalent) and kills it at now_ms + grace_ms. */

@@ -3,7 +3,9 @@
  * slurm.c: the backend that runs placed work on a real Slurm cluster (issue
  * 8, docs/slurm-backend.md). Each workload is one batch job, submitted with
  * sbatch pinned to the nodes the scheduler chose and the number of GPUs it
- * gave each replica; squeue --json tells how it goes and how it ended;
+ * gave each replica; sbatch runs while the engine goes on (launch() does
+ * not wait for its answer, poll() takes it); squeue, asked only about our
+ * job ids and a few fields, tells how each goes and how it ended;
  * scancel signals it (SIGTERM, the grace, SIGKILL: preemption is ours, not
  * Slurm's); sinfo --json gives the nodes and their GPUs.
  *
@@ -11,8 +13,8 @@
  * they are what every Slurm site has, speak the same protocol version as the
  * controller whatever version that is, and need no extra daemon or token; a
  * tool that hangs is killed at a deadline, which a library call inside the
- * daemon could not be. Each tool runs as fork + execve of its full path with
- * its arguments as a vector (no shell) and a minimal environment.
+ * daemon could not be. Each tool runs through posix_spawn of its full path
+ * with its arguments as a vector (no shell) and a minimal environment.
  *
  * Like every backend this one has no clock of its own for events: times come
  * from the caller. poll() runs squeue at most every poll_interval_ms, so the
@@ -24,6 +26,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -41,18 +45,35 @@
 #define STATE_MAGIC "gpuaas-slurm-state 1"
 #define STATE_MAX 4096
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
-#define SQUEUE_MAX (256u * 1024 * 1024) /* squeue --json of a very busy cluster */
+#define SQUEUE_MAX (256u * 1024 * 1024) /* squeue about every job of a very busy cluster */
 #define SINFO_MAX (64u * 1024 * 1024)
 #define SMALL_MAX (64u * 1024)
 
-enum tool { T_SBATCH, T_SQUEUE, T_SCANCEL, T_SINFO, N_TOOLS };
-static const char *const tool_names[N_TOOLS] = {"sbatch", "squeue", "scancel", "sinfo"};
+enum tool { T_SBATCH, T_SQUEUE, T_SCANCEL, T_SINFO, T_SCONTROL, N_TOOLS };
+static const char *const tool_names[N_TOOLS] = {"sbatch", "squeue", "scancel", "sinfo", "scontrol"};
+
+/* Between two looks at the sbatch runs in flight (next_event_ms while there are some). */
+#define SUBMIT_LOOK_MS 5
+/* More ids than this: squeue is asked about every job and the answer filtered here. */
+#define QUERY_MAX_IDS 500
+/* What squeue prints per job (SLURM_TIME_FORMAT=%s: times as seconds since the epoch). */
+#define QUEUE_FIELDS "JobID:|,State:|,StartTime:|,EndTime:|,exit_code:|,NodeList:|,Name:|"
+
+/* A tool started and not yet reaped: its output so far, read from non-blocking pipes. */
+struct proc {
+    pid_t pid;
+    int fd[2]; /* stdout, stderr (read ends); -1 once closed */
+    struct buf out, err;
+    int64_t deadline; /* monotonic ms */
+    const char *name; /* the tool's */
+};
 
 struct sjob {
     int64_t id;     /* workload */
     int64_t job_id; /* Slurm's */
     int64_t launched_ms;
     int64_t alive_ms;        /* the last query that saw it not ended (its end is later) */
+    int64_t signalled_ms;    /* when stop() or its max runtime first signalled it; 0: never */
     int64_t max_runtime_ms;  /* < 0: none */
     int64_t deadline_ms;     /* max runtime reached: set once Slurm started it; NEVER until */
     int64_t kill_at_ms;      /* SIGKILL due, NEVER when none pending */
@@ -60,9 +81,21 @@ struct sjob {
     bool lost;               /* adopt found nothing: report LOST at lost_at_ms */
     bool searching;          /* adopted without a state file: look for its job by name */
     int64_t lost_at_ms;
-    bool running;     /* Slurm said RUNNING (so a signal reaches it) */
-    bool gres_stored; /* the state file has what Slurm assigned */
+    bool running;       /* Slurm said RUNNING (so a signal reaches it) */
+    bool gres_known;    /* info.gres holds what Slurm assigned */
+    struct submit *sub; /* its sbatch has not answered yet (queued or running); else NULL */
     struct slurm_job_info info;
+};
+
+/* An sbatch waiting for its turn or running: launch() returns before it answers. */
+struct submit {
+    char *args[32]; /* sbatch's arguments, owned, NULL-terminated */
+    char *env[2];   /* GPUAAS_WORKLOAD_ID=<id>, NULL */
+    char *script;   /* the batch script, given on sbatch's stdin; freed once it started */
+    char *nodelist; /* for messages */
+    bool started;
+    bool running;  /* started and not yet finished with: counted in n_submitting */
+    struct proc p; /* valid while running */
 };
 
 struct slurm {
@@ -74,6 +107,9 @@ struct slurm {
     char **env; /* the tools' environment */
     int64_t poll_interval_ms, command_timeout_ms, timeout_grace_ms;
     int64_t next_query_ms; /* when poll() may run squeue again */
+    size_t max_submits;    /* sbatch runs at once */
+    size_t n_submitting;   /* sbatch runs now */
+    int64_t last_now_ms;   /* the latest now_ms given to launch() or poll() */
 
     struct sjob **work; /* in launch order */
     size_t n_work, cap_work;
@@ -136,49 +172,47 @@ static void kill_and_reap(pid_t pid)
         ;
 }
 
-/* Between fork and exec: async-signal-safe calls only (the daemon has threads). */
-__attribute__((noreturn)) static void tool_exec(const char *path, char *const *argv,
-                                                char *const *envp, int out_fd, int err_fd)
+static void proc_close(struct proc *p)
 {
-    struct sigaction dfl;
-    sigset_t none;
-    int null_fd;
-
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; sig++)
-        sigaction(sig, &dfl, NULL);
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd < 0 || dup2(null_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
-        _exit(127);
-    if (close_range(3, ~0U, 0) < 0) {
-        for (int fd = 3; fd < 1024; fd++)
-            close(fd);
+    for (int k = 0; k < 2; k++) {
+        if (p->fd[k] >= 0)
+            close(p->fd[k]);
+        p->fd[k] = -1;
     }
-    execve(path, argv, envp);
-    _exit(127);
+}
+
+/* Kills and reaps the tool, closes its pipes and drops its output. */
+static void proc_abort(struct proc *p)
+{
+    proc_close(p);
+    if (p->pid > 0)
+        kill_and_reap(p->pid);
+    p->pid = 0;
+    buf_release(&p->out);
+    buf_release(&p->err);
 }
 
 /*
- * Runs tool t with args (NULL-terminated, without the program name) and
- * extra environment entries (NULL-terminated, may be NULL), with a deadline.
- * Returns 0 with r filled (caller releases it, whatever the exit status), or
- * ERR_UNAVAILABLE (could not start, timed out: killed) / ERR_TOO_LARGE
- * (more output than out_max: killed), with ei.
+ * Starts tool t with args (NULL-terminated, without the program name) and
+ * extra environment entries (NULL-terminated, may be NULL), its stdin
+ * stdin_fd (< 0: /dev/null). posix_spawn, not
+ * fork: glibc's uses CLONE_VFORK, so the daemon's page tables are not copied
+ * and its other threads take no copy-on-write faults. The child gets
+ * stdout and stderr on pipes, no other descriptor, default signal
+ * dispositions and an empty signal mask. Returns 0 with p filled (finish it
+ * with proc_wait or proc_abort), or ERR_UNAVAILABLE with ei.
  */
-static int run_tool(struct slurm *s, enum tool t, const char *const *args,
-                    const char *const *extra_env, size_t out_max, struct tool_result *r,
-                    struct error_info *ei)
+static int proc_start(struct slurm *s, enum tool t, const char *const *args,
+                      const char *const *extra_env, int stdin_fd, size_t out_max, struct proc *p,
+                      struct error_info *ei)
 {
     const char *argv[64];
     char *envp[32];
     size_t n_arg = 0, n_env = 0;
-    int out_pipe[2], err_pipe[2], st, rc = 0;
-    int64_t deadline = mono_ms() + s->command_timeout_ms;
-    bool out_open = true, err_open = true;
-    pid_t pid;
+    int out_pipe[2], err_pipe[2], rc;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t all, none;
 
     argv[n_arg++] = tool_names[t];
     for (size_t i = 0; args[i]; i++) {
@@ -194,9 +228,12 @@ static int run_tool(struct slurm *s, enum tool t, const char *const *args,
     }
     envp[n_env] = NULL;
 
-    memset(r, 0, sizeof(*r));
-    buf_init(&r->out, out_max);
-    buf_init(&r->err, SMALL_MAX);
+    memset(p, 0, sizeof(*p));
+    p->fd[0] = p->fd[1] = -1;
+    p->name = tool_names[t];
+    p->deadline = mono_ms() + s->command_timeout_ms;
+    buf_init(&p->out, out_max);
+    buf_init(&p->err, SMALL_MAX);
     if (pipe2(out_pipe, O_CLOEXEC) < 0)
         return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not run %s: pipe: %s", argv[0],
                            strerror(errno));
@@ -207,90 +244,144 @@ static int run_tool(struct slurm *s, enum tool t, const char *const *args,
         close(out_pipe[1]);
         return rc;
     }
-    pid = fork();
-    if (pid == 0)
-        tool_exec(s->tools[t], (char *const *)argv, envp, out_pipe[1], err_pipe[1]);
+    /* Only our ends are non-blocking: the flag is shared with every dup of a descriptor. */
+    fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+    fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+    posix_spawn_file_actions_init(&fa);
+    if (stdin_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
+    else
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    posix_spawnattr_init(&attr);
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    rc = posix_spawn(&p->pid, s->tools[t], &fa, &attr, (char *const *)argv, envp);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
     close(out_pipe[1]);
     close(err_pipe[1]);
-    if (pid < 0) {
-        close(out_pipe[0]);
-        close(err_pipe[0]);
-        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not run %s: fork: %s", argv[0],
-                           strerror(errno));
+    p->fd[0] = out_pipe[0];
+    p->fd[1] = err_pipe[0];
+    if (rc != 0) {
+        p->pid = 0;
+        proc_abort(p);
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not execute '%s': %s", s->tools[t],
+                           strerror(rc));
     }
-    while (out_open || err_open) {
-        struct pollfd pfd[2] = {{.fd = out_open ? out_pipe[0] : -1, .events = POLLIN},
-                                {.fd = err_open ? err_pipe[0] : -1, .events = POLLIN}};
-        int64_t left = deadline - mono_ms();
-        char chunk[65536];
-        int pr;
+    return 0;
+}
 
-        if (left <= 0) {
-            rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL, "%s timed out after %" PRId64 " ms",
-                             argv[0], s->command_timeout_ms);
-            break;
-        }
-        pr = poll(pfd, 2, left > INT_MAX ? INT_MAX : (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0) {
-            rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL, "%s: poll: %s", argv[0], strerror(errno));
-            break;
-        }
-        for (int k = 0; k < 2 && rc == 0; k++) {
+/*
+ * Reads what the tool wrote, waiting up to wait_ms for something to read.
+ * Returns 1 when both pipes are closed (the tool is done writing), 0 when
+ * not yet, ERR_TOO_LARGE (with ei) when stdout went beyond its cap.
+ */
+static int proc_pump(struct proc *p, int wait_ms, struct error_info *ei)
+{
+    struct pollfd pfd[2] = {{.fd = p->fd[0], .events = POLLIN}, {.fd = p->fd[1], .events = POLLIN}};
+    char chunk[65536];
+    int pr = poll(pfd, 2, wait_ms);
+
+    if (pr < 0 && errno != EINTR)
+        pr = 0;
+    for (int k = 0; k < 2 && pr > 0; k++) {
+        for (;;) {
             ssize_t n;
-            if (!(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            n = read(pfd[k].fd, chunk, sizeof(chunk));
+            if (p->fd[k] < 0 || !(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                break;
+            n = read(p->fd[k], chunk, sizeof(chunk));
             if (n < 0 && errno == EINTR)
                 continue;
+            if (n < 0 && errno == EAGAIN)
+                break;
             if (n <= 0) {
-                if (k == 0)
-                    out_open = false;
-                else
-                    err_open = false;
-                continue;
+                close(p->fd[k]);
+                p->fd[k] = -1;
+                break;
             }
             if (k == 1) {
-                buf_append(&r->err, chunk, (size_t)n); /* beyond its cap: dropped */
-            } else if (buf_append(&r->out, chunk, (size_t)n) < 0) {
-                rc = errinfo_set(ei, ERR_TOO_LARGE, NULL, "%s wrote more than %zu bytes", argv[0],
-                                 out_max);
+                buf_append(&p->err, chunk, (size_t)n); /* beyond its cap: dropped */
+            } else if (buf_append(&p->out, chunk, (size_t)n) < 0) {
+                return errinfo_set(ei, ERR_TOO_LARGE, NULL, "%s wrote more than %zu bytes", p->name,
+                                   p->out.max);
             }
         }
-        if (rc < 0)
+    }
+    return p->fd[0] < 0 && p->fd[1] < 0;
+}
+
+/*
+ * Reaps the tool without waiting. Returns 1 with ret_status (exit code or
+ * -signal), 0 while it runs, -1 when it cannot be waited for (errno).
+ */
+static int proc_reap(struct proc *p, int *ret_status)
+{
+    int st;
+    pid_t w = waitpid(p->pid, &st, WNOHANG);
+    if (w < 0 && errno != EINTR) {
+        p->pid = 0;
+        return -1;
+    }
+    if (w != p->pid)
+        return 0;
+    p->pid = 0;
+    *ret_status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : -1;
+    return 1;
+}
+
+/*
+ * Runs tool t to its end (see proc_start), within command_timeout_ms.
+ * Returns 0 with r filled (caller releases it, whatever the exit status), or
+ * ERR_UNAVAILABLE (could not start, timed out: killed) / ERR_TOO_LARGE
+ * (more output than out_max: killed), with ei.
+ */
+static int run_tool(struct slurm *s, enum tool t, const char *const *args,
+                    const char *const *extra_env, size_t out_max, struct tool_result *r,
+                    struct error_info *ei)
+{
+    struct proc p;
+    int rc = proc_start(s, t, args, extra_env, -1, out_max, &p, ei);
+
+    if (rc < 0)
+        return rc;
+    for (;;) {
+        int64_t left = p.deadline - mono_ms();
+        if (left <= 0) {
+            rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL, "%s timed out after %" PRId64 " ms", p.name,
+                             s->command_timeout_ms);
+            break;
+        }
+        rc = proc_pump(&p, left > INT_MAX ? INT_MAX : (int)left, ei);
+        if (rc != 0)
             break;
     }
-    close(out_pipe[0]);
-    close(err_pipe[0]);
     if (rc < 0) {
-        kill_and_reap(pid);
-        result_release(r);
+        proc_abort(&p);
         return rc;
     }
     /* Output closed: the exit follows at once; wait for it within the deadline. */
-    for (;;) {
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid)
-            break;
-        if (w < 0 && errno != EINTR) {
-            result_release(r);
-            return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "%s: waitpid: %s", argv[0],
-                               strerror(errno));
+    memset(r, 0, sizeof(*r));
+    while ((rc = proc_reap(&p, &r->status)) != 1) {
+        if (rc < 0) {
+            rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL, "%s: waitpid: %s", p.name, strerror(errno));
+            proc_abort(&p);
+            return rc;
         }
-        if (mono_ms() >= deadline) {
-            kill_and_reap(pid);
-            result_release(r);
+        if (mono_ms() >= p.deadline) {
+            proc_abort(&p);
             return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "%s timed out after %" PRId64 " ms",
-                               argv[0], s->command_timeout_ms);
+                               tool_names[t], s->command_timeout_ms);
         }
-        poll(NULL, 0, 2);
+        poll(NULL, 0, 1);
     }
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? -WTERMSIG(st) : -1;
-    if (r->status == 127 && r->out.len == 0 && r->err.len == 0) {
-        result_release(r);
-        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not execute '%s'", s->tools[t]);
-    }
+    r->out = p.out;
+    r->err = p.err;
     return 0;
 }
 
@@ -299,11 +390,6 @@ static int run_tool(struct slurm *s, enum tool t, const char *const *args,
 static char *state_path(const struct slurm *s, int64_t id)
 {
     return xasprintf("%s/%" PRId64 ".slurm", s->log_dir, id);
-}
-
-static char *script_path(const struct slurm *s, int64_t id)
-{
-    return xasprintf("%s/%" PRId64 ".sbatch", s->log_dir, id);
 }
 
 static int write_all(int fd, const char *p, size_t len)
@@ -431,14 +517,29 @@ static void done_push(struct slurm *s, struct backend_event ev)
     s->done[s->n_done++] = ev;
 }
 
-/* Forgets a workload that has been reported: its state and script go, its log stays. */
+static void submit_free(struct slurm *s, struct submit *sub)
+{
+    if (!sub)
+        return;
+    if (sub->running) {
+        sub->running = false;
+        s->n_submitting--;
+        proc_abort(&sub->p); /* kills it if it still runs */
+    }
+    for (size_t i = 0; sub->args[i]; i++)
+        free(sub->args[i]);
+    free(sub->env[0]);
+    free(sub->script);
+    free(sub->nodelist);
+    free(sub);
+}
+
+/* Forgets a workload that has been reported: its state file goes, its log stays. */
 static void work_finish(struct slurm *s, size_t pos)
 {
     struct sjob *w = s->work[pos];
     char *path = state_path(s, w->id);
-    unlink(path);
-    free(path);
-    path = script_path(s, w->id);
+    submit_free(s, w->sub);
     unlink(path);
     free(path);
     memmove(&s->work[pos], &s->work[pos + 1], (s->n_work - pos - 1) * sizeof(*s->work));
@@ -565,19 +666,165 @@ static int64_t parse_job_id(const char *out)
     return v;
 }
 
+static void report(struct slurm *s, size_t pos, enum backend_end how, int64_t at, int exit_code,
+                   const char *message);
+
+/*
+ * Starts the submission's sbatch with the script on its stdin: an
+ * anonymous memory file (memfd), not a file in log_dir. Creating and
+ * deleting files there per job was most of the daemon's own CPU (ext4
+ * inode allocation), and sbatch keeps the script in Slurm anyway.
+ * Returns 0 or ERR_UNAVAILABLE with ei.
+ */
+static int submit_start(struct slurm *s, struct submit *sub, struct error_info *ei)
+{
+    int fd = memfd_create("gpuaas-sbatch", MFD_CLOEXEC), rc;
+
+    if (fd < 0)
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not hold the batch script: %s",
+                           strerror(errno));
+    if (write_all(fd, sub->script, strlen(sub->script)) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+        rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not hold the batch script: %s",
+                         strerror(errno));
+        close(fd);
+        return rc;
+    }
+    rc = proc_start(s, T_SBATCH, (const char *const *)sub->args, (const char *const *)sub->env, fd,
+                    SMALL_MAX, &sub->p, ei);
+    close(fd);
+    if (rc < 0)
+        return rc;
+    free(sub->script);
+    sub->script = NULL;
+    sub->started = sub->running = true;
+    s->n_submitting++;
+    return 0;
+}
+
+/* Takes a job back whose launch is given up (best effort; nothing to report). */
+static void cancel_job(struct slurm *s, int64_t job_id, int64_t workload_id)
+{
+    struct tool_result r;
+    const char *args[3];
+    char arg[64];
+
+    if (job_id > 0)
+        snprintf(arg, sizeof(arg), "%" PRId64, job_id);
+    else
+        snprintf(arg, sizeof(arg), "--name=gpuaas-%" PRId64, workload_id);
+    args[0] = arg;
+    args[1] = NULL;
+    if (run_tool(s, T_SCANCEL, args, NULL, SMALL_MAX, &r, NULL) == 0)
+        result_release(&r);
+}
+
+static void signal_job(struct slurm *s, struct sjob *w, int sig);
+
+/*
+ * sbatch has answered (status) for the workload at pos: follow its job, or
+ * report the launch failed. Returns whether the workload was reported (and
+ * so is gone from the list).
+ */
+static bool submit_done(struct slurm *s, size_t pos, int status, int64_t now_ms)
+{
+    struct sjob *w = s->work[pos];
+    struct submit *sub = w->sub;
+    struct tool_result r = {.status = status, .out = sub->p.out, .err = sub->p.err};
+    int64_t job_id = status == 0 ? parse_job_id(sub->p.out.data) : -1;
+    char line[160], msg[200];
+
+    if (job_id < 0) {
+        snprintf(msg, sizeof(msg), "slurm refused it on %s: %s", sub->nodelist,
+                 first_line(&r, line, sizeof(line)));
+        report(s, pos, BACKEND_NOT_STARTED, now_ms, UNKNOWN_EXIT, msg);
+        return true;
+    }
+    w->job_id = job_id;
+    w->info.job_id = job_id;
+    if (state_write(s, w) < 0) {
+        /* Without its state file a restarted daemon could not find it: take it back. */
+        snprintf(msg, sizeof(msg), "could not write its state file in '%s': %s", s->log_dir,
+                 strerror(errno));
+        cancel_job(s, job_id, w->id);
+        report(s, pos, BACKEND_NOT_STARTED, now_ms, UNKNOWN_EXIT, msg);
+        return true;
+    }
+    submit_free(s, sub);
+    w->sub = NULL;
+    if (w->reason)
+        signal_job(s, w, SIGTERM); /* stopped while sbatch ran: a cancel, it is not running */
+    return false;
+}
+
+/*
+ * Looks at the sbatch runs in flight without waiting, takes their answers,
+ * then starts waiting ones while fewer than max_submits run. Failures are reported as
+ * BACKEND_NOT_STARTED at now_ms.
+ */
+static void submissions(struct slurm *s, int64_t now_ms)
+{
+    size_t i = 0;
+
+    while (i < s->n_work && s->n_submitting > 0) {
+        struct sjob *w = s->work[i];
+        struct submit *sub = w->sub;
+        struct error_info ei = {0};
+        int rc, status;
+
+        if (!sub || !sub->running) {
+            i++;
+            continue;
+        }
+        rc = sub->p.fd[0] >= 0 || sub->p.fd[1] >= 0 ? proc_pump(&sub->p, 0, &ei) : 1;
+        if (rc == 1) {
+            rc = proc_reap(&sub->p, &status);
+            if (rc == 1) {
+                if (!submit_done(s, i, status, now_ms))
+                    i++;
+                continue;
+            }
+            if (rc < 0)
+                errinfo_set(&ei, ERR_UNAVAILABLE, NULL, "sbatch: waitpid: %s", strerror(errno));
+        }
+        if (rc == 0 && mono_ms() >= sub->p.deadline) {
+            rc = -1;
+            errinfo_set(&ei, ERR_UNAVAILABLE, NULL, "sbatch timed out after %" PRId64 " ms",
+                        s->command_timeout_ms);
+        }
+        if (rc < 0) {
+            /* It may have submitted the job: kill it first, then cancel by name. */
+            proc_abort(&sub->p);
+            cancel_job(s, -1, w->id);
+            report(s, i, BACKEND_NOT_STARTED, now_ms, UNKNOWN_EXIT, ei.message);
+            continue;
+        }
+        i++;
+    }
+    for (i = 0; i < s->n_work && s->n_submitting < s->max_submits;) {
+        struct sjob *w = s->work[i];
+        struct error_info ei = {0};
+        if (!w->sub || w->sub->started) {
+            i++;
+            continue;
+        }
+        if (submit_start(s, w->sub, &ei) < 0) {
+            report(s, i, BACKEND_NOT_STARTED, now_ms, UNKNOWN_EXIT, ei.message);
+            continue;
+        }
+        i++;
+    }
+}
+
 static int slurm_launch(struct backend *b, const struct backend_launch *l, int64_t now_ms,
                         struct error_info *ei)
 {
     struct slurm *s = slurm_of(b);
     struct buf script, nodelist;
-    struct tool_result r;
+    struct submit *sub;
     struct sjob *w;
-    char *spath, *owned[16], *env_id;
-    size_t n_owned = 0;
-    const char *args[32];
-    const char *env[2];
+    char **args;
     size_t n = 0;
-    int64_t job_id = -1, cpus;
+    int64_t cpus;
     int rc = backend_check_launch(l, ei);
 
     if (rc == 0)
@@ -588,6 +835,8 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
         return errinfo_set(ei, ERR_CONFLICT, NULL,
                            "workload %" PRId64 " is already running on this cluster",
                            l->workload_id);
+    if (now_ms > s->last_now_ms)
+        s->last_now_ms = now_ms;
 
     buf_init(&script, 1024 * 1024);
     if (script_build(l, &script) < 0) {
@@ -595,38 +844,33 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
         return errinfo_set(ei, ERR_INVALID, "command",
                            "workload %" PRId64 ": the command is too long", l->workload_id);
     }
-    spath = script_path(s, l->workload_id);
-    if (write_atomic(spath, script.data) < 0) {
-        rc = errinfo_set(ei, ERR_IO, NULL, "could not write the batch script '%s': %s", spath,
-                         strerror(errno));
-        buf_release(&script);
-        free(spath);
-        return rc;
-    }
-    buf_release(&script);
 
     buf_init(&nodelist, 64 * 1024);
     for (size_t i = 0; i < l->n_replicas; i++)
         buf_printf(&nodelist, "%s%s", i ? "," : "", l->replicas[i].node_name);
     cpus = l->cpu_milli > 0 ? (l->cpu_milli + 999) / 1000 : 1;
 
-#define OWN(str) (owned[n_owned++] = (str))
-    env_id = OWN(xasprintf("GPUAAS_WORKLOAD_ID=%" PRId64, l->workload_id));
-    args[n++] = "--parsable";
-    args[n++] = "--no-requeue";
-    args[n++] = "--open-mode=append";
-    args[n++] = "--ntasks-per-node=1";
-    args[n++] = OWN(xasprintf("--job-name=gpuaas-%" PRId64, l->workload_id));
-    args[n++] = OWN(xasprintf("--output=%s/%" PRId64 ".log", s->log_dir, l->workload_id));
-    args[n++] = OWN(xasprintf("--chdir=%s", s->log_dir));
-    args[n++] = OWN(xasprintf("--nodes=%zu", l->n_replicas));
-    args[n++] = OWN(xasprintf("--nodelist=%s", nodelist.data ? nodelist.data : ""));
-    args[n++] = OWN(xasprintf("--ntasks=%zu", l->n_replicas));
-    args[n++] = OWN(xasprintf("--cpus-per-task=%" PRId64, cpus));
+    sub = xcalloc(1, sizeof(*sub));
+    sub->script = script.data; /* handed over */
+    sub->env[0] = xasprintf("GPUAAS_WORKLOAD_ID=%" PRId64, l->workload_id);
+    sub->nodelist = xstrdup(nodelist.data ? nodelist.data : "");
+    buf_release(&nodelist);
+    args = sub->args;
+    args[n++] = xstrdup("--parsable");
+    args[n++] = xstrdup("--no-requeue");
+    args[n++] = xstrdup("--open-mode=append");
+    args[n++] = xstrdup("--ntasks-per-node=1");
+    args[n++] = xasprintf("--job-name=gpuaas-%" PRId64, l->workload_id);
+    args[n++] = xasprintf("--output=%s/%" PRId64 ".log", s->log_dir, l->workload_id);
+    args[n++] = xasprintf("--chdir=%s", s->log_dir);
+    args[n++] = xasprintf("--nodes=%zu", l->n_replicas);
+    args[n++] = xasprintf("--nodelist=%s", sub->nodelist);
+    args[n++] = xasprintf("--ntasks=%zu", l->n_replicas);
+    args[n++] = xasprintf("--cpus-per-task=%" PRId64, cpus);
     if (l->mem_mib > 0)
-        args[n++] = OWN(xasprintf("--mem=%" PRId64 "M", l->mem_mib));
+        args[n++] = xasprintf("--mem=%" PRId64 "M", l->mem_mib);
     if (l->replicas[0].n_devices > 0)
-        args[n++] = OWN(xasprintf("--gres=gpu:%zu", l->replicas[0].n_devices));
+        args[n++] = xasprintf("--gres=gpu:%zu", l->replicas[0].n_devices);
     if (l->max_runtime_ms >= 0) {
         /*
          * Slurm counts whole minutes; ours is the real limit (enforced by
@@ -635,62 +879,29 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
         int64_t total = add_ms(l->max_runtime_ms, s->timeout_grace_ms);
         int64_t minutes = total / 60000 + 2;
         if (minutes > 0 && minutes < 365LL * 24 * 60)
-            args[n++] = OWN(xasprintf("--time=%" PRId64, minutes));
+            args[n++] = xasprintf("--time=%" PRId64, minutes);
     }
     if (s->partition)
-        args[n++] = OWN(xasprintf("--partition=%s", s->partition));
-#undef OWN
-    args[n++] = spath;
-    args[n] = NULL;
-    assert(n < ARRAY_SIZE(args) && n_owned <= ARRAY_SIZE(owned));
-    env[0] = env_id;
-    env[1] = NULL;
+        args[n++] = xasprintf("--partition=%s", s->partition);
+    args[n] = NULL; /* no script file: sbatch reads it from stdin */
+    assert(n < ARRAY_SIZE(sub->args));
 
-    rc = run_tool(s, T_SBATCH, args, env, SMALL_MAX, &r, ei);
-    if (rc == 0) {
-        job_id = r.status == 0 ? parse_job_id(r.out.data) : -1;
-        if (job_id < 0) {
-            char line[200];
-            rc =
-                errinfo_set(ei, ERR_UNAVAILABLE, NULL,
-                            "slurm refused workload %" PRId64 " on %s: %s", l->workload_id,
-                            nodelist.data ? nodelist.data : "", first_line(&r, line, sizeof(line)));
-        }
-        result_release(&r);
-    }
-    for (size_t i = 0; i < n_owned; i++)
-        free(owned[i]);
-    buf_release(&nodelist);
-    if (rc < 0) {
-        unlink(spath);
-        free(spath);
+    /*
+     * sbatch answers later (poll() takes its answer): the engine thread does
+     * not wait for each, and up to max_submits run at once. The first is
+     * started now, so a launch the machine refuses outright fails here.
+     */
+    if (s->n_submitting < s->max_submits && (rc = submit_start(s, sub, ei)) < 0) {
+        submit_free(s, sub);
         return rc;
     }
-    free(spath);
-
     w = xcalloc(1, sizeof(*w));
     w->id = l->workload_id;
-    w->job_id = job_id;
     w->launched_ms = now_ms;
     w->kill_at_ms = NEVER;
     w->max_runtime_ms = l->max_runtime_ms;
     w->deadline_ms = NEVER;
-    w->info.job_id = job_id;
-    if (state_write(s, w) < 0) {
-        /* Without its state file a restarted daemon could not find it: take it back. */
-        const char *cargs[3];
-        char num[32];
-        rc = errinfo_set(ei, ERR_IO, NULL,
-                         "could not write the state file of workload %" PRId64 " in '%s': %s",
-                         l->workload_id, s->log_dir, strerror(errno));
-        snprintf(num, sizeof(num), "%" PRId64, job_id);
-        cargs[0] = num;
-        cargs[1] = NULL;
-        if (run_tool(s, T_SCANCEL, cargs, NULL, SMALL_MAX, &r, NULL) == 0)
-            result_release(&r);
-        free(w);
-        return rc;
-    }
+    w->sub = sub;
     work_add(s, w);
     return 0;
 }
@@ -732,7 +943,6 @@ static int slurm_adopt(struct backend *b, const struct backend_launch *l, int64_
     } else {
         w->job_id = job_id;
         w->info.job_id = job_id;
-        w->gres_stored = true; /* keep the file as the previous daemon wrote it */
     }
     work_add(s, w);
     return 0;
@@ -781,13 +991,22 @@ static void signal_job(struct slurm *s, struct sjob *w, int sig)
 static int slurm_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, int64_t now_ms)
 {
     struct slurm *s = slurm_of(b);
-    struct sjob *w = work_find(s, workload_id, NULL);
+    size_t pos = 0;
+    struct sjob *w = work_find(s, workload_id, &pos);
     int64_t kill_at;
 
     if (!w || w->lost)
         return 0;
-    if (!w->reason)
+    if (!w->reason) {
         w->reason = BACKEND_STOPPED;
+        w->signalled_ms = now_ms;
+    }
+    if (w->sub && !w->sub->started) {
+        /* Its sbatch was still waiting for its turn: there is no job to stop. */
+        report(s, pos, BACKEND_STOPPED, now_ms, UNKNOWN_EXIT, NULL);
+        return 0;
+    }
+    /* With sbatch still running, the job is cancelled when its id comes (submit_done). */
     signal_job(s, w, SIGTERM);
     kill_at = add_ms(now_ms, grace_ms);
     if (kill_at < w->kill_at_ms)
@@ -833,16 +1052,25 @@ static int64_t end_at(const struct sjob *w, int64_t end_s, int64_t now_ms)
         at = w->launched_ms;
     if (at < w->alive_ms)
         at = w->alive_ms;
+    /*
+     * Signalled work ends after the signal: Slurm's whole seconds would
+     * otherwise date a preempted job's end before the preemption.
+     */
+    if (w->reason && at < w->signalled_ms)
+        at = w->signalled_ms;
     if (at > now_ms)
         at = now_ms;
     return at;
 }
 
-static void report(struct slurm *s, size_t pos, enum backend_end how, int64_t at, int exit_code)
+static void report(struct slurm *s, size_t pos, enum backend_end how, int64_t at, int exit_code,
+                   const char *message)
 {
     struct sjob *w = s->work[pos];
-    done_push(s, (struct backend_event){
-                     .workload_id = w->id, .at_ms = at, .how = how, .exit_code = exit_code});
+    struct backend_event ev = {
+        .workload_id = w->id, .at_ms = at, .how = how, .exit_code = exit_code};
+    copy_str(ev.message, sizeof(ev.message), message);
+    done_push(s, ev);
     work_finish(s, pos);
 }
 
@@ -888,22 +1116,6 @@ static const char *json_str(json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);
     return json_is_string(v) ? json_string_value(v) : "";
-}
-
-/* Joins a JSON array of strings with ';' into dst (truncating). */
-static void json_join(json_t *arr, char *dst, size_t size)
-{
-    size_t i, used = 0;
-    json_t *v;
-    dst[0] = '\0';
-    json_array_foreach(arr, i, v)
-    {
-        int m;
-        if (!json_is_string(v) || used >= size)
-            continue;
-        m = snprintf(dst + used, size - used, "%s%s", used ? ";" : "", json_string_value(v));
-        used = m < 0 ? size : used + (size_t)m;
-    }
 }
 
 /* Ended jobs found by one poll, to be reported oldest first. */
@@ -1029,77 +1241,244 @@ static void jobcomp_lookup(struct slurm *s, struct sjob *const *missing, size_t 
     fclose(f);
 }
 
-/* Adopted work without a state file: its newest job named gpuaas-<id>, or lost. */
-static void search_by_name(struct slurm *s, struct sjob *w, json_t *jobs)
+/* Copies [p, p + len) into dst (size bytes), truncating. */
+static void copy_span(char *dst, size_t size, const char *p, size_t len)
 {
-    char name[64];
-    int64_t best = -1;
-    size_t i;
-    json_t *j;
+    snprintf(dst, size, "%.*s", (int)(len < size ? len : size - 1), p);
+}
 
-    snprintf(name, sizeof(name), "gpuaas-%" PRId64, w->id);
-    json_array_foreach(jobs, i, j)
-    {
-        int64_t id = json_int(j, "job_id");
-        if (id > best && strcmp(json_str(j, "name"), name) == 0)
-            best = id;
+/* A time field: seconds, or 0 for Slurm's words for none. Returns -1 when malformed. */
+static int64_t queue_time(const char *p, size_t len)
+{
+    char tmp[32];
+    int64_t v;
+    if (len == 0 || (len == 3 && memcmp(p, "N/A", 3) == 0) ||
+        (len == 4 && memcmp(p, "NONE", 4) == 0) || (len == 7 && memcmp(p, "Unknown", 7) == 0))
+        return 0;
+    if (len >= sizeof(tmp))
+        return -1;
+    memcpy(tmp, p, len);
+    tmp[len] = '\0';
+    return parse_int64(tmp, 0, INT64_MAX / 1000, &v) < 0 ? -1 : v;
+}
+
+/* Parses one line (without its newline). Returns 1 (a job), 0 (not a plain job id: skip), -1. */
+static int queue_line(const char *line, size_t len, struct slurm_queue_job *j)
+{
+    const char *f[7];
+    size_t flen[7], n = 0;
+    const char *p = line, *end = line + len;
+    char num[32];
+
+    /* Six fields end at the first six '|'; the name is what is left, up to the final '|'. */
+    while (n < 6) {
+        const char *bar = memchr(p, '|', (size_t)(end - p));
+        if (!bar)
+            return -1;
+        f[n] = p;
+        flen[n++] = (size_t)(bar - p);
+        p = bar + 1;
     }
-    w->searching = false;
-    if (best <= 0) {
-        w->lost = true; /* reported by this poll, at the adopt's time */
-        return;
+    if (p >= end || end[-1] != '|')
+        return -1;
+    f[6] = p;
+    flen[6] = (size_t)(end - 1 - p);
+
+    memset(j, 0, sizeof(*j));
+    if (flen[0] == 0 || flen[0] >= sizeof(num))
+        return -1;
+    memcpy(num, f[0], flen[0]);
+    num[flen[0]] = '\0';
+    if (strspn(num, "0123456789") != flen[0])
+        return strspn(num, "0123456789_+[]-,") == flen[0] && num[0] != '_' ? 0 : -1;
+    if (parse_int64(num, 1, INT64_MAX, &j->job_id) < 0)
+        return -1;
+    if (flen[1] == 0 || flen[1] >= sizeof(j->state) ||
+        strspn(f[1], "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") < flen[1])
+        return -1;
+    copy_span(j->state, sizeof(j->state), f[1], flen[1]);
+    j->start_s = queue_time(f[2], flen[2]);
+    j->end_s = queue_time(f[3], flen[3]);
+    if (j->start_s < 0 || j->end_s < 0)
+        return -1;
+    if (flen[4] == 0 || (flen[4] == 3 && memcmp(f[4], "N/A", 3) == 0)) {
+        j->exit_status = -1;
+    } else {
+        if (flen[4] >= sizeof(num))
+            return -1;
+        memcpy(num, f[4], flen[4]);
+        num[flen[4]] = '\0';
+        if (parse_int64(num, 0, INT32_MAX, &j->exit_status) < 0)
+            return -1;
     }
-    w->job_id = best;
-    w->info.job_id = best;
-    state_write(s, w); /* best effort: found again next time by name anyway */
+    copy_span(j->nodes, sizeof(j->nodes), f[5], flen[5]);
+    copy_span(j->name, sizeof(j->name), f[6], flen[6]);
+    return 1;
+}
+
+int slurm_parse_queue(const char *text, size_t len, struct slurm_queue_job **ret, size_t *ret_n,
+                      struct error_info *ei)
+{
+    struct slurm_queue_job *jobs = NULL;
+    size_t n = 0, cap = 0, line_no = 0;
+    const char *p = text ? text : "", *end = p + (text ? len : 0);
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        struct slurm_queue_job j;
+        int rc;
+
+        line_no++;
+        if (l > 0) {
+            rc = queue_line(p, l, &j);
+            if (rc < 0) {
+                free(jobs);
+                return errinfo_set(ei, ERR_INVALID, NULL, "squeue: line %zu is malformed: '%.*s'",
+                                   line_no, (int)(l < 80 ? l : 80), p);
+            }
+            if (rc > 0) {
+                if (n == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    jobs = xreallocarray(jobs, cap, sizeof(*jobs));
+                }
+                jobs[n++] = j;
+            }
+        }
+        p += l + (nl ? 1 : 0);
+    }
+    *ret = jobs;
+    *ret_n = n;
+    return 0;
 }
 
 /*
- * Asks squeue about every job, updates what is known and finds the ends.
+ * Runs squeue about the given selection (-j ids or -n names; NULL: every
+ * job) and parses its answer. Returns 0 with the jobs (caller frees), or
+ * < 0 when Slurm could not be asked or answered nonsense.
+ */
+static int queue_ask(struct slurm *s, const char *select_flag, const char *select,
+                     struct slurm_queue_job **ret, size_t *ret_n)
+{
+    static const char *const env[] = {"SLURM_TIME_FORMAT=%s", NULL};
+    const char *args[8];
+    struct tool_result r;
+    size_t n = 0;
+    int rc;
+
+    args[n++] = "--noheader";
+    args[n++] = "--states=all";
+    if (select) {
+        args[n++] = select_flag;
+        args[n++] = select;
+    }
+    args[n++] = "--Format=" QUEUE_FIELDS;
+    args[n] = NULL;
+    rc = run_tool(s, T_SQUEUE, args, env, SQUEUE_MAX, &r, NULL);
+    if (rc < 0)
+        return rc;
+    if (r.status != 0) {
+        /* None of the ids asked about is known any more: 22.05 says so and fails. */
+        bool none = select && strcmp(select_flag, "--jobs") == 0 && r.err.data &&
+                    strstr(r.err.data, "Invalid job id specified");
+        result_release(&r);
+        if (!none)
+            return ERR_UNAVAILABLE;
+        *ret = NULL;
+        *ret_n = 0;
+        return 0;
+    }
+    rc = slurm_parse_queue(r.out.data, r.out.len, ret, ret_n, NULL);
+    result_release(&r);
+    return rc;
+}
+
+/* Adopted work without a state file: its newest job named gpuaas-<id>, or lost. */
+static void search_by_name(struct slurm *s)
+{
+    struct slurm_queue_job *jobs;
+    struct buf names;
+    size_t n_jobs, i;
+
+    buf_init(&names, 1024 * 1024);
+    for (i = 0; i < s->n_work; i++) {
+        if (s->work[i]->searching)
+            buf_printf(&names, "%sgpuaas-%" PRId64, names.len ? "," : "", s->work[i]->id);
+    }
+    if (!names.len || queue_ask(s, "--name", names.data, &jobs, &n_jobs) < 0) {
+        buf_release(&names);
+        return; /* nothing to look for, or try again at the next query */
+    }
+    buf_release(&names);
+    for (i = 0; i < s->n_work; i++) {
+        struct sjob *w = s->work[i];
+        char name[64];
+        int64_t best = -1;
+        if (!w->searching)
+            continue;
+        snprintf(name, sizeof(name), "gpuaas-%" PRId64, w->id);
+        for (size_t k = 0; k < n_jobs; k++) {
+            if (jobs[k].job_id > best && strcmp(jobs[k].name, name) == 0)
+                best = jobs[k].job_id;
+        }
+        w->searching = false;
+        if (best <= 0) {
+            w->lost = true; /* reported by this poll, at the adopt's time */
+            continue;
+        }
+        w->job_id = best;
+        w->info.job_id = best;
+        state_write(s, w); /* best effort: found again next time by name anyway */
+    }
+    free(jobs);
+}
+
+/*
+ * Asks squeue about our jobs (their ids, a few fields; every job when
+ * there are very many), updates what is known and finds the ends.
  * Returns 0, or < 0 when Slurm could not be asked (nothing is concluded).
  */
 static int query(struct slurm *s, int64_t now_ms)
 {
-    static const char *const args[] = {"--json", NULL};
-    struct tool_result r;
+    struct slurm_queue_job *jobs = NULL;
     struct sjob **sorted, **missing;
     struct ended *ended;
-    size_t n_sorted = 0, n_missing = 0, n_ended = 0, i;
-    json_t *root, *jobs, *j;
-    json_error_t jerr;
+    struct buf ids;
+    size_t n_sorted = 0, n_missing = 0, n_ended = 0, n_jobs = 0, i;
     bool *seen;
-    int rc = run_tool(s, T_SQUEUE, args, NULL, SQUEUE_MAX, &r, NULL);
-
-    if (rc < 0)
-        return rc;
-    if (r.status != 0 || !r.out.data) {
-        result_release(&r);
-        return ERR_UNAVAILABLE;
-    }
-    root = json_loadb(r.out.data, r.out.len, 0, &jerr);
-    result_release(&r);
-    jobs = json_object_get(root, "jobs");
-    if (!json_is_array(jobs)) {
-        json_decref(root);
-        return ERR_UNAVAILABLE;
-    }
+    int rc = 0;
 
     for (i = 0; i < s->n_work; i++) {
-        if (s->work[i]->searching)
-            search_by_name(s, s->work[i], jobs);
+        if (s->work[i]->searching) {
+            search_by_name(s);
+            break;
+        }
     }
     sorted = xcalloc(s->n_work + 1, sizeof(*sorted));
     for (i = 0; i < s->n_work; i++) {
         if (!s->work[i]->lost && s->work[i]->job_id > 0)
             sorted[n_sorted++] = s->work[i];
     }
+    if (n_sorted == 0) {
+        free(sorted);
+        return 0;
+    }
     qsort(sorted, n_sorted, sizeof(*sorted), cmp_job_id);
+    buf_init(&ids, 1024 * 1024);
+    for (i = 0; i < n_sorted && n_sorted <= QUERY_MAX_IDS; i++)
+        buf_printf(&ids, "%s%" PRId64, i ? "," : "", sorted[i]->job_id);
+    rc = queue_ask(s, "--jobs", ids.len ? ids.data : NULL, &jobs, &n_jobs);
+    buf_release(&ids);
+    if (rc < 0) {
+        free(sorted);
+        return rc;
+    }
+
     seen = xcalloc(n_sorted + 1, sizeof(*seen));
     ended = xcalloc(n_sorted + 1, sizeof(*ended));
-    json_array_foreach(jobs, i, j)
-    {
-        size_t pos = find_job(sorted, n_sorted, json_int(j, "job_id"));
-        const char *state = json_str(j, "job_state");
+    for (i = 0; i < n_jobs; i++) {
+        const struct slurm_queue_job *j = &jobs[i];
+        size_t pos = find_job(sorted, n_sorted, j->job_id);
         struct sjob *w;
         char name[64];
 
@@ -1107,40 +1486,34 @@ static int query(struct slurm *s, int64_t now_ms)
             continue;
         w = sorted[pos];
         snprintf(name, sizeof(name), "gpuaas-%" PRId64, w->id);
-        if (strcmp(json_str(j, "name"), name) != 0)
+        if (strcmp(j->name, name) != 0)
             continue; /* that job id is someone else's now */
         seen[pos] = true;
-        copy_str(w->info.state, sizeof(w->info.state), state);
-        copy_str(w->info.nodes, sizeof(w->info.nodes), json_str(j, "nodes"));
-        if (strcmp(state, "RUNNING") == 0) {
-            json_t *gres = json_object_get(j, "gres_detail");
-            int64_t start = json_int(j, "start_time");
+        copy_str(w->info.state, sizeof(w->info.state), j->state);
+        copy_str(w->info.nodes, sizeof(w->info.nodes), j->nodes);
+        if (strcmp(j->state, "RUNNING") == 0) {
             w->running = true;
-            if (start > 0 && start < NEVER / 1000)
-                w->info.start_ms = start * 1000;
+            if (j->start_s > 0)
+                w->info.start_ms = j->start_s * 1000;
             if (w->max_runtime_ms >= 0 && w->deadline_ms == NEVER) {
                 /* Max runtime counts from when Slurm started it, not from the queue. */
                 int64_t from =
                     w->info.start_ms > w->launched_ms ? w->info.start_ms : w->launched_ms;
                 w->deadline_ms = add_ms(from, w->max_runtime_ms);
             }
-            if (json_is_array(gres) && json_array_size(gres) > 0 && !w->gres_stored) {
-                json_join(gres, w->info.gres, sizeof(w->info.gres));
-                w->gres_stored = state_write(s, w) == 0;
-            }
         }
-        if (!state_final(state)) {
+        if (!state_final(j->state)) {
             w->alive_ms = now_ms;
         } else {
             ended[n_ended++] = (struct ended){
                 .id = w->id,
-                .at = end_at(w, json_int(j, "end_time"), now_ms),
-                .how = how_of(w, state),
-                .exit_code = exit_code_of(state, json_int(j, "exit_code")),
+                .at = end_at(w, j->end_s, now_ms),
+                .how = how_of(w, j->state),
+                .exit_code = exit_code_of(j->state, j->exit_status),
             };
         }
     }
-    json_decref(root);
+    free(jobs);
 
     /* Jobs Slurm does not list any more: in the jobcomp file, or lost. */
     missing = xcalloc(n_sorted + 1, sizeof(*missing));
@@ -1159,7 +1532,7 @@ static int query(struct slurm *s, int64_t now_ms)
     for (i = 0; i < n_ended; i++) {
         size_t pos;
         if (work_find(s, ended[i].id, &pos))
-            report(s, pos, ended[i].how, ended[i].at, ended[i].exit_code);
+            report(s, pos, ended[i].how, ended[i].at, ended[i].exit_code, NULL);
     }
     free(missing);
     free(ended);
@@ -1175,7 +1548,7 @@ static void report_lost(struct slurm *s)
     while (i < s->n_work) {
         struct sjob *w = s->work[i];
         if (w->lost)
-            report(s, i, BACKEND_LOST, w->lost_at_ms, UNKNOWN_EXIT);
+            report(s, i, BACKEND_LOST, w->lost_at_ms, UNKNOWN_EXIT, NULL);
         else
             i++;
     }
@@ -1187,8 +1560,13 @@ static void chores(struct slurm *s, int64_t now_ms)
     size_t i = 0;
     while (i < s->n_work) {
         struct sjob *w = s->work[i];
+        if (w->job_id <= 0) {
+            i++; /* no job yet (sbatch runs, or adopted and searched for): signals wait for it */
+            continue;
+        }
         if (!w->reason && w->deadline_ms <= now_ms) {
             w->reason = BACKEND_TIMEOUT;
+            w->signalled_ms = now_ms;
             signal_job(s, w, SIGTERM);
             w->kill_at_ms = add_ms(now_ms, s->timeout_grace_ms);
         }
@@ -1207,6 +1585,9 @@ static size_t slurm_poll(struct backend *b, int64_t now_ms, struct backend_event
     size_t n;
 
     assert(out || max == 0);
+    if (now_ms > s->last_now_ms)
+        s->last_now_ms = now_ms;
+    submissions(s, now_ms);
     chores(s, now_ms);
     if (s->n_work > 0 && now_ms >= s->next_query_ms) {
         /* After a failure Slurm is asked again at the next interval all the same. */
@@ -1242,6 +1623,8 @@ static int64_t slurm_next_event_ms(struct backend *b)
         return 0;
     if (s->n_work > 0)
         next = s->next_query_ms; /* ends are learnt only by asking */
+    if (s->n_submitting > 0 && add_ms(s->last_now_ms, SUBMIT_LOOK_MS) < next)
+        next = add_ms(s->last_now_ms, SUBMIT_LOOK_MS); /* sbatch's answers */
     for (size_t i = 0; i < s->n_work; i++) {
         const struct sjob *w = s->work[i];
         if (w->lost && w->lost_at_ms < next)
@@ -1260,8 +1643,20 @@ static void slurm_free(struct backend *b)
     if (!b)
         return;
     s = slurm_of(b);
-    for (size_t i = 0; i < s->n_work; i++)
+    /*
+     * Jobs outlive the daemon, so sbatch runs are seen through (waiting ones
+     * started too) and their state files written: a restarted daemon finds
+     * them by id rather than by name. Each run has its deadline.
+     */
+    while (s->n_submitting > 0) {
+        submissions(s, s->last_now_ms);
+        if (s->n_submitting > 0)
+            poll(NULL, 0, 1);
+    }
+    for (size_t i = 0; i < s->n_work; i++) {
+        submit_free(s, s->work[i]->sub);
         free(s->work[i]);
+    }
     free(s->work);
     free(s->done);
     for (size_t i = 0; i < N_TOOLS; i++)
@@ -1430,6 +1825,47 @@ int backend_slurm_nodes(struct backend *b, struct slurm_node **ret, size_t *ret_
     return rc;
 }
 
+/*
+ * The GPUs Slurm assigned to a running job, from `scontrol -d -o show job`
+ * (one "GRES=gpu:h100:2(IDX:0-1)" per node, joined with ';'). Asked only
+ * when someone wants them: squeue's narrow format has no such field, and
+ * one more tool run per job would cost as much as its sbatch.
+ */
+static void learn_gres(struct slurm *s, struct sjob *w)
+{
+    const char *args[6] = {"--details", "--oneliner", "show", "job", NULL, NULL};
+    struct tool_result r;
+    char num[32];
+    size_t used = 0;
+
+    if (!s->tools[T_SCONTROL] || w->job_id <= 0)
+        return;
+    snprintf(num, sizeof(num), "%" PRId64, w->job_id);
+    args[4] = num;
+    if (run_tool(s, T_SCONTROL, args, NULL, SMALL_MAX, &r, NULL) < 0)
+        return;
+    if (r.status == 0 && r.out.data) {
+        char gres[sizeof(w->info.gres)] = "";
+        for (const char *p = r.out.data; (p = strstr(p, " GRES=")) != NULL;) {
+            size_t len;
+            p += strlen(" GRES=");
+            len = strcspn(p, " \n");
+            if (len > 0 && used < sizeof(gres)) {
+                int m = snprintf(gres + used, sizeof(gres) - used, "%s%.*s", used ? ";" : "",
+                                 (int)len, p);
+                used = m < 0 ? sizeof(gres) : used + (size_t)m;
+            }
+            p += len;
+        }
+        if (gres[0]) {
+            copy_str(w->info.gres, sizeof(w->info.gres), gres);
+            w->gres_known = true;
+            state_write(s, w); /* for people: best effort */
+        }
+    }
+    result_release(&r);
+}
+
 int backend_slurm_job(struct backend *b, int64_t workload_id, struct slurm_job_info *ret)
 {
     struct slurm *s = slurm_of(b);
@@ -1438,6 +1874,8 @@ int backend_slurm_job(struct backend *b, int64_t workload_id, struct slurm_job_i
     w = work_find(s, workload_id, NULL);
     if (!w)
         return ERR_NOT_FOUND;
+    if (w->running && !w->gres_known)
+        learn_gres(s, w);
     *ret = w->info;
     return 0;
 }
@@ -1520,7 +1958,7 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
     s->b = (struct backend){.ops = &slurm_ops, .cluster_id = cluster_id, .impl = s};
     for (size_t i = 0; i < N_TOOLS; i++) {
         s->tools[i] = find_tool(opt->bin_dir, tool_names[i]);
-        if (!s->tools[i]) {
+        if (!s->tools[i] && i != T_SCONTROL) { /* scontrol: only for the GPUs' indices */
             errinfo_set(ei, ERR_UNAVAILABLE, "bin_dir", "slurm's '%s' was not found in '%s'",
                         tool_names[i], opt->bin_dir && opt->bin_dir[0] ? opt->bin_dir : "PATH");
             slurm_free(&s->b);
@@ -1535,5 +1973,6 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
     s->poll_interval_ms = opt->poll_interval_ms > 0 ? opt->poll_interval_ms : 500;
     s->command_timeout_ms = opt->command_timeout_ms > 0 ? opt->command_timeout_ms : 10000;
     s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
+    s->max_submits = opt->max_submits > 0 ? (size_t)opt->max_submits : 4;
     return &s->b;
 }

@@ -18,10 +18,10 @@
 struct slurm_options {
     /*
      * Where per-workload files go, created 0700: <id>.log (the job's output,
-     * appended), <id>.slurm (state: the Slurm job id, for adopt) and
-     * <id>.sbatch (the batch script). Slurm's nodes write the log, so on a
-     * real cluster it is on a file system they share with the daemon. A
-     * relative path is taken from the daemon's working directory.
+     * appended) and <id>.slurm (state: the Slurm job id, for adopt); the
+     * batch script goes to sbatch on its stdin. Slurm's nodes write the
+     * log, so on a real cluster it is on a file system they share with the
+     * daemon. A relative path is taken from the daemon's working directory.
      */
     const char *log_dir;
     /* slurm.conf for the tools (SLURM_CONF); NULL or "": the daemon's SLURM_CONF, else theirs. */
@@ -38,6 +38,8 @@ struct slurm_options {
     const char *jobcomp_path;
     /* Least time between two squeue runs; <= 0: 500 ms. */
     int64_t poll_interval_ms;
+    /* sbatch runs at once (launch() does not wait for sbatch's answer); <= 0: 4. */
+    int64_t max_submits;
     /* Longest any one tool may run before it is killed; <= 0: 10 s. */
     int64_t command_timeout_ms;
     /* Between SIGTERM and SIGKILL when work reaches its max runtime; < 0 counts as 0. */
@@ -52,20 +54,29 @@ struct slurm_options {
  *    with the CUDA_VISIBLE_DEVICES Slurm sets (NVIDIA_VISIBLE_DEVICES made
  *    equal to it), GPUAAS_WORKLOAD_ID and GPUAAS_REPLICA. Replicas must be
  *    on distinct nodes with the same number of devices (one srun task per
- *    node). The job id goes to <log_dir>/<id>.slurm before launch returns.
- *    ERR_INVALID: the shape (see backend_check_launch), an empty command, an
- *    image, a node name Slurm cannot take, an unsupported replica layout;
- *    ERR_CONFLICT: the id is still known; ERR_UNAVAILABLE: sbatch failed or
- *    timed out; ERR_IO: the state or script file.
+ *    node). launch() does not wait for sbatch: it builds the script and
+ *    starts sbatch with it on stdin (or queues it while max_submits run); poll() takes the
+ *    answer and writes the job id to <log_dir>/<id>.slurm. When sbatch
+ *    fails, times out or its state file cannot be written (the job is then
+ *    cancelled), poll() reports BACKEND_NOT_STARTED at its now_ms with a
+ *    message. ERR_INVALID: the shape (see backend_check_launch), an empty
+ *    command, an image, a node name Slurm cannot take, an unsupported
+ *    replica layout; ERR_CONFLICT: the id is still known; ERR_UNAVAILABLE:
+ *    sbatch could not be started.
  *  - stop: a job Slurm runs gets SIGTERM (`scancel --full --signal=TERM`),
  *    one not yet running is cancelled; at now + grace the first poll() at or
- *    after it sends SIGKILL (`scancel --full --signal=KILL`, or a plain
- *    cancel). Unknown or ended work: a no-op. Returns 0.
- *  - poll: runs squeue at most every poll_interval_ms (and sends kills and
- *    max-runtime signals that have come due: max runtime counts from the
- *    start Slurm reports, Slurm's --time is a backstop minutes later); a job in a final state is
- *    reported once, at Slurm's end time (clamped to [launch, now]): STOPPED
- *    after stop(), TIMEOUT after its max runtime (or Slurm's time limit),
+ *    after it sends SIGKILL (`scancel --batch --signal=KILL`, or a plain
+ *    cancel). Work whose sbatch is still running is cancelled when its job
+ *    id comes; work whose sbatch waits for its turn is never submitted and
+ *    is reported STOPPED (exit -1) at now_ms. Unknown or ended work: a
+ *    no-op. Returns 0.
+ *  - poll: takes sbatch's answers, starts waiting sbatch runs, then runs
+ *    squeue about our job ids at most every poll_interval_ms (and sends
+ *    kills and max-runtime signals that have come due: max runtime counts
+ *    from the start Slurm reports, Slurm's --time is a backstop minutes
+ *    later); a job in a final state is reported once, at Slurm's end time
+ *    (clamped to [launch, now], and no earlier than the signal for
+ *    signalled work): STOPPED after stop(), TIMEOUT after its max runtime (or Slurm's time limit),
  *    EXITED otherwise; exit_code from Slurm's wait status (negative: the
  *    signal), -1 when Slurm has none for a job that did not complete. A job
  *    Slurm no longer lists is looked up in jobcomp_path, else LOST at now.
@@ -74,7 +85,8 @@ struct slurm_options {
  *    Slurm's real end time; without a state file the newest job named
  *    gpuaas-<id> is followed, and when there is none it is LOST at the
  *    adopt's now_ms.
- *  - free: cancels nothing (work outlives the daemon).
+ *  - free: cancels nothing (work outlives the daemon); sbatch runs still
+ *    waiting or running are seen through, so their state files exist.
  */
 /* A Slurm cluster. NULL with ei on error (log_dir not creatable, tools not found). */
 struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options *opt,
@@ -90,6 +102,32 @@ struct slurm_job_info {
 };
 /* Fills ret for a workload the backend knows; ERR_NOT_FOUND otherwise. b must be slurm. */
 int backend_slurm_job(struct backend *b, int64_t workload_id, struct slurm_job_info *ret);
+
+/*
+ * One job as the backend asks squeue about it: `squeue --noheader
+ * --states=all --Format=JobID:|,State:|,StartTime:|,EndTime:|,exit_code:|,
+ * NodeList:|,Name:|` with SLURM_TIME_FORMAT=%s, one line per job, each field
+ * followed by '|' (the name last, so a '|' in it is harmless).
+ */
+struct slurm_queue_job {
+    int64_t job_id;
+    char state[32];      /* RUNNING, COMPLETED, ... */
+    int64_t start_s;     /* seconds since the epoch; 0 when none (N/A, NONE, Unknown) */
+    int64_t end_s;       /* likewise */
+    int64_t exit_status; /* Slurm's wait status of the batch script (768: exit 3); -1: none */
+    char nodes[256];     /* truncated */
+    char name[128];      /* truncated */
+};
+/*
+ * Parses that output (len bytes, need not end in a newline). Lines whose
+ * job id is an array or heterogeneous job's (123_4, 123+0) are skipped;
+ * empty lines too. Returns 0 with *ret (caller frees; NULL when none) and
+ * *ret_n, or ERR_INVALID with ei when a line is malformed (missing fields,
+ * a state that is not upper-case letters, a time that is not seconds or
+ * N/A/NONE/Unknown, an exit status that is not a number).
+ */
+int slurm_parse_queue(const char *text, size_t len, struct slurm_queue_job **ret, size_t *ret_n,
+                      struct error_info *ei);
 
 /* One node as Slurm describes it. */
 struct slurm_node {

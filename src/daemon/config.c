@@ -76,6 +76,9 @@ static const struct opt options[] = {
         "an allocated GPU below the activity threshold this long is idle-allocated (default 1800)"),
     INT("slurm-sync-s", slurm_sync_s, 1, 86400,
         "Slurm clusters: seconds between reads of Slurm's nodes and GPUs (default 30)"),
+    INT("slurm-poll-ms", slurm_poll_ms, 20, 60000,
+        "Slurm clusters: least milliseconds between two squeue runs about running work"
+        " (default 200)"),
     INT("idle-notify-s", idle_notify_s, 0, 8640000,
         "an 'idle' event for work whose GPUs were idle-allocated this long (0: off, the default)"),
     INT("idle-stop-p2-s", idle_stop_p2_s, 0, 8640000,
@@ -121,6 +124,7 @@ static void defaults(struct config *cfg)
     cfg->collect_interval_s = 10;
     cfg->idle_window_s = 1800;
     cfg->slurm_sync_s = 30;
+    cfg->slurm_poll_ms = 200;
 }
 
 static const struct opt *find_opt(const char *key)

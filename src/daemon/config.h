@@ -43,6 +43,7 @@ struct config {
     int idle_window_s;               /* classification window */
     int idle_notify_s, idle_stop_p2_s; /* idle policies; 0: off */
     int slurm_sync_s;                  /* Slurm clusters: node and GPU refresh */
+    int slurm_poll_ms;                 /* Slurm clusters: least time between squeue runs */
     char placement[32]; /* placement policy (sched/policies.h); "" is the built-in best-fit */
     char placement_pods[2048]; /* typical pods of fgd and fgd-fill; "" is the built-in set */
     char config_file[1024];

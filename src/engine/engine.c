@@ -372,6 +372,7 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
             /* The cluster's endpoint is the slurm.conf its tools read ("": their default). */
             struct slurm_options so = {.log_dir = e->opt.log_dir ? e->opt.log_dir : "gpuaas-logs",
                                        .conf = get_s(&model_clusters, &rows[i], "endpoint"),
+                                       .poll_interval_ms = e->opt.slurm_poll_ms,
                                        .timeout_grace_ms = e->opt.default_grace_ms};
             struct error_info sei = {0};
             b = backend_slurm_new(id, &so, &sei);
@@ -959,8 +960,10 @@ static int apply_decisions(struct engine *e, int64_t now, struct error_info *ei)
                 snprintf(id, sizeof(id), "%" PRId64, ad->workload_id);
                 log_error("could not launch workload", "workload", id, "error",
                           lei.code ? lei.message : "no backend for its cluster");
-                failed[n_failed++] = (struct backend_event){ad->workload_id, now,
-                                                            BACKEND_NOT_STARTED, -1};
+                failed[n_failed++] = (struct backend_event){.workload_id = ad->workload_id,
+                                                            .at_ms = now,
+                                                            .how = BACKEND_NOT_STARTED,
+                                                            .exit_code = -1};
             } else {
                 started[i] = true;
             }
@@ -996,6 +999,12 @@ static bool take_cancelling(struct engine *e, int64_t id)
     return false;
 }
 
+/*
+ * Ends a workload's open allocations at `at` and meters the run. at < 0:
+ * the work never ran (its backend could not start it, maybe after it was
+ * recorded running): each allocation ends where it started, so nothing is
+ * used and nothing billed.
+ */
 static int close_allocations(struct engine *e, int64_t wid, int64_t at, const char *why,
                              struct arena *a, struct error_info *ei)
 {
@@ -1019,12 +1028,12 @@ static int close_allocations(struct engine *e, int64_t wid, int64_t at, const ch
         replicas += !seen;
         if (i == 0 || started < run_started)
             run_started = started;
-        set_i(&model_allocations, &rows[i], "ended_ms", at);
+        set_i(&model_allocations, &rows[i], "ended_ms", at < 0 ? started : at);
         set_s(&model_allocations, a, &rows[i], "end_reason", why);
         rc = store_update(e->db, &model_allocations, model_row_id(&rows[i]), &rows[i], ei);
     }
     /* The run's usage goes to the ledger in the same transaction: never lost, never twice. */
-    if (rc >= 0 && n > 0)
+    if (rc >= 0 && n > 0 && at >= 0)
         rc = billing_meter_run(e->db, wid, run_started, replicas, at, time_now_ms(), a, ei);
     return rc;
 }
@@ -1105,7 +1114,8 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
         reason = "lost: its backend no longer knows it";
     } else if (ev->how == BACKEND_NOT_STARTED) {
         state = "failed";
-        reason = "its backend could not start it";
+        reason = ev->message[0] ? arena_printf(a, "its backend could not start it: %s", ev->message)
+                                : "its backend could not start it";
     } else if (ev->how == BACKEND_EXITED && ev->exit_code == 0) {
         state = "succeeded";
         reason = "exited 0";
@@ -1128,7 +1138,8 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
     set_i(d, &w, "updated_at", ev->at_ms / 1000);
     rc = store_update(e->db, d, ev->workload_id, &w, ei);
     if (rc >= 0)
-        rc = close_allocations(e, ev->workload_id, ev->at_ms, alloc_reason, a, ei);
+        rc = close_allocations(e, ev->workload_id, ev->how == BACKEND_NOT_STARTED ? -1 : ev->at_ms,
+                               alloc_reason, a, ei);
     if (rc >= 0)
         rc = add_event(e, a, ev->workload_id, get_i(d, &w, "project_id"), ev->at_ms,
                        requeue ? "requeued" : preempted ? "preempted" : state, reason, ei);
@@ -1989,6 +2000,14 @@ static void iterate(struct engine *e)
     for (size_t b = 0; b < e->n_backends; b++) {
         size_t n;
         while ((n = e->backends[b].b->ops->poll(e->backends[b].b, now, evs, ARRAY_SIZE(evs))) > 0) {
+            for (size_t i = 0; i < n; i++) {
+                char id[24];
+                if (evs[i].how != BACKEND_NOT_STARTED)
+                    continue;
+                snprintf(id, sizeof(id), "%" PRId64, evs[i].workload_id);
+                log_error("could not launch workload", "workload", id, "error",
+                          evs[i].message[0] ? evs[i].message : "its backend could not start it");
+            }
             handle_ends(e, evs, n);
             if (n < ARRAY_SIZE(evs))
                 break;
@@ -2063,6 +2082,7 @@ void engine_options_init(struct engine_options *opt)
     opt->collector = NULL;
     opt->idle_notify_ms = opt->idle_stop_p2_ms = 0;
     opt->slurm_sync_ms = 30000;
+    opt->slurm_poll_ms = 200;
     opt->policy = NULL;
     opt->local_gpus = NULL;
     opt->n_local_gpus = 0;

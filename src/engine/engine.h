@@ -45,6 +45,7 @@ struct engine_options {
     int64_t idle_notify_ms;      /* an "idle" event once work is idle this long; 0: off */
     int64_t idle_stop_p2_ms;     /* opportunistic work idle this long is stopped; 0: off */
     int64_t slurm_sync_ms;       /* Slurm clusters: how often nodes and GPUs are read from Slurm */
+    int64_t slurm_poll_ms;       /* Slurm clusters: least time between two squeue runs */
     const struct sched_policy *policy; /* placement; NULL: the built-in best-fit. Not owned */
     /*
      * Local clusters: this machine's GPUs as declared (local-gpus), used when

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Tests of the slurm backend's pure part (src/backend/slurm.c): parsing what
- * `sinfo --json` (Slurm 22.05) says of nodes into gpuaas nodes and GPUs. The
+ * `sinfo --json` (Slurm 22.05) says of nodes into gpuaas nodes and GPUs, and
+ * what the narrow `squeue --Format` the backend polls with says of jobs. The
  * backend itself is tested against a real Slurm in tests/slurm.
  */
 #include "base/common.h"
@@ -48,10 +49,99 @@ static void test_parse_nodes(void **state)
     assert_int_equal(slurm_parse_nodes("not json", 8, &n, &count, &ei), ERR_INVALID);
 }
 
+/* squeue's narrow format as Slurm 22.05 prints it (SLURM_TIME_FORMAT=%s). */
+static void test_parse_queue(void **state)
+{
+    static const char out[] =
+        "1501|FAILED|1796069476|1796069476|768|node7|gpuaas-12|\n"
+        "1502|RUNNING|1796069476|NONE|0|node[1-2]|weird|name x|\n"
+        "\n"
+        "1503|PENDING|N/A|N/A|||gpuaas-14|\n"
+        "1504_7|RUNNING|1796069476|NONE|0|node1|array task|\n"
+        "1505+0|RUNNING|1796069476|NONE|0|node1|het job|\n"
+        "1506|CANCELLED|Unknown|1796069477|N/A|node3|gpuaas-"
+        "15123456789012345678901234567890123456789012345678901234567890123456789012345678901234"
+        "567890123456789012345678901234567890123456789012345|"; /* no final newline */
+    struct slurm_queue_job *j = NULL;
+    struct error_info ei = {0};
+    size_t n = 0;
+    (void)state;
+
+    assert_int_equal(slurm_parse_queue(out, strlen(out), &j, &n, &ei), 0);
+    assert_int_equal(n, 4); /* the array task and the het job are skipped */
+    assert_int_equal(j[0].job_id, 1501);
+    assert_string_equal(j[0].state, "FAILED");
+    assert_int_equal(j[0].start_s, 1796069476);
+    assert_int_equal(j[0].end_s, 1796069476);
+    assert_int_equal(j[0].exit_status, 768);
+    assert_string_equal(j[0].nodes, "node7");
+    assert_string_equal(j[0].name, "gpuaas-12");
+    assert_string_equal(j[1].state, "RUNNING");
+    assert_int_equal(j[1].end_s, 0);
+    assert_string_equal(j[1].nodes, "node[1-2]");
+    assert_string_equal(j[1].name, "weird|name x"); /* the name is last: a '|' in it is kept */
+    assert_int_equal(j[2].job_id, 1503);
+    assert_int_equal(j[2].start_s, 0);
+    assert_int_equal(j[2].exit_status, -1);
+    assert_string_equal(j[2].nodes, "");
+    assert_int_equal(j[3].job_id, 1506);
+    assert_int_equal(j[3].start_s, 0);
+    assert_int_equal(j[3].end_s, 1796069477);
+    assert_int_equal(j[3].exit_status, -1);
+    assert_int_equal(strlen(j[3].name), sizeof(j[3].name) - 1); /* truncated */
+    free(j);
+
+    /* Nothing at all: no jobs. */
+    j = (struct slurm_queue_job *)&ei; /* overwritten */
+    assert_int_equal(slurm_parse_queue("", 0, &j, &n, &ei), 0);
+    assert_int_equal(n, 0);
+    assert_null(j);
+    assert_int_equal(slurm_parse_queue(NULL, 0, &j, &n, &ei), 0);
+    assert_int_equal(n, 0);
+}
+
+/* Anything else is refused as a whole: the poll then concludes nothing. */
+static void test_parse_queue_malformed(void **state)
+{
+    static const char *const bad[] = {
+        "1|RUNNING|1|NONE|0|node1|name\n",              /* no final '|' */
+        "1|RUNNING|1|NONE|0|node1\n",                   /* a field short */
+        "1|RUNNING|1|NONE|0|node1|",                    /* no name field at all */
+        "x|RUNNING|1|NONE|0|node1|n|\n",                /* job id */
+        "0|RUNNING|1|NONE|0|node1|n|\n",                /* job id 0 */
+        "99999999999999999999|RUNNING|1|NONE|0|n|n|\n", /* too large */
+        "|RUNNING|1|NONE|0|node1|n|\n",                 /* empty job id */
+        "1||1|NONE|0|node1|n|\n",                       /* empty state */
+        "1|running|1|NONE|0|node1|n|\n",                /* not Slurm's spelling */
+        "1|RUN NING|1|NONE|0|node1|n|\n",
+        "1|RUNNINGRUNNINGRUNNINGRUNNINGRUNNING|1|NONE|0|node1|n|\n", /* too long */
+        "1|RUNNING|2026-11-30T20:09:48|NONE|0|node1|n|\n",           /* SLURM_TIME_FORMAT ignored */
+        "1|RUNNING|-5|NONE|0|node1|n|\n",
+        "1|RUNNING|1|later|0|node1|n|\n",
+        "1|RUNNING|1|NONE|3:0|node1|n|\n", /* exit code as sacct writes it */
+        "1|RUNNING|1|NONE|-1|node1|n|\n",
+        "1|COMPLETED|1|2|0|node1|gpuaas-1|\ngarbage\n", /* one bad line spoils the answer */
+        "squeue: error: Invalid job format specification: exit_code\n",
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct slurm_queue_job *j = NULL;
+        struct error_info ei = {0};
+        size_t n = 77;
+        if (slurm_parse_queue(bad[i], strlen(bad[i]), &j, &n, &ei) != ERR_INVALID)
+            fail_msg("accepted: %s", bad[i]);
+        assert_non_null(strstr(ei.message, "malformed"));
+        assert_null(j); /* untouched */
+        assert_int_equal(n, 77);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_nodes),
+        cmocka_unit_test(test_parse_queue),
+        cmocka_unit_test(test_parse_queue_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

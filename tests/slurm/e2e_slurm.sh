@@ -39,6 +39,23 @@ logs=$("${g[@]}" logs "$w")
 expect_contains "$logs" "devices=0,1 nvidia=0,1" "the job saw the devices Slurm gave it"
 expect_contains "$logs" "oops" "stderr captured"
 
+# Slurm refuses a submission after the engine has recorded the work running
+# (sbatch answers asynchronously): it fails with Slurm's reason, its
+# allocations close where they opened and nothing is billed.
+part=$(sinfo -h -o %P | head -1 | tr -d '*')
+scontrol update partitionname="$part" state=drain
+refused=$("${g[@]}" -o json run --project ml --flavor h100.1x -- true | jq -r .id)
+wait_state "$refused" failed 30
+scontrol update partitionname="$part" state=up
+api GET "/v1/workloads/$refused" "$ADMIN_TOKEN"
+expect_contains "$(jq -r .reason <<<"$BODY")" "its backend could not start it: slurm refused it on node" \
+  "the reason of work Slurm refused"
+held=$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*), coalesce(sum(ended_ms - started_ms), -1) FROM allocations WHERE workload_id = $refused AND ended_ms IS NOT NULL")
+expect_eq "$held" "1|0" "the refused work's allocation: closed, zero length"
+expect_eq "$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM usage_records WHERE workload_id = $refused")" 0 \
+  "usage of work Slurm refused"
+grep -q 'msg="could not launch workload" workload='"$refused" "$DAEMON_LOG" || fail "the refusal was not logged"
+
 # Cancel: SIGTERM to the job, SIGKILL to what ignores it after the 1 s grace.
 stuck=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "trap 'echo term' TERM; echo started; while :; do sleep 0.05; done" | jq -r .id)
 wait_state "$stuck" running 30

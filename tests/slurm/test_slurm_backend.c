@@ -39,11 +39,12 @@ static void nap(int ms)
     nanosleep(&ts, NULL);
 }
 
-static struct backend *slurm(int64_t timeout_grace_ms)
+static struct backend *slurm_with(int64_t timeout_grace_ms, int64_t max_submits)
 {
     struct slurm_options o = {.log_dir = g_logs,
                               .conf = g_conf,
                               .poll_interval_ms = 100,
+                              .max_submits = max_submits,
                               .command_timeout_ms = 10000,
                               .timeout_grace_ms = timeout_grace_ms};
     struct error_info ei = {0};
@@ -53,6 +54,11 @@ static struct backend *slurm(int64_t timeout_grace_ms)
     assert_string_equal(b->ops->name, "slurm");
     assert_int_equal(b->cluster_id, 7);
     return b;
+}
+
+static struct backend *slurm(int64_t timeout_grace_ms)
+{
+    return slurm_with(timeout_grace_ms, 0);
 }
 
 static struct backend_device gpus[8];
@@ -146,6 +152,27 @@ static struct slurm_job_info wait_running(struct backend *b, int64_t id)
     }
 }
 
+/* Polls until sbatch has answered for the workload (its job id is known); returns the id. */
+static int64_t wait_submitted(struct backend *b, int64_t id)
+{
+    int64_t give_up = now_ms() + WAIT_LIMIT_MS;
+    for (;;) {
+        struct backend_event evs[16];
+        struct slurm_job_info info;
+        size_t n = b->ops->poll(b, now_ms(), evs, ARRAY_SIZE(evs));
+        for (size_t i = 0; i < n; i++) {
+            assert_true(g_n_seen < MAX_SEEN);
+            g_seen[g_n_seen++] = evs[i];
+        }
+        assert_int_equal(backend_slurm_job(b, id, &info), 0);
+        if (info.job_id > 0)
+            return info.job_id;
+        if (now_ms() > give_up)
+            fail_msg("workload %" PRId64 " not submitted within %d ms", id, WAIT_LIMIT_MS);
+        nap(5);
+    }
+}
+
 /* Waits until a file exists (a job's sign of life); fails after WAIT_LIMIT_MS. */
 static void wait_file(const char *path)
 {
@@ -215,6 +242,9 @@ static void test_launch_exit_code(void **state)
     (void)state;
 
     launch_ok(b, &l, t0);
+    /* launch() does not wait for sbatch: the state file comes with its answer. */
+    assert_true(b->ops->next_event_ms(b) <= t0 + 100);
+    wait_submitted(b, 101);
     assert_true(file_exists(101, "slurm"));
     ev = wait_end(b, 101);
     t1 = now_ms();
@@ -504,11 +534,18 @@ static void test_launch_errors(void **state)
     l = work(703, "", &ok, 1, -1);
     assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_INVALID);
     memset(&ei, 0, sizeof(ei));
+    /* Slurm refuses it: launch() has not waited for sbatch, poll() says so. */
     l = work(704, "true", &nowhere, 1, -1);
-    assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_UNAVAILABLE);
-    assert_non_null(strstr(ei.message, "node99"));
+    assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), 0);
+    {
+        struct backend_event ev = wait_end(b, 704);
+        assert_int_equal(ev.how, BACKEND_NOT_STARTED);
+        assert_int_equal(ev.exit_code, -1);
+        assert_non_null(strstr(ev.message, "node99"));
+    }
     assert_false(file_exists(704, "slurm"));
     assert_false(file_exists(704, "sbatch"));
+    assert_int_equal(backend_slurm_job(b, 704, &(struct slurm_job_info){0}), ERR_NOT_FOUND);
 
     l = work(705, "sleep 0.2", &ok, 1, -1);
     launch_ok(b, &l, now_ms());
@@ -516,6 +553,47 @@ static void test_launch_errors(void **state)
     assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_CONFLICT);
     assert_int_equal(wait_end(b, 705).how, BACKEND_EXITED);
     assert_int_equal(b->ops->next_event_ms(b), INT64_MAX); /* nothing left to watch */
+    b->ops->free(b);
+}
+
+/*
+ * launch() returns before sbatch answers, at most max_submits sbatch run at
+ * once: work stopped while its sbatch runs is cancelled once the job id
+ * comes; work stopped while its sbatch still waits for a turn never gets a
+ * job. Both end STOPPED; the rest run as usual.
+ */
+static void test_stop_while_submitting(void **state)
+{
+    struct backend *b = slurm_with(0, 1);
+    struct backend_replica r = on("node2", 1, 0);
+    struct backend_launch first = work(801, "sleep 30", &r, 1, -1),
+                          second = work(802, "sleep 30", &r, 1, -1),
+                          third = work(803, "exit 7", &r, 1, -1);
+    struct backend_event ev;
+    int64_t t0 = now_ms();
+    (void)state;
+
+    launch_ok(b, &first, t0);
+    launch_ok(b, &second, t0); /* waits: one sbatch at a time */
+    launch_ok(b, &third, t0);
+    /* No poll yet: 801's sbatch has not been answered, 802's not started. */
+    assert_int_equal(b->ops->stop(b, 801, 60000, t0), 0);
+    assert_int_equal(b->ops->stop(b, 802, 60000, t0), 0);
+    ev = wait_end(b, 802); /* reported by the next poll, no job was made */
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_int_equal(ev.exit_code, -1);
+    assert_int_equal(ev.at_ms, t0);
+    assert_false(file_exists(802, "slurm"));
+    ev = wait_end(b, 801); /* cancelled once sbatch gave its id */
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_true(now_ms() - t0 < 10000); /* cancelled, not killed at the grace */
+    sh("test \"$(squeue -h -t all -n gpuaas-801 -o %T)\" = CANCELLED");
+    ev = wait_end(b, 803);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 7);
+    assert_int_equal(b->ops->next_event_ms(b), INT64_MAX);
+    /* Nothing of 802 ever reached Slurm. */
+    sh("test -z \"$(squeue -h -t all -n gpuaas-802 -o %i)\"");
     b->ops->free(b);
 }
 
@@ -594,6 +672,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_adopt),
         cmocka_unit_test(test_gang),
         cmocka_unit_test(test_launch_errors),
+        cmocka_unit_test(test_stop_while_submitting),
     };
 
     if (!dir || !dir[0]) {

@@ -3,7 +3,8 @@
  * Tests of gpuaasd's settings (src/daemon/config.c) for the placement
  * policy: the default, the flag, the environment variable, the config
  * file, and the errors for an unknown policy and malformed typical pods;
- * and the declared local GPUs (local-gpus), kept or refused.
+ * the declared local GPUs (local-gpus), kept or refused; and the Slurm poll
+ * interval's default and range.
  */
 #include "base/common.h"
 
@@ -121,6 +122,28 @@ static void test_local_gpus(void **st)
     unsetenv("GPUAAS_LOCAL_GPUS");
 }
 
+/* slurm-poll-ms: 200 by default, 20..60000. */
+static void test_slurm_poll(void **st)
+{
+    (void)st;
+    struct config cfg;
+    struct error_info ei;
+    char *none[] = {"gpuaasd"};
+    char *fast[] = {"gpuaasd", "--slurm-poll-ms", "50"};
+    char *too_fast[] = {"gpuaasd", "--slurm-poll-ms", "5"};
+    char *word[] = {"gpuaasd", "--slurm-poll-ms", "soon"};
+
+    unsetenv("GPUAASD_CONFIG");
+    assert_int_equal(load(1, none, &cfg, &ei), 0);
+    assert_int_equal(cfg.slurm_poll_ms, 200);
+    assert_int_equal(load(3, fast, &cfg, &ei), 0);
+    assert_int_equal(cfg.slurm_poll_ms, 50);
+    assert_true(load(3, too_fast, &cfg, &ei) < 0);
+    assert_non_null(strstr(ei.message, "slurm-poll-ms"));
+    assert_true(load(3, word, &cfg, &ei) < 0);
+    assert_non_null(strstr(ei.message, "slurm-poll-ms"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +151,7 @@ int main(void)
         cmocka_unit_test(test_placement_env_and_file),
         cmocka_unit_test(test_placement_errors),
         cmocka_unit_test(test_local_gpus),
+        cmocka_unit_test(test_slurm_poll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
