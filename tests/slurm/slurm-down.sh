@@ -52,6 +52,16 @@ if [ ${#sids[@]} -gt 0 ]; then
         done
     done
 fi
+# And processes a job left behind that outlived their slurmstepd (with
+# proctrack/linuxproc, a child whose parent died escapes Slurm's kill): found
+# by this cluster's name in their environment, which Slurm sets for every job.
+cname=$(sed -n 's/^ClusterName=//p' "$dir/slurm.conf" 2>/dev/null)
+if [ -n "$cname" ]; then
+    for p in /proc/[0-9]*; do
+        { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "SLURM_CLUSTER_NAME=$cname" &&
+            jobs+=("${p#/proc/}")
+    done
+fi
 
 # Jobs are killed outright (one trapping SIGTERM must not slow teardown
 # down); the daemons get SIGTERM, then SIGKILL after 5 s.
