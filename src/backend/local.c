@@ -2,19 +2,20 @@
 /*
  * local.c: the backend that runs placed work on the machine the daemon runs
  * on (issue 8, docs/local-backend.md). Each replica is `/bin/sh -c <command>`
- * forked into its own session and process group, with the allocated GPUs in
- * CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES, its output appended to a
- * per-workload log file and, where the daemon may manage a cgroup v2
- * subtree, its own cgroup with the flavor's CPU and memory limits.
+ * (or `podman run` of the workload's image) in its own session and process
+ * group, with the allocated GPUs in CUDA_VISIBLE_DEVICES /
+ * NVIDIA_VISIBLE_DEVICES, its output appended to a per-workload log file
+ * and, where the daemon may manage a cgroup v2 subtree, its own cgroup with
+ * the flavor's CPU and memory limits. Processes are started by the spawner
+ * (spawner.h), never forked from the daemon.
  *
  * The backend owns no clock and no thread: stop() sends SIGTERM and records
- * when SIGKILL is due; poll(), driven by the caller's clock, reaps children,
- * sends the kills that have come due, enforces max runtimes and reports each
- * workload once all its replicas have ended. Only pids this backend started
- * (or adopted) are ever waited for, so other children of the daemon are left
- * alone. A state file per workload (pid and /proc start time of each
- * replica) lets a restarted daemon find its work again without mistaking a
- * reused pid for it.
+ * when SIGKILL is due; poll(), driven by the caller's clock, takes the ends
+ * the spawner has told, sends the kills that have come due, enforces max
+ * runtimes and reports each workload once all its replicas have ended. Each
+ * replica's run file (pid and /proc start time, then exit code and end,
+ * written by its keeper) lets a restarted daemon find its work again
+ * without mistaking a reused pid for it.
  */
 #include "base/common.h"
 
@@ -27,7 +28,6 @@
 #include "backend/backend.h"
 #include "backend/spawner.h"
 #include "base/alloc.h"
-#include "base/parse.h"
 
 #define NEVER INT64_MAX
 #define UNKNOWN_EXIT (-1)
