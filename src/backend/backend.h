@@ -24,6 +24,7 @@ struct backend_device {
     const char *uuid; /* may be NULL */
     int32_t index;    /* on its node */
     int32_t milli;
+    const char *gpu_class; /* its class's name (slurm: the GRES type); may be NULL */
 };
 
 struct backend_replica {

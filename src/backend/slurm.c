@@ -815,6 +815,30 @@ static void submissions(struct slurm *s, int64_t now_ms)
     }
 }
 
+/*
+ * The GRES type to ask for: the class of the devices when they all share
+ * one that can be a GRES type (the slurm sync names classes after the
+ * nodes' GRES types), so that a node with several GPU types gives the ones
+ * the scheduler chose. NULL: ask for GPUs of any type.
+ */
+static const char *gres_type(const struct backend_launch *l)
+{
+    const char *type = NULL;
+    for (size_t i = 0; i < l->n_replicas; i++) {
+        for (size_t k = 0; k < l->replicas[i].n_devices; k++) {
+            const char *c = l->replicas[i].devices[k].gpu_class;
+            if (!c || (type && strcmp(type, c) != 0))
+                return NULL;
+            type = c;
+        }
+    }
+    if (!type || !type[0] || strlen(type) > 64 ||
+        strspn(type, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+            strlen(type))
+        return NULL;
+    return type;
+}
+
 static int slurm_launch(struct backend *b, const struct backend_launch *l, int64_t now_ms,
                         struct error_info *ei)
 {
@@ -869,8 +893,13 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
     args[n++] = xasprintf("--cpus-per-task=%" PRId64, cpus);
     if (l->mem_mib > 0)
         args[n++] = xasprintf("--mem=%" PRId64 "M", l->mem_mib);
-    if (l->replicas[0].n_devices > 0)
-        args[n++] = xasprintf("--gres=gpu:%zu", l->replicas[0].n_devices);
+    if (l->replicas[0].n_devices > 0) {
+        const char *type = gres_type(l);
+        if (type)
+            args[n++] = xasprintf("--gres=gpu:%s:%zu", type, l->replicas[0].n_devices);
+        else
+            args[n++] = xasprintf("--gres=gpu:%zu", l->replicas[0].n_devices);
+    }
     if (l->max_runtime_ms >= 0) {
         /*
          * Slurm counts whole minutes; ours is the real limit (enforced by

@@ -684,7 +684,8 @@ static void launch_of(struct engine *e, const struct row *w, const struct sched_
             reps[r].node_id = as[i].node_id;
             g = as[i].gpu_id ? FIND_BY_ID(e->gpus, e->n_gpus, as[i].gpu_id) : NULL;
             if (g)
-                devs[nd++] = (struct backend_device){g->id, g->uuid, g->index, as[i].milli};
+                devs[nd++] = (struct backend_device){g->id, g->uuid, g->index, as[i].milli,
+                                                     class_name(e, g->class_id)};
         }
         {
             const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, reps[r].node_id);

@@ -547,6 +547,25 @@ static void test_launch_errors(void **state)
     assert_false(file_exists(704, "sbatch"));
     assert_int_equal(backend_slurm_job(b, 704, &(struct slurm_job_info){0}), ERR_NOT_FOUND);
 
+    /* The devices' class is the GRES type asked for: the nodes have h100, not a100. */
+    {
+        struct backend_device typed = {.gpu_id = 1, .index = 0, .milli = 1000,
+                                       .gpu_class = "a100"};
+        struct backend_replica r = {
+            .replica = 0, .node_id = 1, .node_name = "node1", .devices = &typed, .n_devices = 1};
+        struct backend_event ev;
+        l = work(706, "true", &r, 1, -1);
+        launch_ok(b, &l, now_ms());
+        ev = wait_end(b, 706);
+        assert_int_equal(ev.how, BACKEND_NOT_STARTED);
+        typed.gpu_class = "h100";
+        l = work(707, "echo gpus=$CUDA_VISIBLE_DEVICES", &r, 1, -1);
+        launch_ok(b, &l, now_ms());
+        ev = wait_end(b, 707);
+        assert_int_equal(ev.how, BACKEND_EXITED);
+        assert_int_equal(ev.exit_code, 0);
+    }
+
     l = work(705, "sleep 0.2", &ok, 1, -1);
     launch_ok(b, &l, now_ms());
     memset(&ei, 0, sizeof(ei));
