@@ -9,7 +9,7 @@ PACKAGES=(
   build-essential cmake pkg-config git curl ca-certificates procps iproute2
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev
   libsodium-dev libcmocka-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev cppcheck
   postgresql wrk sqlite3 jq
   chromium nodejs
   slurm-wlm

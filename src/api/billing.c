@@ -337,7 +337,7 @@ void billing_route_usage(struct req *r)
     struct error_info ei = {0};
     const char *period = period_arg(r);
     struct meter_invoices inv;
-    int64_t org, prj, start = 0, end = 0, now = now_ms();
+    int64_t org = 0, prj = 0, start = 0, end = 0, now = now_ms();
     json_t *items = json_array(), *totals = json_array();
     int rc = org_arg(r, "org_id", false, &org, &ei);
 

@@ -223,7 +223,7 @@ json_t *openapi_document(void)
         char method[8];
         json_t *o;
         size_t k;
-        for (k = 0; rt->method[k] && k < sizeof(method) - 1; k++)
+        for (k = 0; k < sizeof(method) - 1 && rt->method[k]; k++)
             method[k] = (char)(rt->method[k] | 0x20);
         method[k] = '\0';
         o = json_pack("{s:s,s:{s:{s:s}}}", "summary", rt->summary, "responses", "200",

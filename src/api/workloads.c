@@ -109,7 +109,8 @@ void workloads_cancel(struct req *r, int64_t id)
             rc = store_commit(req_db(r), &ei);
         if (rc < 0)
             store_rollback(req_db(r));
-        row = after;
+        else
+            row = after;
     }
     if (rc < 0) {
         req_reply_error(r, rc, &ei);

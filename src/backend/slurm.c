@@ -1737,7 +1737,7 @@ static void gres_gpus(const char *gres, int32_t *ret_n, char *type, size_t type_
         type[0] = '\0';
     while (p && *p) {
         size_t len = strcspn(p, ",");
-        char item[256], *paren, *fields[3];
+        char item[256], *paren, *fields[3] = {NULL, NULL, NULL};
         size_t n_fields = 0;
         char *q;
 

@@ -17,10 +17,11 @@ static const struct err_entry err_table[] = {
 
 static const struct err_entry *err_lookup(int err)
 {
-    int idx = err - ERR_BASE_ - 1;
-    if (err >= 0 || idx < 0 || (size_t)idx >= ARRAY_SIZE(err_table))
+    size_t idx;
+    if (err >= 0 || err <= ERR_BASE_)
         return NULL;
-    return &err_table[idx];
+    idx = (size_t)(err - ERR_BASE_ - 1);
+    return idx < ARRAY_SIZE(err_table) ? &err_table[idx] : NULL;
 }
 
 const char *err_str(int err)
