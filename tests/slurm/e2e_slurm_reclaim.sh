@@ -45,8 +45,10 @@ sleep 0.5 # the trap is set before guest-up is printed; give the loop a moment a
 
 # The owners need their 8 GPUs back.
 t_submit=$(date +%s%3N)
+# (It runs past a whole second: Slurm dates ends in whole seconds, and a run that
+# ends within its start's second is zero long, which the ledger does not record.)
 own=$("${g[@]}" -o json run --project owners --flavor h100.8x --owned -- sh -c \
-  'echo "owner-ran devices=$CUDA_VISIBLE_DEVICES"' | jq -r .id)
+  'echo "owner-ran devices=$CUDA_VISIBLE_DEVICES"; sleep 1.2' | jq -r .id)
 wait_state "$guest" preempted $((grace_s + 20))
 t_preempted=$(date +%s%3N)
 expect_contains "$("${g[@]}" logs "$guest")" got-sigterm "the guest's job got SIGTERM"
