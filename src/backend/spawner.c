@@ -122,18 +122,28 @@ static int read_notes(struct spawner *sp, uint32_t want_seq, struct spawn_note *
 {
     while (sp->alive) {
         struct spawn_note n;
-        ssize_t got = recv(sp->fd, &n, sizeof(n), want_seq ? 0 : MSG_DONTWAIT);
+        ssize_t got;
+        if (want_seq) {
+            struct pollfd pfd = {.fd = sp->fd, .events = POLLIN};
+            int ready = poll(&pfd, 1, REPLY_WAIT_MS);
+            if (ready < 0 && errno == EINTR)
+                continue;
+            if (ready <= 0) {
+                sp->alive = false; /* silent for too long, or poll failed */
+                kill(sp->pid, SIGKILL);
+                break;
+            }
+        }
+        got = recv(sp->fd, &n, sizeof(n), MSG_DONTWAIT);
         if (got < 0 && errno == EINTR)
             continue;
-        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !want_seq)
-            return 0;
         if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd pfd = {.fd = sp->fd, .events = POLLIN};
-            if (poll(&pfd, 1, REPLY_WAIT_MS) > 0)
-                continue;
+            if (!want_seq)
+                return 0;
+            continue;
         }
         if (got != (ssize_t)sizeof(n)) {
-            sp->alive = false; /* closed, failed, or silent for too long */
+            sp->alive = false; /* closed or failed */
             kill(sp->pid, SIGKILL);
             break;
         }

@@ -220,6 +220,31 @@ static void test_program(void **state)
     exercise(GPUAAS_SPAWNER_PROGRAM);
 }
 
+/* A helper that stops answering (here: stopped) is given up on, killed, and said gone. */
+static void test_wedged_helper(void **state)
+{
+    struct spawner *sp = NULL;
+    struct error_info ei = {0};
+    const char *const argv[] = {"true", NULL};
+    struct spawn_request rq = {.program = "/bin/true",
+                               .argv = argv,
+                               .envp = env,
+                               .log_path = "/dev/null",
+                               .run_path = "/dev/null"};
+    pid_t pid = 0, h;
+    (void)state;
+
+    assert_int_equal(spawner_start(GPUAAS_SPAWNER_PROGRAM, &sp, &ei), 0);
+    h = helper_pid();
+    assert_true(h > 0);
+    assert_int_equal(kill(h, SIGSTOP), 0);
+    assert_int_equal(spawner_spawn(sp, &rq, &pid, &ei), ERR_UNAVAILABLE);
+    assert_non_null(strstr(ei.message, "stopped answering"));
+    assert_false(spawner_alive(sp));
+    spawner_stop(sp); /* reaps the helper it killed */
+    assert_true(kill(h, 0) < 0);
+}
+
 static void test_missing_program(void **state)
 {
     struct spawner *sp = NULL;
@@ -312,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_forked),
         cmocka_unit_test(test_program),
         cmocka_unit_test(test_missing_program),
+        cmocka_unit_test(test_wedged_helper),
         cmocka_unit_test(test_local_outlives_spawner),
     };
     signal(SIGPIPE, SIG_IGN);
