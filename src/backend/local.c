@@ -525,11 +525,8 @@ static void podman_kill(struct local *s, const char *container, const char *log)
 {
     const char *const argv[] = {"podman", "kill", "--signal", "KILL", container, NULL};
     char *const env[] = {"PATH=" DEFAULT_PATH, NULL};
-    struct spawn_request rq = {.program = s->podman,
-                               .argv = argv,
-                               .envp = env,
-                               .log_path = log,
-                               .run_path = "/dev/null"};
+    struct spawn_request rq = {
+        .program = s->podman, .argv = argv, .envp = env, .log_path = log, .run_path = "/dev/null"};
     pid_t pid;
 
     if (s->spawner && spawner_spawn(s->spawner, &rq, &pid, NULL) == 0)

@@ -301,8 +301,7 @@ static void helper_spawn(int sock, char *msg, size_t len)
     log = take_string(&p, end);
     runp = take_string(&p, end);
     procs = take_string(&p, end);
-    if (h.type != MSG_SPAWN || !procs || h.n_args == 0 || h.n_args > ARGS_MAX ||
-        h.n_env > ENV_MAX)
+    if (h.type != MSG_SPAWN || !procs || h.n_args == 0 || h.n_args > ARGS_MAX || h.n_env > ENV_MAX)
         goto done;
     for (uint32_t i = 0; i < h.n_args; i++) {
         cp.argv[i] = take_string(&p, end);

@@ -205,7 +205,8 @@ int spawner_spawn(struct spawner *sp, const struct spawn_request *rq, pid_t *ret
         sp->seq = 1;
     msg = pack(rq, sp->seq, &len);
     if (!msg)
-        return errinfo_set(ei, ERR_INVALID, NULL, "the command line and its environment exceed %d bytes or %d entries",
+        return errinfo_set(ei, ERR_INVALID, NULL,
+                           "the command line and its environment exceed %d bytes or %d entries",
                            MSG_MAX, ARGS_MAX);
     do
         sent = send(sp->fd, msg, len, MSG_NOSIGNAL);

@@ -38,8 +38,8 @@ struct spawner;
 struct spawn_request {
     const char *program;     /* the path to execute */
     const char *const *argv; /* NULL-terminated, argv[0] included */
-    char *const *envp;    /* NULL-terminated: the work's whole environment */
-    const char *log_path; /* stdout and stderr, appended; created 0600 */
+    char *const *envp;       /* NULL-terminated: the work's whole environment */
+    const char *log_path;    /* stdout and stderr, appended; created 0600 */
     const char *run_path; /* created or truncated 0600: the keeper's run file (spawner-proto.h) */
     const char *cgroup_procs; /* the cgroup.procs file to join, NULL: none */
     bool switch_user;         /* setgroups/setgid/setuid to uid/gid before exec */

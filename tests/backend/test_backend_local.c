@@ -476,8 +476,7 @@ static void test_image_through_podman(void **state)
 {
     char *fake = xasprintf("%s/podman", g_dir), *args_path = xasprintf("%s/podman.args", g_dir),
          *kills_path = xasprintf("%s/podman.kills", g_dir), *script, *args, *kills;
-    struct local_options o = {
-        .log_dir = g_logs, .run_uid = -1, .run_gid = -1, .podman = fake};
+    struct local_options o = {.log_dir = g_logs, .run_uid = -1, .run_gid = -1, .podman = fake};
     struct backend *b;
     struct backend_launch l = work(31, "echo in-container $CUDA_VISIBLE_DEVICES", -1);
     struct backend_event ev;

@@ -176,9 +176,11 @@ static void exercise(const char *program)
     memset(big, 'x', 69999);
     {
         const char *const big_argv[] = {"sh", "-c", big, NULL};
-        struct spawn_request rq = {
-            .program = "/bin/sh", .argv = big_argv, .envp = env, .log_path = "/dev/null",
-            .run_path = "/dev/null"};
+        struct spawn_request rq = {.program = "/bin/sh",
+                                   .argv = big_argv,
+                                   .envp = env,
+                                   .log_path = "/dev/null",
+                                   .run_path = "/dev/null"};
         pid_t pid = 0;
         memset(&ei, 0, sizeof(ei));
         assert_int_equal(spawner_spawn(sp, &rq, &pid, &ei), ERR_INVALID);
@@ -192,9 +194,11 @@ static void exercise(const char *program)
     {
         pid_t h = helper_pid();
         const char *const true_argv[] = {"true", NULL};
-        struct spawn_request rq = {
-            .program = "/bin/true", .argv = true_argv, .envp = env, .log_path = "/dev/null",
-            .run_path = "/dev/null"};
+        struct spawn_request rq = {.program = "/bin/true",
+                                   .argv = true_argv,
+                                   .envp = env,
+                                   .log_path = "/dev/null",
+                                   .run_path = "/dev/null"};
         pid_t pid = 0;
         int64_t give_up = now_ms() + WAIT_LIMIT_MS;
         assert_true(h > 0);
