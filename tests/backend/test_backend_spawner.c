@@ -96,7 +96,7 @@ static int wait_end(struct spawner *sp, pid_t pid)
 }
 
 /* The helper: a child of this process named gpuaas-spawner. */
-static pid_t helper_pid(void)
+static pid_t find_helper(void)
 {
     char *kids = slurp("/proc/thread-self/children"), *p = kids;
     pid_t found = 0;
@@ -112,6 +112,19 @@ static pid_t helper_pid(void)
     }
     free(kids);
     return found;
+}
+
+/*
+ * Waits for it: posix_spawn returns once the child has replaced its memory,
+ * a moment before exec gives it its new name.
+ */
+static pid_t helper_pid(void)
+{
+    int64_t give_up = now_ms() + WAIT_LIMIT_MS;
+    pid_t h;
+    while ((h = find_helper()) == 0 && now_ms() < give_up)
+        nap();
+    return h;
 }
 
 static void exercise(const char *program)
