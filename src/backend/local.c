@@ -28,6 +28,7 @@
 #include "backend/backend.h"
 #include "backend/spawner.h"
 #include "base/alloc.h"
+#include "base/fdio.h"
 
 #define NEVER INT64_MAX
 #define UNKNOWN_EXIT (-1)
@@ -136,27 +137,13 @@ static void read_run(const char *path, struct run_record *rr)
     }
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Writes s to an existing file such as a cgroup control file. Returns 0 or -1 (errno). */
 static int write_file(const char *path, const char *s)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC), rc, saved;
     if (fd < 0)
         return -1;
-    rc = write_all(fd, s, strlen(s));
+    rc = fd_write_all(fd, s, strlen(s));
     saved = errno;
     close(fd);
     errno = saved;

@@ -37,6 +37,7 @@
 #include "backend/backend.h"
 #include "backend/slurm.h"
 #include "base/alloc.h"
+#include "base/fdio.h"
 #include "base/buf.h"
 #include "base/parse.h"
 
@@ -392,20 +393,6 @@ static char *state_path(const struct slurm *s, int64_t id)
     return xasprintf("%s/%" PRId64 ".slurm", s->log_dir, id);
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Writes path atomically (temporary file, then rename), mode 0600. Returns 0 or -1 (errno). */
 static int write_atomic(const char *path, const char *text)
 {
@@ -413,7 +400,7 @@ static int write_atomic(const char *path, const char *text)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), rc = -1, saved;
 
     if (fd >= 0) {
-        rc = write_all(fd, text, strlen(text));
+        rc = fd_write_all(fd, text, strlen(text));
         if (close(fd) < 0)
             rc = -1;
         if (rc == 0)
@@ -683,7 +670,7 @@ static int submit_start(struct slurm *s, struct submit *sub, struct error_info *
     if (fd < 0)
         return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not hold the batch script: %s",
                            strerror(errno));
-    if (write_all(fd, sub->script, strlen(sub->script)) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+    if (fd_write_all(fd, sub->script, strlen(sub->script)) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
         rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not hold the batch script: %s",
                          strerror(errno));
         close(fd);

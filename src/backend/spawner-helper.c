@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "backend/spawner-proto.h"
+#include "base/fdio.h"
 
 #define UNKNOWN_EXIT (-1)
 
@@ -43,20 +44,6 @@ struct child_plan {
     uid_t uid;
     gid_t gid;
 };
-
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
 
 /* n as decimal into out (room for 24 bytes); returns the length. */
 static size_t put_decimal(char *out, long long n)
@@ -78,20 +65,20 @@ static void child_fail_errno(const char *what, int err)
 {
     static const char prefix[] = "gpuaas: could not start the command: ";
     const char *why = strerrordesc_np(err); /* untranslated: no locale, no allocation */
-    write_all(2, prefix, sizeof(prefix) - 1);
-    write_all(2, what, strlen(what));
-    write_all(2, ": ", 2);
-    write_all(2, why ? why : "unknown error", strlen(why ? why : "unknown error"));
-    write_all(2, "\n", 1);
+    fd_write_all(2, prefix, sizeof(prefix) - 1);
+    fd_write_all(2, what, strlen(what));
+    fd_write_all(2, ": ", 2);
+    fd_write_all(2, why ? why : "unknown error", strlen(why ? why : "unknown error"));
+    fd_write_all(2, "\n", 1);
     _exit(127);
 }
 
 static void child_fail(const char *what)
 {
     static const char prefix[] = "gpuaas: could not start the command: ";
-    write_all(2, prefix, sizeof(prefix) - 1);
-    write_all(2, what, strlen(what));
-    write_all(2, "\n", 1);
+    fd_write_all(2, prefix, sizeof(prefix) - 1);
+    fd_write_all(2, what, strlen(what));
+    fd_write_all(2, "\n", 1);
     _exit(127);
 }
 
@@ -245,7 +232,7 @@ __attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
         char num[24];
         size_t len = put_decimal(num, (long long)getpid());
         int fd = open(cp->cgroup_procs, O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || write_all(fd, num, len) < 0)
+        if (fd < 0 || fd_write_all(fd, num, len) < 0)
             child_fail("could not join its cgroup");
         close(fd);
     }

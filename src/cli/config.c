@@ -12,6 +12,7 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
+#include "base/fdio.h"
 #include "cli/config.h"
 
 #define CONFIG_MAX_BYTES (64 * 1024)
@@ -163,21 +164,6 @@ static int make_parents(const char *path, char *err, size_t err_size)
     return rc;
 }
 
-static int write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 int config_save(const char *path, const struct cli_config *cfg, char *err, size_t err_size)
 {
     struct buf b;
@@ -206,7 +192,7 @@ int config_save(const char *path, const struct cli_config *cfg, char *err, size_
         goto out;
     }
     /* The mode given to open() is reduced by the umask; make it exact. */
-    if (fchmod(fd, 0600) < 0 || write_all(fd, b.data, b.len) < 0 || fsync(fd) < 0) {
+    if (fchmod(fd, 0600) < 0 || fd_write_all(fd, b.data, b.len) < 0 || fsync(fd) < 0) {
         snprintf(err, err_size, "could not write '%s': %s", tmp, strerror(errno));
         close(fd);
         unlink(tmp);
