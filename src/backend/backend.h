@@ -96,6 +96,21 @@ struct backend_ops {
     void (*free)(struct backend *b);
 };
 
+/*
+ * Ends a backend has seen and poll() has not handed out yet, in the order
+ * pushed (src/backend/ends.c). Zero-initialised is empty.
+ */
+struct backend_ends {
+    struct backend_event *ev;
+    size_t n, cap;
+};
+void backend_ends_push(struct backend_ends *q, const struct backend_event *ev);
+/* Whether an end of that workload is queued. */
+bool backend_ends_has(const struct backend_ends *q, int64_t workload_id);
+/* Moves the first min(n, max) ends to out; returns how many. */
+size_t backend_ends_take(struct backend_ends *q, struct backend_event *out, size_t max);
+void backend_ends_release(struct backend_ends *q);
+
 /* Checks a launch request's shape (id, replicas, devices); 0 or ERR_INVALID with ei. */
 int backend_check_launch(const struct backend_launch *l, struct error_info *ei);
 

@@ -71,8 +71,7 @@ struct local {
 
     struct lwork **work; /* in launch order */
     size_t n_work, cap_work;
-    struct backend_event *done; /* ended, not yet handed out by poll() */
-    size_t n_done, cap_done;
+    struct backend_ends done; /* ended, not yet handed out by poll() */
 };
 
 static struct local *local_of(struct backend *b)
@@ -334,11 +333,7 @@ static bool known(const struct local *s, int64_t id)
 {
     if (work_find(s, id, NULL))
         return true;
-    for (size_t i = 0; i < s->n_done; i++) {
-        if (s->done[i].workload_id == id)
-            return true;
-    }
-    return false;
+    return backend_ends_has(&s->done, id);
 }
 
 static void work_add(struct local *s, struct lwork *w)
@@ -348,15 +343,6 @@ static void work_add(struct local *s, struct lwork *w)
         s->work = xreallocarray(s->work, s->cap_work, sizeof(*s->work));
     }
     s->work[s->n_work++] = w;
-}
-
-static void done_push(struct local *s, struct backend_event ev)
-{
-    if (s->n_done == s->cap_done) {
-        s->cap_done = s->cap_done ? 2 * s->cap_done : 16;
-        s->done = xreallocarray(s->done, s->cap_done, sizeof(*s->done));
-    }
-    s->done[s->n_done++] = ev;
 }
 
 /* ---- launch ---- */
@@ -848,10 +834,10 @@ static void scan(struct local *s, int64_t now_ms)
         bool all_ended = true;
 
         if (w->lost) {
-            done_push(s, (struct backend_event){.workload_id = w->id,
-                                                .at_ms = w->lost_at_ms,
-                                                .how = BACKEND_LOST,
-                                                .exit_code = UNKNOWN_EXIT});
+            backend_ends_push(&s->done, &(struct backend_event){.workload_id = w->id,
+                                                                .at_ms = w->lost_at_ms,
+                                                                .how = BACKEND_LOST,
+                                                                .exit_code = UNKNOWN_EXIT});
             work_finish(s, i);
             continue;
         }
@@ -860,10 +846,11 @@ static void scan(struct local *s, int64_t now_ms)
             all_ended = all_ended && w->reps[k].ended;
         }
         if (all_ended) {
-            done_push(s, (struct backend_event){.workload_id = w->id,
-                                                .at_ms = ended_at(w, now_ms),
-                                                .how = w->reason ? w->reason : BACKEND_EXITED,
-                                                .exit_code = work_exit_code(w)});
+            backend_ends_push(&s->done,
+                              &(struct backend_event){.workload_id = w->id,
+                                                      .at_ms = ended_at(w, now_ms),
+                                                      .how = w->reason ? w->reason : BACKEND_EXITED,
+                                                      .exit_code = work_exit_code(w)});
             work_finish(s, i);
             continue;
         }
@@ -883,17 +870,10 @@ static void scan(struct local *s, int64_t now_ms)
 static size_t local_poll(struct backend *b, int64_t now_ms, struct backend_event *out, size_t max)
 {
     struct local *s = local_of(b);
-    size_t n;
 
     assert(out || max == 0);
     scan(s, now_ms);
-    n = s->n_done < max ? s->n_done : max;
-    if (n > 0) {
-        memcpy(out, s->done, n * sizeof(*out));
-        memmove(s->done, s->done + n, (s->n_done - n) * sizeof(*s->done));
-        s->n_done -= n;
-    }
-    return n;
+    return backend_ends_take(&s->done, out, max);
 }
 
 static int64_t local_next_event_ms(struct backend *b)
@@ -901,7 +881,7 @@ static int64_t local_next_event_ms(struct backend *b)
     struct local *s = local_of(b);
     int64_t next = NEVER;
 
-    if (s->n_done > 0)
+    if (s->done.n > 0)
         return 0; /* queued already: any poll has them */
     for (size_t i = 0; i < s->n_work; i++) {
         const struct lwork *w = s->work[i];
@@ -926,7 +906,7 @@ static void local_free(struct backend *b)
     for (size_t i = 0; i < s->n_work; i++)
         work_free(s->work[i]);
     free(s->work);
-    free(s->done);
+    backend_ends_release(&s->done);
     free(s->log_dir);
     free(s->cgroup_root);
     free(s->podman);

@@ -114,8 +114,7 @@ struct slurm {
 
     struct sjob **work; /* in launch order */
     size_t n_work, cap_work;
-    struct backend_event *done; /* ended, not yet handed out by poll() */
-    size_t n_done, cap_done;
+    struct backend_ends done; /* ended, not yet handed out by poll() */
 };
 
 static struct slurm *slurm_of(struct backend *b)
@@ -477,11 +476,7 @@ static bool known(const struct slurm *s, int64_t id)
 {
     if (work_find(s, id, NULL))
         return true;
-    for (size_t i = 0; i < s->n_done; i++) {
-        if (s->done[i].workload_id == id)
-            return true;
-    }
-    return false;
+    return backend_ends_has(&s->done, id);
 }
 
 static void work_add(struct slurm *s, struct sjob *w)
@@ -493,15 +488,6 @@ static void work_add(struct slurm *s, struct sjob *w)
     s->work[s->n_work++] = w;
     if (s->n_work == 1)
         s->next_query_ms = 0; /* the first job: the next poll asks Slurm */
-}
-
-static void done_push(struct slurm *s, struct backend_event ev)
-{
-    if (s->n_done == s->cap_done) {
-        s->cap_done = s->cap_done ? 2 * s->cap_done : 16;
-        s->done = xreallocarray(s->done, s->cap_done, sizeof(*s->done));
-    }
-    s->done[s->n_done++] = ev;
 }
 
 static void submit_free(struct slurm *s, struct submit *sub)
@@ -1086,7 +1072,7 @@ static void report(struct slurm *s, size_t pos, enum backend_end how, int64_t at
     struct backend_event ev = {
         .workload_id = w->id, .at_ms = at, .how = how, .exit_code = exit_code};
     copy_str(ev.message, sizeof(ev.message), message);
-    done_push(s, ev);
+    backend_ends_push(&s->done, &ev);
     work_finish(s, pos);
 }
 
@@ -1598,7 +1584,6 @@ static void chores(struct slurm *s, int64_t now_ms)
 static size_t slurm_poll(struct backend *b, int64_t now_ms, struct backend_event *out, size_t max)
 {
     struct slurm *s = slurm_of(b);
-    size_t n;
 
     assert(out || max == 0);
     if (now_ms > s->last_now_ms)
@@ -1612,22 +1597,16 @@ static size_t slurm_poll(struct backend *b, int64_t now_ms, struct backend_event
     }
     report_lost(s);
     /* Oldest first (lost work found by adopt and ends Slurm dated earlier come together). */
-    for (size_t i = 1; i < s->n_done; i++) {
-        struct backend_event ev = s->done[i];
+    for (size_t i = 1; i < s->done.n; i++) {
+        struct backend_event ev = s->done.ev[i];
         size_t k = i;
-        while (k > 0 && s->done[k - 1].at_ms > ev.at_ms) {
-            s->done[k] = s->done[k - 1];
+        while (k > 0 && s->done.ev[k - 1].at_ms > ev.at_ms) {
+            s->done.ev[k] = s->done.ev[k - 1];
             k--;
         }
-        s->done[k] = ev;
+        s->done.ev[k] = ev;
     }
-    n = s->n_done < max ? s->n_done : max;
-    if (n > 0) {
-        memcpy(out, s->done, n * sizeof(*out));
-        memmove(s->done, s->done + n, (s->n_done - n) * sizeof(*s->done));
-        s->n_done -= n;
-    }
-    return n;
+    return backend_ends_take(&s->done, out, max);
 }
 
 static int64_t slurm_next_event_ms(struct backend *b)
@@ -1635,7 +1614,7 @@ static int64_t slurm_next_event_ms(struct backend *b)
     struct slurm *s = slurm_of(b);
     int64_t next = NEVER;
 
-    if (s->n_done > 0)
+    if (s->done.n > 0)
         return 0;
     if (s->n_work > 0)
         next = s->next_query_ms; /* ends are learnt only by asking */
@@ -1674,7 +1653,7 @@ static void slurm_free(struct backend *b)
         free(s->work[i]);
     }
     free(s->work);
-    free(s->done);
+    backend_ends_release(&s->done);
     for (size_t i = 0; i < N_TOOLS; i++)
         free(s->tools[i]);
     for (size_t i = 0; s->env && s->env[i]; i++)
