@@ -157,10 +157,12 @@ struct local_options {
     /* Where per-workload logs (<id>.log) and run files (<id>.<replica>.run) go; made 0700. */
     const char *log_dir;
     /*
-     * A cgroup v2 directory the daemon may write (NULL or "": none). Each
-     * replica then runs in <root>/gpuaas-<id>-<replica> with cpu.max and
-     * memory.max from the launch; when it is not usable, work runs without
-     * limits and backend_local_cgroups_enabled() says so.
+     * Where replicas' cgroups go (cgroup.h): NULL or "" for none, "auto"
+     * (the machine's cgroup v2, else v1's cpu and memory hierarchies) or a
+     * cgroup v2 directory the daemon may write. Each replica then runs in a
+     * child gpuaas-<id>-<replica> with the launch's CPU and memory limits;
+     * when none can be made, work runs without limits and
+     * backend_local_cgroups() says why.
      */
     const char *cgroup_root;
     /* Unprivileged user and group to run work as; < 0 (or a daemon not root): the daemon's. */
@@ -216,7 +218,10 @@ struct local_options {
 /* The machine the daemon runs on. NULL with ei on error (log_dir missing or not creatable). */
 struct backend *backend_local_new(int64_t cluster_id, const struct local_options *opt,
                                   struct error_info *ei);
-/* Whether replicas get cgroup limits (for the daemon to say so at start). b must be local. */
-bool backend_local_cgroups_enabled(const struct backend *b);
+/*
+ * Whether replicas get cgroup limits (for the daemon to say so at start), and
+ * *ret_detail (may be NULL) where, or why not. b must be local.
+ */
+bool backend_local_cgroups(const struct backend *b, const char **ret_detail);
 
 #endif

@@ -5,8 +5,9 @@
  * (or `podman run` of the workload's image) in its own session and process
  * group, with the allocated GPUs in CUDA_VISIBLE_DEVICES /
  * NVIDIA_VISIBLE_DEVICES, its output appended to a per-workload log file
- * and, where the daemon may manage a cgroup v2 subtree, its own cgroup with
- * the flavor's CPU and memory limits. Processes are started by the spawner
+ * and, where the daemon may manage cgroups (v2, or v1's cpu and memory
+ * hierarchies: cgroup.h), its own cgroup with the flavor's CPU and memory
+ * limits. Processes are started by the spawner
  * (spawner.h), never forked from the daemon.
  *
  * The backend owns no clock and no thread: stop() sends SIGTERM and records
@@ -26,6 +27,7 @@
 #include <sys/wait.h>
 
 #include "backend/backend.h"
+#include "backend/cgroup.h"
 #include "backend/spawner.h"
 #include "base/alloc.h"
 #include "base/fdio.h"
@@ -42,7 +44,7 @@ struct replica {
     bool ended;
     int exit_code;
     int64_t ended_ms; /* when it ended, from its keeper's exit file; 0: unknown */
-    char *cgroup; /* its cgroup directory, NULL when none */
+    char *cgroup;     /* its cgroup's name (cgroup.h), NULL when none */
     char *container; /* its podman container's name, NULL when it runs no image */
 };
 
@@ -60,7 +62,11 @@ struct lwork {
 struct local {
     struct backend b;
     char *log_dir;
-    char *cgroup_root; /* NULL when cgroups are off */
+    struct cgroup_place cgroups; /* kind CGROUP_NONE: work runs without limits */
+    char *cgroups_why;           /* why there are none, or where they are: for the log */
+    char *cgroup_prefix;         /* of our cgroups' names: cgroup_prefix_of() */
+    char **stale_cgroups;        /* could not be removed yet (processes were leaving) */
+    size_t n_stale;
     char *podman;      /* for work that names an image; NULL: none here */
     bool switch_user;
     uid_t uid;
@@ -136,43 +142,6 @@ static void read_run(const char *path, struct run_record *rr)
     }
 }
 
-/* Writes s to an existing file such as a cgroup control file. Returns 0 or -1 (errno). */
-static int write_file(const char *path, const char *s)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC), rc, saved;
-    if (fd < 0)
-        return -1;
-    rc = fd_write_all(fd, s, strlen(s));
-    saved = errno;
-    close(fd);
-    errno = saved;
-    return rc;
-}
-
-/* Reads at most max - 1 bytes of a file, NUL-terminated. Returns the length or -1. */
-static ssize_t read_file(const char *path, char *buf, size_t max)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    size_t len = 0;
-    if (fd < 0)
-        return -1;
-    while (len + 1 < max) {
-        ssize_t n = read(fd, buf + len, max - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            close(fd);
-            return -1;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
-    buf[len] = '\0';
-    return (ssize_t)len;
-}
-
 /* ---- /proc ---- */
 
 /*
@@ -186,7 +155,7 @@ static int proc_stat(pid_t pid, char *ret_state, uint64_t *ret_start)
     unsigned long long start;
 
     snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-    if (read_file(path, buf, sizeof(buf)) < 0)
+    if (file_read_small(path, buf, sizeof(buf)) < 0)
         return -1;
     p = strrchr(buf, ')');
     if (!p || p[1] != ' ' || !p[2])
@@ -252,55 +221,62 @@ static void signal_work(struct local *s, struct lwork *w, int sig)
 
 /* ---- cgroups ---- */
 
-/* Makes a replica's cgroup with its limits. Returns its path (caller frees) or NULL (errno). */
-static char *cgroup_make(const struct local *s, const struct backend_launch *l, int32_t replica)
+/* Removes a replica's cgroup, or keeps its name to try again at the next poll. */
+static void cgroup_drop(struct local *s, char *name)
 {
-    char *dir =
-        xasprintf("%s/gpuaas-%" PRId64 "-%" PRId32, s->cgroup_root, l->workload_id, replica);
-    char *path, value[64];
-    int rc, saved;
-
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-        saved = errno;
-        free(dir);
-        errno = saved;
-        return NULL;
+    if (!name)
+        return;
+    if (cgroup_remove(&s->cgroups, name) == 0) {
+        free(name);
+        return;
     }
-    if (l->cpu_milli > 0 && l->cpu_milli <= INT64_MAX / 100)
-        snprintf(value, sizeof(value), "%" PRId64 " 100000", l->cpu_milli * 100);
-    else
-        snprintf(value, sizeof(value), "max 100000");
-    path = xasprintf("%s/cpu.max", dir);
-    rc = write_file(path, value);
-    free(path);
-    if (rc == 0) {
-        if (l->mem_mib > 0 && l->mem_mib <= INT64_MAX / (1024 * 1024))
-            snprintf(value, sizeof(value), "%" PRId64, l->mem_mib * 1024 * 1024);
-        else
-            snprintf(value, sizeof(value), "max");
-        path = xasprintf("%s/memory.max", dir);
-        rc = write_file(path, value);
-        free(path);
-    }
-    if (rc < 0) {
-        saved = errno;
-        rmdir(dir);
-        free(dir);
-        errno = saved;
-        return NULL;
-    }
-    return dir;
+    s->stale_cgroups = xreallocarray(s->stale_cgroups, s->n_stale + 1, sizeof(*s->stale_cgroups));
+    s->stale_cgroups[s->n_stale++] = name;
 }
 
-/* Kills what is left in a replica's cgroup (kernel 5.14+), so that it can be removed. */
-static void cgroup_kill(const char *dir)
+/*
+ * Tries again to remove the cgroups whose killed processes were still
+ * leaving; name (may be NULL), about to be made again for a new run of the
+ * same replica, is killed once more and dropped from the list either way,
+ * so that no later retry can touch the new run.
+ */
+static void cgroup_retry(struct local *s, const char *name)
 {
-    char *path;
-    if (!dir)
-        return;
-    path = xasprintf("%s/cgroup.kill", dir);
-    write_file(path, "1");
-    free(path);
+    size_t kept = 0;
+    for (size_t i = 0; i < s->n_stale; i++) {
+        bool reused = name && strcmp(s->stale_cgroups[i], name) == 0;
+        if (reused)
+            cgroup_kill(&s->cgroups, name);
+        if (cgroup_remove(&s->cgroups, s->stale_cgroups[i]) == 0 || reused) {
+            free(s->stale_cgroups[i]);
+            continue;
+        }
+        s->stale_cgroups[kept++] = s->stale_cgroups[i];
+    }
+    s->n_stale = kept;
+}
+
+/* gpuaas-<daemon>-<id>-<replica>: daemons with their own stores may share a machine. */
+static char *cgroup_name(const struct local *s, int64_t id, int32_t replica)
+{
+    return xasprintf("%s%" PRId64 "-%" PRId32, s->cgroup_prefix, id, replica);
+}
+
+/*
+ * The start of this backend's cgroup names: gpuaas-<8 hex digits>-, the
+ * FNV-1a hash of its log directory's real path, so that it is the same
+ * after a restart (adoption finds the cgroups again) and differs between
+ * daemons on one machine, whose workload ids do not.
+ */
+static char *cgroup_prefix_of(const char *log_dir)
+{
+    char *real = realpath(log_dir, NULL);
+    const char *p = real ? real : log_dir;
+    uint32_t h = 2166136261u;
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    free(real);
+    return xasprintf("gpuaas-%08" PRIx32 "-", h);
 }
 
 /* ---- records ---- */
@@ -421,8 +397,9 @@ static void undo_launch(struct local *s, struct lwork *w)
         if (r->pid > 0)
             spawner_forget(s->spawner, r->pid);
         if (r->cgroup) {
-            cgroup_kill(r->cgroup);
-            rmdir(r->cgroup);
+            cgroup_kill(&s->cgroups, r->cgroup);
+            cgroup_drop(s, r->cgroup);
+            r->cgroup = NULL;
         }
     }
 }
@@ -578,16 +555,21 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
 
         r->replica = br->replica;
         r->own = true;
-        if (s->cgroup_root) {
-            r->cgroup = cgroup_make(s, l, br->replica);
-            if (!r->cgroup) {
+        if (s->cgroups.kind != CGROUP_NONE) {
+            r->cgroup = cgroup_name(s, l->workload_id, br->replica);
+            if (s->n_stale > 0)
+                cgroup_retry(s, r->cgroup);
+            procs = cgroup_make(&s->cgroups, r->cgroup, l->cpu_milli, l->mem_mib);
+            if (!procs) {
+                char where[600];
+                cgroup_place_describe(&s->cgroups, where, sizeof(where));
                 rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL,
-                                 "could not make a cgroup for workload %" PRId64 " replica %" PRId32
-                                 " under '%s': %s",
-                                 l->workload_id, br->replica, s->cgroup_root, strerror(errno));
+                                 "could not make cgroup %s for workload %" PRId64 " in %s: %s",
+                                 r->cgroup, l->workload_id, where, strerror(errno));
+                free(r->cgroup);
+                r->cgroup = NULL;
                 break;
             }
-            procs = xasprintf("%s/cgroup.procs", r->cgroup);
         }
         runp = run_path(s, l->workload_id, br->replica);
         env = env_build(s, l, br);
@@ -693,9 +675,8 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
             continue;
         if (!r.ended)
             n_alive++;
-        if (s->cgroup_root)
-            r.cgroup =
-                xasprintf("%s/gpuaas-%" PRId64 "-%" PRId32, s->cgroup_root, w->id, r.replica);
+        if (s->cgroups.kind != CGROUP_NONE)
+            r.cgroup = cgroup_name(s, w->id, r.replica);
         if (l->image && l->image[0])
             r.container = xasprintf("gpuaas-%" PRId64 "-%" PRId32, w->id, r.replica);
         w->reps[w->n_reps++] = r;
@@ -706,8 +687,8 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
     if (n_alive == 0 && !all_known) {
         /* Nothing of it runs and no keeper said how it ended: lost, not exited. */
         for (size_t i = 0; i < w->n_reps; i++) {
-            if (w->reps[i].cgroup)
-                rmdir(w->reps[i].cgroup);
+            cgroup_drop(s, w->reps[i].cgroup);
+            w->reps[i].cgroup = NULL;
         }
         w->lost = true;
         w->lost_at_ms = now_ms;
@@ -751,7 +732,8 @@ static void check_replica(const struct local *s, int64_t id, struct replica *r)
         if (found < 0 || start == r->start_time)
             kill(-r->pid, SIGKILL); /* no other process holds that id */
     }
-    cgroup_kill(r->cgroup);
+    if (r->cgroup)
+        cgroup_kill(&s->cgroups, r->cgroup);
 }
 
 static int local_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, int64_t now_ms)
@@ -815,8 +797,8 @@ static void work_finish(struct local *s, size_t pos)
 {
     struct lwork *w = s->work[pos];
     for (size_t i = 0; i < w->n_reps; i++) {
-        if (w->reps[i].cgroup)
-            rmdir(w->reps[i].cgroup);
+        cgroup_drop(s, w->reps[i].cgroup);
+        w->reps[i].cgroup = NULL;
     }
     memmove(&s->work[pos], &s->work[pos + 1], (s->n_work - pos - 1) * sizeof(*s->work));
     s->n_work--;
@@ -873,6 +855,8 @@ static size_t local_poll(struct backend *b, int64_t now_ms, struct backend_event
 
     assert(out || max == 0);
     scan(s, now_ms);
+    if (s->n_stale > 0)
+        cgroup_retry(s, NULL);
     return backend_ends_take(&s->done, out, max);
 }
 
@@ -908,7 +892,12 @@ static void local_free(struct backend *b)
     free(s->work);
     backend_ends_release(&s->done);
     free(s->log_dir);
-    free(s->cgroup_root);
+    cgroup_place_close(&s->cgroups);
+    for (size_t i = 0; i < s->n_stale; i++)
+        free(s->stale_cgroups[i]);
+    free(s->stale_cgroups);
+    free(s->cgroups_why);
+    free(s->cgroup_prefix);
     free(s->podman);
     free(s);
 }
@@ -944,48 +933,6 @@ static char *find_program(const char *program)
     return NULL;
 }
 
-/* Whether the space-separated list holds word. */
-static bool has_word(const char *list, const char *word)
-{
-    size_t len = strlen(word);
-    for (const char *p = strstr(list, word); p; p = strstr(p + 1, word)) {
-        bool starts = p == list || p[-1] == ' ';
-        bool ends = p[len] == '\0' || p[len] == ' ' || p[len] == '\n';
-        if (starts && ends)
-            return true;
-    }
-    return false;
-}
-
-/* Whether root names a cgroup v2 directory this process may make children in. */
-static bool cgroup_usable(const char *root)
-{
-    char *controllers, *procs, *subtree;
-    bool ok;
-
-    if (!root || !root[0])
-        return false;
-    controllers = xasprintf("%s/cgroup.controllers", root);
-    procs = xasprintf("%s/cgroup.procs", root);
-    subtree = xasprintf("%s/cgroup.subtree_control", root);
-    ok = access(controllers, R_OK) == 0 && access(procs, W_OK) == 0 && access(root, W_OK) == 0;
-    if (ok) {
-        /*
-         * The children need these controllers for cpu.max and memory.max.
-         * Enabling them fails where root itself holds processes (cgroup v2
-         * has no internal processes), and then limits cannot be set.
-         */
-        char enabled[256];
-        write_file(subtree, "+cpu +memory");
-        ok = read_file(subtree, enabled, sizeof(enabled)) >= 0 && has_word(enabled, "cpu") &&
-             has_word(enabled, "memory");
-    }
-    free(controllers);
-    free(procs);
-    free(subtree);
-    return ok;
-}
-
 struct backend *backend_local_new(int64_t cluster_id, const struct local_options *opt,
                                   struct error_info *ei)
 {
@@ -1002,8 +949,14 @@ struct backend *backend_local_new(int64_t cluster_id, const struct local_options
     }
     s = xcalloc(1, sizeof(*s));
     s->log_dir = xstrdup(opt->log_dir);
-    if (cgroup_usable(opt->cgroup_root))
-        s->cgroup_root = xstrdup(opt->cgroup_root);
+    {
+        char why[700];
+        s->cgroup_prefix = cgroup_prefix_of(s->log_dir);
+        if (cgroup_place_open(opt->cgroup_root, s->cgroup_prefix, &s->cgroups, why, sizeof(why)) ==
+            0)
+            cgroup_place_describe(&s->cgroups, why, sizeof(why));
+        s->cgroups_why = xstrdup(why);
+    }
     if (geteuid() == 0 && opt->run_uid >= 0 && opt->run_uid < INT32_MAX) {
         s->switch_user = true;
         s->uid = (uid_t)opt->run_uid;
@@ -1017,9 +970,11 @@ struct backend *backend_local_new(int64_t cluster_id, const struct local_options
     return &s->b;
 }
 
-bool backend_local_cgroups_enabled(const struct backend *b)
+bool backend_local_cgroups(const struct backend *b, const char **ret_detail)
 {
     const struct local *s = b->impl;
     assert(b->ops == &local_ops);
-    return s->cgroup_root != NULL;
+    if (ret_detail)
+        *ret_detail = s->cgroups_why;
+    return s->cgroups.kind != CGROUP_NONE;
 }

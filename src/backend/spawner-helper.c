@@ -39,7 +39,7 @@ struct child_plan {
     char *envp[ENV_MAX + 1];
     const char *log_path;
     const char *run_path;
-    const char *cgroup_procs; /* NULL: no cgroup */
+    char *cgroup_procs; /* cgroup.procs files to join, '\n'-separated; NULL: none */
     bool switch_user;
     uid_t uid;
     gid_t gid;
@@ -228,12 +228,17 @@ __attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
         child_fail_errno("could not open its run file", errno);
     if (setsid() < 0)
         child_fail("setsid failed");
-    if (cp->cgroup_procs) {
+    /* one cgroup.procs file per hierarchy (cgroup v1 has one for cpu, one for memory) */
+    for (char *path = cp->cgroup_procs, *nl; path && *path; path = nl ? nl + 1 : NULL) {
         char num[24];
         size_t len = put_decimal(num, (long long)getpid());
-        int fd = open(cp->cgroup_procs, O_WRONLY | O_CLOEXEC);
+        int fd;
+        nl = strchr(path, '\n');
+        if (nl)
+            *nl = '\0'; /* the keeper's own copy of the request */
+        fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0 || fd_write_all(fd, num, len) < 0)
-            child_fail("could not join its cgroup");
+            child_fail_errno("could not join its cgroup", errno);
         close(fd);
     }
     if (cp->switch_user) {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fdio.c: see fdio.h. Only libc: the spawner program builds this file too. */
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -19,4 +21,42 @@ int fd_write_all(int fd, const void *buf, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+int file_write_string(const char *path, const char *s)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC), rc, saved;
+    if (fd < 0)
+        return -1;
+    rc = fd_write_all(fd, s, strlen(s));
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+ssize_t file_read_small(const char *path, char *buf, size_t max)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC), saved;
+    size_t len = 0;
+    if (fd < 0)
+        return -1;
+    while (len + 1 < max) {
+        ssize_t n = read(fd, buf + len, max - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            saved = errno;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (max > 0)
+        buf[len] = '\0';
+    return (ssize_t)len;
 }

@@ -59,7 +59,9 @@ static const struct opt options[] = {
         "local clusters: program that runs work naming an image (default podman, from PATH; "
         "empty: such work is refused)"),
     STR("cgroup-root", cgroup_root,
-        "local clusters: a cgroup v2 directory to put work in with CPU and memory limits"),
+        "local clusters: where work gets cgroups with the flavor's CPU and memory limits: "
+        "'auto' (the machine's cgroup v2, else v1's cpu and memory), a cgroup v2 directory, or "
+        "empty for none (default auto)"),
     INT("run-uid", run_uid, -1, 2147483647, "local clusters: run work as this user id"),
     INT("run-gid", run_gid, -1, 2147483647, "local clusters: run work as this group id"),
     STR("nvml", nvml,
@@ -120,6 +122,7 @@ static void defaults(struct config *cfg)
     cfg->reserve_after_s = 600;
     snprintf(cfg->log_dir, sizeof(cfg->log_dir), "gpuaas-logs");
     snprintf(cfg->podman, sizeof(cfg->podman), "podman");
+    snprintf(cfg->cgroup_root, sizeof(cfg->cgroup_root), "auto");
     cfg->run_uid = cfg->run_gid = -1;
     cfg->collect_interval_s = 10;
     cfg->idle_window_s = 1800;

@@ -360,14 +360,17 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
                                        .spawner = e->opt.spawner,
                                        .podman = e->opt.podman ? e->opt.podman : ""};
             struct error_info lei = {0};
+            const char *detail = NULL;
             b = backend_local_new(id, &lo, &lei);
             if (!b)
                 log_error("could not start the local backend", "cluster",
                           get_s(&model_clusters, &rows[i], "name"), "error", lei.message);
-            else if (!backend_local_cgroups_enabled(b))
+            else if (!backend_local_cgroups(b, &detail))
                 log_warn("local cluster runs work without cgroup limits", "cluster",
-                         get_s(&model_clusters, &rows[i], "name"), "why",
-                         e->opt.cgroup_root ? "cgroup root not usable" : "no cgroup root set");
+                         get_s(&model_clusters, &rows[i], "name"), "why", detail);
+            else
+                log_info("local cluster runs work in cgroups with the flavor's limits", "cluster",
+                         get_s(&model_clusters, &rows[i], "name"), "cgroups", detail);
         } else if (strcmp(kind, "slurm") == 0) {
             /* The cluster's endpoint is the slurm.conf its tools read ("": their default). */
             struct slurm_options so = {.log_dir = e->opt.log_dir ? e->opt.log_dir : "gpuaas-logs",

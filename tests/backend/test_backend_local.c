@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "backend/backend.h"
+#include "backend/cgroup.h"
 #include "backend/spawner-proto.h"
 #include "base/alloc.h"
 #include "base/parse.h"
@@ -54,7 +55,7 @@ static struct backend *local(int64_t timeout_grace_ms)
         fail_msg("backend_local_new: %s", ei.message);
     assert_string_equal(b->ops->name, "local");
     assert_int_equal(b->cluster_id, 3);
-    assert_false(backend_local_cgroups_enabled(b));
+    assert_false(backend_local_cgroups(b, NULL));
     return b;
 }
 
@@ -676,8 +677,87 @@ static void test_cgroup_root_unusable(void **state)
     struct backend *b = backend_local_new(3, &o, NULL);
     (void)state;
     assert_non_null(b);
-    assert_false(backend_local_cgroups_enabled(b));
+    assert_false(backend_local_cgroups(b, NULL));
     b->ops->free(b);
+}
+
+/*
+ * Where this machine lets the daemon manage cgroups ("auto": v2, else v1's
+ * cpu and memory): each replica runs in its own, with the flavor's limits;
+ * memory beyond them is the kernel's OOM kill; a process that left the
+ * replica's session and group still goes with it; the cgroup goes at the end.
+ */
+static void test_cgroup_limits(void **state)
+{
+    struct local_options o = {
+        .log_dir = g_logs, .cgroup_root = "auto", .run_uid = -1, .run_gid = -1, .podman = ""};
+    struct cgroup_place place;
+    struct backend *b;
+    struct backend_launch l;
+    struct backend_event ev;
+    const char *detail = NULL;
+    char why[700], *log, *p, *name, *line;
+    int in = 0;
+    pid_t bg;
+    (void)state;
+
+    if (geteuid() != 0) {
+        print_message("skipped: managing the machine's cgroups needs root\n");
+        skip();
+    }
+    if (cgroup_place_open("auto", NULL, &place, why, sizeof(why)) < 0) {
+        print_message("skipped: %s\n", why);
+        skip();
+    }
+    b = backend_local_new(3, &o, NULL);
+    assert_non_null(b);
+    assert_true(backend_local_cgroups(b, &detail));
+    assert_non_null(strstr(detail, "/gpuaas"));
+
+    /* the keeper joined before the work started: every hierarchy names the replica's cgroup */
+    launch(b, 40, "cat /proc/self/cgroup", -1, now_ms());
+    ev = wait_event(b);
+    assert_int_equal(ev.exit_code, 0);
+    log = read_log(40);
+    p = strstr(log, ":/gpuaas/gpuaas-");
+    assert_non_null(p);
+    name = xstrndup(p + 9, strcspn(p + 9, "\n")); /* gpuaas-<daemon>-40-0 */
+    assert_int_equal(strlen(name), strlen("gpuaas-01234567-40-0"));
+    assert_string_equal(name + strlen("gpuaas-01234567"), "-40-0");
+    line = xasprintf(":/gpuaas/%s\n", name);
+    for (p = strstr(log, line); p; p = strstr(p + 1, line))
+        in++;
+    assert_int_equal(in, place.kind == CGROUP_V1 ? 2 : 1);
+    free(line);
+    free(log);
+    /* removed by the backend once the end is handed out (at once, or at a later poll) */
+    p = xasprintf("%s/%s", place.kind == CGROUP_V1 ? place.mem_dir : place.dir, name);
+    for (int i = 0; i < 100 && access(p, F_OK) == 0; i++) {
+        assert_nothing(b);
+        nap();
+    }
+    assert_int_equal(access(p, F_OK), -1);
+    free(p);
+    free(name);
+
+    /* 64 MiB touched under a 32 MiB limit (no swap here to hide in): killed by the kernel */
+    l = work(41, "dd if=/dev/zero of=/dev/null bs=64M count=1", -1);
+    l.mem_mib = 32;
+    launch_work(b, &l, now_ms());
+    ev = wait_event(b);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    if (ev.exit_code != -SIGKILL && ev.exit_code != 128 + SIGKILL)
+        fail_msg("exit code %d, not an OOM kill; log: %s", ev.exit_code, read_log(41));
+
+    /* left its session and process group: the cgroup still holds it */
+    launch(b, 42, "setsid sleep 300 & echo bg=$!", -1, now_ms());
+    bg = log_pid(42, "bg=");
+    ev = wait_event(b);
+    assert_int_equal(ev.exit_code, 0);
+    wait_gone(bg);
+
+    b->ops->free(b);
+    cgroup_place_close(&place);
 }
 
 static void remove_dir(const char *dir)
@@ -733,6 +813,7 @@ int main(void)
         cmocka_unit_test(test_adopt_not_our_child),
         cmocka_unit_test(test_adopt_lost),
         cmocka_unit_test(test_cgroup_root_unusable),
+        cmocka_unit_test(test_cgroup_limits),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
