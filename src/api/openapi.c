@@ -252,6 +252,10 @@ json_t *openapi_document(void)
         json_object_set_new(lrs, "200",
                             response("the workload's output: {log, offset, next_offset, size}",
                                      json_pack("{s:s}", "type", "object")));
+        json_object_set_new(lrs, "410",
+                            response("the workload ended more than log-retention-days ago and "
+                                     "its log was removed; the message says when",
+                                     ref_to("Error")));
         json_object_set_new(
             paths, "/v1/workloads/{id}/logs",
             json_pack("{s:[{s:s,s:s,s:b,s:{s:s}},{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s}}],s:o}",

@@ -16,6 +16,7 @@
 #include "base/parse.h"
 #include "base/timeutil.h"
 #include "engine/engine.h"
+#include "retention/retention.h"
 
 
 /* The earlier workload submitted with the same idempotency key in the project, if any. */
@@ -143,10 +144,36 @@ void workloads_decorate(struct req *r, const struct row *row, json_t *j)
 #define LOG_TAIL_DEFAULT (64 << 10)
 
 /*
+ * A log that is not there: ERR_GONE when the retention removed it (the
+ * workload ended long enough ago), saying when and why; else 0 (there is no
+ * output yet, or its backend keeps none: an empty log).
+ */
+static int log_removed(struct req *r, int64_t id, const struct row *row, struct error_info *ei)
+{
+    const char *prefix = "log removed: ", *msg = NULL;
+    int64_t at_ms = 0;
+    char when[40];
+    int rc;
+
+    if (!model_workload_state_ended(model_get(&model_workloads, row, "state")->s))
+        return 0;
+    rc = retention_find_removal(req_db(r), id, &r->arena, &at_ms, &msg, ei);
+    if (rc <= 0)
+        return rc;
+    time_format_rfc3339(at_ms / 1000, when, sizeof(when));
+    if (strncmp(msg, prefix, strlen(prefix)) == 0)
+        return errinfo_set(ei, ERR_GONE, NULL, "workload %" PRId64 ": log removed at %s: %s", id,
+                           when, msg + strlen(prefix));
+    return errinfo_set(ei, ERR_GONE, NULL, "workload %" PRId64 ": log removed at %s (%s)", id, when,
+                       msg);
+}
+
+/*
  * GET /v1/workloads/<id>/logs[?offset=N|tail=N]: the workload's output as
  * {"log": text, "offset", "next_offset", "size"}; viewers of its project may
  * read it. With offset, the bytes from there (to follow a running workload);
- * else the last `tail` bytes. At most 1 MiB per call.
+ * else the last `tail` bytes. At most 1 MiB per call. 410 when the log of
+ * ended work was removed by the retention (log-retention-days).
  */
 void workloads_logs(struct req *r, int64_t id)
 {
@@ -173,6 +200,10 @@ void workloads_logs(struct req *r, int64_t id)
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd >= 0 && fstat(fd, &st) == 0)
             size = (int64_t)st.st_size;
+        else if (fd < 0 && errno == ENOENT && (rc = log_removed(r, id, &row, &ei)) < 0) {
+            req_reply_error(r, rc, &ei);
+            return;
+        }
     }
     if (offset < 0)
         offset = size > tail ? size - tail : 0;

@@ -20,6 +20,7 @@
     X(NOT_FOUND, "not_found", 404, "no such object")                                       \
     X(METHOD, "method_not_allowed", 405, "method not allowed on this path")                \
     X(CONFLICT, "conflict", 409, "conflicts with an existing object")                      \
+    X(GONE, "gone", 410, "no longer kept")                                                 \
     X(TOO_LARGE, "too_large", 413, "request or value too large")                           \
     X(MEDIA_TYPE, "unsupported_media_type", 415, "body must be application/json")          \
     X(BUSY, "busy", 503, "the store is busy, try again")                                   \

@@ -17,7 +17,9 @@ static void logs_help(void)
 {
     printf("usage: gpuaas logs ID [-f|--follow] [--tail BYTES]\n\n"
            "Prints a workload's output (stdout and stderr), the last 64 KiB unless --tail\n"
-           "says otherwise. With -f, keeps printing new output until the workload has ended.\n");
+           "says otherwise. With -f, keeps printing new output until the workload has ended.\n"
+           "The log of work that ended more than the server's log-retention-days ago is\n"
+           "removed: then this fails and says when.\n");
 }
 
 /* Whether the workload may still write: queued, running or stopping. */

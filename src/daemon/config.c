@@ -55,6 +55,9 @@ static const struct opt options[] = {
     INT("reserve-after-s", reserve_after_s, 0, 864000,
         "a queue head blocked this long gets capacity held for it (default 600)"),
     STR("log-dir", log_dir, "local clusters: workload logs and state files (default gpuaas-logs)"),
+    INT("log-retention-days", log_retention_days, 0, 36500,
+        "remove the log and run files of work that ended this many days ago (default 30; "
+        "0: keep them for ever)"),
     STR("podman", podman,
         "local clusters: program that runs work naming an image (default podman, from PATH; "
         "empty: such work is refused)"),
@@ -121,6 +124,7 @@ static void defaults(struct config *cfg)
     cfg->grace_s = 30;
     cfg->reserve_after_s = 600;
     snprintf(cfg->log_dir, sizeof(cfg->log_dir), "gpuaas-logs");
+    cfg->log_retention_days = 30;
     snprintf(cfg->podman, sizeof(cfg->podman), "podman");
     snprintf(cfg->cgroup_root, sizeof(cfg->cgroup_root), "auto");
     cfg->run_uid = cfg->run_gid = -1;

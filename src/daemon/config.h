@@ -32,6 +32,7 @@ struct config {
     int grace_s;                     /* default preemption grace */
     int reserve_after_s;             /* head-of-line reservation delay */
     char log_dir[1024];              /* local clusters: workload logs */
+    int log_retention_days;          /* files of work ended this long ago go; 0: kept */
     char cgroup_root[1024];          /* local clusters: "auto", a cgroup v2 directory, "" none */
     char podman[1024];               /* local clusters: runs work that names an image; "" none */
     int run_uid, run_gid;            /* local clusters: who work runs as (-1: the daemon's user) */

@@ -19,6 +19,7 @@
 #include "collect/collector.h"
 #include "daemon/config.h"
 #include "engine/engine.h"
+#include "retention/retention.h"
 #include "sched/policies.h"
 #include "store/store.h"
 
@@ -124,6 +125,8 @@ int main(int argc, char **argv)
     struct engine_options eopt;
     struct sched_policy *policy = NULL;
     struct spawner *spawner = NULL;
+    struct retention *retention = NULL;
+    struct retention_options ropt;
     struct inv_declared_gpu *local_gpus = NULL;
     enum log_level level;
     sigset_t sigs;
@@ -235,6 +238,20 @@ int main(int argc, char **argv)
         return fail("could not start the scheduler", &ei);
     }
 
+    /* After the engine has adopted what runs; it only ever removes files of ended work. */
+    retention_options_init(&ropt);
+    ropt.log_dir = cfg.log_dir;
+    ropt.keep_days = cfg.log_retention_days;
+    if (retention_start(store, &ropt, &retention, &ei) < 0) {
+        engine_stop(engine);
+        collector_stop(collector);
+        store_close(store);
+        sched_policy_free(policy);
+        free(local_gpus);
+        spawner_stop(spawner);
+        return fail("could not start the log retention", &ei);
+    }
+
     api_options_init(&aopt);
     aopt.bind_addr = cfg.listen_addr;
     aopt.port = cfg.listen_port;
@@ -245,6 +262,7 @@ int main(int argc, char **argv)
     aopt.issuer = cfg.issuer;
     aopt.collector = collector;
     if (api_start(store, &aopt, &api, &ei) < 0) {
+        retention_stop(retention);
         engine_stop(engine); /* before the collector: it asks the collector */
         collector_stop(collector);
         store_close(store);
@@ -263,6 +281,7 @@ int main(int argc, char **argv)
         ;
     log_info("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     api_stop(api);
+    retention_stop(retention);
     engine_stop(engine); /* before the collector: it asks the collector */
     spawner_stop(spawner); /* the work it started goes on; a restart adopts it */
     collector_stop(collector);

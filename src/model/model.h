@@ -119,6 +119,12 @@ extern const struct resource_def model_organizations, model_projects, model_user
     model_budgets, model_budget_alerts, model_inventory_items;
 /* Workload states, NULL-terminated, as model_workloads' "state" enum. */
 extern const char *const model_workload_states[];
+/*
+ * Whether a workload state is an end: succeeded, failed, cancelled or
+ * preempted (preempted work that is queued again is "queued"). An ended
+ * workload never runs again. NULL or an unknown state is not an end.
+ */
+bool model_workload_state_ended(const char *state);
 
 struct value {
     bool set;     /* present: in a decoded request, given by the client */

@@ -15,6 +15,16 @@
 const char *const model_workload_states[] = {"queued",    "admitted",  "running",   "preempting",
                                              "succeeded", "failed",    "cancelled", "preempted",
                                              NULL};
+bool model_workload_state_ended(const char *state)
+{
+    static const char *const ends[] = {"succeeded", "failed", "cancelled", "preempted"};
+    for (size_t i = 0; state && i < ARRAY_SIZE(ends); i++) {
+        if (strcmp(state, ends[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
 static const char *const pclass_values[] = {"owned", "opportunistic", NULL};
 static const char *const kind_values[] = {"batch", "instance", NULL};
 
@@ -131,7 +141,8 @@ static const struct field_def event_fields[] = {
     {"at_ms", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
      "when, ms since the epoch"},
     {"type", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 32, NULL, NULL, 0, NULL,
-     "submitted, admitted, preempting, preempted, requeued, succeeded, failed, cancelled"},
+     "submitted, admitted, preempting, preempted, requeued, succeeded, failed, cancelled, "
+     "logs-removed"},
     {"message", NULL, FT_STRING, FF_READONLY, 0, 1024, NULL, NULL, 0, NULL, "what happened"},
 };
 

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Log retention on a local cluster (log-retention-days): real work runs and
+# ends; the daemon is stopped with other work still running, one ended
+# workload's end is moved two days back in the store (as if two days had
+# passed: the retention counts from the end the store records), and the
+# daemon is started again, which sweeps log-dir. The old workload's log and
+# run file are gone, with a logs-removed event, and its logs answer 410 with
+# when and why (the CLI says so too); the running workload's files (the run
+# file a restarted daemon adopts it by), a recently ended one's, a directory
+# with one of our names and files that are not ours stay.
+. "$(dirname "$0")/lib.sh"
+
+mark="gpuaas-e2e-$$" # in every command line we start, so pgrep finds only ours
+# Work outlives a stopped daemon by design: whatever this test started goes with it.
+end() {
+  local rc=$?
+  pkill -f "$mark" 2>/dev/null || true
+  (exit $rc) # cleanup reads the script's status from $?
+  cleanup
+  exit $rc
+}
+trap end EXIT
+
+logs=$TMP/logs
+flags=(--local-gpus "h100:2" --log-dir "$logs" --log-retention-days 1 --grace-s 1)
+start_daemon "$TMP/gpuaas.db" "${flags[@]}"
+g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
+"${g[@]}" cluster create here --backend local >/dev/null
+"${g[@]}" flavor create h100.1x --gpu-class h100 --gpu-milli 1000 >/dev/null
+"${g[@]}" org create acme >/dev/null
+"${g[@]}" project create ml --org acme >/dev/null
+"${g[@]}" quota create --project ml --gpu-class h100 --limit-milli 2000 >/dev/null
+deadline=$((SECONDS + 15))
+until [ "$("${g[@]}" -o json gpu list | jq '.items | length')" = 2 ]; do
+  [ $SECONDS -lt $deadline ] || fail "the declared GPUs did not appear"
+  sleep 0.2
+done
+
+old=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "echo output-of-old # $mark" | jq -r .id)
+wait_state "$old" succeeded 15
+recent=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "echo output-of-recent # $mark" | jq -r .id)
+wait_state "$recent" succeeded 15
+long=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "echo started; sleep 60 # $mark-long" | jq -r .id)
+wait_state "$long" running 15
+for f in "$old.log" "$old.0.run" "$recent.log" "$recent.0.run" "$long.0.run"; do
+  [ -f "$logs/$f" ] || fail "no $f in log-dir: $(ls "$logs")"
+done
+expect_contains "$("${g[@]}" logs "$old")" output-of-old "the log before the retention"
+
+# What is not ours stays, whatever its age: other names, a directory with one of our names.
+echo keep >"$logs/notes.txt"
+cp "$logs/$old.log" "$logs/$old.log.bak"
+echo keep >"$logs/0$old.log"
+echo keep >"$logs/999999.log" # a workload this store does not know
+mkdir "$logs/$old.7.run"
+
+stop_daemon
+pgrep -f "$mark-long" >/dev/null || fail "the long job did not outlive the daemon"
+# Two days pass for the old workload: its end, as the store records it, moves back.
+sqlite3 "$TMP/gpuaas.db" "UPDATE workloads SET finished_at = finished_at - 172800 WHERE id = $old"
+start_daemon "$TMP/gpuaas.db" "${flags[@]}"
+g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN") # a new port
+
+# The sweep at start; its line comes once it has read all of log-dir.
+deadline=$((SECONDS + 30))
+until grep -q 'msg="log retention sweep done"' "$DAEMON_LOG"; do
+  [ $SECONDS -lt $deadline ] || fail "no log retention sweep after the restart"
+  sleep 0.1
+done
+line=$(grep 'msg="log retention sweep done"' "$DAEMON_LOG")
+expect_contains "$line" "removed=2 workloads=1" "what the sweep says it removed"
+
+[ ! -e "$logs/$old.log" ] || fail "the old workload's log is still there"
+[ ! -e "$logs/$old.0.run" ] || fail "the old workload's run file is still there"
+for f in "$recent.log" "$recent.0.run" "$long.log" "$long.0.run" notes.txt "$old.log.bak" \
+  "0$old.log" 999999.log; do
+  [ -f "$logs/$f" ] || fail "$f was removed"
+done
+[ -d "$logs/$old.7.run" ] || fail "a directory named like a run file was removed"
+
+# The API says the log is gone, when, and why; the CLI prints it and fails.
+api GET "/v1/workloads/$old/logs" "$ADMIN_TOKEN"
+expect_eq "$HTTP_STATUS" 410 "status of a removed log"
+expect_eq "$(jq -r .error.code <<<"$BODY")" gone "error code of a removed log"
+msg=$(jq -r .error.message <<<"$BODY")
+expect_contains "$msg" "workload $old: log removed at " "the message"
+expect_contains "$msg" "logs are kept 1 day after work ends" "the message says why"
+rc=0
+"${g[@]}" logs "$old" >"$TMP/cli.out" 2>"$TMP/cli.err" || rc=$?
+[ $rc -ne 0 ] || fail "gpuaas logs of a removed log succeeded"
+expect_contains "$(cat "$TMP/cli.err")" "log removed at " "gpuaas logs says the log was removed"
+api GET "/v1/events?workload_id=$old&type=logs-removed" "$ADMIN_TOKEN"
+expect_eq "$(jq '.items | length' <<<"$BODY")" 1 "one logs-removed event"
+expect_eq "$(jq -r '.items[0].message' <<<"$BODY")" "log removed: logs are kept 1 day after work ends" \
+  "the event's message"
+
+# The others read as before; the long job was adopted again by its run file.
+expect_contains "$("${g[@]}" logs "$recent")" output-of-recent "a recent log"
+expect_eq "$(state_of "$long")" running "the long job after the restart"
+expect_contains "$("${g[@]}" logs "$long")" started "the running job's log"
+"${g[@]}" cancel "$long" >/dev/null
+wait_state "$long" cancelled 15
+pgrep -f "$mark-long" >/dev/null && fail "the long job survived its cancel"
+stop_daemon
+echo "local log retention: ok"
