@@ -4,7 +4,9 @@
 # (N jobs of one GPU whose command exits at once, 64 GPUs) three ways:
 #   1. Slurm alone: sbatch straight to a real Slurm of 8 nodes x 8 GPUs on
 #      this host (tests/slurm/slurm-up.sh);
-#   2. gpuaas on `local`: 64 declared GPUs on this machine, processes;
+#   2. gpuaas on `local`: 64 declared GPUs on this machine, processes
+#      without cgroup limits (Slurm here enforces none either); then the
+#      same burst again with each replica in its own cgroup (the default);
 #   3. gpuaas on `slurm`: the same Slurm, gpuaas choosing the node and GPUs.
 # Prints jobs/s end to end (first submit to last end) for each, gpuaas-local's
 # submit->start p50 (from the events' times), and gpuaas-on-slurm's overhead
@@ -92,14 +94,20 @@ setup_tenant() { # class
 
 # ---- 2. gpuaas on local ----
 export GPUAAS_CONFIG=$TMP/cli.conf
-start "$TMP/local.db"
-"${g[@]}" cluster create here --backend local >/dev/null
-"${g[@]}" gpu-class create h100 >/dev/null
-"${g[@]}" node create this-host --cluster here >/dev/null
-for i in $(seq 0 63); do
-  "${g[@]}" gpu create --node this-host --index "$i" --gpu-class h100 --uuid "GPU-00000000-0000-0000-0000-0000000000$(printf %02d "$i")" >/dev/null
-done
-setup_tenant h100
+local_cluster() { # db [daemon flags...]: a daemon with a local cluster of 64 GPUs and the tenant
+  start "$@"
+  "${g[@]}" cluster create here --backend local >/dev/null
+  "${g[@]}" gpu-class create h100 >/dev/null
+  "${g[@]}" node create this-host --cluster here >/dev/null
+  for i in $(seq 0 63); do
+    "${g[@]}" gpu create --node this-host --index "$i" --gpu-class h100 --uuid "GPU-00000000-0000-0000-0000-0000000000$(printf %02d "$i")" >/dev/null
+  done
+  setup_tenant h100
+}
+# Slurm here enforces no limits (proctrack/linuxproc, no task/cgroup), so the
+# figures compared with it are without cgroups too; the same burst with each
+# replica in its own cgroup with the flavor's limits (the default) follows.
+local_cluster "$TMP/local.db" --cgroup-root=
 first=$(submit_all "$project" "$flavor")
 last=$(wait_done "$TMP/local.db")
 local_s=$(awk -v a="$first" -v b="$last" 'BEGIN { printf "%.2f", (b - a) / 1000 }')
@@ -126,6 +134,13 @@ wait_done "$TMP/local.db" $((2 * jobs)) >/dev/null
 paced_span=$(sqlite3 "$TMP/local.db" "SELECT max(at_ms) - min(at_ms) FROM workload_events WHERE type = 'submitted' AND workload_id > $before;")
 read -r paced_p50 paced_p99 <<<"$(waits "$before")"
 stop
+# The same burst with cgroups ("auto": v2, else v1), where this machine allows them.
+local_cluster "$TMP/local-cg.db"
+cgroups=$(grep -o 'cgroups="[^"]*"' "$TMP/daemon.log" | head -1)
+first=$(submit_all "$project" "$flavor")
+last=$(wait_done "$TMP/local-cg.db")
+cg_s=$(awk -v a="$first" -v b="$last" 'BEGIN { printf "%.2f", (b - a) / 1000 }')
+stop
 
 # ---- 3. gpuaas on slurm ----
 start "$TMP/slurm.db" --slurm-sync-s 1
@@ -141,10 +156,11 @@ stop
 
 awk -v n="$jobs" -v s="$slurm_s" -v l="$local_s" -v o="$onslurm_s" -v p="$p50" -v f="$failed" \
   -v span="$submit_span" -v rate="$rate" -v pspan="$paced_span" -v pp50="$paced_p50" \
-  -v pp99="$paced_p99" 'BEGIN {
+  -v pp99="$paced_p99" -v cg="$cg_s" -v cgw="${cgroups:-none: not allowed here}" 'BEGIN {
   printf "jobs %d, 64 GPUs, one run\n", n
   printf "slurm alone:      %7.2f s  %8.1f jobs/s\n", s, n / s
   printf "gpuaas on local:  %7.2f s  %8.1f jobs/s  (%.1fx slurm), submit->start p50 %d ms; the %d submissions took %.2f s\n", l, n / l, (n / l) / (n / s), p, n, span / 1000
   printf "gpuaas on local, %d more at %d/s (10x slurm alone; sent at %.0f/s): submit->start p50 %d ms, p99 %d ms\n", n, rate, n / (pspan / 1000), pp50, pp99
+  printf "gpuaas on local, cgroups with the flavor limits (%s): %.2f s  %.1f jobs/s  (%.1fx slurm)\n", cgw, cg, n / cg, (n / cg) / (n / s)
   printf "gpuaas on slurm:  %7.2f s  %8.1f jobs/s  (+%.1f%% over slurm alone), %d not succeeded\n", o, n / o, (o - s) / s * 100, f
 }'

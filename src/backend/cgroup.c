@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* cgroup.c: replicas' control groups on cgroup v2 or v1 machines (cgroup.h). */
+/*
+ * cgroup.c: finding where replicas' control groups go, on cgroup v2 or v1
+ * machines (cgroup.h); the daemon's side. What a keeper does to a replica's
+ * cgroup is in cgroup-ops.c, which the spawner program links too.
+ */
 #include "base/common.h"
 
 #include <dirent.h>
-#include <signal.h>
 #include <sys/stat.h>
 
 #include "backend/cgroup.h"
 #include "base/alloc.h"
 #include "base/fdio.h"
-
-#define CPU_PERIOD_US 100000
-#define V1_MIN_QUOTA_US 1000 /* the kernel refuses less */
-#define KILL_ROUNDS 8        /* a fork bomb outruns one pass over cgroup.procs */
 
 /* ---- finding the hierarchies ---- */
 
@@ -210,6 +209,10 @@ int cgroup_place_open(const char *setting, const char *mine, struct cgroup_place
         snprintf(why, why_len, "no cgroup root is set");
         return -1;
     }
+    if (strchr(setting, '\n')) { /* the keeper's request is line by line */
+        snprintf(why, why_len, "a cgroup root may not hold a newline");
+        return -1;
+    }
     rc = strcmp(setting, "auto") == 0 ? open_auto(place, why, why_len)
                                       : open_v2(setting, place, why, why_len);
     if (rc < 0) {
@@ -243,153 +246,19 @@ void cgroup_place_describe(const struct cgroup_place *place, char *buf, size_t l
         snprintf(buf, len, "none");
 }
 
-/* ---- a replica's cgroup ---- */
+/* ---- the request to a keeper ---- */
 
-/* Writes value to dir/file. 0 or -1 (errno). */
-static int set(const char *dir, const char *file, const char *value)
+int cgroup_request_format(const struct cgroup_place *place, const char *name, int64_t cpu_milli,
+                          int64_t mem_mib, char *buf, size_t len)
 {
-    char *path = xasprintf("%s/%s", dir, file);
-    int rc = file_write_string(path, value);
-    free(path);
-    return rc;
-}
-
-static int make_v2(const char *dir, int64_t cpu_milli, int64_t mem_mib)
-{
-    char value[64];
-    if (cpu_milli > 0 && cpu_milli <= INT64_MAX / 100)
-        snprintf(value, sizeof(value), "%" PRId64 " %d", cpu_milli * 100, CPU_PERIOD_US);
-    else
-        snprintf(value, sizeof(value), "max %d", CPU_PERIOD_US);
-    if (set(dir, "cpu.max", value) < 0)
-        return -1;
-    if (mem_mib > 0 && mem_mib <= INT64_MAX / (1024 * 1024))
-        snprintf(value, sizeof(value), "%" PRId64, mem_mib * 1024 * 1024);
-    else
-        snprintf(value, sizeof(value), "max");
-    return set(dir, "memory.max", value);
-}
-
-static int make_v1(const char *cpu_dir, const char *mem_dir, int64_t cpu_milli, int64_t mem_mib)
-{
-    char value[64];
-    if (set(cpu_dir, "cpu.cfs_period_us", "100000") < 0)
-        return -1;
-    if (cpu_milli > 0 && cpu_milli <= INT64_MAX / 100) {
-        int64_t quota = cpu_milli * 100;
-        snprintf(value, sizeof(value), "%" PRId64,
-                 quota < V1_MIN_QUOTA_US ? (int64_t)V1_MIN_QUOTA_US : quota);
-    } else {
-        snprintf(value, sizeof(value), "-1");
-    }
-    if (set(cpu_dir, "cpu.cfs_quota_us", value) < 0)
-        return -1;
-    if (mem_mib > 0 && mem_mib <= INT64_MAX / (1024 * 1024))
-        snprintf(value, sizeof(value), "%" PRId64, mem_mib * 1024 * 1024);
-    else
-        snprintf(value, sizeof(value), "-1");
-    return set(mem_dir, "memory.limit_in_bytes", value);
-}
-
-char *cgroup_make(const struct cgroup_place *place, const char *name, int64_t cpu_milli,
-                  int64_t mem_mib)
-{
-    char *a = NULL, *b = NULL, *procs = NULL;
-    int rc = -1, saved;
-
-    if (place->kind == CGROUP_V2) {
-        a = xasprintf("%s/%s", place->dir, name);
-        if (make_dir(a) == 0 && make_v2(a, cpu_milli, mem_mib) == 0) {
-            procs = xasprintf("%s/cgroup.procs", a);
-            rc = 0;
-        }
-    } else if (place->kind == CGROUP_V1) {
-        a = xasprintf("%s/%s", place->cpu_dir, name);
-        b = xasprintf("%s/%s", place->mem_dir, name);
-        if (make_dir(a) == 0 && make_dir(b) == 0 && make_v1(a, b, cpu_milli, mem_mib) == 0) {
-            procs = xasprintf("%s/cgroup.procs\n%s/cgroup.procs", a, b);
-            rc = 0;
-        }
-    } else {
-        errno = ENOENT;
-    }
-    saved = errno;
-    if (rc < 0) {
-        if (a)
-            rmdir(a);
-        if (b)
-            rmdir(b);
-    }
-    free(a);
-    free(b);
-    errno = saved;
-    return procs;
-}
-
-/* SIGKILLs the processes listed in dir/cgroup.procs, a few rounds; whether it was found empty. */
-static bool kill_listed(const char *dir)
-{
-    char *path = xasprintf("%s/cgroup.procs", dir), list[16384];
-    bool empty = false;
-
-    for (int round = 0; round < KILL_ROUNDS && !empty; round++) {
-        ssize_t n = file_read_small(path, list, sizeof(list));
-        empty = n <= 0;
-        for (char *p = list; n > 0 && *p;) {
-            char *end;
-            long pid = strtol(p, &end, 10);
-            if (end == p)
-                break;
-            if (pid > 1)
-                kill((pid_t)pid, SIGKILL);
-            p = end + (*end == '\n');
-        }
-    }
-    free(path);
-    return empty;
-}
-
-void cgroup_kill(const struct cgroup_place *place, const char *name)
-{
-    char *dir;
-    if (place->kind == CGROUP_V2) {
-        char *kill_file;
-        dir = xasprintf("%s/%s", place->dir, name);
-        kill_file = xasprintf("%s/cgroup.kill", dir);
-        /* one write kills the whole cgroup, forks included (kernel 5.14+) */
-        if (file_write_string(kill_file, "1") < 0 && errno != ENOENT)
-            kill_listed(dir);
-        free(kill_file);
-        free(dir);
-    } else if (place->kind == CGROUP_V1) {
-        dir = xasprintf("%s/%s", place->mem_dir, name);
-        kill_listed(dir);
-        free(dir);
-        dir = xasprintf("%s/%s", place->cpu_dir, name);
-        kill_listed(dir);
-        free(dir);
-    }
-}
-
-static int remove_dir(const char *parent, const char *name)
-{
-    char *dir = xasprintf("%s/%s", parent, name);
-    int rc = rmdir(dir) < 0 && errno != ENOENT ? -1 : 0, saved = errno;
-    free(dir);
-    errno = saved;
-    return rc;
-}
-
-int cgroup_remove(const struct cgroup_place *place, const char *name)
-{
+    int n;
     if (place->kind == CGROUP_V2)
-        return remove_dir(place->dir, name);
-    if (place->kind == CGROUP_V1) {
-        int a = remove_dir(place->cpu_dir, name), saved = errno;
-        int b = remove_dir(place->mem_dir, name);
-        if (a < 0)
-            errno = saved;
-        return a < 0 || b < 0 ? -1 : 0;
-    }
-    return 0;
+        n = snprintf(buf, len, "2 %" PRId64 " %" PRId64 " %s\n%s", cpu_milli, mem_mib, name,
+                     place->dir);
+    else if (place->kind == CGROUP_V1)
+        n = snprintf(buf, len, "1 %" PRId64 " %" PRId64 " %s\n%s\n%s", cpu_milli, mem_mib, name,
+                     place->cpu_dir, place->mem_dir);
+    else
+        return -1;
+    return n < 0 || (size_t)n >= len ? -1 : n;
 }

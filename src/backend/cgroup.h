@@ -10,8 +10,9 @@
  * hierarchies (v2 with the cpu and memory controllers if there is one, else
  * v1's cpu and memory) and use a `gpuaas` directory in each, or a cgroup v2
  * directory the daemon may write. A replica's cgroup is a child named by
- * the caller; the keeper joins it by writing its pid to each cgroup.procs
- * file before the work starts, so nothing the work runs escapes it.
+ * the caller, made by the replica's keeper with its limits and joined by
+ * the work before it execs, so nothing the work runs escapes it; the keeper
+ * kills what is left and removes it when the work has ended.
  */
 #ifndef GPUAAS_BACKEND_CGROUP_H
 #define GPUAAS_BACKEND_CGROUP_H
@@ -52,18 +53,40 @@ void cgroup_place_describe(const struct cgroup_place *place, char *buf, size_t l
 void cgroup_find_mounts(const char *mountinfo, char **v2, char **v1_cpu, char **v1_memory);
 
 /*
- * Makes the child cgroup name with these limits (<= 0: none). Returns the
- * cgroup.procs files a process joins it through, separated by '\n' (what
- * the spawner's keeper expects; caller frees), or NULL with errno, with
- * nothing left made.
+ * The rest is what a replica's keeper does (spawner-helper.c), in a child
+ * of a possibly multi-threaded process: system calls and stack buffers
+ * only, never malloc or stdio.
  */
-char *cgroup_make(const struct cgroup_place *place, const char *name, int64_t cpu_milli,
-                  int64_t mem_mib);
+
+/* Makes the child cgroup name with these limits (<= 0: none). 0, or -1 with errno. */
+int cgroup_make(const struct cgroup_place *place, const char *name, int64_t cpu_milli,
+                int64_t mem_mib);
+
+/* Moves the calling process into child name, in every hierarchy. 0, or -1 with errno. */
+int cgroup_join(const struct cgroup_place *place, const char *name);
 
 /* Kills every process still in child name (work that left its process group). */
 void cgroup_kill(const struct cgroup_place *place, const char *name);
 
 /* Removes child name. 0 (also when it is gone), or -1 with errno (EBUSY: processes remain). */
 int cgroup_remove(const struct cgroup_place *place, const char *name);
+
+/*
+ * What the daemon asks a keeper to make: the place, the child's name and
+ * its limits, as one string for the spawner's request. The text is
+ * "<kind> <cpu_milli> <mem_mib> <name>" then one line per directory. Returns
+ * its length, or -1 when it does not fit (or the place is none).
+ */
+int cgroup_request_format(const struct cgroup_place *place, const char *name, int64_t cpu_milli,
+                          int64_t mem_mib, char *buf, size_t len);
+
+struct cgroup_request {
+    struct cgroup_place place; /* pointing into the parsed text: never closed */
+    const char *name;
+    int64_t cpu_milli, mem_mib;
+};
+
+/* Parses text made by cgroup_request_format, in place (it is cut into strings). 0 or -1. */
+int cgroup_request_parse(char *text, struct cgroup_request *out);
 
 #endif

@@ -221,7 +221,11 @@ static void signal_work(struct local *s, struct lwork *w, int sig)
 
 /* ---- cgroups ---- */
 
-/* Removes a replica's cgroup, or keeps its name to try again at the next poll. */
+/*
+ * Removes a replica's cgroup once it has ended: its keeper did (found gone),
+ * or could not (killed at the end of a grace, or processes still leaving):
+ * then what is left is killed and the name kept, to try again at each poll.
+ */
 static void cgroup_drop(struct local *s, char *name)
 {
     if (!name)
@@ -230,28 +234,29 @@ static void cgroup_drop(struct local *s, char *name)
         free(name);
         return;
     }
+    cgroup_kill(&s->cgroups, name);
     s->stale_cgroups = xreallocarray(s->stale_cgroups, s->n_stale + 1, sizeof(*s->stale_cgroups));
     s->stale_cgroups[s->n_stale++] = name;
 }
 
 /*
- * Tries again to remove the cgroups whose killed processes were still
- * leaving; name (may be NULL), about to be made again for a new run of the
- * same replica, is killed once more and dropped from the list either way,
- * so that no later retry can touch the new run.
+ * Tries again to remove the cgroups that could not be; reused (may be
+ * NULL), about to be made again for a new run of the same replica, is
+ * dropped from the list whatever happens, so that no later retry can touch
+ * the new run.
  */
-static void cgroup_retry(struct local *s, const char *name)
+static void cgroup_retry(struct local *s, const char *reused)
 {
     size_t kept = 0;
     for (size_t i = 0; i < s->n_stale; i++) {
-        bool reused = name && strcmp(s->stale_cgroups[i], name) == 0;
-        if (reused)
-            cgroup_kill(&s->cgroups, name);
-        if (cgroup_remove(&s->cgroups, s->stale_cgroups[i]) == 0 || reused) {
-            free(s->stale_cgroups[i]);
+        char *name = s->stale_cgroups[i];
+        bool reuse = reused && strcmp(name, reused) == 0;
+        if (cgroup_remove(&s->cgroups, name) == 0 || reuse) {
+            free(name);
             continue;
         }
-        s->stale_cgroups[kept++] = s->stale_cgroups[i];
+        cgroup_kill(&s->cgroups, name);
+        s->stale_cgroups[kept++] = name;
     }
     s->n_stale = kept;
 }
@@ -550,24 +555,22 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
                                    .uid = s->uid,
                                    .gid = s->gid};
         struct error_info sei = {0};
-        char *procs = NULL, *runp, **env, **args, state;
+        char cgroup[3 * PATH_MAX], *runp, **env, **args, state;
         pid_t pid;
 
         r->replica = br->replica;
         r->own = true;
         if (s->cgroups.kind != CGROUP_NONE) {
+            /* made by the replica's keeper, with its limits: its time, not the engine's */
             r->cgroup = cgroup_name(s, l->workload_id, br->replica);
             if (s->n_stale > 0)
                 cgroup_retry(s, r->cgroup);
-            procs = cgroup_make(&s->cgroups, r->cgroup, l->cpu_milli, l->mem_mib);
-            if (!procs) {
-                char where[600];
-                cgroup_place_describe(&s->cgroups, where, sizeof(where));
+            if (cgroup_request_format(&s->cgroups, r->cgroup, l->cpu_milli, l->mem_mib, cgroup,
+                                      sizeof(cgroup)) < 0) {
                 rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL,
-                                 "could not make cgroup %s for workload %" PRId64 " in %s: %s",
-                                 r->cgroup, l->workload_id, where, strerror(errno));
-                free(r->cgroup);
-                r->cgroup = NULL;
+                                 "workload %" PRId64 " replica %" PRId32
+                                 ": its cgroup's path is too long",
+                                 l->workload_id, br->replica);
                 break;
             }
         }
@@ -578,7 +581,7 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
         args = replica_argv(l, br, r->container);
         rq.argv = (const char *const *)args;
         rq.run_path = runp;
-        rq.cgroup_procs = procs;
+        rq.cgroup = r->cgroup ? cgroup : NULL;
         rq.envp = env;
         rc = spawner_spawn(sp, &rq, &pid, &sei);
         if (rc == 0) {
@@ -593,7 +596,6 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
         env_free(env);
         env_free(args);
         free(runp);
-        free(procs);
     }
     free(logp);
     if (rc < 0) {
@@ -732,8 +734,7 @@ static void check_replica(const struct local *s, int64_t id, struct replica *r)
         if (found < 0 || start == r->start_time)
             kill(-r->pid, SIGKILL); /* no other process holds that id */
     }
-    if (r->cgroup)
-        cgroup_kill(&s->cgroups, r->cgroup);
+    /* the keeper emptied and removed its cgroup, or work_finish() will */
 }
 
 static int local_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, int64_t now_ms)

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/cgroup.h"
 #include "backend/spawner-proto.h"
 #include "base/fdio.h"
 
@@ -39,7 +40,7 @@ struct child_plan {
     char *envp[ENV_MAX + 1];
     const char *log_path;
     const char *run_path;
-    char *cgroup_procs; /* cgroup.procs files to join, '\n'-separated; NULL: none */
+    char *cgroup; /* the replica's cgroup request (cgroup.h); NULL: none */
     bool switch_user;
     uid_t uid;
     gid_t gid;
@@ -83,6 +84,45 @@ static void child_fail(const char *what)
 }
 
 static volatile sig_atomic_t keeper_stopping;
+
+/* The keeper's replica cgroup, parsed from its plan; kind CGROUP_NONE: none. */
+static struct cgroup_request keeper_cgroup;
+
+/*
+ * In the work's own process, between vfork and exec: into the replica's
+ * cgroup, then down to the configured user (the keeper stays the daemon's
+ * user, so the work can neither rewrite its run file nor kill its keeper).
+ */
+static void work_enter(const struct child_plan *cp)
+{
+    if (keeper_cgroup.place.kind != CGROUP_NONE &&
+        cgroup_join(&keeper_cgroup.place, keeper_cgroup.name) < 0)
+        child_fail_errno("could not join its cgroup", errno);
+    if (cp->switch_user) {
+        if (setgroups(1, &cp->gid) < 0 || setgid(cp->gid) < 0 || setuid(cp->uid) < 0)
+            child_fail("could not switch to the configured user");
+    }
+}
+
+/*
+ * Once the work and, after a stop, its whole group are done: what is left in
+ * its cgroup (a process that left the session) is killed and the cgroup
+ * removed, a few times over a few milliseconds while the killed leave. What
+ * still cannot be removed is left to the daemon, which tries again.
+ */
+static void keeper_clean_cgroup(void)
+{
+    const struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000 * 1000};
+    if (keeper_cgroup.place.kind == CGROUP_NONE)
+        return;
+    for (int attempt = 0; attempt < 20; attempt++) {
+        if (cgroup_remove(&keeper_cgroup.place, keeper_cgroup.name) == 0 || errno != EBUSY)
+            return;
+        if (attempt % 5 == 0)
+            cgroup_kill(&keeper_cgroup.place, keeper_cgroup.name);
+        nanosleep(&ms, NULL);
+    }
+}
 
 static void keeper_on_term(int sig)
 {
@@ -148,6 +188,7 @@ __attribute__((noreturn)) static void keep(const struct child_plan *cp)
     /* vfork: the child only execs, and copying the keeper's mappings would cost more */
     work = vfork();
     if (work <= 0) { /* the work itself, or no keeper: then the work leads the group */
+        work_enter(cp);
         execve(cp->program, (char *const *)cp->argv, cp->envp);
         child_fail_errno("could not execute it", errno);
     }
@@ -172,6 +213,7 @@ __attribute__((noreturn)) static void keep(const struct child_plan *cp)
         _exit(125);
     while (keeper_stopping && (waitpid(-1, NULL, 0) > 0 || errno == EINTR))
         ;
+    keeper_clean_cgroup();
     if (code >= 0)
         _exit(code);
     memset(&dfl, 0, sizeof(dfl));
@@ -194,7 +236,7 @@ static int open_high(const char *path, int flags, mode_t mode)
     return high;
 }
 
-/* In the keeper, before it starts the work: descriptors, session, cgroup, user. */
+/* In the keeper, before it starts the work: descriptors, session, the replica's cgroup. */
 __attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
 {
     struct sigaction dfl;
@@ -228,22 +270,13 @@ __attribute__((noreturn)) static void child_exec(const struct child_plan *cp)
         child_fail_errno("could not open its run file", errno);
     if (setsid() < 0)
         child_fail("setsid failed");
-    /* one cgroup.procs file per hierarchy (cgroup v1 has one for cpu, one for memory) */
-    for (char *path = cp->cgroup_procs, *nl; path && *path; path = nl ? nl + 1 : NULL) {
-        char num[24];
-        size_t len = put_decimal(num, (long long)getpid());
-        int fd;
-        nl = strchr(path, '\n');
-        if (nl)
-            *nl = '\0'; /* the keeper's own copy of the request */
-        fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (fd < 0 || fd_write_all(fd, num, len) < 0)
-            child_fail_errno("could not join its cgroup", errno);
-        close(fd);
-    }
-    if (cp->switch_user) {
-        if (setgroups(1, &cp->gid) < 0 || setgid(cp->gid) < 0 || setuid(cp->uid) < 0)
-            child_fail("could not switch to the configured user");
+    /* made here, not in the daemon: a keeper's time, not the scheduler's */
+    if (cp->cgroup) {
+        if (cgroup_request_parse(cp->cgroup, &keeper_cgroup) < 0)
+            child_fail("its cgroup request is malformed");
+        if (cgroup_make(&keeper_cgroup.place, keeper_cgroup.name, keeper_cgroup.cpu_milli,
+                        keeper_cgroup.mem_mib) < 0)
+            child_fail_errno("could not make its cgroup", errno);
     }
     /* fd 3: the run file, for the keeper only (close-on-exec for the work) */
     if (dup2(run_fd, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
@@ -308,7 +341,7 @@ static void helper_spawn(int sock, char *msg, size_t len)
     }
     cp.envp[h.n_env] = NULL;
     cp.program = program;
-    cp.cgroup_procs = procs[0] ? procs : NULL;
+    cp.cgroup = procs[0] ? procs : NULL;
     cp.switch_user = h.switch_user != 0;
     cp.uid = (uid_t)h.uid;
     cp.gid = (gid_t)h.gid;

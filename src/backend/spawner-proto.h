@@ -4,8 +4,8 @@
  * over their SOCK_SEQPACKET socket pair, one message per datagram:
  *
  *   daemon -> helper  SPAWN   header + NUL-terminated strings: the program,
- *                             log path, run file path, cgroup.procs paths (one per
- *                             hierarchy, separated by newlines; "" none),
+ *                             log path, run file path, the replica's cgroup
+ *                             (cgroup_request_format; "" none),
  *                             then the arguments, then the environment
  *   helper -> daemon  STARTED the pid, or which step failed and its errno
  *   helper -> daemon  ENDED   a keeper's pid and wait status, when reaped

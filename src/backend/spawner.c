@@ -160,8 +160,7 @@ static int read_notes(struct spawner *sp, uint32_t want_seq, struct spawn_note *
 /* The request as one message; NULL when it would be larger than the helper takes. */
 static char *pack(const struct spawn_request *rq, uint32_t seq, size_t *ret_len)
 {
-    const char *fixed[4] = {rq->program, rq->log_path, rq->run_path,
-                            rq->cgroup_procs ? rq->cgroup_procs : ""};
+    const char *fixed[4] = {rq->program, rq->log_path, rq->run_path, rq->cgroup ? rq->cgroup : ""};
     struct spawn_header h = {.type = MSG_SPAWN,
                              .seq = seq,
                              .switch_user = rq->switch_user,

@@ -41,7 +41,8 @@ struct spawn_request {
     char *const *envp;       /* NULL-terminated: the work's whole environment */
     const char *log_path;    /* stdout and stderr, appended; created 0600 */
     const char *run_path; /* created or truncated 0600: the keeper's run file (spawner-proto.h) */
-    const char *cgroup_procs; /* cgroup.procs files to join, '\n'-separated; NULL: none */
+    const char
+        *cgroup; /* the cgroup to make and put the work in (cgroup_request_format), NULL: none */
     bool switch_user;         /* setgroups/setgid/setuid to uid/gid before exec */
     uid_t uid;
     gid_t gid;

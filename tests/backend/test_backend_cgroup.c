@@ -104,7 +104,7 @@ static void test_refused_settings(void **state)
 
     /* nothing made: making, killing and removing are no-ops that say so */
     errno = 0;
-    assert_null(cgroup_make(&p, "gpuaas-1-0", 1000, 64));
+    assert_int_equal(cgroup_make(&p, "gpuaas-1-0", 1000, 64), -1);
     assert_int_equal(errno, ENOENT);
     cgroup_kill(&p, "gpuaas-1-0");
     assert_int_equal(cgroup_remove(&p, "gpuaas-1-0"), 0);
@@ -156,10 +156,9 @@ static void assert_value(const char *dir, const char *name, const char *file, co
 static void test_make_kill_remove(void **state)
 {
     struct cgroup_place p;
-    char name[64], *procs, *nl, desc[700];
+    char name[64], desc[700], joined;
     pid_t child;
     int status, ready[2];
-    char joined;
     (void)state;
 
     open_auto_or_skip(&p, NULL);
@@ -167,34 +166,24 @@ static void test_make_kill_remove(void **state)
     print_message("cgroups here: %s\n", desc);
     snprintf(name, sizeof(name), "gpuaas-test-%ld", (long)getpid());
 
-    procs = cgroup_make(&p, name, 1500, 48);
-    assert_non_null(procs);
+    assert_int_equal(cgroup_make(&p, name, 1500, 48), 0);
     if (p.kind == CGROUP_V2) {
         assert_value(p.dir, name, "cpu.max", "150000 100000");
         assert_value(p.dir, name, "memory.max", "50331648");
-        assert_null(strchr(procs, '\n'));
     } else {
         assert_int_equal(p.kind, CGROUP_V1);
         assert_value(p.cpu_dir, name, "cpu.cfs_quota_us", "150000");
         assert_value(p.cpu_dir, name, "cpu.cfs_period_us", "100000");
         assert_value(p.mem_dir, name, "memory.limit_in_bytes", "50331648");
-        assert_non_null(strchr(procs, '\n')); /* one cgroup.procs per hierarchy */
     }
 
-    /* a process joins through each listed file, as a keeper does, then says so */
+    /* a process joins, as the work does before it execs, then says so */
     assert_int_equal(pipe(ready), 0);
     child = fork();
     assert_true(child >= 0);
     if (child == 0) {
         close(ready[0]);
-        for (char *path = procs; path; path = nl ? nl + 1 : NULL) {
-            nl = strchr(path, '\n');
-            if (nl)
-                *nl = '\0';
-            if (file_write_string(path, "0") < 0) /* "0": the writing process itself */
-                _exit(1);
-        }
-        if (write(ready[1], "j", 1) != 1)
+        if (cgroup_join(&p, name) < 0 || write(ready[1], "j", 1) != 1)
             _exit(1);
         pause();
         _exit(0);
@@ -214,15 +203,15 @@ static void test_make_kill_remove(void **state)
     assert_int_equal(cgroup_remove(&p, name), 0); /* gone already: fine */
 
     /* no limits: the kernel's "none" values */
-    free(procs);
-    procs = cgroup_make(&p, name, 0, 0);
-    assert_non_null(procs);
+    assert_int_equal(cgroup_make(&p, name, 0, 0), 0);
     if (p.kind == CGROUP_V2) {
         assert_value(p.dir, name, "cpu.max", "max 100000");
         assert_value(p.dir, name, "memory.max", "max");
     } else {
         assert_value(p.cpu_dir, name, "cpu.cfs_quota_us", "-1");
     }
+    /* a name that is not a child here: nothing made */
+    assert_int_equal(cgroup_make(&p, "no/such/parent", 1000, 64), -1);
     cgroup_place_close(&p);
 
     /* what a crash left, empty, goes when the place is opened again, by its owner only */
@@ -231,8 +220,56 @@ static void test_make_kill_remove(void **state)
     cgroup_place_close(&p);
     open_auto_or_skip(&p, "gpuaas-test-");
     assert_false(exists_in(p.kind == CGROUP_V2 ? p.dir : p.mem_dir, name));
-    free(procs);
     cgroup_place_close(&p);
+}
+
+/* What the daemon asks a keeper for survives the trip; anything else is refused. */
+static void test_request(void **state)
+{
+    struct cgroup_place v1 = {.kind = CGROUP_V1, .cpu_dir = "/c g/cpu", .mem_dir = "/m/mem"};
+    struct cgroup_place v2 = {.kind = CGROUP_V2, .dir = "/sys/fs/cgroup/gpuaas"};
+    struct cgroup_place none = {.kind = CGROUP_NONE};
+    struct cgroup_request rq;
+    char buf[256], small[16];
+    (void)state;
+
+    assert_true(cgroup_request_format(&v1, "gpuaas-1-2", 1500, 64, buf, sizeof(buf)) > 0);
+    assert_int_equal(cgroup_request_parse(buf, &rq), 0);
+    assert_int_equal(rq.place.kind, CGROUP_V1);
+    assert_string_equal(rq.place.cpu_dir, "/c g/cpu");
+    assert_string_equal(rq.place.mem_dir, "/m/mem");
+    assert_string_equal(rq.name, "gpuaas-1-2");
+    assert_int_equal(rq.cpu_milli, 1500);
+    assert_int_equal(rq.mem_mib, 64);
+
+    assert_true(cgroup_request_format(&v2, "g-3-0", 0, -1, buf, sizeof(buf)) > 0);
+    assert_int_equal(cgroup_request_parse(buf, &rq), 0);
+    assert_int_equal(rq.place.kind, CGROUP_V2);
+    assert_string_equal(rq.place.dir, "/sys/fs/cgroup/gpuaas");
+    assert_int_equal(rq.cpu_milli, 0);
+    assert_int_equal(rq.mem_mib, -1);
+
+    assert_int_equal(cgroup_request_format(&none, "g", 1, 1, buf, sizeof(buf)), -1);
+    assert_int_equal(cgroup_request_format(&v2, "g-3-0", 1, 1, small, sizeof(small)), -1);
+
+    static const char *const bad[] = {
+        "",
+        "2 1 1 g",             /* no directory */
+        "2 1 1 g\n/a\n/b",     /* one too many */
+        "1 1 1 g\n/a",         /* one too few */
+        "3 1 1 g\n/a",         /* no such kind */
+        "2 x 1 g\n/a",         /* not a number */
+        "2 1 1 \n/a",          /* no name */
+        "2 1 1 a b\n/a",       /* a name with a space */
+        "2 1 1 ../../etc\n/a", /* a name that is a path */
+        "2\n/a",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *text = xstrdup(bad[i]);
+        if (cgroup_request_parse(text, &rq) == 0)
+            fail_msg("accepted '%s'", bad[i]);
+        free(text);
+    }
 }
 
 int main(void)
@@ -241,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_find_mounts),
         cmocka_unit_test(test_refused_settings),
         cmocka_unit_test(test_make_kill_remove),
+        cmocka_unit_test(test_request),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
