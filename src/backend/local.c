@@ -21,6 +21,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -29,6 +30,7 @@
 #include "backend/spawner.h"
 #include "base/alloc.h"
 #include "base/fdio.h"
+#include "base/parse.h"
 
 #define NEVER INT64_MAX
 #define UNKNOWN_EXIT (-1)
@@ -62,6 +64,7 @@ struct local {
     char *log_dir;
     char *cgroup_root; /* NULL when cgroups are off */
     char *podman;      /* for work that names an image; NULL: none here */
+    char *podman_nofile, *podman_nproc; /* its --ulimit flags (podman_ulimits()) */
     bool switch_user;
     uid_t uid;
     gid_t gid;
@@ -449,10 +452,13 @@ static void argv_add(struct argv_buf *a, char *owned)
  * the replica's devices (CDI names nvidia.com/gpu=<uuid or index>), its CPU
  * and memory limits and the same variables. The container is named
  * gpuaas-<id>-<replica> (replacing a leftover of an earlier run), so that
- * it can be killed by name. Caller frees with env_free().
+ * it can be killed by name. `--init` puts a small init (catatonit) in front
+ * of the command, so that SIGTERM ends a command that does not trap it, as
+ * it does without a container (PID 1 ignores signals it has no handler
+ * for). Caller frees with env_free().
  */
-static char **replica_argv(const struct backend_launch *l, const struct backend_replica *br,
-                           const char *container)
+static char **replica_argv(const struct local *s, const struct backend_launch *l,
+                           const struct backend_replica *br, const char *container)
 {
     struct argv_buf a = {0};
     char *devices;
@@ -469,6 +475,9 @@ static char **replica_argv(const struct backend_launch *l, const struct backend_
     argv_add(&a, xstrdup("--rm"));
     argv_add(&a, xstrdup("--replace"));
     argv_add(&a, xasprintf("--name=%s", container));
+    argv_add(&a, xstrdup("--init"));
+    argv_add(&a, xstrdup(s->podman_nofile));
+    argv_add(&a, xstrdup(s->podman_nproc));
     if (l->cpu_milli > 0)
         argv_add(&a, xasprintf("--cpus=%" PRId64 ".%03" PRId64, l->cpu_milli / 1000,
                                l->cpu_milli % 1000));
@@ -491,6 +500,42 @@ static char **replica_argv(const struct backend_launch *l, const struct backend_
     argv_add(&a, xstrdup(l->command));
     free(devices);
     return a.v;
+}
+
+/*
+ * The open-file and process limits a container gets: this process's hard
+ * limits (what work without a container may raise its own to), the process
+ * limit at most kernel.pid_max. podman's defaults (1048576 of each, for
+ * root) need CAP_SYS_RESOURCE where they are above what podman itself was
+ * given, and podman lowers its own process limit to pid_max first; these
+ * values never do. Sets two "--ulimit=..." strings; the caller frees them.
+ */
+static void podman_ulimits(char **ret_nofile, char **ret_nproc)
+{
+    struct rlimit nofile = {RLIM_INFINITY, RLIM_INFINITY}, nproc = {RLIM_INFINITY, RLIM_INFINITY};
+    char buf[32];
+    int64_t pid_max = -1;
+
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    getrlimit(RLIMIT_NPROC, &nproc);
+    if (read_file("/proc/sys/kernel/pid_max", buf, sizeof(buf)) > 0) {
+        buf[strcspn(buf, "\n")] = '\0';
+        if (parse_int64(buf, 1, INT64_MAX, &pid_max) < 0)
+            pid_max = -1;
+    }
+    if (pid_max > 0 && (nproc.rlim_max == RLIM_INFINITY || nproc.rlim_max > (rlim_t)pid_max))
+        nproc.rlim_max = (rlim_t)pid_max;
+    /* -1: unlimited, for podman */
+    if (nofile.rlim_max == RLIM_INFINITY)
+        *ret_nofile = xstrdup("--ulimit=nofile=-1:-1");
+    else
+        *ret_nofile = xasprintf("--ulimit=nofile=%llu:%llu", (unsigned long long)nofile.rlim_max,
+                                (unsigned long long)nofile.rlim_max);
+    if (nproc.rlim_max == RLIM_INFINITY)
+        *ret_nproc = xstrdup("--ulimit=nproc=-1:-1");
+    else
+        *ret_nproc = xasprintf("--ulimit=nproc=%llu:%llu", (unsigned long long)nproc.rlim_max,
+                               (unsigned long long)nproc.rlim_max);
 }
 
 /* Runs `podman kill --signal KILL <container>`, not waited for; its output goes to log. */
@@ -593,7 +638,7 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
         env = env_build(s, l, br);
         if (image)
             r->container = xasprintf("gpuaas-%" PRId64 "-%" PRId32, l->workload_id, br->replica);
-        args = replica_argv(l, br, r->container);
+        args = replica_argv(s, l, br, r->container);
         rq.argv = (const char *const *)args;
         rq.run_path = runp;
         rq.cgroup_procs = procs;
@@ -910,6 +955,8 @@ static void local_free(struct backend *b)
     free(s->log_dir);
     free(s->cgroup_root);
     free(s->podman);
+    free(s->podman_nofile);
+    free(s->podman_nproc);
     free(s);
 }
 
@@ -1013,6 +1060,8 @@ struct backend *backend_local_new(int64_t cluster_id, const struct local_options
     s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
     s->spawner = opt->spawner;
     s->podman = find_program(opt->podman ? opt->podman : "podman");
+    if (s->podman)
+        podman_ulimits(&s->podman_nofile, &s->podman_nproc);
     s->b = (struct backend){.ops = &local_ops, .cluster_id = cluster_id, .impl = s};
     return &s->b;
 }
