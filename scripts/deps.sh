@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs what gpuaas needs to build, run and test, from Debian's packages
-# (chromium, nodejs and npm: the dashboard's browser test, tests/browser).
+# (chromium, nodejs and npm: the dashboard's browser test, tests/browser;
+# podman, runc, catatonit and busybox-static: containers run for real in
+# e2e.local_podman; about 6 s of apt-get install on a clean machine).
 # Skips apt entirely when everything is already there, so reruns are fast.
 set -euo pipefail
 
@@ -13,6 +15,7 @@ PACKAGES=(
   postgresql wrk sqlite3 jq
   chromium nodejs
   slurm-wlm
+  podman runc catatonit busybox-static
 )
 # Some nodejs builds bring npm themselves and conflict with Debian's npm package.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)

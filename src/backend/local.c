@@ -22,6 +22,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -31,6 +32,7 @@
 #include "backend/spawner.h"
 #include "base/alloc.h"
 #include "base/fdio.h"
+#include "base/parse.h"
 
 #define NEVER INT64_MAX
 #define UNKNOWN_EXIT (-1)
@@ -64,10 +66,11 @@ struct local {
     char *log_dir;
     struct cgroup_place cgroups; /* kind CGROUP_NONE: work runs without limits */
     char *cgroups_why;           /* why there are none, or where they are: for the log */
-    char *cgroup_prefix;         /* of our cgroups' names: cgroup_prefix_of() */
+    char *name_prefix;           /* of our cgroups' and containers' names: name_prefix_of() */
     char **stale_cgroups;        /* could not be removed yet (processes were leaving) */
     size_t n_stale;
     char *podman;      /* for work that names an image; NULL: none here */
+    char *podman_nofile, *podman_nproc; /* its --ulimit flags (podman_ulimits()) */
     bool switch_user;
     uid_t uid;
     gid_t gid;
@@ -261,19 +264,22 @@ static void cgroup_retry(struct local *s, const char *reused)
     s->n_stale = kept;
 }
 
-/* gpuaas-<daemon>-<id>-<replica>: daemons with their own stores may share a machine. */
-static char *cgroup_name(const struct local *s, int64_t id, int32_t replica)
+/*
+ * gpuaas-<daemon>-<id>-<replica>, a replica's cgroup and container name:
+ * daemons with their own stores may share a machine.
+ */
+static char *replica_name(const struct local *s, int64_t id, int32_t replica)
 {
-    return xasprintf("%s%" PRId64 "-%" PRId32, s->cgroup_prefix, id, replica);
+    return xasprintf("%s%" PRId64 "-%" PRId32, s->name_prefix, id, replica);
 }
 
 /*
- * The start of this backend's cgroup names: gpuaas-<8 hex digits>-, the
+ * The start of this backend's replica names: gpuaas-<8 hex digits>-, the
  * FNV-1a hash of its log directory's real path, so that it is the same
- * after a restart (adoption finds the cgroups again) and differs between
+ * after a restart (adoption finds cgroups and containers again) and differs between
  * daemons on one machine, whose workload ids do not.
  */
-static char *cgroup_prefix_of(const char *log_dir)
+static char *name_prefix_of(const char *log_dir)
 {
     char *real = realpath(log_dir, NULL);
     const char *p = real ? real : log_dir;
@@ -430,11 +436,14 @@ static void argv_add(struct argv_buf *a, char *owned)
  * names an image, podman running that command in a container of it with
  * the replica's devices (CDI names nvidia.com/gpu=<uuid or index>), its CPU
  * and memory limits and the same variables. The container is named
- * gpuaas-<id>-<replica> (replacing a leftover of an earlier run), so that
- * it can be killed by name. Caller frees with env_free().
+ * gpuaas-<daemon>-<id>-<replica> (replacing a leftover of an earlier run), so that
+ * it can be killed by name. `--init` puts a small init (catatonit) in front
+ * of the command, so that SIGTERM ends a command that does not trap it, as
+ * it does without a container (PID 1 ignores signals it has no handler
+ * for). Caller frees with env_free().
  */
-static char **replica_argv(const struct backend_launch *l, const struct backend_replica *br,
-                           const char *container)
+static char **replica_argv(const struct local *s, const struct backend_launch *l,
+                           const struct backend_replica *br, const char *container)
 {
     struct argv_buf a = {0};
     char *devices;
@@ -451,6 +460,9 @@ static char **replica_argv(const struct backend_launch *l, const struct backend_
     argv_add(&a, xstrdup("--rm"));
     argv_add(&a, xstrdup("--replace"));
     argv_add(&a, xasprintf("--name=%s", container));
+    argv_add(&a, xstrdup("--init"));
+    argv_add(&a, xstrdup(s->podman_nofile));
+    argv_add(&a, xstrdup(s->podman_nproc));
     if (l->cpu_milli > 0)
         argv_add(&a, xasprintf("--cpus=%" PRId64 ".%03" PRId64, l->cpu_milli / 1000,
                                l->cpu_milli % 1000));
@@ -473,6 +485,42 @@ static char **replica_argv(const struct backend_launch *l, const struct backend_
     argv_add(&a, xstrdup(l->command));
     free(devices);
     return a.v;
+}
+
+/*
+ * The open-file and process limits a container gets: this process's hard
+ * limits (what work without a container may raise its own to), the process
+ * limit at most kernel.pid_max. podman's defaults (1048576 of each, for
+ * root) need CAP_SYS_RESOURCE where they are above what podman itself was
+ * given, and podman lowers its own process limit to pid_max first; these
+ * values never do. Sets two "--ulimit=..." strings; the caller frees them.
+ */
+static void podman_ulimits(char **ret_nofile, char **ret_nproc)
+{
+    struct rlimit nofile = {RLIM_INFINITY, RLIM_INFINITY}, nproc = {RLIM_INFINITY, RLIM_INFINITY};
+    char buf[32];
+    int64_t pid_max = -1;
+
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    getrlimit(RLIMIT_NPROC, &nproc);
+    if (file_read_small("/proc/sys/kernel/pid_max", buf, sizeof(buf)) > 0) {
+        buf[strcspn(buf, "\n")] = '\0';
+        if (parse_int64(buf, 1, INT64_MAX, &pid_max) < 0)
+            pid_max = -1;
+    }
+    if (pid_max > 0 && (nproc.rlim_max == RLIM_INFINITY || nproc.rlim_max > (rlim_t)pid_max))
+        nproc.rlim_max = (rlim_t)pid_max;
+    /* -1: unlimited, for podman */
+    if (nofile.rlim_max == RLIM_INFINITY)
+        *ret_nofile = xstrdup("--ulimit=nofile=-1:-1");
+    else
+        *ret_nofile = xasprintf("--ulimit=nofile=%llu:%llu", (unsigned long long)nofile.rlim_max,
+                                (unsigned long long)nofile.rlim_max);
+    if (nproc.rlim_max == RLIM_INFINITY)
+        *ret_nproc = xstrdup("--ulimit=nproc=-1:-1");
+    else
+        *ret_nproc = xasprintf("--ulimit=nproc=%llu:%llu", (unsigned long long)nproc.rlim_max,
+                               (unsigned long long)nproc.rlim_max);
 }
 
 /* Runs `podman kill --signal KILL <container>`, not waited for; its output goes to log. */
@@ -562,7 +610,7 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
         r->own = true;
         if (s->cgroups.kind != CGROUP_NONE) {
             /* made by the replica's keeper, with its limits: its time, not the engine's */
-            r->cgroup = cgroup_name(s, l->workload_id, br->replica);
+            r->cgroup = replica_name(s, l->workload_id, br->replica);
             if (s->n_stale > 0)
                 cgroup_retry(s, r->cgroup);
             if (cgroup_request_format(&s->cgroups, r->cgroup, l->cpu_milli, l->mem_mib, cgroup,
@@ -577,8 +625,8 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
         runp = run_path(s, l->workload_id, br->replica);
         env = env_build(s, l, br);
         if (image)
-            r->container = xasprintf("gpuaas-%" PRId64 "-%" PRId32, l->workload_id, br->replica);
-        args = replica_argv(l, br, r->container);
+            r->container = replica_name(s, l->workload_id, br->replica);
+        args = replica_argv(s, l, br, r->container);
         rq.argv = (const char *const *)args;
         rq.run_path = runp;
         rq.cgroup = r->cgroup ? cgroup : NULL;
@@ -678,9 +726,9 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
         if (!r.ended)
             n_alive++;
         if (s->cgroups.kind != CGROUP_NONE)
-            r.cgroup = cgroup_name(s, w->id, r.replica);
+            r.cgroup = replica_name(s, w->id, r.replica);
         if (l->image && l->image[0])
-            r.container = xasprintf("gpuaas-%" PRId64 "-%" PRId32, w->id, r.replica);
+            r.container = replica_name(s, w->id, r.replica);
         w->reps[w->n_reps++] = r;
     }
     all_known = w->n_reps > 0;
@@ -898,8 +946,10 @@ static void local_free(struct backend *b)
         free(s->stale_cgroups[i]);
     free(s->stale_cgroups);
     free(s->cgroups_why);
-    free(s->cgroup_prefix);
+    free(s->name_prefix);
     free(s->podman);
+    free(s->podman_nofile);
+    free(s->podman_nproc);
     free(s);
 }
 
@@ -952,9 +1002,8 @@ struct backend *backend_local_new(int64_t cluster_id, const struct local_options
     s->log_dir = xstrdup(opt->log_dir);
     {
         char why[700];
-        s->cgroup_prefix = cgroup_prefix_of(s->log_dir);
-        if (cgroup_place_open(opt->cgroup_root, s->cgroup_prefix, &s->cgroups, why, sizeof(why)) ==
-            0)
+        s->name_prefix = name_prefix_of(s->log_dir);
+        if (cgroup_place_open(opt->cgroup_root, s->name_prefix, &s->cgroups, why, sizeof(why)) == 0)
             cgroup_place_describe(&s->cgroups, why, sizeof(why));
         s->cgroups_why = xstrdup(why);
     }
@@ -967,6 +1016,8 @@ struct backend *backend_local_new(int64_t cluster_id, const struct local_options
     s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
     s->spawner = opt->spawner;
     s->podman = find_program(opt->podman ? opt->podman : "podman");
+    if (s->podman)
+        podman_ulimits(&s->podman_nofile, &s->podman_nproc);
     s->b = (struct backend){.ops = &local_ops, .cluster_id = cluster_id, .impl = s};
     return &s->b;
 }

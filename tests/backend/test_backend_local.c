@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <cmocka.h>
@@ -469,6 +470,32 @@ static void test_process_group(void **state)
 }
 
 /*
+ * The --ulimit flags a container is expected to get: this process's hard
+ * open-file and process limits, the process limit at most kernel.pid_max
+ * (what podman itself can set without CAP_SYS_RESOURCE). Caller frees.
+ */
+static char *expected_ulimits(void)
+{
+    struct rlimit nofile, nproc;
+    char *pid_max_text = read_file("/proc/sys/kernel/pid_max");
+    int64_t pid_max;
+    char *ret;
+
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &nofile), 0);
+    assert_int_equal(getrlimit(RLIMIT_NPROC, &nproc), 0);
+    pid_max_text[strcspn(pid_max_text, "\n")] = '\0';
+    assert_int_equal(parse_int64(pid_max_text, 1, INT64_MAX, &pid_max), 0);
+    if (nproc.rlim_max == RLIM_INFINITY || nproc.rlim_max > (rlim_t)pid_max)
+        nproc.rlim_max = (rlim_t)pid_max;
+    assert_true(nofile.rlim_max != RLIM_INFINITY);
+    ret = xasprintf("--ulimit=nofile=%llu:%llu\n--ulimit=nproc=%llu:%llu\n",
+                    (unsigned long long)nofile.rlim_max, (unsigned long long)nofile.rlim_max,
+                    (unsigned long long)nproc.rlim_max, (unsigned long long)nproc.rlim_max);
+    free(pid_max_text);
+    return ret;
+}
+
+/*
  * Work that names an image runs through podman: a stand-in that records its
  * arguments and runs the command after the image, as podman would inside
  * the container; killing a stopped container is asked of it by name.
@@ -476,7 +503,8 @@ static void test_process_group(void **state)
 static void test_image_through_podman(void **state)
 {
     char *fake = xasprintf("%s/podman", g_dir), *args_path = xasprintf("%s/podman.args", g_dir),
-         *kills_path = xasprintf("%s/podman.kills", g_dir), *script, *args, *kills;
+         *kills_path = xasprintf("%s/podman.kills", g_dir), *script, *args, *kills, *ulimits,
+         *expected, *name;
     struct local_options o = {.log_dir = g_logs, .run_uid = -1, .run_gid = -1, .podman = fake};
     struct backend *b;
     struct backend_launch l = work(31, "echo in-container $CUDA_VISIBLE_DEVICES", -1);
@@ -512,15 +540,27 @@ static void test_image_through_podman(void **state)
     free(script);
     script = xasprintf("%s.31", args_path);
     args = read_file(script);
-    assert_string_equal(args, "run\n--rm\n--replace\n--name=gpuaas-31-0\n--cpus=1.000\n"
-                              "--memory=256m\n--device=nvidia.com/gpu=GPU-0a1b\n"
-                              "--device=nvidia.com/gpu=5\n"
-                              "--env=CUDA_VISIBLE_DEVICES=GPU-0a1b,5\n"
-                              "--env=NVIDIA_VISIBLE_DEVICES=GPU-0a1b,5\n"
-                              "--env=GPUAAS_WORKLOAD_ID=31\n--env=GPUAAS_REPLICA=0\n"
-                              "localhost/trainer:1\n/bin/sh\n-c\n"
-                              "echo in-container $CUDA_VISIBLE_DEVICES\n");
+    ulimits = expected_ulimits();
+    /* named gpuaas-<this daemon: 8 hex digits>-<id>-<replica> */
+    name = strstr(args, "\n--name=gpuaas-");
+    assert_non_null(name);
+    name = xstrndup(name + 8, strcspn(name + 8, "\n"));
+    assert_int_equal(strlen(name), strlen("gpuaas-01234567-31-0"));
+    assert_int_equal(strspn(name + 7, "0123456789abcdef"), 8);
+    assert_string_equal(name + 15, "-31-0");
+    expected = xasprintf("run\n--rm\n--replace\n--name=%s\n--init\n%s--cpus=1.000\n"
+                         "--memory=256m\n--device=nvidia.com/gpu=GPU-0a1b\n"
+                         "--device=nvidia.com/gpu=5\n"
+                         "--env=CUDA_VISIBLE_DEVICES=GPU-0a1b,5\n"
+                         "--env=NVIDIA_VISIBLE_DEVICES=GPU-0a1b,5\n"
+                         "--env=GPUAAS_WORKLOAD_ID=31\n--env=GPUAAS_REPLICA=0\n"
+                         "localhost/trainer:1\n/bin/sh\n-c\n"
+                         "echo in-container $CUDA_VISIBLE_DEVICES\n",
+                         name, ulimits);
+    assert_string_equal(args, expected);
     free(args);
+    free(expected);
+    free(ulimits);
 
     /* Stopped, it outlives the grace: the group is killed, and the container by name. */
     l = work(32, "trap '' TERM; sleep 30", -1);
@@ -531,13 +571,15 @@ static void test_image_through_podman(void **state)
     ev = wait_event(b);
     assert_int_equal(ev.how, BACKEND_STOPPED);
     give_up = now_ms() + WAIT_LIMIT_MS;
-    while (!strstr((kills = read_file(kills_path)), "kill --signal KILL gpuaas-32-0")) {
+    memcpy(name + 15, "-32-0", 5); /* the same daemon's name for workload 32 */
+    while (!strstr((kills = read_file(kills_path)), name)) {
         free(kills);
         if (now_ms() > give_up)
             fail_msg("podman was not asked to kill the container");
         nap();
     }
     free(kills);
+    free(name);
     b->ops->free(b);
     free(script);
     free(fake);
