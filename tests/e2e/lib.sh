@@ -42,6 +42,8 @@ cleanup() {
     kill -TERM "$DAEMON_PID" 2>/dev/null || true
     wait "$DAEMON_PID" 2>/dev/null || true
   fi
+  # any other daemon of this test (an earlier start that a failure left behind)
+  pkill -KILL -f -- "--db $TMP/" 2>/dev/null || true
   if [ $rc -eq 0 ]; then
     check_sanitizers
     rm -rf "$TMP"
