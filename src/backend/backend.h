@@ -114,6 +114,15 @@ void backend_ends_release(struct backend_ends *q);
 /* Checks a launch request's shape (id, replicas, devices); 0 or ERR_INVALID with ei. */
 int backend_check_launch(const struct backend_launch *l, struct error_info *ei);
 
+/*
+ * The start of the names a backend gives what it runs outside the daemon
+ * (cgroups, containers, Slurm jobs): "gpuaas-<8 hex digits>-", a hash of the
+ * log directory's real path. The same after a restart, so that work is
+ * found again by name; different for daemons with their own stores, whose
+ * workload ids are not, on one machine or one Slurm cluster. Caller frees.
+ */
+char *backend_instance_prefix(const char *log_dir);
+
 struct backend {
     const struct backend_ops *ops;
     int64_t cluster_id;

@@ -51,17 +51,7 @@ static int path_of(char *buf, const char *dir, const char *name, const char *fil
 /* v as decimal into out (NUM_MAX bytes), NUL-terminated. */
 static void put_num(char *out, int64_t v)
 {
-    char tmp[NUM_MAX];
-    size_t k = 0, len = 0;
-    uint64_t u = v < 0 ? (uint64_t)(-(v + 1)) + 1 : (uint64_t)v;
-    do
-        tmp[k++] = (char)('0' + u % 10);
-    while ((u /= 10) > 0);
-    if (v < 0)
-        out[len++] = '-';
-    while (k)
-        out[len++] = tmp[--k];
-    out[len] = '\0';
+    out[put_decimal(out, (long long)v)] = '\0';
 }
 
 /* Writes value to dir/name/file. 0 or -1 (errno). */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* launch.c: what every backend checks of a launch request before acting on it. */
+/* launch.c: what every backend checks of a launch request before acting on it, and its names. */
 #include "base/common.h"
 
 #include "backend/backend.h"
+#include "base/alloc.h"
 
 int backend_check_launch(const struct backend_launch *l, struct error_info *ei)
 {
@@ -21,4 +22,15 @@ int backend_check_launch(const struct backend_launch *l, struct error_info *ei)
                                i);
     }
     return 0;
+}
+
+char *backend_instance_prefix(const char *log_dir)
+{
+    char *real = realpath(log_dir, NULL);
+    const char *p = real ? real : log_dir;
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    free(real);
+    return xasprintf("gpuaas-%08" PRIx32 "-", h);
 }

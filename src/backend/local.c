@@ -66,7 +66,7 @@ struct local {
     char *log_dir;
     struct cgroup_place cgroups; /* kind CGROUP_NONE: work runs without limits */
     char *cgroups_why;           /* why there are none, or where they are: for the log */
-    char *name_prefix;           /* of our cgroups' and containers' names: name_prefix_of() */
+    char *name_prefix; /* of our cgroups' and containers' names: backend_instance_prefix() */
     char **stale_cgroups;        /* could not be removed yet (processes were leaving) */
     size_t n_stale;
     char *podman;      /* for work that names an image; NULL: none here */
@@ -271,23 +271,6 @@ static void cgroup_retry(struct local *s, const char *reused)
 static char *replica_name(const struct local *s, int64_t id, int32_t replica)
 {
     return xasprintf("%s%" PRId64 "-%" PRId32, s->name_prefix, id, replica);
-}
-
-/*
- * The start of this backend's replica names: gpuaas-<8 hex digits>-, the
- * FNV-1a hash of its log directory's real path, so that it is the same
- * after a restart (adoption finds cgroups and containers again) and differs between
- * daemons on one machine, whose workload ids do not.
- */
-static char *name_prefix_of(const char *log_dir)
-{
-    char *real = realpath(log_dir, NULL);
-    const char *p = real ? real : log_dir;
-    uint32_t h = 2166136261u;
-    for (; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    free(real);
-    return xasprintf("gpuaas-%08" PRIx32 "-", h);
 }
 
 /* ---- records ---- */
@@ -1002,7 +985,7 @@ struct backend *backend_local_new(int64_t cluster_id, const struct local_options
     s->log_dir = xstrdup(opt->log_dir);
     {
         char why[700];
-        s->name_prefix = name_prefix_of(s->log_dir);
+        s->name_prefix = backend_instance_prefix(s->log_dir);
         if (cgroup_place_open(opt->cgroup_root, s->name_prefix, &s->cgroups, why, sizeof(why)) == 0)
             cgroup_place_describe(&s->cgroups, why, sizeof(why));
         s->cgroups_why = xstrdup(why);

@@ -102,6 +102,7 @@ struct submit {
 struct slurm {
     struct backend b;
     char *log_dir;
+    char *job_prefix; /* jobs are named <job_prefix><workload id>: backend_instance_prefix() */
     char *partition;
     char *jobcomp_path;
     char *tools[N_TOOLS];
@@ -684,7 +685,7 @@ static void cancel_job(struct slurm *s, int64_t job_id, int64_t workload_id)
     if (job_id > 0)
         snprintf(arg, sizeof(arg), "%" PRId64, job_id);
     else
-        snprintf(arg, sizeof(arg), "--name=gpuaas-%" PRId64, workload_id);
+        snprintf(arg, sizeof(arg), "--name=%s%" PRId64, s->job_prefix, workload_id);
     args[0] = arg;
     args[1] = NULL;
     if (run_tool(s, T_SCANCEL, args, NULL, SMALL_MAX, &r, NULL) == 0)
@@ -857,7 +858,7 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
     args[n++] = xstrdup("--no-requeue");
     args[n++] = xstrdup("--open-mode=append");
     args[n++] = xstrdup("--ntasks-per-node=1");
-    args[n++] = xasprintf("--job-name=gpuaas-%" PRId64, l->workload_id);
+    args[n++] = xasprintf("--job-name=%s%" PRId64, s->job_prefix, l->workload_id);
     args[n++] = xasprintf("--output=%s/%" PRId64 ".log", s->log_dir, l->workload_id);
     args[n++] = xasprintf("--chdir=%s", s->log_dir);
     args[n++] = xasprintf("--nodes=%zu", l->n_replicas);
@@ -1207,7 +1208,7 @@ static void jobcomp_lookup(struct slurm *s, struct sjob *const *missing, size_t 
             continue;
         w = missing[pos];
         v = jobcomp_field(line, "Name", &len);
-        snprintf(name, sizeof(name), "gpuaas-%" PRId64, w->id);
+        snprintf(name, sizeof(name), "%s%" PRId64, s->job_prefix, w->id);
         if (!v || len != strlen(name) || memcmp(v, name, len) != 0)
             continue; /* a job id Slurm gave again after a reset: not ours */
         v = jobcomp_field(line, "JobState", &len);
@@ -1405,7 +1406,7 @@ static void search_by_name(struct slurm *s)
     buf_init(&names, 1024 * 1024);
     for (i = 0; i < s->n_work; i++) {
         if (s->work[i]->searching)
-            buf_printf(&names, "%sgpuaas-%" PRId64, names.len ? "," : "", s->work[i]->id);
+            buf_printf(&names, "%s%s%" PRId64, names.len ? "," : "", s->job_prefix, s->work[i]->id);
     }
     if (!names.len || queue_ask(s, "--name", names.data, &jobs, &n_jobs) < 0) {
         buf_release(&names);
@@ -1418,7 +1419,7 @@ static void search_by_name(struct slurm *s)
         int64_t best = -1;
         if (!w->searching)
             continue;
-        snprintf(name, sizeof(name), "gpuaas-%" PRId64, w->id);
+        snprintf(name, sizeof(name), "%s%" PRId64, s->job_prefix, w->id);
         for (size_t k = 0; k < n_jobs; k++) {
             if (jobs[k].job_id > best && strcmp(jobs[k].name, name) == 0)
                 best = jobs[k].job_id;
@@ -1487,7 +1488,7 @@ static int query(struct slurm *s, int64_t now_ms)
         if (pos == SIZE_MAX)
             continue;
         w = sorted[pos];
-        snprintf(name, sizeof(name), "gpuaas-%" PRId64, w->id);
+        snprintf(name, sizeof(name), "%s%" PRId64, s->job_prefix, w->id);
         if (strcmp(j->name, name) != 0)
             continue; /* that job id is someone else's now */
         seen[pos] = true;
@@ -1660,6 +1661,7 @@ static void slurm_free(struct backend *b)
         free(s->env[i]);
     free(s->env);
     free(s->log_dir);
+    free(s->job_prefix);
     free(s->partition);
     free(s->jobcomp_path);
     free(s);
@@ -1962,6 +1964,7 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
         }
     }
     s->log_dir = log_dir;
+    s->job_prefix = backend_instance_prefix(log_dir);
     s->partition = dup_or_null(opt->partition);
     s->jobcomp_path = dup_or_null(opt->jobcomp_path);
     s->env = env_build(opt->conf);

@@ -46,22 +46,6 @@ struct child_plan {
     gid_t gid;
 };
 
-/* n as decimal into out (room for 24 bytes); returns the length. */
-static size_t put_decimal(char *out, long long n)
-{
-    char tmp[24];
-    size_t len = 0, k = 0;
-    unsigned long long v = n < 0 ? (unsigned long long)(-(n + 1)) + 1 : (unsigned long long)n;
-    do
-        tmp[k++] = (char)('0' + v % 10);
-    while ((v /= 10) > 0);
-    if (n < 0)
-        out[len++] = '-';
-    while (k)
-        out[len++] = tmp[--k];
-    return len;
-}
-
 static void child_fail_errno(const char *what, int err)
 {
     static const char prefix[] = "gpuaas: could not start the command: ";

@@ -23,6 +23,21 @@ int fd_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
+size_t put_decimal(char *out, long long n)
+{
+    char tmp[24];
+    size_t len = 0, k = 0;
+    unsigned long long v = n < 0 ? (unsigned long long)(-(n + 1)) + 1 : (unsigned long long)n;
+    do
+        tmp[k++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    if (n < 0)
+        out[len++] = '-';
+    while (k)
+        out[len++] = tmp[--k];
+    return len;
+}
+
 int file_write_string(const char *path, const char *s)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC), rc, saved;

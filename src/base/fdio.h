@@ -14,6 +14,9 @@
 /* Writes all len bytes, retrying short writes and EINTR. 0, or -1 with errno. */
 int fd_write_all(int fd, const void *buf, size_t len);
 
+/* n in decimal into out (room for 21 bytes), not NUL-terminated; returns the length. */
+size_t put_decimal(char *out, long long n);
+
 /* Writes s to an existing file such as a cgroup control file. 0, or -1 with errno. */
 int file_write_string(const char *path, const char *s);
 

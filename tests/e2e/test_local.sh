@@ -32,6 +32,29 @@ ok=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c 'echo hello; e
 wait_state "$ok" succeeded 10
 expect_eq "$("${g[@]}" logs "$ok" -f)" hello "logs -f of finished work"
 
+# The flavor's CPU and memory limits, read by the work from its own cgroup, where this
+# machine lets gpuaasd manage cgroups (as root; v1's cpu and memory, or v2).
+if grep -q "runs work in cgroups" "$DAEMON_LOG"; then
+  cat >"$TMP/limits.sh" <<'PROBE'
+m=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3 }' /proc/self/cgroup)
+c=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' /proc/self/cgroup)
+if [ -n "$m" ]; then
+  echo "cgroup=$m mem=$(cat "/sys/fs/cgroup/memory$m/memory.limit_in_bytes") cpu=$(cat "/sys/fs/cgroup/cpu$c/cpu.cfs_quota_us")"
+else
+  p=$(sed -n 's/^0:://p' /proc/self/cgroup)
+  echo "cgroup=$p mem=$(cat "/sys/fs/cgroup$p/memory.max") cpu=$(cut -d' ' -f1 "/sys/fs/cgroup$p/cpu.max")"
+fi
+PROBE
+  "${g[@]}" flavor create h100.lim --gpu-class h100 --gpu-milli 1000 --vcpus 2 --memory-mib 200 >/dev/null
+  lim=$("${g[@]}" -o json run --project ml --flavor h100.lim -- sh "$TMP/limits.sh" | jq -r .id)
+  wait_state "$lim" succeeded 10
+  logs=$("${g[@]}" logs "$lim")
+  expect_contains "$logs" "mem=209715200 cpu=200000" "the flavor's limits in the work's cgroup"
+  [[ "$logs" =~ cgroup=/gpuaas/gpuaas-[0-9a-f]{8}-$lim-0\  ]] || fail "not in its own cgroup: $logs"
+else
+  echo "cgroup limits not checked: $(grep -o 'without cgroup limits.*' "$DAEMON_LOG")"
+fi
+
 # Cancelling running work: TERM to its process group, then KILL after the 1 s grace for
 # whatever ignores TERM (here the inner shell and its sleep).
 # (sleep 60.<our pid>: a command line no other process on the machine has)

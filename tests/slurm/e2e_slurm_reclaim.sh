@@ -38,8 +38,10 @@ for _ in $(seq 200); do
   sleep 0.1
 done
 grep -q guest-up "$TMP/logs/$guest.log" || fail "the guest's job never ran: $(ls "$TMP/logs")"
-guest_job=$(squeue -h -t all -n "gpuaas-$guest" -o %i)
-[ -n "$guest_job" ] || fail "no Slurm job named gpuaas-$guest"
+# Jobs are named gpuaas-<daemon: 8 hex digits>-<workload id>.
+job_of() { squeue -h -t all -o '%i %j' | grep -E " gpuaas-[0-9a-f]{8}-$1\$" | cut -d' ' -f1; }
+guest_job=$(job_of "$guest")
+[ -n "$guest_job" ] || fail "no Slurm job named gpuaas-<daemon>-$guest: $(squeue -h -t all -o '%i %j')"
 expect_eq "$(squeue -h -t all -j "$guest_job" -o %T)" RUNNING "the guest's Slurm job"
 sleep 0.5 # the trap is set before guest-up is printed; give the loop a moment anyway
 
@@ -70,7 +72,7 @@ expect_contains "$(squeue -h -t all -j "$guest_job" -o %T)" FAILED "the guest's 
 # The owners' work then runs on Slurm, on that node, and succeeds.
 wait_state "$own" succeeded 30
 expect_contains "$("${g[@]}" logs "$own")" "owner-ran devices=0,1,2,3,4,5,6,7" "the owners' job ran with all 8 GPUs"
-expect_eq "$(squeue -h -t all -n "gpuaas-$own" -o '%T %N')" "COMPLETED node1" "the owners' Slurm job"
+expect_eq "$(squeue -h -t all -j "$(job_of "$own")" -o '%T %N')" "COMPLETED node1" "the owners' Slurm job"
 
 # Usage: every allocation closed, each run metered once, the ledger verifies.
 open_allocs=$(sqlite3 "$TMP/gpuaas.db" \

@@ -590,6 +590,7 @@ static void test_stop_while_submitting(void **state)
                           third = work(803, "exit 7", &r, 1, -1);
     struct backend_event ev;
     int64_t t0 = now_ms();
+    char *prefix, *cmd;
     (void)state;
 
     launch_ok(b, &first, t0);
@@ -606,13 +607,19 @@ static void test_stop_while_submitting(void **state)
     ev = wait_end(b, 801); /* cancelled once sbatch gave its id */
     assert_int_equal(ev.how, BACKEND_STOPPED);
     assert_true(now_ms() - t0 < 10000); /* cancelled, not killed at the grace */
-    sh("test \"$(squeue -h -t all -n gpuaas-801 -o %T)\" = CANCELLED");
+    prefix = backend_instance_prefix(g_logs); /* jobs are named <prefix><workload id> */
+    cmd = xasprintf("test \"$(squeue -h -t all -n %s801 -o %%T)\" = CANCELLED", prefix);
+    sh(cmd);
+    free(cmd);
     ev = wait_end(b, 803);
     assert_int_equal(ev.how, BACKEND_EXITED);
     assert_int_equal(ev.exit_code, 7);
     assert_int_equal(b->ops->next_event_ms(b), INT64_MAX);
     /* Nothing of 802 ever reached Slurm. */
-    sh("test -z \"$(squeue -h -t all -n gpuaas-802 -o %i)\"");
+    cmd = xasprintf("test -z \"$(squeue -h -t all -n %s802 -o %%i)\"", prefix);
+    sh(cmd);
+    free(cmd);
+    free(prefix);
     b->ops->free(b);
 }
 
