@@ -1924,6 +1924,71 @@ static char *dup_or_null(const char *v)
     return v && v[0] ? xstrdup(v) : NULL;
 }
 
+int slurm_parse_jobcomp_config(const char *text, size_t len, char *out, size_t out_len)
+{
+    bool filetxt = false;
+    const char *loc = NULL, *end = text + len;
+    size_t loc_len = 0;
+
+    /* "JobCompLoc              = /var/log/slurm/jobcomp.txt", one setting a line */
+    for (const char *line = text; line < end;) {
+        const char *eol = memchr(line, '\n', (size_t)(end - line)), *v, *ve;
+        size_t n = eol ? (size_t)(eol - line) : (size_t)(end - line);
+        size_t key = strcspn(line, " =");
+        if (key > n)
+            key = n;
+        v = line + key;
+        ve = line + n;
+        while (v < ve && (*v == ' ' || *v == '='))
+            v++;
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\r'))
+            ve--;
+        if (key == strlen("JobCompType") && memcmp(line, "JobCompType", key) == 0)
+            filetxt = (size_t)(ve - v) == strlen("jobcomp/filetxt") &&
+                      memcmp(v, "jobcomp/filetxt", (size_t)(ve - v)) == 0;
+        if (key == strlen("JobCompLoc") && memcmp(line, "JobCompLoc", key) == 0) {
+            loc = v;
+            loc_len = (size_t)(ve - v);
+        }
+        line = eol ? eol + 1 : end;
+    }
+    if (!filetxt || !loc || loc_len == 0 || loc[0] != '/')
+        return 0;
+    if (loc_len >= out_len)
+        return -1;
+    memcpy(out, loc, loc_len);
+    out[loc_len] = '\0';
+    return 1;
+}
+
+/*
+ * The cluster's jobcomp/filetxt file, asked of `scontrol show config` once
+ * at creation, when this host can read it; NULL otherwise (scontrol
+ * missing or failing, another JobCompType, the file on the controller's
+ * host only).
+ */
+static char *find_jobcomp(struct slurm *s)
+{
+    const char *args[] = {"show", "config", NULL};
+    struct tool_result r;
+    char path[4096];
+    int found = 0;
+
+    if (!s->tools[T_SCONTROL] || run_tool(s, T_SCONTROL, args, NULL, SMALL_MAX, &r, NULL) < 0)
+        return NULL;
+    if (r.status == 0 && r.out.data)
+        found = slurm_parse_jobcomp_config(r.out.data, r.out.len, path, sizeof(path));
+    result_release(&r);
+    return found == 1 && access(path, R_OK) == 0 ? xstrdup(path) : NULL;
+}
+
+const char *backend_slurm_jobcomp(const struct backend *b)
+{
+    const struct slurm *s = b->impl;
+    assert(b->ops == &slurm_ops);
+    return s->jobcomp_path;
+}
+
 struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options *opt,
                                   struct error_info *ei)
 {
@@ -1955,7 +2020,7 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
     s->b = (struct backend){.ops = &slurm_ops, .cluster_id = cluster_id, .impl = s};
     for (size_t i = 0; i < N_TOOLS; i++) {
         s->tools[i] = find_tool(opt->bin_dir, tool_names[i]);
-        if (!s->tools[i] && i != T_SCONTROL) { /* scontrol: only for the GPUs' indices */
+        if (!s->tools[i] && i != T_SCONTROL) { /* scontrol: GPU indices, the jobcomp file */
             errinfo_set(ei, ERR_UNAVAILABLE, "bin_dir", "slurm's '%s' was not found in '%s'",
                         tool_names[i], opt->bin_dir && opt->bin_dir[0] ? opt->bin_dir : "PATH");
             slurm_free(&s->b);
@@ -1966,11 +2031,14 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
     s->log_dir = log_dir;
     s->job_prefix = backend_instance_prefix(log_dir);
     s->partition = dup_or_null(opt->partition);
-    s->jobcomp_path = dup_or_null(opt->jobcomp_path);
     s->env = env_build(opt->conf);
     s->poll_interval_ms = opt->poll_interval_ms > 0 ? opt->poll_interval_ms : 500;
     s->command_timeout_ms = opt->command_timeout_ms > 0 ? opt->command_timeout_ms : 10000;
     s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
     s->max_submits = opt->max_submits > 0 ? (size_t)opt->max_submits : 4;
+    if (!opt->jobcomp_path || !opt->jobcomp_path[0])
+        s->jobcomp_path = find_jobcomp(s);
+    else if (strcmp(opt->jobcomp_path, "none") != 0)
+        s->jobcomp_path = xstrdup(opt->jobcomp_path);
     return &s->b;
 }

@@ -32,8 +32,11 @@ struct slurm_options {
     const char *partition;
     /*
      * jobcomp/filetxt file (JobCompLoc) to learn how jobs ended that Slurm
-     * has already forgotten (older than MinJobAge), e.g. after a long
-     * daemon outage; NULL or "": none (such jobs are reported LOST).
+     * has already forgotten (older than MinJobAge, or a controller started
+     * with a clean state), e.g. after a long daemon outage. NULL or "": the
+     * cluster's own, from `scontrol show config`, when it is jobcomp/filetxt
+     * and this host can read the file; "none": none. Without one such jobs
+     * are reported LOST.
      */
     const char *jobcomp_path;
     /* Least time between two squeue runs; <= 0: 500 ms. */
@@ -153,5 +156,16 @@ int backend_slurm_nodes(struct backend *b, struct slurm_node **ret, size_t *ret_
 int slurm_parse_nodes(const char *json, size_t len, struct slurm_node **ret, size_t *ret_n,
                       struct error_info *ei);
 void slurm_nodes_free(struct slurm_node *nodes, size_t n);
+
+/* The jobcomp/filetxt file the backend reads for forgotten jobs; NULL when none. */
+const char *backend_slurm_jobcomp(const struct backend *b);
+
+/*
+ * From `scontrol show config` output (len bytes): the JobCompLoc of a
+ * cluster whose JobCompType is jobcomp/filetxt, into out. Returns 1 when
+ * found, 0 when the cluster records finished jobs otherwise (or not at all),
+ * -1 when it does not fit in out. Pure, for tests.
+ */
+int slurm_parse_jobcomp_config(const char *text, size_t len, char *out, size_t out_len);
 
 #endif

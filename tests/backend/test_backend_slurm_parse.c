@@ -136,12 +136,55 @@ static void test_parse_queue_malformed(void **state)
     }
 }
 
+/* Where finished jobs are recorded, from `scontrol show config` as Slurm 22.05 prints it. */
+static void test_parse_jobcomp_config(void **state)
+{
+    static const char config[] = "Configuration data as of 2026-11-30T22:45:11\n"
+                                 "AccountingStorageType   = accounting_storage/none\n"
+                                 "JobCompHost             = localhost\n"
+                                 "JobCompLoc              = /tmp/gpuaas-slurm.kKwGmQ/jobcomp.txt\n"
+                                 "JobCompPort             = 0\n"
+                                 "JobCompType             = jobcomp/filetxt\n"
+                                 "JobCompUser             = root\n"
+                                 "JobContainerType        = job_container/none";
+    char out[64], tiny[8];
+    (void)state;
+
+    assert_int_equal(slurm_parse_jobcomp_config(config, strlen(config), out, sizeof(out)), 1);
+    assert_string_equal(out, "/tmp/gpuaas-slurm.kKwGmQ/jobcomp.txt");
+    assert_int_equal(slurm_parse_jobcomp_config(config, strlen(config), tiny, sizeof(tiny)), -1);
+    /* the type after the place, a last line without a newline */
+    assert_int_equal(
+        slurm_parse_jobcomp_config("JobCompLoc = /a/b\r\nJobCompType = jobcomp/filetxt",
+                                   strlen("JobCompLoc = /a/b\r\nJobCompType = "
+                                          "jobcomp/filetxt"),
+                                   out, sizeof(out)),
+        1);
+    assert_string_equal(out, "/a/b");
+
+    static const char *const none[] = {
+        /* recorded elsewhere: the location is a database's, not a file */
+        "JobCompLoc = slurm_jobcomp_db\nJobCompType = jobcomp/mysql\n",
+        "JobCompLoc = /var/log/slurm_jobcomp.log\nJobCompType = jobcomp/none\n",
+        "JobCompType = jobcomp/filetxt\n",                        /* no place */
+        "JobCompType = jobcomp/filetxt\nJobCompLoc = relative\n", /* not a path */
+        "JobCompType = jobcomp/filetxtx\nJobCompLoc = /a\n",
+        "JobCompTypeX = jobcomp/filetxt\nJobCompLoc = /a\n",
+        "",
+    };
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+        if (slurm_parse_jobcomp_config(none[i], strlen(none[i]), out, sizeof(out)) != 0)
+            fail_msg("found a jobcomp file in '%s'", none[i]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_nodes),
         cmocka_unit_test(test_parse_queue),
         cmocka_unit_test(test_parse_queue_malformed),
+        cmocka_unit_test(test_parse_jobcomp_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -623,6 +623,73 @@ static void test_stop_while_submitting(void **state)
     b->ops->free(b);
 }
 
+/*
+ * A controller that forgot its jobs (restarted with a clean state, as after
+ * MinJobAge): a job that ended while the daemon was down still gets its
+ * real end and exit code, from the cluster's jobcomp file, which the
+ * backend found itself through `scontrol show config`.
+ */
+static void test_adopt_after_controller_reset(void **state)
+{
+    struct backend *b = slurm(0), *b2;
+    struct backend_replica r = on("node1", 1, 0);
+    char done[400], cmd[600], *jobcomp, *reset;
+    struct backend_launch ended;
+    struct backend_event ev;
+    int64_t t0 = now_ms(), ended_seen, adopt_at;
+    (void)state;
+
+    jobcomp = xasprintf("%s/jobcomp.txt", g_dir);
+    assert_non_null(backend_slurm_jobcomp(b));
+    assert_string_equal(backend_slurm_jobcomp(b), jobcomp);
+    snprintf(done, sizeof(done), "%s/done-521", g_dir);
+    snprintf(cmd, sizeof(cmd), "sleep 1; touch %s; exit 4", done);
+    ended = work(521, cmd, &r, 1, -1);
+    launch_ok(b, &ended, t0);
+    wait_running(b, 521);
+    b->ops->free(b); /* the daemon goes away; its job runs on, and ends */
+    wait_file(done);
+    ended_seen = now_ms();
+    nap(1500); /* the job's end reaches slurmctld and its jobcomp file */
+
+    /* slurmctld again, with no state: squeue no longer knows the job */
+    reset = xasprintf("kill $(cat %s/run/slurmctld.pid) && "
+                      "while scontrol ping >/dev/null 2>&1; do sleep 0.1; done && "
+                      "%s/bin/slurmctld -c -i -f %s && "
+                      "until scontrol ping 2>/dev/null | grep -q UP; do sleep 0.1; done && "
+                      "test -z \"$(squeue -h -t all -o %%i)\"",
+                      g_dir, g_dir, g_conf);
+    sh(reset);
+    free(reset);
+
+    b2 = slurm(0);
+    adopt_at = now_ms();
+    assert_int_equal(b2->ops->adopt(b2, &ended, t0, adopt_at, NULL), 0);
+    ev = wait_end(b2, 521);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 4);
+    if (ev.at_ms < ended_seen - 2000 || ev.at_ms > ended_seen + 1500 || ev.at_ms > adopt_at)
+        fail_msg("ended at %" PRId64 ": the job was seen to end at %" PRId64
+                 ", adopted at %" PRId64,
+                 ev.at_ms, ended_seen, adopt_at);
+    b2->ops->free(b2);
+
+    /* told to read none: the same job is lost, at the adopt */
+    {
+        struct slurm_options o = {.log_dir = g_logs, .conf = g_conf, .jobcomp_path = "none"};
+        struct backend *b3 = backend_slurm_new(7, &o, NULL);
+        assert_non_null(b3);
+        assert_null(backend_slurm_jobcomp(b3));
+        adopt_at = now_ms();
+        assert_int_equal(b3->ops->adopt(b3, &ended, t0, adopt_at, NULL), 0);
+        ev = wait_end(b3, 521);
+        assert_int_equal(ev.how, BACKEND_LOST);
+        assert_int_equal(ev.at_ms, adopt_at);
+        b3->ops->free(b3);
+    }
+    free(jobcomp);
+}
+
 static const struct slurm_node *node_named(const struct slurm_node *n, size_t count,
                                            const char *name)
 {
@@ -699,6 +766,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gang),
         cmocka_unit_test(test_launch_errors),
         cmocka_unit_test(test_stop_while_submitting),
+        cmocka_unit_test(test_adopt_after_controller_reset),
     };
 
     if (!dir || !dir[0]) {
