@@ -7,8 +7,8 @@
  * NVIDIA_VISIBLE_DEVICES, its output appended to a per-workload log file
  * and, where the daemon may manage cgroups (v2, or v1's cpu and memory
  * hierarchies: cgroup.h), its own cgroup with the flavor's CPU and memory
- * limits. Processes are started by the spawner
- * (spawner.h), never forked from the daemon.
+ * limits. Processes are started by the spawner (spawner.h), never forked
+ * from the daemon.
  *
  * The backend owns no clock and no thread: stop() sends SIGTERM and records
  * when SIGKILL is due; poll(), driven by the caller's clock, takes the ends
@@ -66,9 +66,9 @@ struct local {
     char *log_dir;
     struct cgroup_place cgroups; /* kind CGROUP_NONE: work runs without limits */
     char *cgroups_why;           /* why there are none, or where they are: for the log */
-    char *name_prefix; /* of our cgroups' and containers' names: backend_instance_prefix() */
     char **stale_cgroups;        /* could not be removed yet (processes were leaving) */
     size_t n_stale;
+    char *name_prefix; /* of cgroups' and containers' names (backend_instance_prefix) */
     char *podman;      /* for work that names an image; NULL: none here */
     char *podman_nofile, *podman_nproc; /* its --ulimit flags (podman_ulimits()) */
     bool switch_user;
@@ -390,11 +390,8 @@ static void undo_launch(struct local *s, struct lwork *w)
         struct replica *r = &w->reps[i];
         if (r->pid > 0)
             spawner_forget(s->spawner, r->pid);
-        if (r->cgroup) {
-            cgroup_kill(&s->cgroups, r->cgroup);
-            cgroup_drop(s, r->cgroup);
-            r->cgroup = NULL;
-        }
+        cgroup_drop(s, r->cgroup);
+        r->cgroup = NULL;
     }
 }
 
@@ -419,8 +416,8 @@ static void argv_add(struct argv_buf *a, char *owned)
  * names an image, podman running that command in a container of it with
  * the replica's devices (CDI names nvidia.com/gpu=<uuid or index>), its CPU
  * and memory limits and the same variables. The container is named
- * gpuaas-<daemon>-<id>-<replica> (replacing a leftover of an earlier run), so that
- * it can be killed by name. `--init` puts a small init (catatonit) in front
+ * gpuaas-<daemon>-<id>-<replica> (replacing a leftover of an earlier run),
+ * so that it can be killed by name. `--init` puts a small init (catatonit) in front
  * of the command, so that SIGTERM ends a command that does not trap it, as
  * it does without a container (PID 1 ignores signals it has no handler
  * for). Caller frees with env_free().
