@@ -53,6 +53,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Work outlives a stopped daemon by design. A test that starts processes puts
+# $MARK in every command line and calls kill_marked_on_exit: whatever it
+# started goes with it, before the usual cleanup.
+MARK="gpuaas-e2e-$$"
+kill_marked_on_exit() {
+  trap 'rc=$?; pkill -f "$MARK" 2>/dev/null || true; (exit $rc); cleanup; exit $rc' EXIT
+}
+
 # start_daemon [db] [extra flags...]: starts gpuaasd, waits for its ready line,
 # sets PORT, URL, DAEMON_PID, DAEMON_LOG and (on a fresh store) ADMIN_TOKEN.
 start_daemon() {

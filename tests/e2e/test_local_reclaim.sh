@@ -9,16 +9,8 @@
 # wrote them), and the usage ledger has every run exactly once.
 . "$(dirname "$0")/lib.sh"
 
-mark="gpuaas-e2e-$$" # in every command line we start, so pgrep finds only ours
-# Work outlives a stopped daemon by design: whatever this test started goes with it.
-end() {
-  local rc=$?
-  pkill -f "$mark" 2>/dev/null || true
-  (exit $rc) # cleanup reads the script's status from $?
-  cleanup
-  exit $rc
-}
-trap end EXIT
+mark=$MARK # in every command line we start, so pgrep finds only ours
+kill_marked_on_exit
 start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s 1
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
 "${g[@]}" cluster create here --backend local >/dev/null

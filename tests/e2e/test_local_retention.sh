@@ -11,16 +11,8 @@
 # with one of our names and files that are not ours stay.
 . "$(dirname "$0")/lib.sh"
 
-mark="gpuaas-e2e-$$" # in every command line we start, so pgrep finds only ours
-# Work outlives a stopped daemon by design: whatever this test started goes with it.
-end() {
-  local rc=$?
-  pkill -f "$mark" 2>/dev/null || true
-  (exit $rc) # cleanup reads the script's status from $?
-  cleanup
-  exit $rc
-}
-trap end EXIT
+mark=$MARK # in every command line we start, so pgrep finds only ours
+kill_marked_on_exit
 
 logs=$TMP/logs
 flags=(--local-gpus "h100:2" --log-dir "$logs" --log-retention-days 1 --grace-s 1)
