@@ -1799,8 +1799,12 @@ static int reconcile_devices(struct engine *e, int64_t cluster_id,
             if (!taken)
                 target = given[k];
         }
-        tg = FIND_BY_ID(e->gpus, e->n_gpus, target);
-        if (!og || !tg || og->class_id != tg->class_id) {
+        tg = target ? FIND_BY_ID(e->gpus, e->n_gpus, target) : NULL;
+        if (!og || !tg) {
+            skip = "its allocations do not match Slurm's GPUs one to one";
+            break;
+        }
+        if (og->class_id != tg->class_id) {
             skip = "the GPUs are of different classes";
             break;
         }
