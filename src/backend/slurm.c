@@ -84,6 +84,9 @@ struct sjob {
     int64_t lost_at_ms;
     bool running;       /* Slurm said RUNNING (so a signal reaches it) */
     bool gres_known;    /* info.gres holds what Slurm assigned */
+    int64_t running_seen_ms; /* the first poll that saw it RUNNING; 0: none yet */
+    bool devices_done;       /* its devices were handed out, or asking failed too often */
+    int devices_tries;
     struct submit *sub; /* its sbatch has not answered yet (queued or running); else NULL */
     struct slurm_job_info info;
 };
@@ -116,6 +119,8 @@ struct slurm {
     struct sjob **work; /* in launch order */
     size_t n_work, cap_work;
     struct backend_ends done; /* ended, not yet handed out by poll() */
+    struct slurm_job_devices *devices; /* learnt, not yet taken */
+    size_t n_devices, cap_devices;
 };
 
 static struct slurm *slurm_of(struct backend *b)
@@ -1496,6 +1501,8 @@ static int query(struct slurm *s, int64_t now_ms)
         copy_str(w->info.nodes, sizeof(w->info.nodes), j->nodes);
         if (strcmp(j->state, "RUNNING") == 0) {
             w->running = true;
+            if (!w->running_seen_ms)
+                w->running_seen_ms = now_ms;
             if (j->start_s > 0)
                 w->info.start_ms = j->start_s * 1000;
             if (w->max_runtime_ms >= 0 && w->deadline_ms == NEVER) {
@@ -1582,6 +1589,8 @@ static void chores(struct slurm *s, int64_t now_ms)
     }
 }
 
+static void learn_devices(struct slurm *s, int64_t now_ms);
+
 static size_t slurm_poll(struct backend *b, int64_t now_ms, struct backend_event *out, size_t max)
 {
     struct slurm *s = slurm_of(b);
@@ -1593,7 +1602,8 @@ static size_t slurm_poll(struct backend *b, int64_t now_ms, struct backend_event
     chores(s, now_ms);
     if (s->n_work > 0 && now_ms >= s->next_query_ms) {
         /* After a failure Slurm is asked again at the next interval all the same. */
-        query(s, now_ms);
+        if (query(s, now_ms) >= 0)
+            learn_devices(s, now_ms);
         s->next_query_ms = add_ms(now_ms, s->poll_interval_ms);
     }
     report_lost(s);
@@ -1654,6 +1664,7 @@ static void slurm_free(struct backend *b)
         free(s->work[i]);
     }
     free(s->work);
+    free(s->devices);
     backend_ends_release(&s->done);
     for (size_t i = 0; i < N_TOOLS; i++)
         free(s->tools[i]);
@@ -1822,45 +1833,357 @@ int backend_slurm_nodes(struct backend *b, struct slurm_node **ret, size_t *ret_
     return rc;
 }
 
+/* ---- the GPU indices Slurm gave a job ---- */
+
+#define HOSTLIST_MAX 4096
+
+/* Appends an entry for node with the indices in idx (a set), unless it has none. */
+static void devices_add(struct slurm_job_devices **arr, size_t *n, size_t *cap, const char *node,
+                        size_t node_len, const bool *idx)
+{
+    struct slurm_job_devices *d;
+    size_t k = 0;
+
+    for (int32_t i = 0; i <= SLURM_MAX_DEVICE_INDEX; i++)
+        k += idx[i];
+    if (k == 0)
+        return;
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 4;
+        *arr = xreallocarray(*arr, *cap, sizeof(**arr));
+    }
+    d = &(*arr)[(*n)++];
+    memset(d, 0, sizeof(*d));
+    memcpy(d->node, node, node_len);
+    d->node[node_len] = '\0';
+    for (int32_t i = 0; i <= SLURM_MAX_DEVICE_INDEX; i++) {
+        if (idx[i])
+            d->indices[d->n_indices++] = i;
+    }
+}
+
+/* A decimal number of p[0..len) into *ret (at most max). -1 when not one. */
+static int span_number(const char *p, size_t len, int64_t max, int64_t *ret)
+{
+    char tmp[24];
+    if (len == 0 || len >= sizeof(tmp))
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+    }
+    memcpy(tmp, p, len);
+    tmp[len] = '\0';
+    return parse_int64(tmp, 0, max, ret) < 0 ? -1 : 0;
+}
+
+/* "0-1,3" into the set idx. -1 when malformed or too many. */
+static int index_list(const char *p, size_t len, bool *idx)
+{
+    const char *end = p + len;
+    size_t count = 0;
+
+    for (const char *q = p; q <= end;) {
+        const char *comma = memchr(q, ',', (size_t)(end - q));
+        const char *item_end = comma ? comma : end, *dash;
+        int64_t lo, hi;
+
+        dash = memchr(q, '-', (size_t)(item_end - q));
+        if (span_number(q, (size_t)((dash ? dash : item_end) - q), SLURM_MAX_DEVICE_INDEX, &lo) < 0)
+            return -1;
+        hi = lo;
+        if (dash &&
+            span_number(dash + 1, (size_t)(item_end - dash - 1), SLURM_MAX_DEVICE_INDEX, &hi) < 0)
+            return -1;
+        if (hi < lo)
+            return -1;
+        for (int64_t i = lo; i <= hi; i++) {
+            count += !idx[i];
+            idx[i] = true;
+        }
+        if (count > SLURM_MAX_NODE_DEVICES)
+            return -1;
+        if (!comma)
+            break;
+        q = comma + 1;
+    }
+    return 0;
+}
+
 /*
- * The GPUs Slurm assigned to a running job, from `scontrol -d -o show job`
- * (one "GRES=gpu:h100:2(IDX:0-1)" per node, joined with ';'). Asked only
- * when someone wants them: squeue's narrow format has no such field, and
- * one more tool run per job would cost as much as its sbatch.
+ * The indices of the gpu entries of a GRES value, e.g.
+ * "gpu:h100:2(IDX:0-1),gpu:a100:1(IDX:3),shard:2(0/4)", into the set idx.
+ * -1 when malformed.
+ */
+static int gres_indices(const char *p, size_t len, bool *idx)
+{
+    const char *end = p + len;
+
+    while (p < end) {
+        const char *q = p, *open = NULL, *close = NULL;
+        int depth = 0;
+        size_t name;
+
+        /* One entry: up to a comma outside parentheses. */
+        for (; q < end && (depth > 0 || *q != ','); q++) {
+            if (*q == '(') {
+                if (depth++ == 0 && !open)
+                    open = q;
+            } else if (*q == ')') {
+                if (--depth < 0)
+                    return -1;
+                if (depth == 0 && !close)
+                    close = q;
+            }
+        }
+        if (depth != 0)
+            return -1;
+        for (name = 0; p + name < q && p[name] != ':' && p[name] != '('; name++)
+            ;
+        if (name == 3 && memcmp(p, "gpu", 3) == 0 && open) {
+            const char *in = open + 1;
+            size_t in_len = (size_t)(close - in);
+            if (in_len >= 4 && memcmp(in, "IDX:", 4) == 0 &&
+                !(in_len == 7 && memcmp(in + 4, "N/A", 3) == 0) &&
+                index_list(in + 4, in_len - 4, idx) < 0)
+                return -1;
+        }
+        p = q < end ? q + 1 : end;
+    }
+    return 0;
+}
+
+/*
+ * Expands a hostlist ("node[1-2,5]", "a1,b[01-03]") and adds an entry per
+ * node with the indices idx. -1 when malformed or too long.
+ */
+static int hostlist_add(const char *p, size_t len, const bool *idx, struct slurm_job_devices **arr,
+                        size_t *n, size_t *cap, size_t *count)
+{
+    const char *end = p + len;
+    char name[sizeof((*arr)->node)];
+
+    while (p < end) {
+        const char *q = p, *lb, *rb;
+        int depth = 0;
+
+        for (; q < end && (depth > 0 || *q != ','); q++) {
+            if (*q == '[' && ++depth > 1)
+                return -1;
+            if (*q == ']' && --depth < 0)
+                return -1;
+        }
+        if (depth != 0 || q == p)
+            return -1;
+        lb = memchr(p, '[', (size_t)(q - p));
+        if (!lb) {
+            if ((size_t)(q - p) >= sizeof(name) || ++*count > HOSTLIST_MAX)
+                return -1;
+            devices_add(arr, n, cap, p, (size_t)(q - p), idx);
+        } else {
+            const char *suffix, *r;
+            rb = memchr(lb, ']', (size_t)(q - lb));
+            suffix = rb + 1;
+            if (memchr(suffix, '[', (size_t)(q - suffix)) || rb == lb + 1)
+                return -1;
+            for (r = lb + 1; r < rb;) {
+                const char *comma = memchr(r, ',', (size_t)(rb - r));
+                const char *item_end = comma ? comma : rb;
+                const char *dash = memchr(r, '-', (size_t)(item_end - r));
+                size_t lo_len = (size_t)((dash ? dash : item_end) - r);
+                int width = r[0] == '0' && lo_len > 1 ? (int)lo_len : 0;
+                int64_t lo, hi;
+
+                if (span_number(r, lo_len, 999999999, &lo) < 0)
+                    return -1;
+                hi = lo;
+                if (dash &&
+                    span_number(dash + 1, (size_t)(item_end - dash - 1), 999999999, &hi) < 0)
+                    return -1;
+                if (hi < lo || hi - lo >= HOSTLIST_MAX)
+                    return -1;
+                for (int64_t i = lo; i <= hi; i++) {
+                    int m = snprintf(name, sizeof(name), "%.*s%0*" PRId64 "%.*s", (int)(lb - p), p,
+                                     width, i, (int)(q - suffix), suffix);
+                    if (m < 0 || (size_t)m >= sizeof(name) || ++*count > HOSTLIST_MAX)
+                        return -1;
+                    devices_add(arr, n, cap, name, (size_t)m, idx);
+                }
+                if (!comma)
+                    break;
+                r = comma + 1;
+            }
+        }
+        p = q < end ? q + 1 : end;
+    }
+    return 0;
+}
+
+int slurm_parse_job_devices(const char *text, size_t len, struct slurm_job_devices **ret,
+                            size_t *ret_n, struct error_info *ei)
+{
+    struct slurm_job_devices *arr = NULL;
+    size_t n = 0, cap = 0, count = 0;
+    const char *end = text + len, *group = NULL;
+    size_t group_len = 0;
+    bool *idx = xcalloc(SLURM_MAX_DEVICE_INDEX + 1, sizeof(*idx));
+
+    /* Whitespace-separated key=value words; a group starts at Nodes= and ends at its GRES=. */
+    for (const char *p = text; p < end;) {
+        size_t wlen;
+        const char *eq;
+
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+            p++;
+        wlen = 0;
+        while (p + wlen < end && p[wlen] != ' ' && p[wlen] != '\t' && p[wlen] != '\n' &&
+               p[wlen] != '\r')
+            wlen++;
+        eq = wlen ? memchr(p, '=', wlen) : NULL;
+        if (eq && eq - p == 5 && memcmp(p, "Nodes", 5) == 0) {
+            group = eq + 1;
+            group_len = wlen - 6;
+        } else if (eq && eq - p == 4 && memcmp(p, "GRES", 4) == 0 && group) {
+            memset(idx, 0, (SLURM_MAX_DEVICE_INDEX + 1) * sizeof(*idx));
+            if (gres_indices(eq + 1, wlen - 5, idx) < 0) {
+                free(idx);
+                free(arr);
+                return errinfo_set(ei, ERR_INVALID, NULL, "scontrol: bad GRES '%.*s'",
+                                   (int)(wlen - 5 > 200 ? 200 : wlen - 5), eq + 1);
+            }
+            if (hostlist_add(group, group_len, idx, &arr, &n, &cap, &count) < 0) {
+                free(idx);
+                free(arr);
+                return errinfo_set(ei, ERR_INVALID, NULL, "scontrol: bad node list '%.*s'",
+                                   (int)(group_len > 200 ? 200 : group_len), group);
+            }
+            group = NULL;
+        }
+        p += wlen;
+    }
+    free(idx);
+    *ret = arr;
+    *ret_n = n;
+    return 0;
+}
+
+/* `scontrol --details --oneliner show job <id>` of w's job into *r; < 0 when it could not run. */
+static int show_job(struct slurm *s, const struct sjob *w, struct tool_result *r)
+{
+    const char *args[6] = {"--details", "--oneliner", "show", "job", NULL, NULL};
+    char num[32];
+
+    if (!s->tools[T_SCONTROL] || w->job_id <= 0)
+        return ERR_UNAVAILABLE;
+    snprintf(num, sizeof(num), "%" PRId64, w->job_id);
+    args[4] = num;
+    return run_tool(s, T_SCONTROL, args, NULL, SMALL_MAX, r, NULL);
+}
+
+/* Keeps the GRES strings of show_job's output (one "GRES=" per node group, joined with ';'). */
+static void keep_gres(struct slurm *s, struct sjob *w, const char *text)
+{
+    char gres[sizeof(w->info.gres)] = "";
+    size_t used = 0;
+
+    for (const char *p = text; (p = strstr(p, " GRES=")) != NULL;) {
+        size_t len;
+        p += strlen(" GRES=");
+        len = strcspn(p, " \n");
+        if (len > 0 && used < sizeof(gres)) {
+            int m =
+                snprintf(gres + used, sizeof(gres) - used, "%s%.*s", used ? ";" : "", (int)len, p);
+            used = m < 0 ? sizeof(gres) : used + (size_t)m;
+        }
+        p += len;
+    }
+    if (gres[0]) {
+        copy_str(w->info.gres, sizeof(w->info.gres), gres);
+        w->gres_known = true;
+        state_write(s, w); /* for people: best effort */
+    }
+}
+
+/*
+ * The GPUs Slurm assigned to a running job, from `scontrol -d -o show job`.
+ * Asked only when someone wants them: squeue's narrow format has no such
+ * field, and one more tool run per job would cost as much as its sbatch.
  */
 static void learn_gres(struct slurm *s, struct sjob *w)
 {
-    const char *args[6] = {"--details", "--oneliner", "show", "job", NULL, NULL};
     struct tool_result r;
-    char num[32];
-    size_t used = 0;
 
-    if (!s->tools[T_SCONTROL] || w->job_id <= 0)
+    if (show_job(s, w, &r) < 0)
         return;
-    snprintf(num, sizeof(num), "%" PRId64, w->job_id);
-    args[4] = num;
-    if (run_tool(s, T_SCONTROL, args, NULL, SMALL_MAX, &r, NULL) < 0)
-        return;
-    if (r.status == 0 && r.out.data) {
-        char gres[sizeof(w->info.gres)] = "";
-        for (const char *p = r.out.data; (p = strstr(p, " GRES=")) != NULL;) {
-            size_t len;
-            p += strlen(" GRES=");
-            len = strcspn(p, " \n");
-            if (len > 0 && used < sizeof(gres)) {
-                int m = snprintf(gres + used, sizeof(gres) - used, "%s%.*s", used ? ";" : "",
-                                 (int)len, p);
-                used = m < 0 ? sizeof(gres) : used + (size_t)m;
-            }
-            p += len;
-        }
-        if (gres[0]) {
-            copy_str(w->info.gres, sizeof(w->info.gres), gres);
-            w->gres_known = true;
-            state_write(s, w); /* for people: best effort */
-        }
-    }
+    if (r.status == 0 && r.out.data)
+        keep_gres(s, w, r.out.data);
     result_release(&r);
+}
+
+/* Jobs asked about per squeue, and how long a job must have run first. */
+#define DEVICES_PER_POLL 4
+#define DEVICES_AFTER_MS 1000
+#define DEVICES_TRIES 3
+
+/*
+ * After a squeue: learns which GPUs Slurm gave jobs that have run for
+ * DEVICES_AFTER_MS, a few per call, so that work of a second or less (the
+ * benchmark's 2,000 `true` jobs) never costs an scontrol.
+ */
+static void learn_devices(struct slurm *s, int64_t now_ms)
+{
+    size_t asked = 0;
+
+    for (size_t i = 0; i < s->n_work && asked < DEVICES_PER_POLL; i++) {
+        struct sjob *w = s->work[i];
+        struct slurm_job_devices *devs = NULL;
+        struct tool_result r;
+        size_t n = 0;
+
+        if (!w->running || w->devices_done || w->reason || w->job_id <= 0 || !w->running_seen_ms ||
+            now_ms - w->running_seen_ms < DEVICES_AFTER_MS)
+            continue;
+        asked++;
+        if (show_job(s, w, &r) < 0) {
+            w->devices_done = ++w->devices_tries >= DEVICES_TRIES;
+            continue;
+        }
+        if (r.status == 0 && r.out.data &&
+            slurm_parse_job_devices(r.out.data, r.out.len, &devs, &n, NULL) == 0 && n > 0) {
+            if (!w->gres_known)
+                keep_gres(s, w, r.out.data);
+            for (size_t k = 0; k < n; k++) {
+                devs[k].workload_id = w->id;
+                devs[k].job_id = w->job_id;
+                if (s->n_devices == s->cap_devices) {
+                    s->cap_devices = s->cap_devices ? s->cap_devices * 2 : 8;
+                    s->devices = xreallocarray(s->devices, s->cap_devices, sizeof(*s->devices));
+                }
+                s->devices[s->n_devices++] = devs[k];
+            }
+            w->devices_done = true;
+        } else {
+            w->devices_done = ++w->devices_tries >= DEVICES_TRIES;
+        }
+        free(devs);
+        result_release(&r);
+    }
+}
+
+size_t backend_slurm_take_devices(struct backend *b, struct slurm_job_devices *out, size_t max)
+{
+    struct slurm *s = slurm_of(b);
+    size_t n;
+
+    assert(b->ops == &slurm_ops);
+    assert(out || max == 0);
+    n = s->n_devices < max ? s->n_devices : max;
+    if (n == 0)
+        return 0;
+    memcpy(out, s->devices, n * sizeof(*out));
+    memmove(s->devices, s->devices + n, (s->n_devices - n) * sizeof(*s->devices));
+    s->n_devices -= n;
+    return n;
 }
 
 int backend_slurm_job(struct backend *b, int64_t workload_id, struct slurm_job_info *ret)

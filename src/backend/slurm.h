@@ -157,6 +157,45 @@ int slurm_parse_nodes(const char *json, size_t len, struct slurm_node **ret, siz
                       struct error_info *ei);
 void slurm_nodes_free(struct slurm_node *nodes, size_t n);
 
+/* The most GPU indices one node's entry holds, and the highest index taken. */
+#define SLURM_MAX_NODE_DEVICES 64
+#define SLURM_MAX_DEVICE_INDEX 1023
+
+/* The GPUs Slurm gave a job on one node (what it set CUDA_VISIBLE_DEVICES from). */
+struct slurm_job_devices {
+    int64_t workload_id; /* 0 from the parser */
+    int64_t job_id;      /* Slurm's; 0 from the parser */
+    char node[128];
+    size_t n_indices;
+    int32_t indices[SLURM_MAX_NODE_DEVICES]; /* ascending, distinct */
+};
+
+/*
+ * Parses `scontrol --details --oneliner show job <id>` output (len bytes;
+ * the multi-line form too): each per-node group "Nodes=<hostlist> CPU_IDs=..
+ * Mem=.. GRES=gpu:h100:2(IDX:0-1,3)" gives one entry per node of the
+ * hostlist (node[1-2,5], a1,b[01-03]: zero padding kept) with the indices
+ * of its "gpu" GRES entries (other GRES, IDX:N/A and groups without GRES
+ * give none; a node with no index is left out). The job-level JOB_GRES= is
+ * not a group. Returns 0 with *ret (caller frees; NULL when none) and
+ * *ret_n, or ERR_INVALID with ei: a bad hostlist (unclosed bracket, two
+ * brackets, a bad range, a name over 127 bytes, more than 4096 nodes), a GPU
+ * entry whose parenthesis is not closed, a bad index list (not numbers,
+ * a range going down, an index above SLURM_MAX_DEVICE_INDEX, more than
+ * SLURM_MAX_NODE_DEVICES on a node). Pure, for tests.
+ */
+int slurm_parse_job_devices(const char *text, size_t len, struct slurm_job_devices **ret,
+                            size_t *ret_n, struct error_info *ei);
+
+/*
+ * The GPUs Slurm gave running jobs, each job's nodes handed out once, at
+ * most max into out; returns how many. poll() learns them (one scontrol
+ * per job) for jobs Slurm has run for at least a second and at most a few
+ * jobs per squeue, so short jobs cost nothing; a job whose answer cannot be
+ * read is asked again at later polls, three times at most. b must be slurm.
+ */
+size_t backend_slurm_take_devices(struct backend *b, struct slurm_job_devices *out, size_t max);
+
 /* The jobcomp/filetxt file the backend reads for forgotten jobs; NULL when none. */
 const char *backend_slurm_jobcomp(const struct backend *b);
 

@@ -1704,6 +1704,194 @@ static void slurm_sync(struct engine *e, int64_t now)
 }
 
 /*
+ * Slurm picks which of a node's GPUs a job gets (CUDA_VISIBLE_DEVICES); the
+ * scheduler picked GPU rows. They differ when something gpuaas does not
+ * know holds a GPU (a job submitted to Slurm directly). The backend tells
+ * which indices Slurm gave (backend_slurm_take_devices, once per job and
+ * node); here each of the workload's open allocations on that node whose
+ * GPU Slurm did not give moves to one it did, in one transaction with a
+ * "devices" event. When that GPU has an open whole-GPU allocation of other
+ * work (which Slurm must then have put elsewhere), the two rows swap GPUs:
+ * Slurm's view is consistent, so swaps converge as the other jobs' reports
+ * come. Shares (milli < 1000), GPUs of another class, a count that differs
+ * and unknown nodes or indices are skipped with a log line. Returns how many
+ * rows moved (the caller then rebuilds the scheduler, which holds GPU ids:
+ * rare, never per job), 0, or an error.
+ */
+static int reconcile_devices(struct engine *e, int64_t cluster_id,
+                             const struct slurm_job_devices *d, int64_t now, struct arena *a,
+                             struct error_info *ei)
+{
+    const struct resource_def *ad = &model_allocations;
+    const struct node_info *node = NULL;
+    int64_t given[SLURM_MAX_NODE_DEVICES], project = 0;
+    struct store_filter f;
+    struct row *mine, *moved[SLURM_MAX_NODE_DEVICES];
+    size_t n_mine, n_moved = 0;
+    struct buf was, got;
+    const char *skip = NULL;
+    char wid[24];
+    int rc;
+
+    snprintf(wid, sizeof(wid), "%" PRId64, d->workload_id);
+    for (size_t i = 0; i < e->n_nodes && !node; i++) {
+        if (e->nodes[i].cluster_id == cluster_id && strcmp(e->nodes[i].name, d->node) == 0)
+            node = &e->nodes[i];
+    }
+    if (!node) {
+        log_warn("slurm devices: node unknown; allocation kept", "workload", wid, "node", d->node);
+        return 0;
+    }
+    for (size_t k = 0; k < d->n_indices; k++) {
+        const struct gpu_info *g = NULL;
+        for (size_t i = 0; i < e->n_gpus && !g; i++) {
+            if (e->gpus[i].node_id == node->id && e->gpus[i].index == d->indices[k])
+                g = &e->gpus[i];
+        }
+        if (!g) {
+            log_warn("slurm devices: Slurm gave a GPU index the store lacks; allocation kept",
+                     "workload", wid, "node", d->node);
+            return 0;
+        }
+        given[k] = g->id;
+    }
+
+    store_filter_init(&f);
+    f.limit = 1000;
+    store_filter_eq_int(&f, model_field_index(ad, "workload_id"), d->workload_id);
+    store_filter_eq_int(&f, model_field_index(ad, "node_id"), node->id);
+    store_filter_eq_null(&f, model_field_index(ad, "ended_ms"));
+    rc = store_list(e->db, ad, &f, a, &mine, &n_mine, ei);
+    if (rc < 0 || n_mine == 0)
+        return rc; /* ended meanwhile, or not on that node */
+    for (size_t i = 0; i < n_mine && !skip; i++) {
+        const struct value *g = get(ad, &mine[i], "gpu_id");
+        if (g->null || get_i(ad, &mine[i], "milli") < 1000)
+            skip = "a share or a GPU-less allocation";
+    }
+    if (!skip && n_mine != d->n_indices)
+        skip = "Slurm gave another number of GPUs";
+    if (skip) {
+        log_warn("slurm devices: allocation kept", "workload", wid, "node", d->node, "why", skip);
+        return 0;
+    }
+
+    /* Mine on a GPU Slurm did not give -> a given GPU none of mine is on. */
+    buf_init(&was, 4096);
+    buf_init(&got, 4096);
+    for (size_t i = 0; i < n_mine && rc >= 0 && !skip; i++) {
+        int64_t old = get_i(ad, &mine[i], "gpu_id"), target = 0;
+        const struct gpu_info *og = FIND_BY_ID(e->gpus, e->n_gpus, old), *tg;
+        struct row *others;
+        size_t n_others;
+        bool ok = false;
+
+        for (size_t k = 0; k < d->n_indices && !ok; k++)
+            ok = given[k] == old;
+        if (ok)
+            continue;
+        for (size_t k = 0; k < d->n_indices && !target; k++) {
+            bool taken = false;
+            for (size_t j = 0; j < n_mine; j++)
+                taken |= get_i(ad, &mine[j], "gpu_id") == given[k];
+            for (size_t j = 0; j < n_moved; j++)
+                taken |= get_i(ad, moved[j], "gpu_id") == given[k];
+            if (!taken)
+                target = given[k];
+        }
+        tg = target ? FIND_BY_ID(e->gpus, e->n_gpus, target) : NULL;
+        if (!og || !tg) {
+            skip = "its allocations do not match Slurm's GPUs one to one";
+            break;
+        }
+        if (og->class_id != tg->class_id) {
+            skip = "the GPUs are of different classes";
+            break;
+        }
+        store_filter_init(&f);
+        f.limit = 100;
+        store_filter_eq_int(&f, model_field_index(ad, "gpu_id"), target);
+        store_filter_eq_null(&f, model_field_index(ad, "ended_ms"));
+        rc = store_list(e->db, ad, &f, a, &others, &n_others, ei);
+        if (rc < 0)
+            break;
+        if (n_others > 1 || (n_others == 1 && get_i(ad, &others[0], "milli") < 1000)) {
+            skip = "the GPU Slurm gave is shared by other work";
+            break;
+        }
+        if (n_others == 1) {
+            /* Other work's row on the GPU Slurm gave us: it takes ours (its own report fixes it).
+             */
+            set_i(ad, &others[0], "gpu_id", old);
+            rc = store_update(e->db, ad, model_row_id(&others[0]), &others[0], ei);
+            if (rc >= 0)
+                log_info("slurm devices: allocations swapped", "workload", wid, "node", d->node);
+        }
+        set_i(ad, &mine[i], "gpu_id", target);
+        if (rc >= 0)
+            rc = store_update(e->db, ad, model_row_id(&mine[i]), &mine[i], ei);
+        moved[n_moved++] = &mine[i];
+        buf_printf(&was, "%s%d", was.len ? "," : "", (int)og->index);
+        buf_printf(&got, "%s%d", got.len ? "," : "", (int)tg->index);
+        project = get_i(ad, &mine[i], "project_id");
+    }
+    if (rc >= 0 && skip) {
+        log_warn("slurm devices: allocation kept", "workload", wid, "node", d->node, "why", skip);
+        rc = ERR_CONFLICT; /* roll back what moved */
+        errinfo_set(ei, rc, NULL, "%s", skip);
+    }
+    if (rc >= 0 && n_moved > 0) {
+        char *msg = arena_printf(a, "Slurm gave GPUs %s of %s, not %s: allocation moved", got.data,
+                                 d->node, was.data);
+        rc = add_event(e, a, d->workload_id, project, now, "devices", msg, ei);
+        if (rc >= 0)
+            log_info("slurm devices: allocation moved", "workload", wid, "node", d->node, "gpus",
+                     got.data, "was", was.data);
+    }
+    buf_release(&was);
+    buf_release(&got);
+    return rc < 0 ? rc : (int)n_moved;
+}
+
+/* Takes what Slurm's backends learnt of devices and reconciles allocations; rebuilds on a move. */
+static void slurm_devices(struct engine *e, int64_t now)
+{
+    bool moved = false;
+
+    for (size_t b = 0; b < e->n_backends; b++) {
+        struct slurm_job_devices devs[8];
+        size_t n;
+        if (strcmp(e->backends[b].b->ops->name, "slurm") != 0)
+            continue;
+        while ((n = backend_slurm_take_devices(e->backends[b].b, devs, ARRAY_SIZE(devs))) > 0) {
+            for (size_t i = 0; i < n; i++) {
+                struct error_info ei = {0};
+                struct arena a;
+                int rc;
+                arena_init(&a);
+                rc = store_begin(e->db, &ei);
+                if (rc >= 0)
+                    rc = reconcile_devices(e, e->backends[b].cluster_id, &devs[i], now, &a, &ei);
+                if (rc >= 0) {
+                    /* A failed commit has rolled back. */
+                    if (store_commit(e->db, &ei) >= 0)
+                        moved |= rc > 0;
+                    else
+                        log_error("could not reconcile Slurm's devices", "error", ei.message);
+                } else {
+                    store_rollback(e->db);
+                    if (ei.code != ERR_CONFLICT)
+                        log_error("could not reconcile Slurm's devices", "error", ei.message);
+                }
+                arena_release(&a);
+            }
+        }
+    }
+    if (moved)
+        rebuild(e, "allocations moved to Slurm's devices");
+}
+
+/*
  * Local clusters: this machine's GPUs, from the NVML or nvidia-smi collector
  * when one reports any, else from the declared list (local-gpus). Each
  * local cluster gets a node named after this host, and on it one GPU row
@@ -2027,6 +2215,7 @@ static void iterate(struct engine *e)
                 break;
         }
     }
+    slurm_devices(e, now);
     sched_decisions_reset(&e->dec);
     sched_pass(e->sched, now, &e->dec);
     if (apply_decisions(e, now, &ei) < 0) {

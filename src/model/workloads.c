@@ -142,7 +142,7 @@ static const struct field_def event_fields[] = {
      "when, ms since the epoch"},
     {"type", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 32, NULL, NULL, 0, NULL,
      "submitted, admitted, preempting, preempted, requeued, succeeded, failed, cancelled, "
-     "logs-removed"},
+     "logs-removed, devices"},
     {"message", NULL, FT_STRING, FF_READONLY, 0, 1024, NULL, NULL, 0, NULL, "what happened"},
 };
 

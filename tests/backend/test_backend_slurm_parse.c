@@ -8,6 +8,7 @@
 #include "base/common.h"
 
 #include <setjmp.h>
+#include <stdarg.h>
 #include <cmocka.h>
 
 #include "backend/slurm.h"
@@ -178,6 +179,125 @@ static void test_parse_jobcomp_config(void **state)
     }
 }
 
+/* Checks one entry of a devices answer: node and indices (count, then the indices). */
+static void expect_devices(const struct slurm_job_devices *d, const char *node, size_t n, ...)
+{
+    va_list ap;
+    assert_string_equal(d->node, node);
+    assert_int_equal(d->n_indices, n);
+    va_start(ap, n);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(d->indices[i], va_arg(ap, int));
+    va_end(ap);
+}
+
+/* scontrol's per-node groups as Slurm 22.05 prints them, one node and several. */
+static void test_parse_job_devices(void **state)
+{
+    /* Cut from a real `scontrol --details --oneliner show job` (the foreign job of e2e). */
+    static const char one[] =
+        "JobId=1 JobName=wrap UserId=root(0) JobState=RUNNING Reason=None ReqNodeList=node1 "
+        "NodeList=node1 BatchHost=node1 NumNodes=1 NumCPUs=1 TRES=cpu=1,mem=64G,node=1 "
+        "JOB_GRES=gpu:h100:1   Nodes=node1 CPU_IDs=0 Mem=65536 GRES=gpu:h100:1(IDX:1) "
+        "MinCPUsNode=1 Command=(null) WorkDir=/tmp Power= TresPerNode=gres:gpu:h100:1 \n";
+    static const char multi[] =
+        "JobId=7 JobState=RUNNING NodeList=node[1-2,5],gpu07 JOB_GRES=gpu:h100:6\n"
+        "     Nodes=node[1-2,5] CPU_IDs=0-1 Mem=100 GRES=gpu:h100:3(IDX:0-1,3)\n"
+        "     Nodes=gpu07 CPU_IDs=0 Mem=100 GRES=gpu:a100:1(IDX:5),gpu:h100:1(IDX:2),"
+        "shard:h100:4(0/8)\n"
+        "   MinCPUsNode=1";
+    static const char padded[] =
+        "Nodes=n[08-10]x CPU_IDs=0 Mem=0 GRES=gpu:2(IDX:7,6) Nodes=cpu1 CPU_IDs=0 Mem=0 "
+        "Nodes=cpu2 CPU_IDs=0 Mem=0 GRES=(null) Nodes=n1 GRES=gpu:1(IDX:N/A)";
+    struct slurm_job_devices *d = NULL;
+    struct error_info ei = {0};
+    size_t n = 0;
+    (void)state;
+
+    assert_int_equal(slurm_parse_job_devices(one, strlen(one), &d, &n, &ei), 0);
+    assert_int_equal(n, 1);
+    expect_devices(&d[0], "node1", 1, 1);
+    assert_int_equal(d[0].workload_id, 0);
+    free(d);
+
+    assert_int_equal(slurm_parse_job_devices(multi, strlen(multi), &d, &n, &ei), 0);
+    assert_int_equal(n, 4);
+    expect_devices(&d[0], "node1", 3, 0, 1, 3);
+    expect_devices(&d[1], "node2", 3, 0, 1, 3);
+    expect_devices(&d[2], "node5", 3, 0, 1, 3);
+    expect_devices(&d[3], "gpu07", 2, 2, 5);
+    free(d);
+
+    /* zero padding and a suffix kept; groups without GPUs left out */
+    assert_int_equal(slurm_parse_job_devices(padded, strlen(padded), &d, &n, &ei), 0);
+    assert_int_equal(n, 3);
+    expect_devices(&d[0], "n08x", 2, 6, 7);
+    expect_devices(&d[1], "n09x", 2, 6, 7);
+    expect_devices(&d[2], "n10x", 2, 6, 7);
+    free(d);
+
+    /* a pending job (no groups), GRES before any group, nothing at all */
+    static const char *const empty[] = {
+        "JobId=2 JobState=PENDING NodeList= JOB_GRES=gpu:1 TresPerNode=gres:gpu:h100:2",
+        "GRES=gpu:1(IDX:0) Nodes=node1 CPU_IDs=0",
+        "",
+    };
+    for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+        d = NULL;
+        assert_int_equal(slurm_parse_job_devices(empty[i], strlen(empty[i]), &d, &n, &ei), 0);
+        assert_int_equal(n, 0);
+        assert_null(d);
+    }
+    /* the length is respected: "IDX:1)" cut short is malformed, not read past */
+    assert_int_equal(slurm_parse_job_devices(one,
+                                             strlen("JobId=1 JobName=wrap UserId=root(0) "
+                                                    "JobState=RUNNING"),
+                                             &d, &n, &ei),
+                     0);
+    assert_int_equal(n, 0);
+    free(d);
+}
+
+/* Malformed hostlists and index lists are refused, whole. */
+static void test_parse_job_devices_malformed(void **state)
+{
+    static const char *const bad[] = {
+        "Nodes=node[1-2 GRES=gpu:1(IDX:0)",      /* unclosed bracket */
+        "Nodes=node1-2] GRES=gpu:1(IDX:0)",      /* closing only */
+        "Nodes=a[1-2]b[3] GRES=gpu:1(IDX:0)",    /* two brackets */
+        "Nodes=a[[1]] GRES=gpu:1(IDX:0)",        /* nested */
+        "Nodes=node[2-1] GRES=gpu:1(IDX:0)",     /* range going down */
+        "Nodes=node[] GRES=gpu:1(IDX:0)",        /* empty range */
+        "Nodes=node[x] GRES=gpu:1(IDX:0)",       /* not a number */
+        "Nodes=node[1-] GRES=gpu:1(IDX:0)",      /* half a range */
+        "Nodes=node[0-99999] GRES=gpu:1(IDX:0)", /* too many nodes */
+        "Nodes=a,,b GRES=gpu:1(IDX:0)",          /* empty name */
+        "Nodes=node1 GRES=gpu:1(IDX:0",          /* unclosed parenthesis */
+        "Nodes=node1 GRES=gpu:1(IDX:0))",        /* one too many */
+        "Nodes=node1 GRES=gpu:1(IDX:)",          /* no index */
+        "Nodes=node1 GRES=gpu:1(IDX:a)",         /* not a number */
+        "Nodes=node1 GRES=gpu:1(IDX:3-1)",       /* going down */
+        "Nodes=node1 GRES=gpu:1(IDX:0,,1)",      /* empty item */
+        "Nodes=node1 GRES=gpu:1(IDX:-1)",        /* negative */
+        "Nodes=node1 GRES=gpu:1(IDX:1024)",      /* above the highest index */
+        "Nodes=node1 GRES=gpu:65(IDX:0-64)",     /* too many on one node */
+        "Nodes=node1 GRES=gpu:1(IDX:99999999999999999999)",
+        "Nodes=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa GRES=gpu:1(IDX:0)", /* name too long */
+    };
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct slurm_job_devices *d = NULL;
+        struct error_info ei = {0};
+        size_t n = 0;
+        if (slurm_parse_job_devices(bad[i], strlen(bad[i]), &d, &n, &ei) != ERR_INVALID)
+            fail_msg("'%s' was taken", bad[i]);
+        assert_true(ei.message[0] != '\0');
+        assert_null(d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +305,8 @@ int main(void)
         cmocka_unit_test(test_parse_queue),
         cmocka_unit_test(test_parse_queue_malformed),
         cmocka_unit_test(test_parse_jobcomp_config),
+        cmocka_unit_test(test_parse_job_devices),
+        cmocka_unit_test(test_parse_job_devices_malformed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -262,6 +262,32 @@ static void test_launch_exit_code(void **state)
     b->ops->free(b);
 }
 
+/* Polls until the backend hands out the GPUs Slurm gave the workload's job (one node). */
+static struct slurm_job_devices wait_devices(struct backend *b, int64_t id)
+{
+    int64_t t0 = now_ms(), give_up = t0 + WAIT_LIMIT_MS;
+    for (;;) {
+        struct backend_event evs[16];
+        struct slurm_job_devices devs[8];
+        size_t n = b->ops->poll(b, now_ms(), evs, ARRAY_SIZE(evs)), n_devs;
+        for (size_t i = 0; i < n; i++) {
+            assert_true(g_n_seen < MAX_SEEN);
+            g_seen[g_n_seen++] = evs[i];
+        }
+        n_devs = backend_slurm_take_devices(b, devs, ARRAY_SIZE(devs));
+        for (size_t i = 0; i < n_devs; i++) {
+            if (devs[i].workload_id == id) {
+                print_message("workload %" PRId64 " devices after %" PRId64 " ms\n", id,
+                              now_ms() - t0);
+                return devs[i];
+            }
+        }
+        if (now_ms() > give_up)
+            fail_msg("no devices for workload %" PRId64 " within %d ms", id, WAIT_LIMIT_MS);
+        nap(20);
+    }
+}
+
 /*
  * CUDA_VISIBLE_DEVICES is what Slurm assigned: the next job on a node whose
  * GPUs 0-1 are taken gets 2,3,4, and the backend records it. Also measures
@@ -274,6 +300,7 @@ static void test_devices_from_slurm(void **state)
     char hold[400], cmd[600];
     struct backend_launch first, second;
     struct slurm_job_info info;
+    struct slurm_job_devices devs;
     struct backend_event ev;
     int64_t t0;
     char *log;
@@ -289,6 +316,14 @@ static void test_devices_from_slurm(void **state)
     assert_string_equal(info.nodes, "node2");
     assert_string_equal(info.gres, "gpu:h100:2(IDX:0-1)");
     assert_true(info.job_id > 0);
+    /* Which GPUs, per node, for the engine: once the job has run a second. */
+    devs = wait_devices(b, 201);
+    assert_true(now_ms() - t0 >= 1000);
+    assert_string_equal(devs.node, "node2");
+    assert_int_equal(devs.job_id, info.job_id);
+    assert_int_equal(devs.n_indices, 2);
+    assert_int_equal(devs.indices[0], 0);
+    assert_int_equal(devs.indices[1], 1);
 
     second = work(202, "echo cvd=$CUDA_VISIBLE_DEVICES; sleep 1", &r3, 1, -1);
     launch_ok(b, &second, now_ms());
@@ -305,6 +340,16 @@ static void test_devices_from_slurm(void **state)
     ev = wait_end(b, 201);
     assert_int_equal(ev.how, BACKEND_EXITED);
     assert_int_equal(ev.exit_code, 0);
+    /* Each job once: 201's are not handed out again (202's may come: it ran a second). */
+    {
+        struct slurm_job_devices more[8];
+        size_t n_more = backend_slurm_take_devices(b, more, ARRAY_SIZE(more));
+        for (size_t i = 0; i < n_more; i++) {
+            assert_int_equal(more[i].workload_id, 202);
+            assert_int_equal(more[i].n_indices, 3);
+            assert_int_equal(more[i].indices[0], 2);
+        }
+    }
     b->ops->free(b);
 }
 
