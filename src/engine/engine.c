@@ -1820,8 +1820,7 @@ static int reconcile_devices(struct engine *e, int64_t cluster_id,
             break;
         }
         if (n_others == 1) {
-            /* Other work's row on the GPU Slurm gave us: it takes ours (its own report fixes it).
-             */
+            /* other work's row on the GPU Slurm gave us takes ours; its own report fixes it */
             set_i(ad, &others[0], "gpu_id", old);
             rc = store_update(e->db, ad, model_row_id(&others[0]), &others[0], ei);
             if (rc >= 0)
