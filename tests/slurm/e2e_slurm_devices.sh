@@ -77,7 +77,43 @@ wait_state "$w" succeeded 30
 expect_eq "$(alloc_index "$w")" "$seen" "the closed allocation's GPU"
 expect_eq "$(jq -r '[.items[].type] | join(",")' <<<"$("${g[@]}" -o json events --workload "$w" -n 0)")" \
   "submitted,admitted,running,devices,succeeded" "the events, in time order"
-# The scheduler was rebuilt on the moved row: more work still fits and runs.
+# Crosswise: A starts (gpuaas recorded GPU 0, Slurm gave 1); B is placed at once, before
+# A is reconciled (A must run a second first), so on GPU 1 in gpuaas' view (Slurm gives
+# it 2). A's report then moves A onto GPU 1 and B's row there swaps to 0; B's own report
+# moves it to 2. Whatever the order, each allocation ends on the GPU its job saw.
+printed() { # workload: the devices its job printed, once it has
+  for _ in $(seq 100); do
+    grep -q devices= "$TMP/logs/$1.log" 2>/dev/null && break
+    sleep 0.1
+  done
+  sed -n 's/^devices=//p' "$TMP/logs/$1.log"
+}
+a=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned -- sh -c \
+  'echo "devices=$CUDA_VISIBLE_DEVICES"; sleep 8' | jq -r .id)
+wait_state "$a" running 30
+b=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned -- sh -c \
+  'echo "devices=$CUDA_VISIBLE_DEVICES"; sleep 8' | jq -r .id)
+wait_state "$b" running 30
+a_seen=$(printed "$a")
+b_seen=$(printed "$b")
+[ -n "$a_seen" ] && [ -n "$b_seen" ] && [ "$a_seen" != "$b_seen" ] ||
+  fail "the jobs printed '$a_seen' and '$b_seen'"
+deadline=$((SECONDS + 8))
+until [ "$(alloc_index "$a" open) $(alloc_index "$b" open)" = "$a_seen $b_seen" ]; do
+  [ $SECONDS -lt $deadline ] ||
+    fail "open allocations on $(alloc_index "$a" open) $(alloc_index "$b" open), Slurm gave $a_seen $b_seen"
+  sleep 0.2
+done
+if grep -q "msg=\"slurm devices: allocations swapped\" workload=$a" "$DAEMON_LOG"; then
+  echo "A's report swapped with B's row"
+else
+  # B was placed only after A's report (a loaded machine): no swap to see this time.
+  echo "note: no swap this run: $(grep 'slurm devices' "$DAEMON_LOG" | tr '\n' ' ')"
+fi
+wait_state "$a" succeeded 30
+wait_state "$b" succeeded 30
+
+# The scheduler was rebuilt on the moved rows: more work still fits and runs.
 w2=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned -- sh -c 'echo two' | jq -r .id)
 wait_state "$w2" succeeded 30
 out=$("${g[@]}" usage verify) || fail "usage verify: $out"
