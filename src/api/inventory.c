@@ -231,6 +231,8 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
     if (strcmp(s_of(gd, g, "health"), "failed") == 0 ||
         strcmp(s_of(gd, g, "health"), "down") == 0 || strcmp(node_state, "down") == 0)
         state = "down";
+    else if (strcmp(s_of(gd, g, "health"), "mig") == 0)
+        state = "mig"; /* split: its MIG instances are scheduled, not it */
     else if (!alloc && strcmp(node_state, "drain") == 0 && strcmp(state, "down") != 0)
         state = "draining";
 

@@ -88,7 +88,7 @@ static const char *name_of(const struct row *rows, size_t n, const struct resour
     return row ? model_get(d, row, "name")->s : "";
 }
 
-/* GPUs by state (allocated, free, draining, down), class and cluster, from the store. */
+/* GPUs by state (allocated, free, draining, down, mig), class and cluster, from the store. */
 static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
 {
     struct row *gpus, *nodes, *clusters, *classes, *allocs;
@@ -124,6 +124,8 @@ static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
             strcmp(model_get(&model_gpus, g, "health")->s, "down") == 0 ||
             strcmp(node_state, "down") == 0)
             state = "down";
+        else if (strcmp(model_get(&model_gpus, g, "health")->s, "mig") == 0)
+            state = "mig";
         else if (strcmp(node_state, "drain") == 0 && strcmp(state, "free") == 0)
             state = "draining";
         size_t k = 0;
@@ -135,7 +137,7 @@ static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
         counts[k].n++;
     }
     rc = metrics_header(b, "gpuaas_gpus", "gauge",
-                        "GPUs by state (allocated, free, draining, down), class and cluster.");
+                        "GPUs by state (allocated, free, draining, down, mig), class and cluster.");
     for (size_t k = 0; k < n_counts; k++)
         rc |= metrics_sample(b, "gpuaas_gpus",
                              (const char *[]){"state", counts[k].state, "gpu_class", counts[k].cls,

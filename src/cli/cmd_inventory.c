@@ -26,7 +26,7 @@ static void inventory_help(void)
            "       gpuaas inventory history --gpu UUID | --node N | --pool P | --workload ID\n"
            "                                | --project ID [--from T] [--to T]\n\n"
            "Every GPU you may see, with where it is, its class, the pool's owner and the\n"
-           "owner's manager, its cost per GPU-hour, its state (allocated, free, draining,\n"
+           "owner's manager, its cost per GPU-hour, its state (allocated, free, draining, mig,\n"
            "down; unknown for GPUs only the spreadsheet knows) and who uses it now.\n"
            "--org and --manager include everything under them. import reads a spreadsheet\n"
            "saved as CSV (columns GPU, model, node, cluster, site, owner, manager, intended\n"

@@ -349,7 +349,10 @@ size_t collector_local_gpus(struct collector *c, struct inv_readings *out, uint6
         const struct inv_readings *rs = &c->src[i].last;
         for (size_t k = 0; c->src[i].kind != SRC_DCGM && k < rs->n; k++) {
             struct inv_reading *r;
-            if (rs->v[k].mig_instance >= 0 || inv_readings_get(out, rs->v[k].uuid, -1, &r) < 0)
+            const struct inv_reading *v = &rs->v[k];
+            /* whole GPUs, and MIG instances known by their own UUID */
+            if ((v->mig_instance >= 0 && !v->mig_uuid[0]) ||
+                inv_readings_get(out, v->uuid, v->mig_instance, &r) < 0)
                 continue;
             *r = rs->v[k];
         }

@@ -69,7 +69,8 @@ size_t collector_sources(struct collector *c, struct collector_source *out, size
 
 /*
  * This machine's GPUs as the NVML and nvidia-smi sources last saw them, for
- * the local backend's discovery: the whole GPUs (no MIG instances) of the
+ * the local backend's discovery: the whole GPUs and the MIG instances with a
+ * UUID of their own (mig_uuid) of the
  * last good run of the first such source that reported any, copied into out
  * (reset first; the caller owns it). *ret_runs counts the good runs of those
  * sources so far: 0 means nothing is known yet, and a caller that saw the

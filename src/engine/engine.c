@@ -452,7 +452,8 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
         const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, node_id);
         struct gpu_info *gi;
         if (!ni || strcmp(get_s(&model_gpus, r, "health"), "failed") == 0 ||
-            strcmp(get_s(&model_gpus, r, "health"), "down") == 0)
+            strcmp(get_s(&model_gpus, r, "health"), "down") == 0 ||
+            strcmp(get_s(&model_gpus, r, "health"), "mig") == 0) /* its instances are rows */
             continue;
         pool = model_pool_of_gpu(pools, n_pools, model_row_id(r), ni->cluster_id,
                                  node_labels(node_rows, n_node_rows, node_id));
@@ -1899,15 +1900,25 @@ static void slurm_devices(struct engine *e, int64_t now)
  * deleted; reported again it is "ok" again. The host's node is the
  * discovery's: a GPU on it that is not reported turns down, whoever made
  * it. Other nodes of a local cluster (made through the API) are left alone.
+ * A GPU with MIG instances reported is scheduled as its instances: each is
+ * a row of its own (its MIG-... UUID, class "<parent class>/<profile>"),
+ * and the parent row turns health "mig", which the scheduler leaves out
+ * like "down", so the same memory is never offered twice. Without
+ * instances the parent is "ok" again and the instances' rows go down.
  */
 struct local_gpu {
-    int32_t index;
+    int32_t index;     /* wanted index */
+    int32_t min_index; /* a taken index is replaced by the lowest free one from here */
     char cls[64];
     const char *uuid;   /* "" when unknown */
     const char *model;  /* vendor string; "" when declared */
     int64_t memory_mib; /* 0: unknown */
     int mig_mode;       /* -1: unknown */
+    bool split;         /* a whole GPU whose MIG instances are rows of their own */
 };
+
+/* Where MIG instances' rows are numbered: GPU p's instance i at 100 x (p + 1) + i. */
+#define LOCAL_MIG_INDEX_BASE 100
 
 /* Index of the row of gpus that is f: same UUID, or same index when f has no UUID. */
 static struct row *local_match(struct row *gpus, size_t n, const struct local_gpu *f)
@@ -1941,11 +1952,11 @@ static bool index_used(const struct row *gpus, size_t n, int32_t index)
  * anew); -1 when none is. Work is pinned by UUID, so the number is only a
  * label then.
  */
-static int32_t local_free_index(const struct row *gpus, size_t n, int32_t want)
+static int32_t local_free_index(const struct row *gpus, size_t n, int32_t want, int32_t from)
 {
-    if (want >= 0 && want < 1024 && !index_used(gpus, n, want))
+    if (want >= from && want < 1024 && !index_used(gpus, n, want))
         return want;
-    for (int32_t i = 0; i < 1024; i++) {
+    for (int32_t i = from; i < 1024; i++) {
         if (!index_used(gpus, n, i))
             return i;
     }
@@ -1959,6 +1970,7 @@ static int local_update(struct engine *e, int64_t class_id, struct row *r,
 {
     const struct resource_def *gd = &model_gpus;
     const struct value *mig = get(gd, r, "mig_mode");
+    const char *health, *want;
     bool change = false;
     int rc;
 
@@ -1978,11 +1990,22 @@ static int local_update(struct engine *e, int64_t class_id, struct row *r,
         set_i(gd, r, "mig_mode", f->mig_mode);
         change = true;
     }
-    if (strcmp(get_s(gd, r, "health"), "down") == 0) {
+    /* down (not reported), mig (split) and ok follow the readings; failed, degraded stay */
+    health = get_s(gd, r, "health");
+    want = f->split ? "mig" : "ok";
+    if ((strcmp(health, "down") == 0 || strcmp(health, "ok") == 0 || strcmp(health, "mig") == 0) &&
+        strcmp(health, want) != 0) {
         char idx[16];
         snprintf(idx, sizeof(idx), "%d", f->index);
-        log_info("local GPU reported again", "uuid", f->uuid, "index", idx);
-        set_s(gd, a, r, "health", "ok");
+        if (f->split)
+            log_info("local GPU split into MIG instances; they are scheduled instead", "uuid",
+                     f->uuid, "index", idx);
+        else if (strcmp(health, "mig") == 0)
+            log_info("local GPU has no MIG instances; scheduled whole again", "uuid", f->uuid,
+                     "index", idx);
+        else
+            log_info("local GPU reported again", "uuid", f->uuid, "index", idx);
+        set_s(gd, a, r, "health", want);
         change = true;
     }
     if (!change)
@@ -2052,7 +2075,7 @@ static int local_apply(struct engine *e, int64_t cluster_id, const char *host,
                 continue;
             }
         }
-        if ((index = local_free_index(gpus, n_gpus, fg->index)) < 0)
+        if ((index = local_free_index(gpus, n_gpus, fg->index, fg->min_index)) < 0)
             continue;
         {
             json_t *j = json_pack("{s:I,s:i,s:I}", "node_id", (json_int_t)node_id, "index", index,
@@ -2063,6 +2086,8 @@ static int local_apply(struct engine *e, int64_t cluster_id, const char *host,
                 json_object_set_new(j, "memory_mib", json_integer(fg->memory_mib));
             if (fg->mig_mode >= 0)
                 json_object_set_new(j, "mig_mode", json_boolean(fg->mig_mode));
+            if (fg->split)
+                json_object_set_new(j, "health", json_string("mig"));
             rc = new_row(gd, j, a, now, &r, ei);
         }
         if (rc >= 0)
@@ -2087,7 +2112,11 @@ static int local_apply(struct engine *e, int64_t cluster_id, const char *host,
     return rc < 0 ? rc : changed;
 }
 
-/* The GPUs to record: the collector's readings, else the declared list; false: none known. */
+/*
+ * The GPUs to record: the collector's readings (whole GPUs, and MIG
+ * instances with their own UUID, which make their parent split), else the
+ * declared list; false: none known.
+ */
 static bool local_found(struct engine *e, const struct inv_readings *rs, uint64_t runs,
                         struct arena *a, struct local_gpu **ret, size_t *ret_n)
 {
@@ -2096,17 +2125,38 @@ static bool local_found(struct engine *e, const struct inv_readings *rs, uint64_
 
     for (size_t i = 0; i < rs->n; i++) {
         const struct inv_reading *r = &rs->v[i];
+        const bool inst = r->mig_instance >= 0;
         struct local_gpu *f = &found[n];
-        if (inv_model_class(r->model, NULL, f->cls, sizeof(f->cls)) < 0)
-            snprintf(f->cls, sizeof(f->cls), "unknown");
-        if (!model_valid_ident(r->uuid, 128) || !model_valid_name(f->cls, 63))
+        if (inst && !r->mig_uuid[0])
+            continue;
+        if (inv_model_class(r->model, inst ? r->mig_profile : NULL, f->cls, sizeof(f->cls)) < 0)
+            snprintf(f->cls, sizeof(f->cls), "unknown%s%.32s", inst ? "/" : "",
+                     inst ? r->mig_profile : "");
+        if (inst ? !model_valid_ident(f->cls, 63) || !strchr(f->cls, '/')
+                 : !model_valid_name(f->cls, 63))
             continue; /* the store would refuse it */
+        if (!model_valid_ident(inst ? r->mig_uuid : r->uuid, 128))
+            continue;
         f->index = r->index;
-        f->uuid = r->uuid;
+        f->uuid = inst ? r->mig_uuid : r->uuid;
         f->model = r->model;
         f->memory_mib = inv_has(r->fb_total_mib) ? (int64_t)r->fb_total_mib : 0;
         f->mig_mode = r->mig_mode;
+        if (inst) {
+            /* an index no physical GPU has: GPU 0's instance 3 is 103 */
+            f->min_index = LOCAL_MIG_INDEX_BASE;
+            f->index = r->index >= 0 && r->mig_instance < LOCAL_MIG_INDEX_BASE
+                           ? LOCAL_MIG_INDEX_BASE * (r->index + 1) + r->mig_instance
+                           : -1;
+            f->mig_mode = 1;
+        }
         n++;
+    }
+    /* parents of instances: split */
+    for (size_t i = 0; i < rs->n; i++) {
+        const struct inv_reading *r = &rs->v[i];
+        for (size_t k = 0; r->mig_instance >= 0 && r->mig_uuid[0] && k < n; k++)
+            found[k].split |= found[k].min_index == 0 && strcmp(found[k].uuid, r->uuid) == 0;
     }
     for (size_t i = 0; rs->n == 0 && i < e->opt.n_local_gpus; i++) {
         const struct inv_declared_gpu *d = &e->opt.local_gpus[i];

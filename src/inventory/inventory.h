@@ -115,6 +115,8 @@ struct inv_reading {
     int32_t mig_mode;        /* -1 unknown, 0 disabled, 1 enabled */
     int32_t source;          /* enum inv_source */
     char mig_profile[32];    /* "1g.18gb"; "" for a whole GPU */
+    char mig_uuid[INV_UUID_MAX]; /* a MIG instance's own "MIG-..." when known (NVML,
+                                    nvidia-smi -L); "" otherwise */
     char model[96];          /* as reported: "NVIDIA H200" */
     char host[64];
     char pci_bus_id[32];
@@ -217,6 +219,21 @@ int inv_dcgm_parse(const char *data, size_t len, struct inv_readings *out,
 int inv_smi_parse(const char *data, size_t len, struct inv_readings *out, struct error_info *ei);
 
 /*
+ * Parses the output of nvidia-smi -L into out (source INV_SRC_SMI): each
+ * "GPU N: <name> (UUID: GPU-...)" line finds or makes the whole GPU's
+ * reading (index and model set when unknown), and each MIG line under it,
+ * "  MIG 1g.10gb     Device  0: (UUID: MIG-...)", makes a reading keyed by
+ * (the GPU's UUID, the MIG device number) with mig_uuid, mig_profile, the
+ * parent's index and model, mig_mode 1 and fb_total_mib from the profile
+ * (inv_mig_profile_mib; NaN when it names no size). Blank lines are
+ * skipped. Returns the number of MIG instances, or ERR_INVALID with
+ * "line N: ..." in ei (any other line, a MIG line before a GPU line, no
+ * UUID, a bad profile or device number).
+ */
+int inv_smi_list_parse(const char *data, size_t len, struct inv_readings *out,
+                       struct error_info *ei);
+
+/*
  * Runs argv[0] (looked up on PATH, no shell) with argv, collects its
  * standard output up to max_output bytes and waits at most timeout_ms.
  * Standard error goes to /dev/null. On timeout the child is killed (SIGKILL)
@@ -230,7 +247,9 @@ int inv_run_command(char *const argv[], int64_t timeout_ms, size_t max_output, c
 
 /*
  * Collector: runs program (NULL: "nvidia-smi") with the query and parses
- * its output into out. Returns the number of GPUs or an error as above.
+ * its output into out; when a GPU has MIG enabled, runs "program -L" too
+ * and adds its MIG instances (inv_smi_list_parse). Returns the number of
+ * GPUs or an error as above (a failing -L fails the collection).
  */
 int inv_smi_collect(const char *program, int64_t timeout_ms, struct inv_readings *out,
                     struct error_info *ei);
@@ -242,7 +261,13 @@ int inv_smi_collect(const char *program, int64_t timeout_ms, struct inv_readings
 /*
  * Collector: loads library (NULL: "libnvidia-ml.so.1"), initialises NVML,
  * reads every device (UUID, name, memory, utilization, temperature, power,
- * MIG mode; a query the device does not support leaves that metric NaN),
+ * MIG mode; a query the device does not support leaves that metric NaN)
+ * and, of a GPU with MIG enabled, every MIG device: a reading keyed by
+ * (the GPU's UUID, its GPU instance id, else its MIG device index) with
+ * mig_uuid, mig_profile (from its name), memory, the parent's index and
+ * model, mig_mode 1. The MIG calls (nvmlDeviceGetMaxMigDeviceCount,
+ * nvmlDeviceGetMigDeviceHandleByIndex, nvmlDeviceGetGpuInstanceId) are
+ * optional: a driver without them gives whole GPUs only. Then it
  * shuts NVML down and unloads the library. Returns the number of GPUs;
  * ERR_UNAVAILABLE with "NVML not available: <dlerror>" when the library or
  * one of its symbols is missing, or "nvml <call> failed: <nvmlErrorString>"
@@ -359,13 +384,28 @@ int inv_csv_export(const struct inv_table *t, struct buf *out);
 /*
  * Normalises a model string ("NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-16GB")
  * and an optional MIG profile ("1g.18gb", NULL or "" for a whole GPU) into a
- * class name ("h100", "v100-16gb", "h200-1g.18gb") written to out. Known
+ * class name ("h100", "v100-16gb", "h200/1g.18gb") written to out. Known
  * families come from a table (docs/inventory.md); anything else becomes its
  * lower-case words joined by '-' without vendor words. Returns 1 when the
  * table knew the family, 0 when the name was derived, ERR_INVALID for an
  * empty model or a bad MIG profile, ERR_TOO_LARGE when out is too small.
  */
 int inv_model_class(const char *model, const char *mig_profile, char *out, size_t size);
+
+/*
+ * The MIG profile at the end of a MIG device's NVML name ("NVIDIA H100 80GB
+ * HBM3 MIG 1g.10gb" -> "1g.10gb"): the word after the last " MIG ". Returns
+ * 0, or ERR_INVALID when there is none or it is not a profile
+ * ("<digits>g.<letters, digits, '.', '+'>"), ERR_TOO_LARGE when out is too
+ * small; out is "" on error.
+ */
+int inv_mig_profile_of_name(const char *name, char *out, size_t size);
+
+/*
+ * The memory a MIG profile names, in MiB: "1g.10gb" -> 10240, "3g.40gb+me"
+ * -> 40960. ERR_INVALID when the profile has no "<n>g.<m>gb" form (m 1..9999).
+ */
+int64_t inv_mig_profile_mib(const char *profile);
 
 /* ======================================================================
  * A declared list of this machine's GPUs (gpuaasd's local-gpus setting)

@@ -159,9 +159,53 @@ int inv_model_class(const char *model, const char *mig_profile, char *out, size_
             return ERR_INVALID;
     }
     if (rc == 0 && mig_profile && *mig_profile) {
-        rc = put(out, size, &len, "-");
+        rc = put(out, size, &len, "/");
         if (rc == 0)
             rc = put(out, size, &len, mig_profile);
     }
     return rc < 0 ? rc : known;
+}
+
+int inv_mig_profile_of_name(const char *name, char *out, size_t size)
+{
+    const char *p = NULL, *q;
+    size_t n;
+
+    if (size == 0)
+        return ERR_TOO_LARGE;
+    out[0] = '\0';
+    for (q = name ? strstr(name, " MIG ") : NULL; q; q = strstr(q + 1, " MIG "))
+        p = q + 5;
+    if (!p)
+        return ERR_INVALID;
+    while (*p == ' ')
+        p++;
+    n = strlen(p);
+    while (n > 0 && p[n - 1] == ' ')
+        n--;
+    if (n >= size)
+        return ERR_TOO_LARGE;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    if (!valid_profile(out)) {
+        out[0] = '\0';
+        return ERR_INVALID;
+    }
+    return 0;
+}
+
+int64_t inv_mig_profile_mib(const char *profile)
+{
+    const char *p = profile ? strstr(profile, "g.") : NULL;
+    int64_t gb = 0;
+    size_t k = 0;
+
+    if (!p || p == profile || !valid_profile(profile))
+        return ERR_INVALID;
+    for (p += 2; p[k] >= '0' && p[k] <= '9' && k < 5; k++)
+        gb = gb * 10 + (p[k] - '0');
+    if (k == 0 || k == 5 || gb == 0 || p[k] != 'g' || p[k + 1] != 'b' ||
+        (p[k + 2] != '\0' && p[k + 2] != '+'))
+        return ERR_INVALID;
+    return gb * 1024;
 }

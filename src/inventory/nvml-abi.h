@@ -11,6 +11,7 @@
 typedef int nvmlReturn_t; /* an enum in nvml.h: int-sized */
 #define NVML_SUCCESS 0
 #define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_NOT_FOUND 6
 
 typedef struct nvmlDevice_st *nvmlDevice_t;
 
@@ -50,9 +51,20 @@ typedef int nvmlTemperatureSensors_t; /* an enum in nvml.h */
     X(nvmlDeviceGetMigMode, nvmlReturn_t,                                                          \
       (nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode))
 
+/*
+ * Optional: MIG devices (R470 and later). A library without them is used
+ * as before, whole GPUs only.
+ */
+#define NVML_MIG_FUNCTIONS(X)                                                                      \
+    X(nvmlDeviceGetMaxMigDeviceCount, nvmlReturn_t, (nvmlDevice_t device, unsigned int *count))    \
+    X(nvmlDeviceGetMigDeviceHandleByIndex, nvmlReturn_t,                                           \
+      (nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice))                          \
+    X(nvmlDeviceGetGpuInstanceId, nvmlReturn_t, (nvmlDevice_t device, unsigned int *id))
+
 #ifdef NVML_ABI_PROTOTYPES
 #define NVML_PROTO_(name, ret, args) ret name args;
 NVML_FUNCTIONS(NVML_PROTO_)
+NVML_MIG_FUNCTIONS(NVML_PROTO_)
 #undef NVML_PROTO_
 #endif
 

@@ -14,6 +14,7 @@
 struct nvml {
 #define NVML_PTR_(name, ret, args) ret(*name) args;
     NVML_FUNCTIONS(NVML_PTR_)
+    NVML_MIG_FUNCTIONS(NVML_PTR_) /* NULL when the library lacks them */
 #undef NVML_PTR_
 };
 
@@ -34,6 +35,13 @@ static int load(void *lib, struct nvml *api, struct error_info *ei)
     memcpy(&api->name, &sym, sizeof(sym));
     NVML_FUNCTIONS(NVML_LOAD_)
 #undef NVML_LOAD_
+#define NVML_LOAD_OPTIONAL_(name, ret, args)                                                       \
+    sym = dlsym(lib, #name);                                                                       \
+    if (sym)                                                                                       \
+        memcpy(&api->name, &sym, sizeof(sym));
+    NVML_MIG_FUNCTIONS(NVML_LOAD_OPTIONAL_)
+#undef NVML_LOAD_OPTIONAL_
+    dlerror();
     return 0;
 }
 
@@ -42,6 +50,65 @@ static int failed(const struct nvml *api, struct error_info *ei, const char *cal
     const char *s = api->nvmlErrorString(rc);
     return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "nvml %s failed: %s (%d)", call,
                        s ? s : "unknown error", rc);
+}
+
+/*
+ * The MIG devices of parent (its reading p, copied: adding readings may move
+ * it). Without the optional MIG calls, none. A MIG device whose UUID cannot
+ * be read is skipped; one without a profile in its name too.
+ */
+static int read_mig_devices(const struct nvml *api, nvmlDevice_t parent,
+                            const struct inv_reading *p, struct inv_readings *out,
+                            struct error_info *ei)
+{
+    struct inv_reading whole = *p;
+    unsigned int max = 0;
+
+    if (!api->nvmlDeviceGetMaxMigDeviceCount || !api->nvmlDeviceGetMigDeviceHandleByIndex ||
+        api->nvmlDeviceGetMaxMigDeviceCount(parent, &max) != NVML_SUCCESS)
+        return 0;
+    for (unsigned int k = 0; k < max && k < 64; k++) {
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE], name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+        char profile[sizeof(whole.mig_profile)];
+        unsigned int gi;
+        nvmlDevice_t mig;
+        nvmlMemory_t mem;
+        struct inv_reading *r;
+        int32_t id = (int32_t)k;
+        int err;
+
+        /* NOT_FOUND: no MIG device at this index (the slots are sparse) */
+        if (api->nvmlDeviceGetMigDeviceHandleByIndex(parent, k, &mig) != NVML_SUCCESS)
+            continue;
+        memset(uuid, 0, sizeof(uuid));
+        memset(name, 0, sizeof(name));
+        if (api->nvmlDeviceGetUUID(mig, uuid, sizeof(uuid)) != NVML_SUCCESS ||
+            api->nvmlDeviceGetName(mig, name, sizeof(name)) != NVML_SUCCESS)
+            continue;
+        uuid[sizeof(uuid) - 1] = '\0';
+        name[sizeof(name) - 1] = '\0';
+        if (inv_mig_profile_of_name(name, profile, sizeof(profile)) < 0 ||
+            strncmp(uuid, "MIG-", 4) != 0)
+            continue;
+        if (api->nvmlDeviceGetGpuInstanceId &&
+            api->nvmlDeviceGetGpuInstanceId(mig, &gi) == NVML_SUCCESS && gi < 10000)
+            id = (int32_t)gi;
+        err = inv_readings_get(out, whole.uuid, id, &r);
+        if (err < 0)
+            return errinfo_set(ei, err, NULL, "nvml device %d: too many MIG devices", whole.index);
+        r->source = INV_SRC_NVML;
+        r->index = whole.index;
+        r->mig_mode = 1;
+        inv_copy_str(r->model, sizeof(r->model), whole.model);
+        inv_copy_str(r->mig_profile, sizeof(r->mig_profile), profile);
+        inv_copy_str(r->mig_uuid, sizeof(r->mig_uuid), uuid);
+        if (api->nvmlDeviceGetMemoryInfo(mig, &mem) == NVML_SUCCESS) {
+            r->fb_total_mib = (double)(mem.total >> 20);
+            r->fb_free_mib = (double)(mem.free >> 20);
+            r->fb_used_mib = (double)(mem.used >> 20);
+        }
+    }
+    return 0;
 }
 
 static int read_device(const struct nvml *api, unsigned int i, struct inv_readings *out,
@@ -87,6 +154,8 @@ static int read_device(const struct nvml *api, unsigned int i, struct inv_readin
         r->power_w = power / 1000.0; /* milliwatts */
     if (api->nvmlDeviceGetMigMode(dev, &cur, &pending) == NVML_SUCCESS)
         r->mig_mode = cur == NVML_DEVICE_MIG_ENABLE ? 1 : 0;
+    if (r->mig_mode == 1)
+        return read_mig_devices(api, dev, r, out, ei);
     return 0;
 }
 

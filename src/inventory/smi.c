@@ -163,6 +163,152 @@ int inv_smi_parse(const char *data, size_t len, struct inv_readings *out, struct
     return n;
 }
 
+/* Skips spaces and tabs. */
+static const char *skip_blank(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* Whether [p, end) starts with word; *p moves past it. */
+static bool eat(const char **p, const char *end, const char *word)
+{
+    size_t n = strlen(word);
+    if ((size_t)(end - *p) < n || memcmp(*p, word, n) != 0)
+        return false;
+    *p += n;
+    return true;
+}
+
+/* A decimal number 0..9999 at *p (moves past it); -1 when none. */
+static int32_t small_number(const char **p, const char *end)
+{
+    int32_t v = 0;
+    size_t k = 0;
+    while (*p < end && **p >= '0' && **p <= '9' && k < 5) {
+        v = v * 10 + (**p - '0');
+        (*p)++;
+        k++;
+    }
+    return k == 0 || k == 5 ? -1 : v;
+}
+
+/* "(UUID: <uuid>)" closing the line [p, end), into uuid (INV_UUID_MAX); false when malformed. */
+static bool uuid_tail(const char *p, const char *end, const char *prefix, char *uuid)
+{
+    const char *u;
+    size_t n;
+    p = skip_blank(p, end);
+    if (!eat(&p, end, "(UUID: ") || end - p < 2 || end[-1] != ')')
+        return false;
+    u = p;
+    n = (size_t)(end - 1 - u);
+    if (n <= strlen(prefix) || n >= INV_UUID_MAX || memcmp(u, prefix, strlen(prefix)) != 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (u[i] == ' ' || u[i] == '(' || u[i] == ')' || u[i] == '\t')
+            return false;
+    }
+    memcpy(uuid, u, n);
+    uuid[n] = '\0';
+    return true;
+}
+
+int inv_smi_list_parse(const char *data, size_t len, struct inv_readings *out,
+                       struct error_info *ei)
+{
+    const char *p = data, *end = data + len;
+    char parent[INV_UUID_MAX] = "", uuid[INV_UUID_MAX], model[96] = "";
+    int32_t parent_index = -1;
+    size_t line = 0;
+    int n = 0, rc;
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end, *q;
+        struct inv_reading *r;
+        line++;
+        if (le > p && le[-1] == '\r')
+            le--;
+        q = skip_blank(p, le);
+        p = nl ? nl + 1 : end;
+        if (q == le)
+            continue;
+        if (memchr(q, '\0', (size_t)(le - q)))
+            return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: NUL byte", line);
+        if (eat(&q, le, "GPU ")) {
+            /* GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...) */
+            const char *name, *paren = NULL;
+            int32_t index = small_number(&q, le);
+            if (index < 0 || !eat(&q, le, ": "))
+                return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: no GPU number", line);
+            name = q;
+            for (const char *t = q; t + 7 <= le; t++)
+                paren = memcmp(t, "(UUID: ", 7) == 0 ? t : paren;
+            if (!paren || !uuid_tail(paren, le, "GPU-", uuid))
+                return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: no usable GPU UUID", line);
+            while (paren > name && paren[-1] == ' ')
+                paren--;
+            snprintf(model, sizeof(model), "%.*s", (int)(paren - name), name);
+            if ((rc = inv_readings_get(out, uuid, -1, &r)) < 0)
+                return errinfo_set(ei, rc, NULL, "line %zu: too many GPUs", line);
+            r->source = r->source ? r->source : INV_SRC_SMI;
+            if (r->index < 0)
+                r->index = index;
+            if (!r->model[0])
+                inv_copy_str(r->model, sizeof(r->model), model);
+            memcpy(parent, uuid, sizeof(parent));
+            parent_index = r->index;
+            inv_copy_str(model, sizeof(model), r->model);
+        } else if (eat(&q, le, "MIG ")) {
+            /* MIG 1g.10gb     Device  0: (UUID: MIG-...) */
+            char profile[32], name[40], check[32];
+            const char *pe;
+            int32_t dev;
+            q = skip_blank(q, le);
+            for (pe = q; pe < le && *pe != ' ' && *pe != '\t';)
+                pe++;
+            if (!parent[0])
+                return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: MIG device before any GPU",
+                                   line);
+            if ((size_t)(pe - q) >= sizeof(profile))
+                return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: MIG profile too long", line);
+            memcpy(profile, q, (size_t)(pe - q));
+            profile[pe - q] = '\0';
+            snprintf(name, sizeof(name), " MIG %s", profile);
+            if (inv_mig_profile_of_name(name, check, sizeof(check)) < 0)
+                return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: bad MIG profile '%s'", line,
+                                   profile);
+            q = skip_blank(pe, le);
+            if (!eat(&q, le, "Device"))
+                return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: no MIG device number", line);
+            q = skip_blank(q, le);
+            if ((dev = small_number(&q, le)) < 0 || !eat(&q, le, ":"))
+                return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: no MIG device number", line);
+            if (!uuid_tail(q, le, "MIG-", uuid))
+                return errinfo_set(ei, ERR_INVALID, NULL, "line %zu: no usable MIG UUID", line);
+            if ((rc = inv_readings_get(out, parent, dev, &r)) < 0)
+                return errinfo_set(ei, rc, NULL, "line %zu: too many GPUs", line);
+            r->source = INV_SRC_SMI;
+            r->index = parent_index;
+            r->mig_mode = 1;
+            inv_copy_str(r->model, sizeof(r->model), model);
+            inv_copy_str(r->mig_profile, sizeof(r->mig_profile), profile);
+            inv_copy_str(r->mig_uuid, sizeof(r->mig_uuid), uuid);
+            {
+                int64_t mib = inv_mig_profile_mib(profile);
+                r->fb_total_mib = mib > 0 ? (double)mib : NAN;
+            }
+            n++;
+        } else {
+            return errinfo_set(ei, ERR_INVALID, NULL,
+                               "line %zu: neither a GPU nor a MIG device line", line);
+        }
+    }
+    return n;
+}
+
 static int64_t mono_ms(void)
 {
     struct timespec ts;
@@ -313,17 +459,28 @@ int inv_smi_collect(const char *program, int64_t timeout_ms, struct inv_readings
                     struct error_info *ei)
 {
     char prog[256], query[] = "--query-gpu=" INV_SMI_QUERY,
-                    format[] = "--format=csv,noheader,nounits";
-    char *argv[] = {prog, query, format, NULL};
+                    format[] = "--format=csv,noheader,nounits", list[] = "-L";
+    char *argv[] = {prog, query, format, NULL}, *argv_list[] = {prog, list, NULL};
     char *text;
     size_t len;
-    int rc;
+    bool mig = false;
+    int rc, n;
 
     snprintf(prog, sizeof(prog), "%s", program ? program : "nvidia-smi");
     rc = inv_run_command(argv, timeout_ms, 1 << 20, &text, &len, ei);
     if (rc < 0)
         return rc;
-    rc = inv_smi_parse(text, len, out, ei);
+    n = rc = inv_smi_parse(text, len, out, ei);
     free(text);
-    return rc;
+    for (size_t i = 0; rc >= 0 && i < out->n; i++)
+        mig |= out->v[i].mig_mode == 1;
+    if (rc < 0 || !mig)
+        return rc;
+    /* the query has no MIG instances: their UUIDs come from the device list */
+    rc = inv_run_command(argv_list, timeout_ms, 1 << 20, &text, &len, ei);
+    if (rc < 0)
+        return rc;
+    rc = inv_smi_list_parse(text, len, out, ei);
+    free(text);
+    return rc < 0 ? rc : n;
 }

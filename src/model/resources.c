@@ -21,7 +21,7 @@ static const char *const role_values[] = {"admin",  "org-admin", "project-admin"
                                           "member", "viewer",    NULL};
 static const char *const backend_values[] = {"local", "slurm", "sim", "kubernetes", NULL};
 static const char *const node_state_values[] = {"ready", "drain", "down", NULL};
-static const char *const gpu_health_values[] = {"ok", "degraded", "failed", "down", NULL};
+static const char *const gpu_health_values[] = {"ok", "degraded", "failed", "down", "mig", NULL};
 
 static const struct field_def org_fields[] = {
     F_ID,
@@ -255,7 +255,8 @@ static const struct field_def gpu_fields[] = {
     {"memory_mib", NULL, FT_INT, 0, 0, INT64_C(1) << 30, NULL, NULL, 0, NULL, "memory in MiB"},
     {"mig_mode", NULL, FT_BOOL, 0, 0, 1, NULL, NULL, 0, NULL, "MIG enabled"},
     {"health", NULL, FT_ENUM, FF_FILTER, 0, 0, gpu_health_values, NULL, 0, "ok",
-     "ok, degraded, failed, or down (the local discovery no longer sees it)"},
+     "ok, degraded, failed, down (the local discovery no longer sees it) or mig (split into MIG "
+     "instances, which are scheduled instead)"},
     F_CREATED,
     F_UPDATED,
 };

@@ -134,8 +134,9 @@ static void test_smi_collect_fake_program(void **state)
     struct error_info ei = {0};
     (void)state;
 
-    /* The fake checks it got the query and prints the fixture. */
+    /* The fake checks it got the query and prints the fixture; -L (MIG on): no instances. */
     snprintf(script, sizeof(script),
+             "[ \"$1\" = -L ] && exit 0\n"
              "[ \"$1\" = '--query-gpu=%s' ] || exit 3\n"
              "[ \"$2\" = '--format=csv,noheader,nounits' ] || exit 4\n"
              "cat '%s/smi-3gpus.csv'\n",
@@ -241,9 +242,141 @@ static void test_nvml_fake_library(void **state)
     assert_string_equal(r->model, "NVIDIA H100 80GB HBM3");
     assert_int_equal(r->mig_mode, 1);
     assert_false(inv_has(r->power_w)); /* NOT_SUPPORTED */
+    /* its two MIG devices, keyed by GPU instance id (slots 0 and 2) */
+    assert_int_equal(rs.n, 4);
+    r = inv_readings_find(&rs, "GPU-fa0e0000-0000-4000-8000-000000000001", 1);
+    assert_non_null(r);
+    assert_string_equal(r->mig_uuid, "MIG-fa0e0000-0000-4000-8000-00000000a001");
+    assert_string_equal(r->mig_profile, "1g.10gb");
+    assert_string_equal(r->model, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(r->index, 1);
+    assert_int_equal(r->mig_mode, 1);
+    assert_true(r->fb_total_mib == 9984); /* 10468982784 bytes */
+    r = inv_readings_find(&rs, "GPU-fa0e0000-0000-4000-8000-000000000001", 2);
+    assert_non_null(r);
+    assert_string_equal(r->mig_uuid, "MIG-fa0e0000-0000-4000-8000-00000000a002");
+    assert_string_equal(r->mig_profile, "3g.40gb");
+    assert_true(r->fb_total_mib == 40608);
+    assert_true(r->fb_used_mib == 1024);
+    assert_null(inv_readings_find(&rs, "GPU-fa0e0000-0000-4000-8000-000000000000", 1));
     /* twice: the library is unloaded and loaded again */
+    inv_readings_reset(&rs);
     assert_int_equal(inv_nvml_collect(FAKE_NVML_PATH, &rs, &ei), 2);
+    assert_int_equal(rs.n, 4);
+    inv_readings_release(&rs);
+}
+
+/* A driver without the MIG calls: whole GPUs only, MIG mode still read. */
+static void test_nvml_without_mig_calls(void **state)
+{
+    struct inv_readings rs;
+    struct error_info ei = {0};
+    struct inv_reading *r;
+    (void)state;
+
+    inv_readings_init(&rs, 0);
+    assert_int_equal(inv_nvml_collect(FAKE_NVML_OLD_PATH, &rs, &ei), 2);
     assert_int_equal(rs.n, 2);
+    r = inv_readings_find(&rs, "GPU-fa0e0000-0000-4000-8000-000000000001", -1);
+    assert_non_null(r);
+    assert_int_equal(r->mig_mode, 1);
+    inv_readings_release(&rs);
+}
+
+static const char smi_list[] =
+    "GPU 0: NVIDIA H200 (UUID: GPU-5c0ffee0-1111-2222-3333-444455556666)\n"
+    "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-0d15c000-0000-4000-8000-000000000001)\r\n"
+    "  MIG 1g.10gb     Device  0: (UUID: MIG-0d15c000-0000-4000-8000-00000000b001)\n"
+    "\n"
+    "  MIG 3g.40gb     Device  1: (UUID: MIG-0d15c000-0000-4000-8000-00000000b002)\n";
+
+static void test_smi_list_parse(void **state)
+{
+    struct inv_readings rs;
+    struct error_info ei = {0};
+    struct inv_reading *r;
+    (void)state;
+
+    inv_readings_init(&rs, 0);
+    assert_int_equal(inv_smi_list_parse(smi_list, strlen(smi_list), &rs, &ei), 2);
+    assert_int_equal(rs.n, 4);
+    r = inv_readings_find(&rs, "GPU-0d15c000-0000-4000-8000-000000000001", -1);
+    assert_non_null(r);
+    assert_int_equal(r->index, 1);
+    assert_string_equal(r->model, "NVIDIA H100 80GB HBM3");
+    r = inv_readings_find(&rs, "GPU-0d15c000-0000-4000-8000-000000000001", 1);
+    assert_non_null(r);
+    assert_string_equal(r->mig_uuid, "MIG-0d15c000-0000-4000-8000-00000000b002");
+    assert_string_equal(r->mig_profile, "3g.40gb");
+    assert_string_equal(r->model, "NVIDIA H100 80GB HBM3");
+    assert_int_equal(r->index, 1);
+    assert_int_equal(r->mig_mode, 1);
+    assert_true(r->fb_total_mib == 40960);
+    assert_int_equal(r->source, INV_SRC_SMI);
+    assert_int_equal(inv_smi_list_parse("", 0, &rs, &ei), 0);
+    inv_readings_release(&rs);
+}
+
+static void expect_list_error(const char *text, const char *message)
+{
+    struct inv_readings rs;
+    struct error_info ei = {0};
+    inv_readings_init(&rs, 0);
+    assert_int_equal(inv_smi_list_parse(text, strlen(text), &rs, &ei), ERR_INVALID);
+    if (strcmp(ei.message, message) != 0)
+        fail_msg("'%s': got '%s', want '%s'", text, ei.message, message);
+    inv_readings_release(&rs);
+}
+
+static void test_smi_list_malformed(void **state)
+{
+    (void)state;
+    expect_list_error("  MIG 1g.10gb Device 0: (UUID: MIG-a)\n",
+                      "line 1: MIG device before any GPU");
+    expect_list_error("GPU x: NVIDIA H200 (UUID: GPU-a)\n", "line 1: no GPU number");
+    expect_list_error("GPU 0: NVIDIA H200\n", "line 1: no usable GPU UUID");
+    expect_list_error("GPU 0: NVIDIA H200 (UUID: MIG-a)\n", "line 1: no usable GPU UUID");
+    expect_list_error("GPU 0: NVIDIA H200 (UUID: GPU-a\n", "line 1: no usable GPU UUID");
+    expect_list_error("GPU 0: H (UUID: GPU-a)\n  MIG big Device 0: (UUID: MIG-b)\n",
+                      "line 2: bad MIG profile 'big'");
+    expect_list_error("GPU 0: H (UUID: GPU-a)\n  MIG 1g.10gb Thing 0: (UUID: MIG-b)\n",
+                      "line 2: no MIG device number");
+    expect_list_error("GPU 0: H (UUID: GPU-a)\n  MIG 1g.10gb Device x: (UUID: MIG-b)\n",
+                      "line 2: no MIG device number");
+    expect_list_error("GPU 0: H (UUID: GPU-a)\n  MIG 1g.10gb Device 0: (UUID: GPU-b)\n",
+                      "line 2: no usable MIG UUID");
+    expect_list_error("GPU 0: H (UUID: GPU-a)\n  MIG 1g.10gb Device 0: (UUID: MIG-b c)\n",
+                      "line 2: no usable MIG UUID");
+    expect_list_error("GPU 0: H (UUID: GPU-a)\nNo devices were found\n",
+                      "line 2: neither a GPU nor a MIG device line");
+}
+
+/* MIG on in the query: the collector lists devices (-L) too, and a failing -L fails it. */
+static void test_smi_collect_mig(void **state)
+{
+    char script[2048];
+    struct inv_readings rs;
+    struct error_info ei = {0};
+    const char *row = "1, GPU-0d15c000-0000-4000-8000-000000000001, NVIDIA H100 80GB HBM3, "
+                      "00000000:2A:00.0, 81559, 0, [N/A], 33, 69.8, Enabled";
+    (void)state;
+
+    snprintf(script, sizeof(script),
+             "if [ \"$1\" = -L ]; then printf '%%s' '%s'; exit 0; fi\n"
+             "echo '%s'\n",
+             smi_list, row);
+    write_script("nvidia-smi-mig", script);
+    inv_readings_init(&rs, 0);
+    assert_int_equal(inv_smi_collect("nvidia-smi-mig", 10000, &rs, &ei), 1);
+    assert_non_null(inv_readings_find(&rs, "GPU-0d15c000-0000-4000-8000-000000000001", 0));
+    assert_non_null(inv_readings_find(&rs, "GPU-0d15c000-0000-4000-8000-000000000001", 1));
+    assert_true(
+        inv_readings_find(&rs, "GPU-0d15c000-0000-4000-8000-000000000001", -1)->fb_total_mib ==
+        81559);
+    inv_readings_reset(&rs);
+    snprintf(script, sizeof(script), "[ \"$1\" = -L ] && exit 6\necho '%s'\n", row);
+    write_script("nvidia-smi-mig", script);
+    assert_int_equal(inv_smi_collect("nvidia-smi-mig", 10000, &rs, &ei), ERR_UNAVAILABLE);
     inv_readings_release(&rs);
 }
 
@@ -256,6 +389,10 @@ int main(void)
         cmocka_unit_test(test_run_command_failures),
         cmocka_unit_test(test_nvml_absent),
         cmocka_unit_test(test_nvml_fake_library),
+        cmocka_unit_test(test_nvml_without_mig_calls),
+        cmocka_unit_test(test_smi_list_parse),
+        cmocka_unit_test(test_smi_list_malformed),
+        cmocka_unit_test(test_smi_collect_mig),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

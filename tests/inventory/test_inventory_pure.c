@@ -41,9 +41,9 @@ static void test_model_classes(void **state)
         {"NVIDIA A10", NULL, "a10", 1},
         {"Tesla T4", NULL, "t4", 1},
         {"NVIDIA RTX A6000", NULL, "rtx-a6000", 1},
-        {"NVIDIA H200", "1g.18gb", "h200-1g.18gb", 1},
-        {"NVIDIA H200", "3g.71gb", "h200-3g.71gb", 1},
-        {"NVIDIA H100 80GB HBM3", "1g.10gb+me", "h100-1g.10gb+me", 1},
+        {"NVIDIA H200", "1g.18gb", "h200/1g.18gb", 1},
+        {"NVIDIA H200", "3g.71gb", "h200/3g.71gb", 1},
+        {"NVIDIA H100 80GB HBM3", "1g.10gb+me", "h100/1g.10gb+me", 1},
         {"NVIDIA A100-SXM4-40GB", "", "a100-40gb", 1},
         {"Quadro RTX 8000", NULL, "quadro-rtx-8000", 0},
         {"NVIDIA GeForce RTX 4090", NULL, "rtx-4090", 0},
@@ -62,6 +62,40 @@ static void test_model_classes(void **state)
     assert_int_equal(inv_model_class("NVIDIA H200", "one gig", out, sizeof(out)), ERR_INVALID);
     assert_int_equal(inv_model_class("NVIDIA H200", "x.18gb", out, sizeof(out)), ERR_INVALID);
     assert_int_equal(inv_model_class("NVIDIA H200", "1g.18gb", out, 8), ERR_TOO_LARGE);
+}
+
+static void test_mig_profile(void **state)
+{
+    char out[32];
+    (void)state;
+    assert_int_equal(inv_mig_profile_of_name("NVIDIA H100 80GB HBM3 MIG 1g.10gb", out, sizeof(out)),
+                     0);
+    assert_string_equal(out, "1g.10gb");
+    assert_int_equal(inv_mig_profile_of_name("NVIDIA A100-SXM4-40GB MIG 3g.20gb+me ", out, 32), 0);
+    assert_string_equal(out, "3g.20gb+me");
+    assert_int_equal(inv_mig_profile_of_name("X MIG MIG 7g.80gb", out, sizeof(out)), 0);
+    assert_string_equal(out, "7g.80gb");
+    /* malformed: no " MIG ", no profile after it, not a profile, too long */
+    assert_int_equal(inv_mig_profile_of_name("NVIDIA H100 80GB HBM3", out, sizeof(out)),
+                     ERR_INVALID);
+    assert_string_equal(out, "");
+    assert_int_equal(inv_mig_profile_of_name("NVIDIA H100 MIG ", out, sizeof(out)), ERR_INVALID);
+    assert_int_equal(inv_mig_profile_of_name("NVIDIA H100 MIG big", out, sizeof(out)), ERR_INVALID);
+    assert_int_equal(inv_mig_profile_of_name("NVIDIA H100 MIG 1g.10gb x", out, sizeof(out)),
+                     ERR_INVALID);
+    assert_int_equal(inv_mig_profile_of_name("NVIDIA H100 MIG 1g.10gb", out, 4), ERR_TOO_LARGE);
+    assert_int_equal(inv_mig_profile_of_name(NULL, out, sizeof(out)), ERR_INVALID);
+
+    assert_int_equal(inv_mig_profile_mib("1g.10gb"), 10240);
+    assert_int_equal(inv_mig_profile_mib("3g.40gb+me"), 40960);
+    assert_int_equal(inv_mig_profile_mib("7g.141gb"), 141 * 1024);
+    assert_int_equal(inv_mig_profile_mib("1g"), ERR_INVALID);
+    assert_int_equal(inv_mig_profile_mib("1g.gb"), ERR_INVALID);
+    assert_int_equal(inv_mig_profile_mib("1g.0gb"), ERR_INVALID);
+    assert_int_equal(inv_mig_profile_mib("1g.10tb"), ERR_INVALID);
+    assert_int_equal(inv_mig_profile_mib("1g.10gbx"), ERR_INVALID);
+    assert_int_equal(inv_mig_profile_mib("1g.99999gb"), ERR_INVALID);
+    assert_int_equal(inv_mig_profile_mib(NULL), ERR_INVALID);
 }
 
 static struct inv_class_input seen(bool allocated, double avg, double max)
@@ -239,9 +273,8 @@ static void test_schedule(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_model_classes),
-        cmocka_unit_test(test_classify),
-        cmocka_unit_test(test_idle_policy),
+        cmocka_unit_test(test_model_classes), cmocka_unit_test(test_mig_profile),
+        cmocka_unit_test(test_classify),      cmocka_unit_test(test_idle_policy),
         cmocka_unit_test(test_schedule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
