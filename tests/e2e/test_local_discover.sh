@@ -82,14 +82,15 @@ expect_eq "$(gpus)" "$both_ok" "the same GPUs after a restart"
 expect_eq "$("${g[@]}" -o json node list | jq '.items | length')" 1 "the same node after a restart"
 stop_daemon
 
-# NVML: the inventory tests' fake libnvidia-ml (an H200, and an H100 with MIG on).
+# NVML: the inventory tests' fake libnvidia-ml (an H200, and an H100 with MIG on and two
+# MIG instances, rows of their own: test_local_mig.sh).
 fake=$(dirname "$GPUAASD")/../tests/inventory/fakenvml/libnvidia-ml.so.1
 if [ -f "$fake" ]; then
   start_daemon "$TMP/nvml.db" --nvml "$fake" --collect-interval-s 1 --log-dir "$TMP/logs"
   g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
   "${g[@]}" cluster create here --backend local >/dev/null
   deadline=$((SECONDS + 15))
-  until [ "$("${g[@]}" -o json gpu list | jq '.items | length')" = 2 ]; do
+  until [ "$("${g[@]}" -o json gpu list | jq '.items | length')" = 4 ]; do
     [ $SECONDS -lt $deadline ] || fail "no GPUs from NVML"
     sleep 0.2
   done
