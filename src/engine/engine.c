@@ -1915,6 +1915,7 @@ struct local_gpu {
     int64_t memory_mib; /* 0: unknown */
     int mig_mode;       /* -1: unknown */
     bool split;         /* a whole GPU whose MIG instances are rows of their own */
+    const char *parent; /* a MIG instance's parent's UUID; NULL for a whole GPU */
 };
 
 /* Where MIG instances' rows are numbered: GPU p's instance i at 100 x (p + 1) + i. */
@@ -2149,14 +2150,14 @@ static bool local_found(struct engine *e, const struct inv_readings *rs, uint64_
                            ? LOCAL_MIG_INDEX_BASE * (r->index + 1) + r->mig_instance
                            : -1;
             f->mig_mode = 1;
+            f->parent = r->uuid;
         }
         n++;
     }
-    /* parents of instances: split */
-    for (size_t i = 0; i < rs->n; i++) {
-        const struct inv_reading *r = &rs->v[i];
-        for (size_t k = 0; r->mig_instance >= 0 && r->mig_uuid[0] && k < n; k++)
-            found[k].split |= found[k].min_index == 0 && strcmp(found[k].uuid, r->uuid) == 0;
+    /* parents of the instances kept: split */
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; found[i].parent && k < n; k++)
+            found[k].split |= !found[k].parent && strcmp(found[k].uuid, found[i].parent) == 0;
     }
     for (size_t i = 0; rs->n == 0 && i < e->opt.n_local_gpus; i++) {
         const struct inv_declared_gpu *d = &e->opt.local_gpus[i];
