@@ -50,13 +50,19 @@
 #define SINFO_MAX (64u * 1024 * 1024)
 #define SMALL_MAX (64u * 1024)
 
-enum tool { T_SBATCH, T_SQUEUE, T_SCANCEL, T_SINFO, T_SCONTROL, N_TOOLS };
-static const char *const tool_names[N_TOOLS] = {"sbatch", "squeue", "scancel", "sinfo", "scontrol"};
+enum tool { T_SBATCH, T_SQUEUE, T_SCANCEL, T_SINFO, T_SCONTROL, T_SACCT, N_TOOLS };
+static const char *const tool_names[N_TOOLS] = {"sbatch", "squeue",   "scancel",
+                                                "sinfo",  "scontrol", "sacct"};
 
 /* Between two looks at the sbatch runs in flight (next_event_ms while there are some). */
 #define SUBMIT_LOOK_MS 5
 /* More ids than this: squeue is asked about every job and the answer filtered here. */
 #define QUERY_MAX_IDS 500
+/* What sacct prints per job: the name last, so a '|' in it is harmless. */
+#define SACCT_FIELDS "JobID,State,Start,End,ExitCode,JobName"
+/* While sacct fails: how long it may (default sacct_patience_ms), how often it is asked. */
+#define SACCT_PATIENCE_MS (10 * 60 * 1000)
+#define SACCT_RETRY_MS 5000
 /* What squeue prints per job (SLURM_TIME_FORMAT=%s: times as seconds since the epoch). */
 #define QUEUE_FIELDS "JobID:|,State:|,StartTime:|,EndTime:|,exit_code:|,NodeList:|,Name:|"
 
@@ -108,6 +114,10 @@ struct slurm {
     char *job_prefix; /* jobs are named <job_prefix><workload id>: backend_instance_prefix() */
     char *partition;
     char *jobcomp_path;
+    bool accounting;             /* AccountingStorageType is slurmdbd: sacct knows ended jobs */
+    int64_t sacct_patience_ms;   /* see slurm_options */
+    int64_t sacct_failing_since; /* the first query whose sacct failed, in a row; 0: none */
+    int64_t sacct_next_ms;       /* while it fails: when sacct may be asked again */
     char *tools[N_TOOLS];
     char **env; /* the tools' environment */
     int64_t poll_interval_ms, command_timeout_ms, timeout_grace_ms;
@@ -1141,6 +1151,16 @@ static int cmp_ended(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* The exit code from Slurm's "<code>:<signal>" (negative: the signal). */
+static int exit_of_pair(const char *state, int64_t code, int64_t sig)
+{
+    if (sig)
+        return (int)-sig;
+    if (code)
+        return (int)code;
+    return strcmp(state, "COMPLETED") == 0 ? 0 : UNKNOWN_EXIT;
+}
+
 /*
  * Parses one line of a jobcomp/filetxt file ("JobId=12 ... JobState=FAILED
  * ... EndTime=2026-01-02T03:04:05 ... ExitCode=3:0"): Slurm writes times in
@@ -1179,17 +1199,20 @@ static int64_t jobcomp_time(const char *v, size_t len)
 }
 
 /*
- * Looks the jobs Slurm no longer lists (missing, sorted by job id) up in the
- * jobcomp file. Each found is added to ended and marked in found.
+ * Looks the jobs Slurm no longer lists (missing, sorted by job id) and not
+ * yet found up in the jobcomp file. Each found is added to ended and marked
+ * in found.
  */
 static void jobcomp_lookup(struct slurm *s, struct sjob *const *missing, size_t n_missing,
                            bool *found, struct ended *ended, size_t *n_ended, int64_t now_ms)
 {
     FILE *f;
     char *line = NULL;
-    size_t cap = 0, left = n_missing;
+    size_t cap = 0, left = 0;
 
-    if (!s->jobcomp_path || n_missing == 0)
+    for (size_t i = 0; i < n_missing; i++)
+        left += !found[i]; /* sacct may have found some */
+    if (!s->jobcomp_path || left == 0)
         return;
     f = fopen(s->jobcomp_path, "re");
     if (!f)
@@ -1236,10 +1259,7 @@ static void jobcomp_lookup(struct slurm *s, struct sjob *const *missing, size_t 
             .id = w->id,
             .at = end_at(w, end_s, now_ms),
             .how = how_of(w, state),
-            .exit_code = sig                               ? (int)-sig
-                         : code                            ? (int)code
-                         : strcmp(state, "COMPLETED") == 0 ? 0
-                                                           : UNKNOWN_EXIT,
+            .exit_code = exit_of_pair(state, code, sig),
         };
         (*n_ended)++;
         found[pos] = true;
@@ -1358,6 +1378,215 @@ int slurm_parse_queue(const char *text, size_t len, struct slurm_queue_job **ret
     *ret = jobs;
     *ret_n = n;
     return 0;
+}
+
+/* A sacct time: seconds, local YYYY-MM-DDTHH:MM:SS, or 0 for none. -1 when malformed. */
+static int64_t sacct_time(const char *p, size_t len)
+{
+    if ((len == 4 && memcmp(p, "None", 4) == 0) || (len == 7 && memcmp(p, "Unknown", 7) == 0))
+        return 0;
+    if (len > 0 && strspn(p, "0123456789") >= len)
+        return queue_time(p, len);
+    return len > 0 && len < 32 && strspn(p, "0123456789-T:") >= len ? jobcomp_time(p, len) : -1;
+}
+
+/* Parses one sacct line (without its newline). Returns 1 (a job), 0 (not a plain job: skip), -1. */
+static int sacct_line(const char *line, size_t len, struct slurm_acct_job *j)
+{
+    static const char upper[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ_";
+    const char *f[6], *p = line, *end = line + len, *colon;
+    size_t flen[6], n = 0, word;
+    char num[32];
+    int64_t code, sig;
+
+    /* Five fields end at the first five '|'; the name is the rest (sacct -P ends none). */
+    while (n < 5) {
+        const char *bar = memchr(p, '|', (size_t)(end - p));
+        if (!bar)
+            return -1;
+        f[n] = p;
+        flen[n++] = (size_t)(bar - p);
+        p = bar + 1;
+    }
+    f[5] = p;
+    flen[5] = (size_t)(end - p);
+
+    memset(j, 0, sizeof(*j));
+    if (flen[0] == 0 || flen[0] >= sizeof(num))
+        return -1;
+    memcpy(num, f[0], flen[0]);
+    num[flen[0]] = '\0';
+    if (strspn(num, "0123456789") != flen[0]) {
+        /* 12_3, 12_[4-5], 12+0, 12.batch, 12.0: array, heterogeneous, steps */
+        size_t head = strspn(num, "0123456789");
+        return head > 0 && strchr("_+.", num[head]) ? 0 : -1;
+    }
+    if (parse_int64(num, 1, INT64_MAX, &j->job_id) < 0)
+        return -1;
+    /* "CANCELLED by 0": the word, then who */
+    word = strspn(f[1], upper);
+    if (word > flen[1])
+        word = flen[1];
+    if (word == 0 || word >= sizeof(j->state) ||
+        (word < flen[1] && (flen[1] - word < 5 || memcmp(f[1] + word, " by ", 4) != 0)))
+        return -1;
+    copy_span(j->state, sizeof(j->state), f[1], word);
+    j->start_s = sacct_time(f[2], flen[2]);
+    j->end_s = sacct_time(f[3], flen[3]);
+    if (j->start_s < 0 || j->end_s < 0)
+        return -1;
+    if (flen[4] == 0 || flen[4] >= sizeof(num))
+        return -1;
+    memcpy(num, f[4], flen[4]);
+    num[flen[4]] = '\0';
+    colon = strchr(num, ':');
+    if (!colon)
+        return -1;
+    num[colon - num] = '\0';
+    if (parse_int64(num, 0, 255, &code) < 0 || parse_int64(colon + 1, 0, 127, &sig) < 0)
+        return -1;
+    j->exit_code = (int)code;
+    j->signal = (int)sig;
+    copy_span(j->name, sizeof(j->name), f[5], flen[5]);
+    return 1;
+}
+
+int slurm_parse_sacct(const char *text, size_t len, struct slurm_acct_job **ret, size_t *ret_n,
+                      struct error_info *ei)
+{
+    struct slurm_acct_job *jobs = NULL;
+    size_t n = 0, cap = 0, line_no = 0;
+    const char *p = text ? text : "", *end = p + (text ? len : 0);
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        struct slurm_acct_job j;
+        int rc;
+
+        line_no++;
+        if (l > 0) {
+            rc = sacct_line(p, l, &j);
+            if (rc < 0) {
+                free(jobs);
+                return errinfo_set(ei, ERR_INVALID, NULL, "sacct: line %zu is malformed: '%.*s'",
+                                   line_no, (int)(l < 80 ? l : 80), p);
+            }
+            if (rc > 0) {
+                if (n == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    jobs = xreallocarray(jobs, cap, sizeof(*jobs));
+                }
+                jobs[n++] = j;
+            }
+        }
+        p += l + (nl ? 1 : 0);
+    }
+    *ret = jobs;
+    *ret_n = n;
+    return 0;
+}
+
+/*
+ * Asks sacct (slurmdbd's record) about the jobs Slurm no longer lists
+ * (missing, sorted by job id), QUERY_MAX_IDS ids a run: --duplicates, since
+ * after a controller reset an id may name several jobs and sacct would
+ * otherwise show only the newest. A job counts when its name is ours and its
+ * state final (slurmdbd may still hold a job a controller reset forgot as
+ * RUNNING). Each found is added to ended and marked in found. Returns 0, or
+ * < 0 when sacct could not be run or failed (nothing is concluded then).
+ */
+static int sacct_lookup(struct slurm *s, struct sjob *const *missing, size_t n_missing, bool *found,
+                        struct ended *ended, size_t *n_ended, int64_t now_ms)
+{
+    static const char *const env[] = {"SLURM_TIME_FORMAT=%s", NULL};
+
+    for (size_t from = 0; from < n_missing; from += QUERY_MAX_IDS) {
+        size_t to = n_missing - from > QUERY_MAX_IDS ? from + QUERY_MAX_IDS : n_missing;
+        const char *args[8];
+        struct slurm_acct_job *jobs;
+        struct tool_result r;
+        struct buf ids;
+        size_t n_jobs;
+        int rc;
+
+        buf_init(&ids, 1024 * 1024);
+        buf_printf(&ids, "--jobs=");
+        for (size_t i = from; i < to; i++)
+            buf_printf(&ids, "%s%" PRId64, i > from ? "," : "", missing[i]->job_id);
+        args[0] = "--noheader";
+        args[1] = "--parsable2";
+        args[2] = "--allocations";
+        args[3] = "--duplicates";
+        args[4] = ids.data;
+        args[5] = "--format=" SACCT_FIELDS;
+        args[6] = NULL;
+        rc = run_tool(s, T_SACCT, args, env, SQUEUE_MAX, &r, NULL);
+        buf_release(&ids);
+        if (rc < 0)
+            return rc;
+        rc = r.status == 0 ? slurm_parse_sacct(r.out.data, r.out.len, &jobs, &n_jobs, NULL)
+                           : ERR_UNAVAILABLE;
+        result_release(&r);
+        if (rc < 0)
+            return rc;
+        for (size_t k = 0; k < n_jobs; k++) {
+            const struct slurm_acct_job *j = &jobs[k];
+            size_t pos = find_job(missing, n_missing, j->job_id);
+            struct sjob *w;
+            char name[64];
+
+            if (pos == SIZE_MAX || found[pos] || !state_final(j->state))
+                continue;
+            w = missing[pos];
+            snprintf(name, sizeof(name), "%s%" PRId64, s->job_prefix, w->id);
+            if (strcmp(j->name, name) != 0)
+                continue; /* a job id Slurm gave again after a reset: not ours */
+            ended[(*n_ended)++] = (struct ended){
+                .id = w->id,
+                .at = end_at(w, j->end_s, now_ms),
+                .how = how_of(w, j->state),
+                .exit_code = exit_of_pair(j->state, j->exit_code, j->signal),
+            };
+            found[pos] = true;
+        }
+        free(jobs);
+    }
+    return 0;
+}
+
+/*
+ * Looks up how the jobs Slurm no longer lists ended: sacct when the cluster
+ * keeps accounting, then the jobcomp file; the rest are LOST. While sacct
+ * fails (slurmdbd down) nothing is concluded, for sacct_patience_ms at most.
+ * Each concluded job is added to ended.
+ */
+static void history_lookup(struct slurm *s, struct sjob *const *missing, size_t n_missing,
+                           bool *found, struct ended *ended, size_t *n_ended, int64_t now_ms)
+{
+    if (n_missing == 0)
+        return;
+    if (s->accounting && s->tools[T_SACCT]) {
+        bool wait = false;
+        if (s->sacct_failing_since && now_ms < s->sacct_next_ms) {
+            wait = true; /* failed a moment ago: not again yet */
+        } else if (sacct_lookup(s, missing, n_missing, found, ended, n_ended, now_ms) < 0) {
+            if (!s->sacct_failing_since)
+                s->sacct_failing_since = now_ms;
+            s->sacct_next_ms = add_ms(now_ms, SACCT_RETRY_MS);
+            wait = true;
+        } else {
+            s->sacct_failing_since = 0;
+        }
+        if (wait && now_ms - s->sacct_failing_since < s->sacct_patience_ms)
+            return; /* asked again at a later query; what sacct found meanwhile stays found */
+    }
+    jobcomp_lookup(s, missing, n_missing, found, ended, n_ended, now_ms);
+    for (size_t i = 0; i < n_missing; i++) {
+        if (!found[i])
+            ended[(*n_ended)++] = (struct ended){
+                .id = missing[i]->id, .at = now_ms, .how = BACKEND_LOST, .exit_code = UNKNOWN_EXIT};
+    }
 }
 
 /*
@@ -1525,19 +1754,14 @@ static int query(struct slurm *s, int64_t now_ms)
     }
     free(jobs);
 
-    /* Jobs Slurm does not list any more: in the jobcomp file, or lost. */
+    /* Jobs Slurm does not list any more: in sacct, in the jobcomp file, or lost. */
     missing = xcalloc(n_sorted + 1, sizeof(*missing));
     for (i = 0; i < n_sorted; i++) {
         if (!seen[i])
             missing[n_missing++] = sorted[i]; /* still sorted by job id */
     }
-    memset(seen, 0, (n_sorted + 1) * sizeof(*seen)); /* now: found in the jobcomp file */
-    jobcomp_lookup(s, missing, n_missing, seen, ended, &n_ended, now_ms);
-    for (i = 0; i < n_missing; i++) {
-        if (!seen[i])
-            ended[n_ended++] = (struct ended){
-                .id = missing[i]->id, .at = now_ms, .how = BACKEND_LOST, .exit_code = UNKNOWN_EXIT};
-    }
+    memset(seen, 0, (n_sorted + 1) * sizeof(*seen)); /* now: found in Slurm's history */
+    history_lookup(s, missing, n_missing, seen, ended, &n_ended, now_ms);
     qsort(ended, n_ended, sizeof(*ended), cmp_ended);
     for (i = 0; i < n_ended; i++) {
         size_t pos;
@@ -2247,35 +2471,58 @@ static char *dup_or_null(const char *v)
     return v && v[0] ? xstrdup(v) : NULL;
 }
 
-int slurm_parse_jobcomp_config(const char *text, size_t len, char *out, size_t out_len)
+/*
+ * The value of key in `scontrol show config` output ("AccountingStorageType
+ * = accounting_storage/slurmdbd", one setting a line), the last if several,
+ * trimmed: 1 with *ret and *ret_len, 0 when absent.
+ */
+static int config_value(const char *text, size_t len, const char *key, const char **ret,
+                        size_t *ret_len)
 {
-    bool filetxt = false;
-    const char *loc = NULL, *end = text + len;
-    size_t loc_len = 0;
+    const char *end = text + len;
+    int found = 0;
 
-    /* "JobCompLoc              = /var/log/slurm/jobcomp.txt", one setting a line */
     for (const char *line = text; line < end;) {
         const char *eol = memchr(line, '\n', (size_t)(end - line)), *v, *ve;
         size_t n = eol ? (size_t)(eol - line) : (size_t)(end - line);
-        size_t key = strcspn(line, " =");
-        if (key > n)
-            key = n;
-        v = line + key;
+        size_t k = strcspn(line, " =");
+        if (k > n)
+            k = n;
+        v = line + k;
         ve = line + n;
         while (v < ve && (*v == ' ' || *v == '='))
             v++;
         while (ve > v && (ve[-1] == ' ' || ve[-1] == '\r'))
             ve--;
-        if (key == strlen("JobCompType") && memcmp(line, "JobCompType", key) == 0)
-            filetxt = (size_t)(ve - v) == strlen("jobcomp/filetxt") &&
-                      memcmp(v, "jobcomp/filetxt", (size_t)(ve - v)) == 0;
-        if (key == strlen("JobCompLoc") && memcmp(line, "JobCompLoc", key) == 0) {
-            loc = v;
-            loc_len = (size_t)(ve - v);
+        if (k == strlen(key) && memcmp(line, key, k) == 0) {
+            *ret = v;
+            *ret_len = (size_t)(ve - v);
+            found = 1;
         }
         line = eol ? eol + 1 : end;
     }
-    if (!filetxt || !loc || loc_len == 0 || loc[0] != '/')
+    return found;
+}
+
+int slurm_parse_accounting_config(const char *text, size_t len)
+{
+    static const char dbd[] = "accounting_storage/slurmdbd";
+    const char *v;
+    size_t n;
+    return text && config_value(text, len, "AccountingStorageType", &v, &n) && n == strlen(dbd) &&
+           memcmp(v, dbd, n) == 0;
+}
+
+int slurm_parse_jobcomp_config(const char *text, size_t len, char *out, size_t out_len)
+{
+    static const char filetxt[] = "jobcomp/filetxt";
+    const char *type, *loc;
+    size_t type_len, loc_len;
+
+    /* "JobCompLoc              = /var/log/slurm/jobcomp.txt" */
+    if (!text || !config_value(text, len, "JobCompType", &type, &type_len) ||
+        type_len != strlen(filetxt) || memcmp(type, filetxt, type_len) != 0 ||
+        !config_value(text, len, "JobCompLoc", &loc, &loc_len) || loc_len == 0 || loc[0] != '/')
         return 0;
     if (loc_len >= out_len)
         return -1;
@@ -2285,12 +2532,13 @@ int slurm_parse_jobcomp_config(const char *text, size_t len, char *out, size_t o
 }
 
 /*
- * The cluster's jobcomp/filetxt file, asked of `scontrol show config` once
- * at creation, when this host can read it; NULL otherwise (scontrol
- * missing or failing, another JobCompType, the file on the controller's
- * host only).
+ * Where the cluster records finished jobs, asked of `scontrol show config`
+ * once at creation: sets s->accounting (slurmdbd), and returns its
+ * jobcomp/filetxt file when this host can read it (caller frees); NULL
+ * otherwise (scontrol missing or failing, another JobCompType, the file on
+ * the controller's host only).
  */
-static char *find_jobcomp(struct slurm *s)
+static char *read_config(struct slurm *s)
 {
     const char *args[] = {"show", "config", NULL};
     struct tool_result r;
@@ -2299,10 +2547,19 @@ static char *find_jobcomp(struct slurm *s)
 
     if (!s->tools[T_SCONTROL] || run_tool(s, T_SCONTROL, args, NULL, SMALL_MAX, &r, NULL) < 0)
         return NULL;
-    if (r.status == 0 && r.out.data)
+    if (r.status == 0 && r.out.data) {
         found = slurm_parse_jobcomp_config(r.out.data, r.out.len, path, sizeof(path));
+        s->accounting = slurm_parse_accounting_config(r.out.data, r.out.len) == 1;
+    }
     result_release(&r);
     return found == 1 && access(path, R_OK) == 0 ? xstrdup(path) : NULL;
+}
+
+bool backend_slurm_sacct(const struct backend *b)
+{
+    const struct slurm *s = b->impl;
+    assert(b->ops == &slurm_ops);
+    return s->accounting && s->tools[T_SACCT];
 }
 
 const char *backend_slurm_jobcomp(const struct backend *b)
@@ -2343,7 +2600,8 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
     s->b = (struct backend){.ops = &slurm_ops, .cluster_id = cluster_id, .impl = s};
     for (size_t i = 0; i < N_TOOLS; i++) {
         s->tools[i] = find_tool(opt->bin_dir, tool_names[i]);
-        if (!s->tools[i] && i != T_SCONTROL) { /* scontrol: GPU indices, the jobcomp file */
+        /* optional: scontrol (GPU indices, the config), sacct (ended jobs) */
+        if (!s->tools[i] && i != T_SCONTROL && i != T_SACCT) {
             errinfo_set(ei, ERR_UNAVAILABLE, "bin_dir", "slurm's '%s' was not found in '%s'",
                         tool_names[i], opt->bin_dir && opt->bin_dir[0] ? opt->bin_dir : "PATH");
             slurm_free(&s->b);
@@ -2359,9 +2617,12 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
     s->command_timeout_ms = opt->command_timeout_ms > 0 ? opt->command_timeout_ms : 10000;
     s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
     s->max_submits = opt->max_submits > 0 ? (size_t)opt->max_submits : 4;
-    if (!opt->jobcomp_path || !opt->jobcomp_path[0])
-        s->jobcomp_path = find_jobcomp(s);
-    else if (strcmp(opt->jobcomp_path, "none") != 0)
-        s->jobcomp_path = xstrdup(opt->jobcomp_path);
+    s->sacct_patience_ms = opt->sacct_patience_ms > 0 ? opt->sacct_patience_ms : SACCT_PATIENCE_MS;
+    s->jobcomp_path = read_config(s);
+    if (opt->jobcomp_path && opt->jobcomp_path[0]) {
+        free(s->jobcomp_path);
+        s->jobcomp_path =
+            strcmp(opt->jobcomp_path, "none") != 0 ? xstrdup(opt->jobcomp_path) : NULL;
+    }
     return &s->b;
 }

@@ -26,7 +26,10 @@ struct slurm_options {
     const char *log_dir;
     /* slurm.conf for the tools (SLURM_CONF); NULL or "": the daemon's SLURM_CONF, else theirs. */
     const char *conf;
-    /* Where sbatch, squeue, scancel and sinfo are; NULL or "": searched in PATH at creation. */
+    /*
+     * Where sbatch, squeue, scancel and sinfo are (and, optional, scontrol and
+     * sacct); NULL or "": searched in PATH at creation.
+     */
     const char *bin_dir;
     /* Partition to submit to; NULL or "": the cluster's default. */
     const char *partition;
@@ -35,10 +38,17 @@ struct slurm_options {
      * has already forgotten (older than MinJobAge, or a controller started
      * with a clean state), e.g. after a long daemon outage. NULL or "": the
      * cluster's own, from `scontrol show config`, when it is jobcomp/filetxt
-     * and this host can read the file; "none": none. Without one such jobs
-     * are reported LOST.
+     * and this host can read the file; "none": none. Asked after sacct, for
+     * the jobs it does not know; without either such jobs are reported LOST.
      */
     const char *jobcomp_path;
+    /*
+     * How long sacct may keep failing (slurmdbd down) before jobs Slurm no
+     * longer lists are concluded without it (jobcomp, else LOST); while it
+     * fails they stay unconcluded and sacct is asked again every few
+     * seconds. <= 0: 10 minutes.
+     */
+    int64_t sacct_patience_ms;
     /* Least time between two squeue runs; <= 0: 500 ms. */
     int64_t poll_interval_ms;
     /* sbatch runs at once (launch() does not wait for sbatch's answer); <= 0: 4. */
@@ -81,8 +91,12 @@ struct slurm_options {
  *    (clamped to [launch, now], and no earlier than the signal for
  *    signalled work): STOPPED after stop(), TIMEOUT after its max runtime (or Slurm's time limit),
  *    EXITED otherwise; exit_code from Slurm's wait status (negative: the
- *    signal), -1 when Slurm has none for a job that did not complete. A job
- *    Slurm no longer lists is looked up in jobcomp_path, else LOST at now.
+ *    signal), -1 when Slurm has none for a job that did not complete. Jobs
+ *    Slurm no longer lists (older than MinJobAge, or a controller reset) are
+ *    asked of sacct when the cluster keeps accounting in slurmdbd (one run
+ *    for all of them, each matched by job id and name), then looked up in
+ *    jobcomp_path, else LOST at now; while sacct fails they wait, at most
+ *    sacct_patience_ms.
  *  - adopt: reads <log_dir>/<id>.slurm and follows that job again (checking
  *    its name is gpuaas-<id>); a job that ended meanwhile is reported with
  *    Slurm's real end time; without a state file the newest job named
@@ -195,6 +209,44 @@ int slurm_parse_job_devices(const char *text, size_t len, struct slurm_job_devic
  * read is asked again at later polls, three times at most. b must be slurm.
  */
 size_t backend_slurm_take_devices(struct backend *b, struct slurm_job_devices *out, size_t max);
+
+/*
+ * One job as sacct reports it: `sacct --noheader --parsable2 --allocations
+ * --duplicates --jobs=<ids> --format=JobID,State,Start,End,ExitCode,JobName`
+ * (SLURM_TIME_FORMAT=%s), fields separated by '|', the name last.
+ */
+struct slurm_acct_job {
+    int64_t job_id;
+    char state[32];  /* the state's first word: "CANCELLED by 0" gives CANCELLED */
+    int64_t start_s; /* seconds since the epoch; 0 when none (Unknown, None) */
+    int64_t end_s;   /* likewise */
+    int exit_code;   /* ExitCode's code, 0-255 */
+    int signal;      /* ExitCode's signal, 0-127 */
+    char name[128];  /* truncated */
+};
+/*
+ * Parses that output (len bytes, need not end in a newline). Times are
+ * seconds, or local time as YYYY-MM-DDTHH:MM:SS (sacct's default format).
+ * Lines of array or heterogeneous jobs and of steps (123_4, 123+0, 123.batch)
+ * are skipped; empty lines too. Returns 0 with *ret (caller frees; NULL when
+ * none) and *ret_n, or ERR_INVALID with ei when a line is malformed (fewer
+ * than six fields, a job id that is not a number, a state that is not
+ * upper-case letters (optionally followed by " by <uid>"), a bad time, an
+ * exit code that is not <code>:<signal>). Pure, for tests.
+ */
+int slurm_parse_sacct(const char *text, size_t len, struct slurm_acct_job **ret, size_t *ret_n,
+                      struct error_info *ei);
+
+/* Whether the backend asks sacct about jobs Slurm no longer lists. b must be slurm. */
+bool backend_slurm_sacct(const struct backend *b);
+
+/*
+ * From `scontrol show config` output (len bytes): 1 when the cluster keeps
+ * accounting in slurmdbd (AccountingStorageType = accounting_storage/
+ * slurmdbd), so that sacct can tell how finished jobs ended; 0 otherwise.
+ * Pure, for tests.
+ */
+int slurm_parse_accounting_config(const char *text, size_t len);
 
 /* The jobcomp/filetxt file the backend reads for forgotten jobs; NULL when none. */
 const char *backend_slurm_jobcomp(const struct backend *b);

@@ -382,6 +382,11 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
             if (!b)
                 log_error("could not start the slurm backend", "cluster",
                           get_s(&model_clusters, &rows[i], "name"), "error", sei.message);
+            else if (backend_slurm_sacct(b))
+                log_info("slurm cluster: jobs the controller has forgotten are looked up with "
+                         "sacct (slurmdbd), then in its jobcomp file",
+                         "cluster", get_s(&model_clusters, &rows[i], "name"), "file",
+                         backend_slurm_jobcomp(b) ? backend_slurm_jobcomp(b) : "none");
             else if (backend_slurm_jobcomp(b))
                 log_info("slurm cluster: jobs the controller has forgotten are looked up in its "
                          "jobcomp file",
@@ -389,8 +394,8 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
                          backend_slurm_jobcomp(b));
             else
                 log_warn("slurm cluster: jobs that end while gpuaasd is down longer than the "
-                         "controller's MinJobAge will be reported lost (no readable "
-                         "jobcomp/filetxt file)",
+                         "controller's MinJobAge will be reported lost (no slurmdbd accounting "
+                         "with sacct, no readable jobcomp/filetxt file)",
                          "cluster", get_s(&model_clusters, &rows[i], "name"));
         }
         /* kubernetes backends are not built yet: their nodes take no work. */

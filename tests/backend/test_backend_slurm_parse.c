@@ -179,6 +179,142 @@ static void test_parse_jobcomp_config(void **state)
     }
 }
 
+/* sacct's answer as Slurm 22.05 prints it (SLURM_TIME_FORMAT=%s, and its default local time). */
+static void test_parse_sacct(void **state)
+{
+    /* The first two cut from a real run on the test cluster (slurm-up.sh, SLURM_WITH_DBD=1). */
+    static const char text[] = "1|FAILED|1796081663|1796081663|3:0|gpuaas-x\n"
+                               "2|CANCELLED by 0|1796081671|1796081672|0:0|gpuaas-y\n"
+                               "3|COMPLETED|2026-01-02T03:04:05|2026-01-02T03:04:09|0:0|a|b\n"
+                               "\n"
+                               "4_1|COMPLETED|1|2|0:0|array\n"
+                               "4+0|COMPLETED|1|2|0:0|het\n"
+                               "4.batch|COMPLETED|1|2|0:0|batch\n"
+                               "5|TIMEOUT|1796081663|1796081965|0:15|slow\n"
+                               "6|PENDING|Unknown|Unknown|0:0|\n"
+                               "7|CANCELLED|None|1796081672|0:0|never";
+    struct slurm_acct_job *j = NULL;
+    struct error_info ei = {0};
+    struct tm tm = {.tm_year = 126,
+                    .tm_mon = 0,
+                    .tm_mday = 2,
+                    .tm_hour = 3,
+                    .tm_min = 4,
+                    .tm_sec = 9,
+                    .tm_isdst = -1};
+    size_t n = 0;
+    (void)state;
+
+    if (slurm_parse_sacct(text, strlen(text), &j, &n, &ei) < 0)
+        fail_msg("slurm_parse_sacct: %s", ei.message);
+    assert_int_equal(n, 6);
+    assert_int_equal(j[0].job_id, 1);
+    assert_string_equal(j[0].state, "FAILED");
+    assert_int_equal(j[0].start_s, 1796081663);
+    assert_int_equal(j[0].end_s, 1796081663);
+    assert_int_equal(j[0].exit_code, 3);
+    assert_int_equal(j[0].signal, 0);
+    assert_string_equal(j[0].name, "gpuaas-x");
+    assert_string_equal(j[1].state, "CANCELLED"); /* "by 0" dropped */
+    assert_int_equal(j[1].end_s, 1796081672);
+    assert_string_equal(j[1].name, "gpuaas-y");
+    /* local time, as sacct prints it without SLURM_TIME_FORMAT; a '|' in the name kept */
+    assert_int_equal(j[2].job_id, 3);
+    assert_int_equal(j[2].end_s, (int64_t)mktime(&tm));
+    assert_int_equal(j[2].end_s - j[2].start_s, 4);
+    assert_string_equal(j[2].name, "a|b");
+    assert_int_equal(j[3].job_id, 5);
+    assert_string_equal(j[3].state, "TIMEOUT");
+    assert_int_equal(j[3].signal, 15);
+    assert_int_equal(j[4].job_id, 6);
+    assert_int_equal(j[4].start_s, 0);
+    assert_int_equal(j[4].end_s, 0);
+    assert_string_equal(j[4].name, "");
+    assert_int_equal(j[5].start_s, 0);
+    free(j);
+
+    /* nothing */
+    j = (struct slurm_acct_job *)&n;
+    assert_int_equal(slurm_parse_sacct("", 0, &j, &n, NULL), 0);
+    assert_null(j);
+    assert_int_equal(n, 0);
+}
+
+static void test_parse_sacct_malformed(void **state)
+{
+    static const char *const bad[] = {
+        "1|FAILED|1|2|3:0",         /* five fields */
+        "1|FAILED|1|2",             /* four */
+        "x|FAILED|1|2|3:0|n",       /* not a job id */
+        "|FAILED|1|2|3:0|n",        /* none */
+        "0|FAILED|1|2|3:0|n",       /* zero */
+        "_4|FAILED|1|2|3:0|n",      /* not an array job's */
+        "1|failed|1|2|3:0|n",       /* not upper-case */
+        "1||1|2|3:0|n",             /* no state */
+        "1|CANCELLED by|1|2|0:0|n", /* by whom? */
+        "1|CANCELLED,x|1|2|0:0|n",  /* not a word */
+        "1|COMPLETED|soon|2|0:0|n", /* not a time */
+        "1|COMPLETED|1|2026-13-45T99:00:00|0:0|n",
+        "1|COMPLETED|1|2026-01-02 03:04:05|0:0|n",
+        "1|COMPLETED|1|2|0|n",     /* no signal */
+        "1|COMPLETED|1|2|256:0|n", /* code out of range */
+        "1|COMPLETED|1|2|0:128|n", /* signal out of range */
+        "1|COMPLETED|1|2|:|n",
+        "1|COMPLETED|1|2||n",
+        "1|COMPLETED|1|2|-1:0|n",
+        "2|COMPLETED|1|2|0:0|fine\n1|COMPLETED|1|2|0:x|n", /* the second line */
+    };
+    (void)state;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct slurm_acct_job *j = NULL;
+        struct error_info ei = {0};
+        size_t n = 77;
+        if (slurm_parse_sacct(bad[i], strlen(bad[i]), &j, &n, &ei) != ERR_INVALID)
+            fail_msg("accepted: %s", bad[i]);
+        assert_non_null(strstr(ei.message, "malformed"));
+        assert_null(j); /* untouched */
+        assert_int_equal(n, 77);
+    }
+}
+
+/* Whether the cluster keeps accounting in slurmdbd, from `scontrol show config` (22.05). */
+static void test_parse_accounting_config(void **state)
+{
+    static const char dbd[] = "Configuration data as of 2026-11-30T23:34:20\n"
+                              "AccountingStorageBackupHost = (null)\n"
+                              "AccountingStorageEnforce = none\n"
+                              "AccountingStorageHost   = 127.0.0.1\n"
+                              "AccountingStorageExternalHost = (null)\n"
+                              "AccountingStorageParameters = (null)\n"
+                              "AccountingStoragePort   = 11234\n"
+                              "AccountingStorageTRES   = cpu,mem,energy,node,billing\n"
+                              "AccountingStorageType   = accounting_storage/slurmdbd\n"
+                              "AccountingStorageUser   = N/A\n"
+                              "JobCompType             = jobcomp/none\n";
+    static const char *const none[] = {
+        "AccountingStorageType   = accounting_storage/none\n",
+        "AccountingStorageType   = accounting_storage/slurmdbdx\n",
+        "AccountingStorageTypeX  = accounting_storage/slurmdbd\n",
+        "AccountingStorageHost   = accounting_storage/slurmdbd\n",
+        "",
+    };
+    char out[64];
+    (void)state;
+
+    assert_int_equal(slurm_parse_accounting_config(dbd, strlen(dbd)), 1);
+    assert_int_equal(slurm_parse_jobcomp_config(dbd, strlen(dbd), out, sizeof(out)), 0);
+    assert_int_equal(slurm_parse_accounting_config("AccountingStorageType=accounting_storage/"
+                                                   "slurmdbd\r",
+                                                   strlen("AccountingStorageType=accounting_"
+                                                          "storage/slurmdbd\r")),
+                     1);
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+        if (slurm_parse_accounting_config(none[i], strlen(none[i])) != 0)
+            fail_msg("found slurmdbd in '%s'", none[i]);
+    }
+}
+
 /* Checks one entry of a devices answer: node and indices (count, then the indices). */
 static void expect_devices(const struct slurm_job_devices *d, const char *node, size_t n, ...)
 {
@@ -305,6 +441,9 @@ int main(void)
         cmocka_unit_test(test_parse_queue),
         cmocka_unit_test(test_parse_queue_malformed),
         cmocka_unit_test(test_parse_jobcomp_config),
+        cmocka_unit_test(test_parse_sacct),
+        cmocka_unit_test(test_parse_sacct_malformed),
+        cmocka_unit_test(test_parse_accounting_config),
         cmocka_unit_test(test_parse_job_devices),
         cmocka_unit_test(test_parse_job_devices_malformed),
     };

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # slurm-down.sh DIR [--keep]: stops the test Slurm that slurm-up.sh started
-# in DIR (slurmctld, every slurmd, and whatever jobs still run there) and
+# in DIR (slurmctld, every slurmd, slurmdbd and MariaDB when there, and
+# whatever jobs still run there) and
 # removes DIR unless --keep. Safe to run twice, or on a half-started DIR.
 # Only processes named by DIR's pid files are signalled, each checked to be
 # a Slurm daemon started from DIR/bin first.
@@ -31,7 +32,8 @@ ours() {
 }
 
 pids=()
-for f in "$dir"/run/slurmd-*.launcher "$dir"/run/slurmctld.pid; do
+for f in "$dir"/run/slurmd-*.launcher "$dir"/run/slurmctld.pid "$dir"/run/slurmdbd.launcher \
+    "$dir"/run/mariadbd.launcher; do
     pid=$(ours "$f") && pids+=("$pid")
 done
 # Jobs still running: slurmd starts each job's slurmstepd in a session of its

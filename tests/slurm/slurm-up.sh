@@ -10,6 +10,14 @@
 # Prints nothing on success; DIR/env then holds `SLURM_CONF=DIR/slurm.conf`
 # for the client commands (sbatch, squeue, ...). slurm-down.sh DIR stops it.
 #
+# SLURM_WITH_DBD=1: accounting too, as real clusters keep it: a MariaDB of
+# its own (DIR/db, reached only through DIR/run/mysql.sock) under a slurmdbd
+# on 127.0.0.1 (DIR/slurmdbd.conf), the cluster registered with sacctmgr,
+# AccountingStorageType=accounting_storage/slurmdbd and JobCompType=
+# jobcomp/none (sacct is then the only record of finished jobs). Needs
+# Debian's slurmdbd and mariadb-server (installed when missing); costs about
+# a second more.
+#
 # Facts this relies on (issue 8):
 #  - Slurm picks a daemon's role from basename(argv[0]); started as
 #    slurmctld-wlm (Debian's real file name) it silently drops every Gres=
@@ -19,6 +27,9 @@
 #    gres.conf's File=; Slurm then hands out indices and sets
 #    CUDA_VISIBLE_DEVICES per job;
 #  - without slurmdbd, finished jobs are recorded by jobcomp/filetxt;
+#  - slurmdbd reads slurmdbd.conf (mode 0600) next to SLURM_CONF and has no
+#    option for the database's socket: MariaDB's client library takes it
+#    from MYSQL_UNIX_PORT;
 #  - auth/none (no munge daemon to run); per-node spool directories must exist
 #    before slurmd starts; batch_sched_delay=0 for a fast submit -> start.
 # Test use only: auth/none trusts whoever talks to the ports.
@@ -56,6 +67,18 @@ fi
 for f in slurmctld slurmd slurmstepd; do
     [ -x "$sbin/$f-wlm" ] || die "$sbin/$f-wlm is missing (is slurm-wlm installed?)"
 done
+dbd=${SLURM_WITH_DBD:-0}
+if [ "$dbd" = 1 ]; then
+    if [ ! -x "$sbin/slurmdbd" ] || [ ! -x "$sbin/mariadbd" ]; then
+        echo "$me: installing slurmdbd mariadb-server" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >/dev/null
+        apt-get install -y -qq --no-install-recommends slurmdbd mariadb-server >/dev/null
+    fi
+    for f in slurmdbd mariadbd; do
+        [ -x "$sbin/$f" ] || die "$sbin/$f is missing (are slurmdbd and mariadb-server installed?)"
+    done
+fi
 
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
@@ -64,6 +87,11 @@ mkdir -p "$dir"/{bin,dev,state,log,run,spool}
 for f in slurmctld slurmd slurmstepd; do
     ln -s "$sbin/$f-wlm" "$dir/bin/$f"
 done
+if [ "$dbd" = 1 ]; then
+    # Started through DIR/bin too, so that slurm-down.sh knows them as DIR's.
+    ln -s "$sbin/slurmdbd" "$dir/bin/slurmdbd"
+    ln -s "$sbin/mariadbd" "$dir/bin/mariadbd"
+fi
 last=$((gpus - 1))
 for ((i = 0; i < gpus; i++)); do
     mknod "$dir/dev/nvidia$i" c 1 3
@@ -79,7 +107,8 @@ done
 # below fails and the caller may retry.
 eph_low=32768
 read -r eph_low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
-top=$((eph_low - nodes - 2))
+n_ports=$((nodes + 1 + (dbd == 1)))
+top=$((eph_low - n_ports - 1))
 [ "$top" -gt 12000 ] || top=60000
 port_free() {
     if command -v ss >/dev/null 2>&1; then
@@ -92,7 +121,7 @@ ctld_port=
 for _ in $(seq 1 50); do
     base=$((10000 + RANDOM % (top - 10000)))
     ok=1
-    for ((p = base; p <= base + nodes; p++)); do
+    for ((p = base; p < base + n_ports; p++)); do
         port_free "$p" || {
             ok=0
             break
@@ -103,7 +132,8 @@ for _ in $(seq 1 50); do
         break
     fi
 done
-[ -n "$ctld_port" ] || die "no $((nodes + 1)) free ports found"
+[ -n "$ctld_port" ] || die "no $n_ports free ports found"
+dbd_port=$((ctld_port + nodes + 1))
 
 # A cluster name of its own, so that parallel test clusters never mix.
 cname="gpuaas$(printf '%05d' $((RANDOM % 100000)))"
@@ -130,9 +160,22 @@ SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
+EOF
+    if [ "$dbd" = 1 ]; then
+        cat <<EOF
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=$dbd_port
+JobCompType=jobcomp/none
+EOF
+    else
+        cat <<EOF
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
 JobCompLoc=$dir/jobcomp.txt
+EOF
+    fi
+    cat <<EOF
 MpiDefault=none
 SwitchType=switch/none
 SelectType=select/cons_tres
@@ -177,6 +220,50 @@ fail() {
 # Daemons (and the slurmstepd of every job, which inherit it) run in DIR:
 # that is how slurm-down.sh finds jobs still running.
 cd "$dir"
+if [ "$dbd" = 1 ]; then
+    # MariaDB as root on a private data directory, without networking: root
+    # logs in through the socket (unix_socket authentication).
+    mkdir -p "$dir/db"
+    mariadb-install-db --no-defaults --user=root --datadir="$dir/db" --skip-test-db \
+        --auth-root-authentication-method=socket >"$dir/log/mariadb-install.out" 2>&1 ||
+        fail "mariadb-install-db failed"
+    setsid "$dir/bin/mariadbd" --no-defaults --user=root --datadir="$dir/db" \
+        --socket="$dir/run/mysql.sock" --skip-networking --pid-file="$dir/run/mariadbd.pid" \
+        --log-error="$dir/log/mariadbd.log" --innodb-buffer-pool-size=16M \
+        </dev/null >"$dir/log/mariadbd.out" 2>&1 &
+    echo $! >"$dir/run/mariadbd.launcher"
+    deadline=$((SECONDS + 30))
+    until mariadb --no-defaults --socket="$dir/run/mysql.sock" -e 'select 1' >/dev/null 2>&1; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "mariadbd not ready after 30 s"
+        sleep 0.05
+    done
+    cat >"$dir/slurmdbd.conf" <<EOF
+# Written by $me: the test cluster's accounting.
+AuthType=auth/none
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=$dbd_port
+SlurmUser=root
+LogFile=$dir/log/slurmdbd.log
+PidFile=$dir/run/slurmdbd.pid
+DebugLevel=info
+StorageType=accounting_storage/mysql
+StorageHost=localhost
+StorageUser=root
+StorageLoc=slurm_acct_db
+EOF
+    chmod 600 "$dir/slurmdbd.conf"
+    MYSQL_UNIX_PORT=$dir/run/mysql.sock setsid "$dir/bin/slurmdbd" -D \
+        </dev/null >"$dir/log/slurmdbd.out" 2>&1 &
+    echo $! >"$dir/run/slurmdbd.launcher"
+    deadline=$((SECONDS + 30))
+    until sacctmgr -n list cluster >/dev/null 2>&1; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "slurmdbd not answering after 30 s"
+        sleep 0.1
+    done
+    sacctmgr -i add cluster "$cname" >"$dir/log/sacctmgr.out" 2>&1 ||
+        fail "sacctmgr could not add cluster $cname"
+fi
 # -i: ignore saved state (there is none); daemons fork into the background
 # unless -D; slurmd stays in the foreground (-D) so that each is one process.
 "$dir/bin/slurmctld" -i -f "$dir/slurm.conf" >"$dir/log/slurmctld.out" 2>&1 ||

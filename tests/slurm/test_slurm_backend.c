@@ -735,6 +735,161 @@ static void test_adopt_after_controller_reset(void **state)
     free(jobcomp);
 }
 
+/* Polls for ms and fails if the workload's end is reported meanwhile. */
+static void no_end_for(struct backend *b, int64_t id, int ms)
+{
+    int64_t until = now_ms() + ms;
+    while (now_ms() < until) {
+        struct backend_event evs[16];
+        size_t n = b->ops->poll(b, now_ms(), evs, ARRAY_SIZE(evs));
+        for (size_t i = 0; i < n; i++) {
+            if (evs[i].workload_id == id)
+                fail_msg("workload %" PRId64 " reported ended (how %d) while sacct failed", id,
+                         evs[i].how);
+            assert_true(g_n_seen < MAX_SEEN);
+            g_seen[g_n_seen++] = evs[i];
+        }
+        nap(50);
+    }
+}
+
+/* Stops the test cluster's slurmdbd (slurm-up.sh, SLURM_WITH_DBD=1), or starts it again. */
+static void dbd(bool up)
+{
+    char *cmd;
+    if (up)
+        cmd = xasprintf("cd %s && MYSQL_UNIX_PORT=%s/run/mysql.sock setsid %s/bin/slurmdbd -D "
+                        "</dev/null >>%s/log/slurmdbd.out 2>&1 & echo $! >%s/run/slurmdbd.launcher"
+                        " && timeout 30 sh -c 'until sacctmgr -n list cluster >/dev/null 2>&1; "
+                        "do sleep 0.1; done'",
+                        g_dir, g_dir, g_dir, g_dir, g_dir);
+    else
+        cmd = xasprintf("p=$(cat %s/run/slurmdbd.launcher) && kill $p && "
+                        "while kill -0 $p 2>/dev/null; do sleep 0.05; done && "
+                        "! sacct -n -X -j 1 >/dev/null 2>&1",
+                        g_dir);
+    sh(cmd);
+    free(cmd);
+}
+
+/*
+ * test_adopt_after_controller_reset on a cluster that keeps accounting in
+ * slurmdbd and has no jobcomp file (jobcomp/none): only sacct knows how the
+ * job ended. While slurmdbd is down the job waits (and is found once it is
+ * back), at most sacct_patience_ms, then it is LOST; without sacct it is LOST.
+ */
+static void test_dbd_adopt_after_controller_reset(void **state)
+{
+    struct backend *b = slurm(0), *b2;
+    struct backend_replica r = on("node1", 1, 0);
+    char done[400], cmd[600], saved[700], *reset;
+    struct backend_launch ended;
+    struct backend_event ev;
+    struct slurm_job_info info;
+    int64_t t0 = now_ms(), ended_seen, adopt_at;
+    (void)state;
+
+    assert_null(backend_slurm_jobcomp(b));
+    assert_true(backend_slurm_sacct(b));
+    snprintf(done, sizeof(done), "%s/done-522", g_dir);
+    snprintf(cmd, sizeof(cmd), "sleep 1; touch %s; exit 5", done);
+    ended = work(522, cmd, &r, 1, -1);
+    launch_ok(b, &ended, t0);
+    info = wait_running(b, 522);
+    b->ops->free(b); /* the daemon goes away; its job runs on, and ends */
+    /* Each adopt below needs the state file, which a reported end removes. */
+    snprintf(saved, sizeof(saved), "cp %s/522.slurm %s/522.slurm.saved", g_logs, g_dir);
+    sh(saved);
+    snprintf(saved, sizeof(saved), "cp %s/522.slurm.saved %s/522.slurm", g_dir, g_logs);
+    wait_file(done);
+    ended_seen = now_ms();
+    /* the job's end reaches slurmdbd */
+    reset = xasprintf("timeout 30 sh -c 'until sacct -n -P -X -j %" PRId64
+                      " -o State | grep -q FAILED; do sleep 0.1; done'",
+                      info.job_id);
+    sh(reset);
+    free(reset);
+
+    /* slurmctld again, with no state: squeue no longer knows the job */
+    reset = xasprintf("kill $(cat %s/run/slurmctld.pid) && "
+                      "while scontrol ping >/dev/null 2>&1; do sleep 0.1; done && "
+                      "%s/bin/slurmctld -c -i -f %s && "
+                      "until scontrol ping 2>/dev/null | grep -q UP; do sleep 0.1; done && "
+                      "test -z \"$(squeue -h -t all -o %%i)\"",
+                      g_dir, g_dir, g_conf);
+    sh(reset);
+    free(reset);
+
+    /* sacct answers: the real end and exit code */
+    b2 = slurm(0);
+    sh(saved);
+    adopt_at = now_ms();
+    assert_int_equal(b2->ops->adopt(b2, &ended, t0, adopt_at, NULL), 0);
+    ev = wait_end(b2, 522);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 5);
+    if (ev.at_ms < ended_seen - 2000 || ev.at_ms > ended_seen + 1500 || ev.at_ms > adopt_at)
+        fail_msg("ended at %" PRId64 ": the job was seen to end at %" PRId64
+                 ", adopted at %" PRId64,
+                 ev.at_ms, ended_seen, adopt_at);
+    b2->ops->free(b2);
+
+    /* no sacct in bin_dir: lost, at the adopt */
+    {
+        char bin[400];
+        struct slurm_options o = {.log_dir = g_logs, .conf = g_conf, .bin_dir = bin};
+        snprintf(bin, sizeof(bin), "%s/nosacct", g_dir);
+        reset = xasprintf("mkdir %s && for t in sbatch squeue scancel sinfo scontrol; do "
+                          "ln -s \"$(command -v $t)\" %s/$t; done",
+                          bin, bin);
+        sh(reset);
+        free(reset);
+        b2 = backend_slurm_new(7, &o, NULL);
+        assert_non_null(b2);
+        assert_false(backend_slurm_sacct(b2));
+        assert_null(backend_slurm_jobcomp(b2));
+        sh(saved);
+        adopt_at = now_ms();
+        assert_int_equal(b2->ops->adopt(b2, &ended, t0, adopt_at, NULL), 0);
+        ev = wait_end(b2, 522);
+        assert_int_equal(ev.how, BACKEND_LOST);
+        assert_true(ev.at_ms >= adopt_at); /* when squeue did not list it */
+        b2->ops->free(b2);
+    }
+
+    /* slurmdbd down: nothing concluded; back, sacct answers */
+    dbd(false);
+    b2 = slurm(0);
+    assert_true(backend_slurm_sacct(b2)); /* from slurm.conf, not asked of slurmdbd */
+    sh(saved);
+    adopt_at = now_ms();
+    assert_int_equal(b2->ops->adopt(b2, &ended, t0, adopt_at, NULL), 0);
+    no_end_for(b2, 522, 1500);
+    dbd(true);
+    ev = wait_end(b2, 522);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 5);
+    assert_true(ev.at_ms <= adopt_at);
+    b2->ops->free(b2);
+
+    /* slurmdbd down longer than sacct_patience_ms: lost after it */
+    dbd(false);
+    {
+        struct slurm_options o = {
+            .log_dir = g_logs, .conf = g_conf, .poll_interval_ms = 100, .sacct_patience_ms = 2000};
+        b2 = backend_slurm_new(7, &o, NULL);
+        assert_non_null(b2);
+        sh(saved);
+        adopt_at = now_ms();
+        assert_int_equal(b2->ops->adopt(b2, &ended, t0, adopt_at, NULL), 0);
+        no_end_for(b2, 522, 1500);
+        ev = wait_end(b2, 522);
+        assert_int_equal(ev.how, BACKEND_LOST);
+        assert_true(ev.at_ms >= adopt_at + 2000);
+        b2->ops->free(b2);
+    }
+}
+
 static const struct slurm_node *node_named(const struct slurm_node *n, size_t count,
                                            const char *name)
 {
@@ -812,6 +967,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_launch_errors),
         cmocka_unit_test(test_stop_while_submitting),
         cmocka_unit_test(test_adopt_after_controller_reset),
+        /* Only on a cluster with slurmdbd (tests/slurm/CMakeLists.txt sets SLURM_WITH_DBD=1). */
+        cmocka_unit_test(test_dbd_adopt_after_controller_reset),
     };
 
     if (!dir || !dir[0]) {
