@@ -693,6 +693,9 @@ static void test_adopt_after_controller_reset(void **state)
     launch_ok(b, &ended, t0);
     wait_running(b, 521);
     b->ops->free(b); /* the daemon goes away; its job runs on, and ends */
+    /* each adopt below needs the state file, which a reported end removes */
+    snprintf(cmd, sizeof(cmd), "cp %s/521.slurm %s/521.slurm.saved", g_logs, g_dir);
+    sh(cmd);
     wait_file(done);
     ended_seen = now_ms();
     nap(1500); /* the job's end reaches slurmctld and its jobcomp file */
@@ -719,17 +722,19 @@ static void test_adopt_after_controller_reset(void **state)
                  ev.at_ms, ended_seen, adopt_at);
     b2->ops->free(b2);
 
-    /* told to read none: the same job is lost, at the adopt */
+    /* told to read none: the same job, found by its id, is lost when squeue does not list it */
     {
         struct slurm_options o = {.log_dir = g_logs, .conf = g_conf, .jobcomp_path = "none"};
         struct backend *b3 = backend_slurm_new(7, &o, NULL);
         assert_non_null(b3);
         assert_null(backend_slurm_jobcomp(b3));
+        snprintf(cmd, sizeof(cmd), "cp %s/521.slurm.saved %s/521.slurm", g_dir, g_logs);
+        sh(cmd);
         adopt_at = now_ms();
         assert_int_equal(b3->ops->adopt(b3, &ended, t0, adopt_at, NULL), 0);
         ev = wait_end(b3, 521);
         assert_int_equal(ev.how, BACKEND_LOST);
-        assert_int_equal(ev.at_ms, adopt_at);
+        assert_true(ev.at_ms >= adopt_at); /* at the poll that missed it */
         b3->ops->free(b3);
     }
     free(jobcomp);
