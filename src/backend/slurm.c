@@ -1344,40 +1344,64 @@ static int queue_line(const char *line, size_t len, struct slurm_queue_job *j)
     return 1;
 }
 
-int slurm_parse_queue(const char *text, size_t len, struct slurm_queue_job **ret, size_t *ret_n,
-                      struct error_info *ei)
+/*
+ * Parses a tool's output line by line: parse_line gives 1 (a record of
+ * rec_size bytes into rec), 0 (a line to skip) or -1 (malformed: the whole
+ * answer is refused, naming tool and the line). Empty lines are skipped.
+ * Returns 0 with *ret (caller frees; NULL when none) and *ret_n, or
+ * ERR_INVALID with ei.
+ */
+static int parse_lines(const char *text, size_t len, const char *tool,
+                       int (*parse_line)(const char *line, size_t len, void *rec), size_t rec_size,
+                       void **ret, size_t *ret_n, struct error_info *ei)
 {
-    struct slurm_queue_job *jobs = NULL;
+    _Alignas(max_align_t) char rec[512]; /* one record, of either kind */
+    char *recs = NULL;
     size_t n = 0, cap = 0, line_no = 0;
     const char *p = text ? text : "", *end = p + (text ? len : 0);
 
+    assert(rec_size <= sizeof(rec));
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        struct slurm_queue_job j;
         int rc;
 
         line_no++;
         if (l > 0) {
-            rc = queue_line(p, l, &j);
+            rc = parse_line(p, l, rec);
             if (rc < 0) {
-                free(jobs);
-                return errinfo_set(ei, ERR_INVALID, NULL, "squeue: line %zu is malformed: '%.*s'",
+                free(recs);
+                return errinfo_set(ei, ERR_INVALID, NULL, "%s: line %zu is malformed: '%.*s'", tool,
                                    line_no, (int)(l < 80 ? l : 80), p);
             }
             if (rc > 0) {
                 if (n == cap) {
                     cap = cap ? 2 * cap : 64;
-                    jobs = xreallocarray(jobs, cap, sizeof(*jobs));
+                    recs = xreallocarray(recs, cap, rec_size);
                 }
-                jobs[n++] = j;
+                memcpy(recs + n * rec_size, rec, rec_size);
+                n++;
             }
         }
         p += l + (nl ? 1 : 0);
     }
-    *ret = jobs;
+    *ret = recs;
     *ret_n = n;
     return 0;
+}
+
+static int queue_line_rec(const char *line, size_t len, void *rec)
+{
+    return queue_line(line, len, rec);
+}
+
+int slurm_parse_queue(const char *text, size_t len, struct slurm_queue_job **ret, size_t *ret_n,
+                      struct error_info *ei)
+{
+    void *jobs = NULL;
+    int rc = parse_lines(text, len, "squeue", queue_line_rec, sizeof(**ret), &jobs, ret_n, ei);
+    *ret = jobs;
+    return rc;
 }
 
 /* A sacct time: seconds, local YYYY-MM-DDTHH:MM:SS, or 0 for none. -1 when malformed. */
@@ -1451,40 +1475,18 @@ static int sacct_line(const char *line, size_t len, struct slurm_acct_job *j)
     return 1;
 }
 
+static int sacct_line_rec(const char *line, size_t len, void *rec)
+{
+    return sacct_line(line, len, rec);
+}
+
 int slurm_parse_sacct(const char *text, size_t len, struct slurm_acct_job **ret, size_t *ret_n,
                       struct error_info *ei)
 {
-    struct slurm_acct_job *jobs = NULL;
-    size_t n = 0, cap = 0, line_no = 0;
-    const char *p = text ? text : "", *end = p + (text ? len : 0);
-
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        struct slurm_acct_job j;
-        int rc;
-
-        line_no++;
-        if (l > 0) {
-            rc = sacct_line(p, l, &j);
-            if (rc < 0) {
-                free(jobs);
-                return errinfo_set(ei, ERR_INVALID, NULL, "sacct: line %zu is malformed: '%.*s'",
-                                   line_no, (int)(l < 80 ? l : 80), p);
-            }
-            if (rc > 0) {
-                if (n == cap) {
-                    cap = cap ? 2 * cap : 64;
-                    jobs = xreallocarray(jobs, cap, sizeof(*jobs));
-                }
-                jobs[n++] = j;
-            }
-        }
-        p += l + (nl ? 1 : 0);
-    }
+    void *jobs = NULL;
+    int rc = parse_lines(text, len, "sacct", sacct_line_rec, sizeof(**ret), &jobs, ret_n, ei);
     *ret = jobs;
-    *ret_n = n;
-    return 0;
+    return rc;
 }
 
 /*
