@@ -1151,6 +1151,23 @@ static int cmp_ended(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Slurm's ExitCode "<code>:<signal>" (len bytes at v): code 0-255, signal 0-127. 0 or -1. */
+static int exit_pair(const char *v, size_t len, int64_t *ret_code, int64_t *ret_sig)
+{
+    char num[32], *colon;
+    if (len == 0 || len >= sizeof(num))
+        return -1;
+    memcpy(num, v, len);
+    num[len] = '\0';
+    colon = strchr(num, ':');
+    if (!colon)
+        return -1;
+    *colon = '\0';
+    return parse_int64(num, 0, 255, ret_code) < 0 || parse_int64(colon + 1, 0, 127, ret_sig) < 0
+               ? -1
+               : 0;
+}
+
 /* The exit code from Slurm's "<code>:<signal>" (negative: the signal). */
 static int exit_of_pair(const char *state, int64_t code, int64_t sig)
 {
@@ -1244,17 +1261,8 @@ static void jobcomp_lookup(struct slurm *s, struct sjob *const *missing, size_t 
         v = jobcomp_field(line, "EndTime", &len);
         end_s = v ? jobcomp_time(v, len) : -1;
         v = jobcomp_field(line, "ExitCode", &len);
-        if (v) {
-            char ec[32];
-            char *colon;
-            snprintf(ec, sizeof(ec), "%.*s", (int)(len < 31 ? len : 31), v);
-            colon = strchr(ec, ':');
-            if (colon) {
-                *colon = '\0';
-                if (parse_int64(ec, 0, 255, &code) < 0 || parse_int64(colon + 1, 0, 127, &sig) < 0)
-                    code = sig = 0;
-            }
-        }
+        if (!v || exit_pair(v, len, &code, &sig) < 0)
+            code = sig = 0; /* unknown: the state decides */
         ended[*n_ended] = (struct ended){
             .id = w->id,
             .at = end_at(w, end_s, now_ms),
@@ -1418,7 +1426,7 @@ static int64_t sacct_time(const char *p, size_t len)
 static int sacct_line(const char *line, size_t len, struct slurm_acct_job *j)
 {
     static const char upper[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ_";
-    const char *f[6], *p = line, *end = line + len, *colon;
+    const char *f[6], *p = line, *end = line + len;
     size_t flen[6], n = 0, word;
     char num[32];
     int64_t code, sig;
@@ -1459,15 +1467,7 @@ static int sacct_line(const char *line, size_t len, struct slurm_acct_job *j)
     j->end_s = sacct_time(f[3], flen[3]);
     if (j->start_s < 0 || j->end_s < 0)
         return -1;
-    if (flen[4] == 0 || flen[4] >= sizeof(num))
-        return -1;
-    memcpy(num, f[4], flen[4]);
-    num[flen[4]] = '\0';
-    colon = strchr(num, ':');
-    if (!colon)
-        return -1;
-    num[colon - num] = '\0';
-    if (parse_int64(num, 0, 255, &code) < 0 || parse_int64(colon + 1, 0, 127, &sig) < 0)
+    if (exit_pair(f[4], flen[4], &code, &sig) < 0)
         return -1;
     j->exit_code = (int)code;
     j->signal = (int)sig;

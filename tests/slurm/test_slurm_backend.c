@@ -216,6 +216,19 @@ static void sh(const char *cmd)
         fail_msg("'%s' failed (%d)", cmd, rc);
 }
 
+/* slurmctld again, with a clean state (-c): it knows no job any more, as after MinJobAge. */
+static void reset_controller(void)
+{
+    char *cmd = xasprintf("kill $(cat %s/run/slurmctld.pid) && "
+                          "while scontrol ping >/dev/null 2>&1; do sleep 0.1; done && "
+                          "%s/bin/slurmctld -c -i -f %s && "
+                          "until scontrol ping 2>/dev/null | grep -q UP; do sleep 0.1; done && "
+                          "test -z \"$(squeue -h -t all -o %%i)\"",
+                          g_dir, g_dir, g_conf);
+    sh(cmd);
+    free(cmd);
+}
+
 /* Creates an empty file (what a job waits for). */
 static void touch(const char *path)
 {
@@ -678,7 +691,7 @@ static void test_adopt_after_controller_reset(void **state)
 {
     struct backend *b = slurm(0), *b2;
     struct backend_replica r = on("node1", 1, 0);
-    char done[400], cmd[600], *jobcomp, *reset;
+    char done[400], cmd[600], *jobcomp;
     struct backend_launch ended;
     struct backend_event ev;
     int64_t t0 = now_ms(), ended_seen, adopt_at;
@@ -700,15 +713,7 @@ static void test_adopt_after_controller_reset(void **state)
     ended_seen = now_ms();
     nap(1500); /* the job's end reaches slurmctld and its jobcomp file */
 
-    /* slurmctld again, with no state: squeue no longer knows the job */
-    reset = xasprintf("kill $(cat %s/run/slurmctld.pid) && "
-                      "while scontrol ping >/dev/null 2>&1; do sleep 0.1; done && "
-                      "%s/bin/slurmctld -c -i -f %s && "
-                      "until scontrol ping 2>/dev/null | grep -q UP; do sleep 0.1; done && "
-                      "test -z \"$(squeue -h -t all -o %%i)\"",
-                      g_dir, g_dir, g_conf);
-    sh(reset);
-    free(reset);
+    reset_controller(); /* squeue no longer knows the job */
 
     b2 = slurm(0);
     adopt_at = now_ms();
@@ -815,15 +820,7 @@ static void test_dbd_adopt_after_controller_reset(void **state)
     sh(reset);
     free(reset);
 
-    /* slurmctld again, with no state: squeue no longer knows the job */
-    reset = xasprintf("kill $(cat %s/run/slurmctld.pid) && "
-                      "while scontrol ping >/dev/null 2>&1; do sleep 0.1; done && "
-                      "%s/bin/slurmctld -c -i -f %s && "
-                      "until scontrol ping 2>/dev/null | grep -q UP; do sleep 0.1; done && "
-                      "test -z \"$(squeue -h -t all -o %%i)\"",
-                      g_dir, g_dir, g_conf);
-    sh(reset);
-    free(reset);
+    reset_controller(); /* squeue no longer knows the job */
 
     /* sacct answers: the real end and exit code */
     b2 = slurm(0);
