@@ -123,6 +123,15 @@ int backend_check_launch(const struct backend_launch *l, struct error_info *ei);
  */
 char *backend_instance_prefix(const char *log_dir);
 
+/*
+ * Whether the user `uid` (primary group `gid`, and its other groups as this
+ * host's group database knows them) may reach `dir`: search permission on
+ * it and on every directory above it. Work run as another user opens its
+ * log there itself (Slurm's slurmstepd does). Returns 0, or ERR_INVALID
+ * naming the first directory it cannot pass.
+ */
+int backend_dir_reachable(const char *dir, uid_t uid, gid_t gid, struct error_info *ei);
+
 struct backend {
     const struct backend_ops *ops;
     int64_t cluster_id;

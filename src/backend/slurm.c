@@ -111,6 +111,9 @@ struct submit {
 struct slurm {
     struct backend b;
     char *log_dir;
+    bool run_as; /* work runs as uid:gid (sbatch --uid/--gid), not as the daemon's user */
+    uid_t uid;
+    gid_t gid;
     char *job_prefix; /* jobs are named <job_prefix><workload id>: backend_instance_prefix() */
     char *partition;
     char *jobcomp_path;
@@ -828,6 +831,26 @@ static const char *gres_type(const struct backend_launch *l)
     return type;
 }
 
+/*
+ * Work run as another user: its log file is made here, owned by that user
+ * (Slurm opens it as the user, in the daemon's log directory, which the
+ * user may pass through but not write), and appended to if it exists.
+ */
+static int log_prepare(struct slurm *s, int64_t workload_id, struct error_info *ei)
+{
+    char *path = xasprintf("%s/%" PRId64 ".log", s->log_dir, workload_id);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int rc = 0;
+
+    if (fd < 0 || fchown(fd, s->uid, s->gid) < 0)
+        rc = errinfo_set(ei, ERR_IO, NULL, "could not make the log file '%s' for user id %u: %s",
+                         path, (unsigned)s->uid, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(path);
+    return rc;
+}
+
 static int slurm_launch(struct backend *b, const struct backend_launch *l, int64_t now_ms,
                         struct error_info *ei)
 {
@@ -856,6 +879,11 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
         buf_release(&script);
         return errinfo_set(ei, ERR_INVALID, "command",
                            "workload %" PRId64 ": the command is too long", l->workload_id);
+    }
+
+    if (s->run_as && log_prepare(s, l->workload_id, ei) < 0) {
+        buf_release(&script);
+        return ei->code;
     }
 
     buf_init(&nodelist, 64 * 1024);
@@ -901,6 +929,10 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
     }
     if (s->partition)
         args[n++] = xasprintf("--partition=%s", s->partition);
+    if (s->run_as) {
+        args[n++] = xasprintf("--uid=%u", (unsigned)s->uid);
+        args[n++] = xasprintf("--gid=%u", (unsigned)s->gid);
+    }
     args[n] = NULL; /* no script file: sbatch reads it from stdin */
     assert(n < ARRAY_SIZE(sub->args));
 
@@ -2576,15 +2608,26 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
 {
     struct slurm *s;
     char *log_dir;
+    bool run_as;
+    uid_t uid = 0;
+    gid_t gid = 0;
 
     if (!opt || !opt->log_dir || !opt->log_dir[0]) {
         errinfo_set(ei, ERR_INVALID, "log_dir", "the slurm backend needs a log directory");
         return NULL;
     }
-    if (mkdir(opt->log_dir, 0700) < 0 && errno != EEXIST) {
+    run_as = geteuid() == 0 && opt->run_uid > 0 && opt->run_uid < INT32_MAX;
+    /* Work run as another user must pass through it to its log (search, not list). */
+    if (mkdir(opt->log_dir, run_as ? 0711 : 0700) < 0 && errno != EEXIST) {
         errinfo_set(ei, ERR_IO, "log_dir", "could not create log directory '%s': %s", opt->log_dir,
                     strerror(errno));
         return NULL;
+    }
+    if (run_as) {
+        uid = (uid_t)opt->run_uid;
+        gid = (gid_t)(opt->run_gid > 0 && opt->run_gid < INT32_MAX ? opt->run_gid : opt->run_uid);
+        if (backend_dir_reachable(opt->log_dir, uid, gid, ei) < 0)
+            return NULL;
     }
     /* Slurm's nodes write the logs and sbatch runs elsewhere: the path must be absolute. */
     if (opt->log_dir[0] == '/') {
@@ -2612,6 +2655,9 @@ struct backend *backend_slurm_new(int64_t cluster_id, const struct slurm_options
         }
     }
     s->log_dir = log_dir;
+    s->run_as = run_as;
+    s->uid = uid;
+    s->gid = gid;
     s->job_prefix = backend_instance_prefix(log_dir);
     s->partition = dup_or_null(opt->partition);
     s->env = env_build(opt->conf);

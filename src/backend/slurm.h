@@ -49,6 +49,14 @@ struct slurm_options {
      * seconds. <= 0: 10 minutes.
      */
     int64_t sacct_patience_ms;
+    /*
+     * Run work as this user id (sbatch --uid) and group id (--gid; <= 0: the
+     * same number as the user id) when the daemon is root; <= 0, or a daemon
+     * that is not root: as the daemon's own user. The log directory must
+     * then be reachable by that user (Slurm opens the work's log as it);
+     * backend_slurm_new() refuses one that is not.
+     */
+    int64_t run_uid, run_gid;
     /* Least time between two squeue runs; <= 0: 500 ms. */
     int64_t poll_interval_ms;
     /* sbatch runs at once (launch() does not wait for sbatch's answer); <= 0: 4. */

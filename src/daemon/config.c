@@ -65,8 +65,8 @@ static const struct opt options[] = {
         "local clusters: where work gets cgroups with the flavor's CPU and memory limits: "
         "'auto' (the machine's cgroup v2, else v1's cpu and memory), a cgroup v2 directory, or "
         "empty for none (default auto)"),
-    INT("run-uid", run_uid, -1, 2147483647, "local clusters: run work as this user id"),
-    INT("run-gid", run_gid, -1, 2147483647, "local clusters: run work as this group id"),
+    INT("run-uid", run_uid, -1, 2147483647, "local and slurm clusters: run work as this user id"),
+    INT("run-gid", run_gid, -1, 2147483647, "local and slurm clusters: run work as this group id"),
     STR("nvml", nvml,
         "GPU telemetry from NVML: 'auto' (libnvidia-ml.so.1) or a library path (default off)"),
     STR("nvidia-smi", nvidia_smi, "GPU telemetry from this nvidia-smi program (default off)"),

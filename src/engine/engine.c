@@ -376,6 +376,8 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
             struct slurm_options so = {.log_dir = e->opt.log_dir ? e->opt.log_dir : "gpuaas-logs",
                                        .conf = get_s(&model_clusters, &rows[i], "endpoint"),
                                        .poll_interval_ms = e->opt.slurm_poll_ms,
+                                       .run_uid = e->opt.run_uid,
+                                       .run_gid = e->opt.run_gid,
                                        .timeout_grace_ms = e->opt.default_grace_ms};
             struct error_info sei = {0};
             b = backend_slurm_new(id, &so, &sei);

@@ -275,6 +275,64 @@ static void test_launch_exit_code(void **state)
     b->ops->free(b);
 }
 
+/*
+ * With a run user (the daemon is root here), the job runs as that user and
+ * group, and writes its log in the daemon's log directory through a file
+ * made for it. A log directory the user cannot reach is refused up front.
+ */
+static void test_run_as_user(void **state)
+{
+    struct slurm_options o = {.log_dir = g_logs,
+                              .conf = g_conf,
+                              .poll_interval_ms = 100,
+                              .run_uid = 65534,
+                              .run_gid = 65534,
+                              .command_timeout_ms = 10000};
+    struct error_info ei = {0};
+    struct backend_replica r = on("node1", 1, 0);
+    struct backend_launch l =
+        work(111, "echo \"ids=$(id -u):$(id -g)\"; touch ../escaped; exit 4", &r, 1, -1);
+    struct backend_event ev;
+    struct backend *b;
+    struct stat st;
+    char path[400];
+    char *log;
+    (void)state;
+
+    /* The test cluster's directory is root's 0700: the user cannot pass it. */
+    assert_int_equal(chmod(g_dir, 0700), 0);
+    assert_null(backend_slurm_new(7, &o, &ei));
+    assert_int_equal(ei.code, ERR_INVALID);
+    assert_non_null(strstr(ei.message, "user id 65534 cannot reach"));
+    assert_non_null(strstr(ei.message, g_dir));
+
+    assert_int_equal(chmod(g_dir, 0711), 0);
+    ei = (struct error_info){0};
+    b = backend_slurm_new(7, &o, &ei);
+    if (!b)
+        fail_msg("backend_slurm_new: %s", ei.message);
+    /* The log directory the backend made: passable, not listable or writable. */
+    assert_int_equal(stat(g_logs, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0711);
+
+    launch_ok(b, &l, now_ms());
+    ev = wait_end(b, 111);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 4);
+    log = read_log(111);
+    assert_non_null(strstr(log, "ids=65534:65534\n"));
+    /* Its working directory is the log directory, which it cannot write. */
+    assert_non_null(strstr(log, "Permission denied"));
+    free(log);
+    snprintf(path, sizeof(path), "%s/111.log", g_logs);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    snprintf(path, sizeof(path), "%s/escaped", g_dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+    b->ops->free(b);
+}
+
 /* Polls until the backend hands out the GPUs Slurm gave the workload's job (one node). */
 static struct slurm_job_devices wait_devices(struct backend *b, int64_t id)
 {
@@ -960,6 +1018,7 @@ int main(int argc, char **argv)
 
         cmocka_unit_test(test_nodes),
         cmocka_unit_test(test_launch_exit_code),
+        cmocka_unit_test(test_run_as_user),
         cmocka_unit_test(test_devices_from_slurm),
         cmocka_unit_test(test_stop_grace),
         cmocka_unit_test(test_stop_pending),
