@@ -76,6 +76,9 @@ static const struct field_def workload_fields[] = {
      "exit status (negative: killed by that signal)"},
     {"preemptions", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
      "times it was preempted"},
+    {"queued_after", NULL, FT_REF, FF_READONLY | FF_NULLABLE, 0, 0, NULL, "workloads", 0, NULL,
+     "queued: the running workload it is queued behind in its cluster's own queue (Slurm), to"
+     " start on that one's GPUs when it ends; null otherwise"},
     {"created_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "creation time (UTC)"},
     {"updated_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "last change (UTC)"},
 };

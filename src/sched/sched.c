@@ -981,6 +981,55 @@ int sched_workload_info(const struct sched *s, int64_t workload_id,
     return 0;
 }
 
+/* Whether two workloads ask for the same resources in the same way. */
+static bool same_shape(const struct sched_workload_spec *a, const struct sched_workload_spec *b)
+{
+    return a->pclass == b->pclass && a->replicas == b->replicas && a->class_id == b->class_id &&
+           a->gpu_milli == b->gpu_milli && a->cpu_milli == b->cpu_milli &&
+           a->mem_mib == b->mem_mib && a->n_selector == b->n_selector &&
+           memcmp(a->selector, b->selector, sizeof(a->selector[0]) * (size_t)a->n_selector) == 0 &&
+           a->n_pools == b->n_pools &&
+           memcmp(a->pool_ids, b->pool_ids, sizeof(a->pool_ids[0]) * (size_t)a->n_pools) == 0 &&
+           a->same_block == b->same_block;
+}
+
+int sched_successor(const struct sched *s, int64_t running_id, int64_t *ret_id)
+{
+    int32_t w = idmap_get(&s->workload_ids, running_id);
+    const struct workload *r;
+    const struct project *p;
+
+    if (w == NONE)
+        return SCHED_ENOENT;
+    r = &s->wls[w];
+    if (r->state != SCHED_RUNNING || r->cls == NONE || r->spec.replicas != 1 ||
+        r->spec.gpu_milli < WHOLE || r->spec.gpu_milli % WHOLE != 0 || r->n_assigns < 1 ||
+        s->classes[r->cls].hol_reserver != NONE || r->at[0] == NONE ||
+        s->nodes[r->at[0]].reserved_for != NONE)
+        return SCHED_ENOENT;
+    for (int32_t i = 0; i < s->n_projects; i++) {
+        const struct project *q = &s->projects[i];
+        if (i == r->project)
+            continue;
+        for (int32_t k = 0; k < q->n_quotas; k++) {
+            if (q->quotas[k].cls == r->cls && q->quotas[k].queued > 0)
+                return SCHED_ENOENT; /* another project waits for this class: a pass decides */
+        }
+    }
+    p = &s->projects[r->project];
+    for (int32_t i = 0; i < p->queue.n; i++) {
+        const struct workload *q = &s->wls[p->queue.v[i]];
+        if (q->cls != r->cls)
+            continue;
+        if (q->state != SCHED_QUEUED || !same_shape(&q->spec, &r->spec) ||
+            q->victims_pending > 0 || q->reclaim_ready || q->reserved.n > 0)
+            return SCHED_ENOENT;
+        *ret_id = q->spec.id;
+        return 0;
+    }
+    return SCHED_ENOENT;
+}
+
 int sched_project_usage(const struct sched *s, int64_t project_id, int64_t class_id,
                         struct sched_usage *ret)
 {

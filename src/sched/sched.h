@@ -335,6 +335,22 @@ struct sched_workload_info {
 int sched_workload_info(const struct sched *s, int64_t workload_id,
                         struct sched_workload_info *ret);
 
+/*
+ * The queued workload that would take a running workload's GPUs when it
+ * ends, for a backend with a queue of its own that can start it there at
+ * once (Slurm: a pending job depending on the running one's). Only when
+ * the answer cannot differ from what a pass would decide then: the running
+ * workload is one replica of whole GPUs, not preempting, on a node held for
+ * no one, in a class with no head-of-line reservation; no other project
+ * has queued work of that class; and the first queued workload of that
+ * class in its project's order asks for exactly the same (priority class,
+ * GPUs, CPUs, memory, labels, pools) and waits for nothing else (not a
+ * preemptor, holding no nodes). Taking over the same GPUs within one
+ * project then changes no quota, share or P1/P2 split. Returns 0 with
+ * *ret_id set, or SCHED_ENOENT (no such running workload, or no successor).
+ */
+int sched_successor(const struct sched *s, int64_t running_id, int64_t *ret_id);
+
 /* How many workloads the scheduler holds in each state: ret[SCHED_QUEUED] ...
  * ret[SCHED_PREEMPTING]. */
 void sched_count_states(const struct sched *s, int64_t ret[SCHED_PREEMPTING + 1]);

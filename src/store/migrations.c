@@ -422,6 +422,15 @@ static const char migration_4[] =
     "    imported_at BIGINT NOT NULL\n"
     ");\n";
 
+/*
+ * A queued workload its cluster's own queue holds behind a running one
+ * (Slurm: a pending job that depends on the running one's job; the engine's
+ * queue-ahead): which one, so that a restarted daemon finds it again.
+ */
+static const char migration_5[] =
+    "ALTER TABLE workloads ADD COLUMN queued_after BIGINT REFERENCES workloads (id)"
+    " ON DELETE SET NULL;\n";
+
 static const struct {
     const char *name;
     const char *sql;
@@ -430,6 +439,7 @@ static const struct {
     {"workloads, allocations, events, preemption ledger", migration_2},
     {"prices, usage ledger, invoices, budgets", migration_3},
     {"imported GPU inventory", migration_4},
+    {"workloads queued ahead in their cluster's queue", migration_5},
 };
 
 int store_schema_latest(void)

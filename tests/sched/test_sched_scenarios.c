@@ -1337,6 +1337,92 @@ static void test_cancel_queued_and_running(void **state)
  * and free capacity, places new work only on free devices, and still
  * requeues the restored victim when it is released.
  */
+/*
+ * sched_successor: who takes a running workload's GPUs when it ends, for a
+ * backend that queues ahead. Node 1 has 2 GPUs of C1; project 10 runs 1 and 2
+ * and queues 3 and 4, all alike: 3 follows 1; taken out of the queue (the
+ * engine cancels it while it waits in the backend), 4 follows 2. Handing 1's
+ * GPUs to 3 (released, restored running) changes no usage. Anything that
+ * could make a pass decide otherwise gives no successor: another project
+ * waiting for C1, a head of another shape, a share, a gang.
+ */
+static void test_successor(void **state)
+{
+    struct fx f;
+    int64_t next = 0, gpus[2];
+    int32_t milli[2] = {1000, 1000}, rep[2] = {0, 0};
+    const struct sched_admit *a;
+    struct sched_workload_spec w3 = wl(3, 10, SCHED_P2, 1, C1, 1000, 30);
+    struct sched_workload_spec w7 = wl(7, 10, SCHED_P2, 1, C1, 1000, 70);
+    (void)state;
+
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    add_node(&f, 1, 2, C1, 0);
+    add_node(&f, 2, 4, C2, 0);
+    submit1(&f, 1, 10, SCHED_P2, C1, 1000, 10);
+    submit1(&f, 2, 10, SCHED_P2, C1, 1000, 20);
+    submit(&f, &w3, 30);
+    submit1(&f, 4, 10, SCHED_P2, C1, 1000, 40);
+    pass(&f, 100);
+    assert_int_equal(f.d.n_admits, 2);
+    a = must_admit(&f, 1);
+    gpus[0] = asg(&f, a, 0)->gpu_id;
+
+    assert_int_equal(sched_successor(f.s, 3, &next), SCHED_ENOENT); /* queued, not running */
+    assert_int_equal(sched_successor(f.s, 99, &next), SCHED_ENOENT);
+    assert_int_equal(sched_successor(f.s, 1, &next), 0);
+    assert_int_equal(next, 3);
+    assert_int_equal(sched_cancel(f.s, 3, 110), 0);
+    assert_int_equal(sched_successor(f.s, 2, &next), 0);
+    assert_int_equal(next, 4);
+
+    /* 1 ends: 3 runs on its GPU from then; the project holds what it held. */
+    assert_int_equal(usage(&f, 10, C1).p2, 2000);
+    assert_int_equal(sched_released(f.s, 1, 500), 0);
+    assert_int_equal(sched_restore_running(f.s, &w3, gpus, milli, rep, 1, 500, false), 0);
+    assert_state(&f, 3, SCHED_RUNNING);
+    assert_int_equal(info(&f, 3).started_ms, 500);
+    assert_int_equal(usage(&f, 10, C1).p2, 2000);
+    assert_int_equal(class_free(&f, C1), 0);
+    assert_int_equal(sched_successor(f.s, 3, &next), 0);
+    assert_int_equal(next, 4);
+
+    /* Another project waits for C1: only a pass may choose between them. */
+    submit1(&f, 5, 20, SCHED_P2, C1, 1000, 600);
+    assert_int_equal(sched_successor(f.s, 3, &next), SCHED_ENOENT);
+    assert_int_equal(sched_cancel(f.s, 5, 610), 0);
+    assert_int_equal(sched_successor(f.s, 3, &next), 0);
+    /* ...but work of another class in another project does not matter. */
+    submit1(&f, 6, 20, SCHED_P2, C2, 8000, 620);
+    assert_int_equal(sched_successor(f.s, 3, &next), 0);
+    assert_int_equal(next, 4);
+
+    /* A head of another shape (more CPU; first by priority) blocks the way. */
+    w7.cpu_milli = 2000;
+    w7.priority = 5;
+    submit(&f, &w7, 700);
+    assert_int_equal(sched_successor(f.s, 3, &next), SCHED_ENOENT);
+    assert_int_equal(sched_cancel(f.s, 7, 710), 0);
+
+    /* Shares and gangs have none. */
+    assert_int_equal(sched_cancel(f.s, 2, 800), 0);
+    assert_int_equal(sched_cancel(f.s, 3, 800), 0);
+    assert_int_equal(sched_cancel(f.s, 4, 800), 0);
+    submit1(&f, 8, 10, SCHED_P2, C1, 500, 810);
+    {
+        struct sched_workload_spec g = wl(9, 10, SCHED_P2, 2, C1, 500, 820);
+        submit(&f, &g, 820);
+    }
+    pass(&f, 900);
+    must_admit(&f, 8);
+    must_admit(&f, 9);
+    assert_int_equal(sched_successor(f.s, 8, &next), SCHED_ENOENT);
+    assert_int_equal(sched_successor(f.s, 9, &next), SCHED_ENOENT);
+    fx_release(&f);
+}
+
 static void test_restart_restore(void **state)
 {
     struct fx f, g;
@@ -1558,6 +1644,7 @@ int main(void)
         cmocka_unit_test(test_best_effort_fifo_and_reservation),
         cmocka_unit_test(test_cancel_queued_and_running),
         cmocka_unit_test(test_restart_restore),
+        cmocka_unit_test(test_successor),
         cmocka_unit_test(test_reason_format),
         cmocka_unit_test(test_reason_from_pass),
         cmocka_unit_test(test_invalid_input),
