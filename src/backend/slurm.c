@@ -851,10 +851,10 @@ static int log_prepare(struct slurm *s, int64_t workload_id, struct error_info *
     return rc;
 }
 
-static int slurm_launch(struct backend *b, const struct backend_launch *l, int64_t now_ms,
-                        struct error_info *ei)
+/* launch(), and queue-ahead: after_job > 0 makes the job wait for that one's end. */
+static int launch(struct slurm *s, const struct backend_launch *l, int64_t after_job,
+                  int64_t now_ms, struct error_info *ei)
 {
-    struct slurm *s = slurm_of(b);
     struct buf script, nodelist;
     struct submit *sub;
     struct sjob *w;
@@ -933,6 +933,8 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
         args[n++] = xasprintf("--uid=%u", (unsigned)s->uid);
         args[n++] = xasprintf("--gid=%u", (unsigned)s->gid);
     }
+    if (after_job > 0)
+        args[n++] = xasprintf("--dependency=afterany:%" PRId64, after_job);
     args[n] = NULL; /* no script file: sbatch reads it from stdin */
     assert(n < ARRAY_SIZE(sub->args));
 
@@ -954,6 +956,52 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
     w->sub = sub;
     work_add(s, w);
     return 0;
+}
+
+static int slurm_launch(struct backend *b, const struct backend_launch *l, int64_t now_ms,
+                        struct error_info *ei)
+{
+    return launch(slurm_of(b), l, 0, now_ms, ei);
+}
+
+/*
+ * Whether a job is one that work can be queued behind: Slurm has it (queued
+ * or running: a job that ends within a second must have its follower before
+ * it ends) and nobody stops it.
+ */
+static bool followable(const struct sjob *w)
+{
+    return w->job_id > 0 && !w->reason && !w->lost && !w->searching && w->kill_at_ms == NEVER;
+}
+
+int backend_slurm_launch_after(struct backend *b, const struct backend_launch *l, int64_t after_id,
+                               int64_t now_ms, struct error_info *ei)
+{
+    struct slurm *s = slurm_of(b);
+    size_t pos;
+    const struct sjob *r;
+
+    assert(b->ops == &slurm_ops);
+    r = work_find(s, after_id, &pos);
+    if (!r || !followable(r))
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL,
+                           "workload %" PRId64 " cannot queue behind workload %" PRId64
+                           ": Slurm does not run that one's job, or it is being stopped",
+                           l ? l->workload_id : 0, after_id);
+    return launch(s, l, r->job_id, now_ms, ei);
+}
+
+size_t backend_slurm_followable(struct backend *b, int64_t *ids, size_t max)
+{
+    struct slurm *s = slurm_of(b);
+    size_t n = 0;
+
+    assert(b->ops == &slurm_ops);
+    for (size_t i = 0; i < s->n_work && n < max; i++) {
+        if (followable(s->work[i]))
+            ids[n++] = s->work[i]->id;
+    }
+    return n;
 }
 
 /* ---- adopt ---- */

@@ -219,6 +219,25 @@ int slurm_parse_job_devices(const char *text, size_t len, struct slurm_job_devic
 size_t backend_slurm_take_devices(struct backend *b, struct slurm_job_devices *out, size_t max);
 
 /*
+ * Queue-ahead (the engine's, docs/slurm-backend.md): launches l like
+ * launch(), but its job waits in Slurm's queue for the end of the job of
+ * workload after_id (sbatch --dependency=afterany:<that job>), pinned to the
+ * nodes and GPU count of l, so that Slurm starts it on those GPUs the
+ * moment that job ends, in the pass that end triggers. ERR_UNAVAILABLE when
+ * after_id's job is not one backend_slurm_followable() lists; else as
+ * launch(). b must be slurm.
+ */
+int backend_slurm_launch_after(struct backend *b, const struct backend_launch *l, int64_t after_id,
+                               int64_t now_ms, struct error_info *ei);
+
+/*
+ * Workloads that work could be queued behind: their jobs Slurm runs (seen
+ * RUNNING), not being stopped. Up to max ids, in launch order; returns how
+ * many. b must be slurm.
+ */
+size_t backend_slurm_followable(struct backend *b, int64_t *ids, size_t max);
+
+/*
  * One job as sacct reports it: `sacct --noheader --parsable2 --allocations
  * --duplicates --jobs=<ids> --format=JobID,State,Start,End,ExitCode,JobName`
  * (SLURM_TIME_FORMAT=%s), fields separated by '|', the name last.

@@ -84,6 +84,10 @@ static const struct opt options[] = {
     INT("slurm-poll-ms", slurm_poll_ms, 20, 60000,
         "Slurm clusters: least milliseconds between two squeue runs about running work"
         " (default 200)"),
+    {"slurm-queue-ahead", OPT_BOOL, offsetof(struct config, slurm_queue_ahead), 0, 0, 1,
+     "Slurm clusters: hand Slurm the next workload for a running one's GPUs as a job waiting "
+     "for that one's end, where nothing could make the scheduler choose otherwise (default "
+     "true)"},
     INT("idle-notify-s", idle_notify_s, 0, 8640000,
         "an 'idle' event for work whose GPUs were idle-allocated this long (0: off, the default)"),
     INT("idle-stop-p2-s", idle_stop_p2_s, 0, 8640000,
@@ -132,6 +136,7 @@ static void defaults(struct config *cfg)
     cfg->idle_window_s = 1800;
     cfg->slurm_sync_s = 30;
     cfg->slurm_poll_ms = 200;
+    cfg->slurm_queue_ahead = true;
 }
 
 static const struct opt *find_opt(const char *key)

@@ -23,6 +23,7 @@ struct config {
     int max_connections;
     int busy_timeout_ms;
     bool sqlite_sync_full;
+    bool slurm_queue_ahead;
     char log_level[16];
     char bootstrap_token_file[1024]; /* where the first admin token is also written */
     char issuer[200];                /* printed on invoices */

@@ -229,6 +229,7 @@ int main(int argc, char **argv)
     eopt.local_gpus = local_gpus;
     eopt.n_local_gpus = rc > 0 ? (size_t)rc : 0;
     eopt.slurm_poll_ms = cfg.slurm_poll_ms;
+    eopt.slurm_queue_ahead = cfg.slurm_queue_ahead;
     if (engine_start(store, &eopt, &engine, &ei) < 0) {
         collector_stop(collector);
         store_close(store);

@@ -63,6 +63,22 @@ struct cluster_backend {
     struct backend *b;
 };
 
+/*
+ * Queue-ahead: a queued workload its backend (Slurm) holds behind a running
+ * one, or behind one so held (a chain of QUEUE_AHEAD_DEPTH at most).
+ */
+struct staged {
+    int64_t id, after_id;
+    struct backend *b;
+    struct sched_workload_spec spec; /* to find its own successor */
+};
+
+/* Taken back from its backend: its end is awaited, then (requeue) it is queued here again. */
+struct unstaging {
+    int64_t id;
+    bool requeue;
+};
+
 /* Outcomes counted on /metrics, in this order. */
 static const char *const outcomes[] = {"succeeded", "failed", "cancelled", "preempted"};
 
@@ -134,6 +150,18 @@ struct engine {
     size_t n_cancelling, cap_cancelling;
     struct pending_victim *victims;
     size_t n_victims, cap_victims;
+    /*
+     * Queue-ahead (Slurm): workloads out of the scheduler's queue because
+     * their backend holds them behind a running workload (the store has
+     * queued_after), those being taken back, and those never to be queued
+     * ahead again (their backend refused it once).
+     */
+    struct staged *staged;
+    size_t n_staged, cap_staged;
+    struct unstaging *unstaging;
+    size_t n_unstaging, cap_unstaging;
+    int64_t *no_stage;
+    size_t n_no_stage, cap_no_stage;
     /* Changes to apply in place: copies of the rows, in a's memory. */
     struct change {
         const struct resource_def *def;
@@ -153,6 +181,68 @@ struct engine {
                      (arr) = xreallocarray((arr), (cap), sizeof(*(arr))), 0)                   \
                   : 0,                                                                         \
      &(arr)[(n)++])
+
+/* Queue-ahead lists (see struct engine): small, walked linearly. */
+static struct staged *staged_find(struct engine *e, int64_t id)
+{
+    for (size_t i = 0; i < e->n_staged; i++) {
+        if (e->staged[i].id == id)
+            return &e->staged[i];
+    }
+    return NULL;
+}
+
+static struct staged *staged_behind(struct engine *e, int64_t after_id)
+{
+    for (size_t i = 0; i < e->n_staged; i++) {
+        if (e->staged[i].after_id == after_id)
+            return &e->staged[i];
+    }
+    return NULL;
+}
+
+static void staged_remove(struct engine *e, int64_t id)
+{
+    struct staged *st = staged_find(e, id);
+    if (st)
+        *st = e->staged[--e->n_staged];
+}
+
+static struct unstaging *unstaging_find(struct engine *e, int64_t id)
+{
+    for (size_t i = 0; i < e->n_unstaging; i++) {
+        if (e->unstaging[i].id == id)
+            return &e->unstaging[i];
+    }
+    return NULL;
+}
+
+/* The running workload at the head of a chain of staged work (id itself when not staged). */
+static int64_t staged_root(struct engine *e, int64_t id)
+{
+    const struct staged *st;
+    for (size_t hops = 0; (st = staged_find(e, id)) && hops <= e->n_staged; hops++)
+        id = st->after_id;
+    return id;
+}
+
+static size_t staged_depth(struct engine *e, int64_t id)
+{
+    const struct staged *st;
+    size_t depth = 0;
+    for (; (st = staged_find(e, id)) && depth <= e->n_staged; depth++)
+        id = st->after_id;
+    return depth;
+}
+
+static bool no_stage(const struct engine *e, int64_t id)
+{
+    for (size_t i = 0; i < e->n_no_stage; i++) {
+        if (e->no_stage[i] == id)
+            return true;
+    }
+    return false;
+}
 
 static const struct value *get(const struct resource_def *def, const struct row *r,
                                const char *f)
@@ -573,21 +663,83 @@ static int spec_of(struct engine *e, const struct row *w, struct sched_workload_
 static void launch_of(struct engine *e, const struct row *w, const struct sched_assign *as,
                       size_t n_as, struct arena *a, struct backend_launch *l);
 
+static int record_unstage(struct engine *e, int64_t id, const char *why, int64_t now,
+                          struct error_info *ei);
+
+/*
+ * Restore of work its backend holds queued behind running work (w's
+ * queued_after): staged again behind it, its job adopted after a restart.
+ * Should the work it waits for hold nothing any more (its end is recorded
+ * together with the hand-over, so only after a failed write), it is queued
+ * here again, with a warning: its job, if any, is not followed.
+ */
+static void restore_staged(struct engine *e, bool adopt, const struct row *w,
+                           const struct row *allocs, size_t n_allocs, int64_t now, struct arena *a)
+{
+    const struct resource_def *ald = &model_allocations;
+    int64_t id = model_row_id(w), after = get_i(&model_workloads, w, "queued_after");
+    int64_t root = staged_root(e, after); /* restored first: see restore_workloads */
+    struct sched_assign as[SCHED_MAX_GPUS_PER_NODE];
+    const struct node_info *ni = NULL;
+    struct backend *b = NULL;
+    struct sched_workload_spec sp;
+    size_t k = 0;
+
+    for (size_t j = 0; j < n_allocs && k < ARRAY_SIZE(as); j++) {
+        if (get_i(ald, &allocs[j], "workload_id") != root)
+            continue;
+        as[k++] = (struct sched_assign){
+            (int32_t)get_i(ald, &allocs[j], "replica"), get_i(ald, &allocs[j], "node_id"),
+            get_i(ald, &allocs[j], "gpu_id"), (int32_t)get_i(ald, &allocs[j], "milli")};
+    }
+    if (k > 0)
+        ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
+    if (ni)
+        b = backend_of(e, ni->cluster_id);
+    if (!b || strcmp(b->ops->name, "slurm") != 0 || spec_of(e, w, &sp) < 0) {
+        char wid[24];
+        snprintf(wid, sizeof(wid), "%" PRId64, id);
+        log_warn("work queued ahead behind work that holds nothing: queued here again", "workload",
+                 wid);
+        record_unstage(e, id, "the workload it waited for holds no GPUs", now,
+                       &(struct error_info){0});
+        if (spec_of(e, w, &sp) == 0)
+            sched_submit(e->sched, &sp, now);
+        return;
+    }
+    if (adopt) {
+        struct backend_launch l;
+        struct error_info ei = {0};
+        launch_of(e, w, as, k, a, &l);
+        b->ops->adopt(b, &l, now, now, &ei);
+    }
+    *APPEND(e->staged, e->n_staged, e->cap_staged) = (struct staged){id, after, b, sp};
+}
+
 static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct arena *a,
                              struct error_info *ei)
 {
-    struct row *rows, *allocs, *ledger;
-    size_t n, n_allocs, n_ledger;
+    struct row *rows, *allocs, *ledger, *staged_rows = NULL;
+    size_t n, n_allocs, n_ledger, n_staged_rows = 0, cap_staged_rows = 0;
     int rc;
 
     rc = load_all(e, &model_workloads, "queued", a, &rows, &n, ei);
+    e->n_staged = 0; /* from the store again, below */
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         struct sched_workload_spec sp;
+        if (unstaging_find(e, model_row_id(&rows[i])))
+            continue; /* queued again once its backend has given it back */
+        if (!get(&model_workloads, &rows[i], "queued_after")->null) {
+            *APPEND(staged_rows, n_staged_rows, cap_staged_rows) = rows[i];
+            continue;
+        }
         if (spec_of(e, &rows[i], &sp) == 0)
             sched_submit(e->sched, &sp, now);
     }
-    if (rc < 0)
+    if (rc < 0) {
+        free(staged_rows);
         return rc;
+    }
     rc = load_open(e, &model_allocations, "ended_ms", a, &allocs, &n_allocs, ei);
     for (int pass = 0; rc >= 0 && pass < 3; pass++) {
         /* Admitted work was launched or is about to be: its backend says which on adopt. */
@@ -627,6 +779,25 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
             }
         }
     }
+    /*
+     * Work queued ahead in its backend: followed again, each after the one
+     * it waits for (a chain's head first), so that a chain finds its GPUs.
+     */
+    for (size_t round = 0; rc >= 0 && round < n_staged_rows; round++) {
+        for (size_t i = 0; i < n_staged_rows; i++) {
+            const struct row *w = &staged_rows[i];
+            int64_t after = get_i(&model_workloads, w, "queued_after");
+            bool waits_for_staged = false;
+            if (staged_find(e, model_row_id(w)))
+                continue; /* done */
+            for (size_t k = 0; k < n_staged_rows; k++)
+                waits_for_staged |= model_row_id(&staged_rows[k]) == after &&
+                                    !staged_find(e, after) && round + 1 < n_staged_rows;
+            if (!waits_for_staged)
+                restore_staged(e, adopt, w, allocs, n_allocs, now, a);
+        }
+    }
+    free(staged_rows);
     /* Victims still releasing: link them to their preemptor and ledger entry again. */
     if (rc >= 0)
         rc = load_open(e, &model_preemptions, "released_ms", a, &ledger, &n_ledger, ei);
@@ -900,6 +1071,7 @@ out:
 }
 
 static void handle_ends(struct engine *e, const struct backend_event *evs, size_t n);
+static void unstage(struct engine *e, int64_t id, const char *why, int64_t now);
 
 /* Admitted work its backend has started is running: one transaction for the round. */
 static int mark_running(struct engine *e, struct row *rows, const bool *started, int64_t now,
@@ -1000,12 +1172,242 @@ static int apply_decisions(struct engine *e, int64_t now, struct error_info *ei)
         const struct sched_preemption *pe = &e->dec.preemptions[i];
         for (size_t k = 0; k < pe->n_victims; k++) {
             int64_t vid = e->dec.victims[pe->first_victim + k].workload_id;
+            const struct staged *st = staged_behind(e, vid);
+            /* Its GPUs go to the preemptor: what its backend queued behind it comes back first. */
+            if (st)
+                unstage(e, st->id, "the workload it waited for is being preempted", now);
             for (size_t b = 0; b < e->n_backends; b++)
                 e->backends[b].b->ops->stop(e->backends[b].b, vid, pe->grace_ms, now);
         }
     }
     arena_release(&a);
     return 0;
+}
+
+/* A workload's allocations not yet ended. */
+static int open_allocations(struct engine *e, int64_t wid, struct arena *a, struct row **ret,
+                            size_t *ret_n, struct error_info *ei)
+{
+    struct store_filter f;
+    store_filter_init(&f);
+    f.limit = 10000;
+    store_filter_eq_int(&f, model_field_index(&model_allocations, "workload_id"), wid);
+    store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
+    return store_list(e->db, &model_allocations, &f, a, ret, ret_n, ei);
+}
+
+/* ---- queue-ahead (Slurm) ---- */
+
+/*
+ * How many workloads deep work is queued ahead behind one running workload.
+ * One is not enough for short work: the next must be in Slurm before the
+ * running one ends, and gpuaas learns of that end (and so of who runs now)
+ * only at its next squeue; two cover that. Each one deeper is a job that a
+ * newly submitted, more urgent workload of the same project waits behind.
+ */
+#define QUEUE_AHEAD_DEPTH 2
+
+/*
+ * Why: Slurm starts a batch job at the controller's next scheduling pass,
+ * which an idle cluster runs once a second but a job's end triggers at once.
+ * gpuaas, the one scheduler, submits work only to free GPUs, i.e. after the
+ * end that triggered the pass: each GPU then runs at most one job per
+ * second. Where the scheduler's next choice for a running workload's GPUs is
+ * certain (sched_successor), that workload is submitted ahead, pinned to the
+ * same node and GPU count and waiting for the running one's job
+ * (backend_slurm_launch_after): the end's own pass starts it. It stays
+ * queued here (queued_after names the one it waits for), out of the
+ * scheduler's queue; the end hands it the same GPUs (hand_over). A
+ * preemption of the one it waits for, a cancel, or an end of its own first
+ * takes it back (unstage): its pending job is cancelled and, once the
+ * backend reports that, it is queued here again in its original place.
+ */
+
+/* The store's record of a taking back: queued_after cleared, an "unstaged" event. */
+static int record_unstage(struct engine *e, int64_t id, const char *why, int64_t now,
+                          struct error_info *ei)
+{
+    const struct resource_def *d = &model_workloads;
+    struct arena a;
+    struct row w;
+    int rc;
+
+    arena_init(&a);
+    rc = store_begin(e->db, ei);
+    if (rc >= 0)
+        rc = store_get(e->db, d, id, &a, &w, ei);
+    if (rc >= 0 && !get(d, &w, "queued_after")->null) {
+        set_null(d, &w, "queued_after");
+        set_s(d, &a, &w, "reason", "queued");
+        set_i(d, &w, "updated_at", now / 1000);
+        rc = store_update(e->db, d, id, &w, ei);
+        if (rc >= 0)
+            rc = add_event(e, &a, id, get_i(d, &w, "project_id"), now, "unstaged",
+                           arena_printf(&a, "taken back from its cluster's queue: %s", why), ei);
+    }
+    if (rc >= 0)
+        rc = store_commit(e->db, ei);
+    if (rc < 0)
+        store_rollback(e->db);
+    arena_release(&a);
+    return rc;
+}
+
+/* Takes staged work back from its backend; it is queued here again once the backend says so. */
+static void unstage(struct engine *e, int64_t id, const char *why, int64_t now)
+{
+    struct staged *st = staged_find(e, id);
+    struct error_info ei = {0};
+    struct backend *b;
+    char wid[24];
+
+    if (!st)
+        return;
+    b = st->b;
+    staged_remove(e, id);
+    /* What waits behind it would start in its place once its job is cancelled: back too. */
+    while ((st = staged_behind(e, id)))
+        unstage(e, st->id, why, now);
+    snprintf(wid, sizeof(wid), "%" PRId64, id);
+    if (record_unstage(e, id, why, now, &ei) < 0)
+        log_error("could not record work taken back from its cluster's queue", "workload", wid,
+                  "error", ei.message);
+    b->ops->stop(b, id, 0, now);
+    *APPEND(e->unstaging, e->n_unstaging, e->cap_unstaging) = (struct unstaging){id, true};
+    log_info("work taken back from its cluster's queue", "workload", wid, "why", why);
+}
+
+/* The backend reports the end of staged work, or of work being taken back. */
+static void side_end(struct engine *e, const struct backend_event *ev)
+{
+    struct unstaging *u = unstaging_find(e, ev->workload_id);
+    struct arena a;
+    struct row w;
+    struct error_info ei = {0};
+    bool requeue;
+
+    if (!u && staged_find(e, ev->workload_id)) {
+        /* Its job ended before the one it waited for: Slurm refused it, or someone cancelled it. */
+        const char *why = ev->how == BACKEND_NOT_STARTED ? "its cluster refused it"
+                                                         : "its job there ended before it ran";
+        if (ev->how == BACKEND_NOT_STARTED) /* launched normally from now on */
+            *APPEND(e->no_stage, e->n_no_stage, e->cap_no_stage) = ev->workload_id;
+        unstage(e, ev->workload_id, ev->message[0] ? ev->message : why, ev->at_ms);
+        u = unstaging_find(e, ev->workload_id);
+    }
+    if (!u)
+        return;
+    requeue = u->requeue;
+    *u = e->unstaging[--e->n_unstaging];
+    if (!requeue)
+        return;
+    arena_init(&a);
+    if (store_get(e->db, &model_workloads, ev->workload_id, &a, &w, &ei) >= 0 &&
+        strcmp(get_s(&model_workloads, &w, "state"), "queued") == 0) {
+        struct sched_workload_spec sp;
+        if (spec_of(e, &w, &sp) == 0)
+            sched_submit(e->sched, &sp, ev->at_ms); /* its original place: submitted_ms */
+    }
+    arena_release(&a);
+}
+
+/* Hands backend b queued work `id` to start on the GPUs of running work `after_id` when it ends. */
+static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t id, int64_t now)
+{
+    const struct resource_def *d = &model_workloads, *ald = &model_allocations;
+    struct sched_assign as[SCHED_MAX_GPUS_PER_NODE];
+    struct backend_launch l;
+    struct error_info ei = {0};
+    const struct node_info *ni;
+    struct row w, *held;
+    size_t n_held = 0;
+    struct arena a;
+    char wid[24];
+    int rc;
+
+    struct sched_workload_spec sp;
+
+    snprintf(wid, sizeof(wid), "%" PRId64, id);
+    arena_init(&a);
+    rc = store_get(e->db, d, id, &a, &w, &ei);
+    if (rc >= 0)
+        rc = spec_of(e, &w, &sp);
+    /* The GPUs of the running work at the head of the chain: where it all runs. */
+    if (rc >= 0)
+        rc = open_allocations(e, staged_root(e, after_id), &a, &held, &n_held, &ei);
+    if (rc < 0 || n_held == 0 || n_held > ARRAY_SIZE(as)) {
+        arena_release(&a);
+        return;
+    }
+    for (size_t i = 0; i < n_held; i++)
+        as[i] = (struct sched_assign){
+            (int32_t)get_i(ald, &held[i], "replica"), get_i(ald, &held[i], "node_id"),
+            get_i(ald, &held[i], "gpu_id"), (int32_t)get_i(ald, &held[i], "milli")};
+    launch_of(e, &w, as, n_held, &a, &l);
+    if (backend_slurm_launch_after(b, &l, after_id, now, &ei) < 0) {
+        log_warn("could not queue work ahead in its cluster; it waits here", "workload", wid,
+                 "error", ei.message);
+        *APPEND(e->no_stage, e->n_no_stage, e->cap_no_stage) = id;
+        arena_release(&a);
+        return;
+    }
+    /* Out of the scheduler's queue from now; the store says where it waits. */
+    sched_cancel(e->sched, id, now);
+    ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
+    set_i(d, &w, "queued_after", after_id);
+    set_s(d, &a, &w, "reason",
+          arena_printf(&a,
+                       "queued in Slurm behind workload %" PRId64 " on %s: starts on its GPUs"
+                       " when it ends",
+                       after_id, ni ? ni->name : "?"));
+    if (ni)
+        set_i(d, &w, "cluster_id", ni->cluster_id);
+    set_i(d, &w, "updated_at", now / 1000);
+    rc = store_begin(e->db, &ei);
+    if (rc >= 0)
+        rc = store_update(e->db, d, id, &w, &ei);
+    if (rc >= 0)
+        rc = add_event(e, &a, id, get_i(d, &w, "project_id"), now, "staged", get_s(d, &w, "reason"),
+                       &ei);
+    if (rc >= 0)
+        rc = store_commit(e->db, &ei);
+    if (rc < 0) {
+        store_rollback(e->db);
+        log_error("could not record work queued ahead; taking it back", "workload", wid, "error",
+                  ei.message);
+        b->ops->stop(b, id, 0, now);
+        *APPEND(e->unstaging, e->n_unstaging, e->cap_unstaging) = (struct unstaging){id, true};
+    } else {
+        *APPEND(e->staged, e->n_staged, e->cap_staged) = (struct staged){id, after_id, b, sp};
+    }
+    arena_release(&a);
+}
+
+/* After a pass: queue ahead, in Slurm, the next work for running work's GPUs where it is certain.
+ */
+static void stage_successors(struct engine *e, int64_t now)
+{
+    if (!e->opt.slurm_queue_ahead)
+        return;
+    for (size_t b = 0; b < e->n_backends; b++) {
+        int64_t ids[256];
+        size_t n;
+        if (strcmp(e->backends[b].b->ops->name, "slurm") != 0)
+            continue;
+        /* Running work, and work already queued ahead (whose job Slurm has too). */
+        n = backend_slurm_followable(e->backends[b].b, ids, ARRAY_SIZE(ids));
+        for (size_t i = 0; i < n; i++) {
+            const struct staged *st = staged_find(e, ids[i]);
+            int64_t next;
+            if (staged_behind(e, ids[i]) ||
+                (st ? staged_depth(e, ids[i]) >= QUEUE_AHEAD_DEPTH ||
+                          sched_successor_like(e->sched, &st->spec, &next) < 0
+                    : sched_successor(e->sched, ids[i], &next) < 0) ||
+                no_stage(e, next))
+                continue;
+            stage(e, e->backends[b].b, ids[i], next, now);
+        }
+    }
 }
 
 /* ---- ends reported by backends ---- */
@@ -1030,17 +1432,12 @@ static bool take_cancelling(struct engine *e, int64_t id)
 static int close_allocations(struct engine *e, int64_t wid, int64_t at, const char *why,
                              struct arena *a, struct error_info *ei)
 {
-    struct store_filter f;
     struct row *rows;
     size_t n;
     int64_t run_started = 0;
-    int replicas = 0, rc;
+    int replicas = 0;
+    int rc = open_allocations(e, wid, a, &rows, &n, ei);
 
-    store_filter_init(&f);
-    f.limit = 10000;
-    store_filter_eq_int(&f, model_field_index(&model_allocations, "workload_id"), wid);
-    store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
-    rc = store_list(e->db, &model_allocations, &f, a, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         int64_t started = get_i(&model_allocations, &rows[i], "started_ms");
         int64_t rep = get_i(&model_allocations, &rows[i], "replica");
@@ -1096,7 +1493,103 @@ struct end_action {
     bool cancel, skip;
     int outcome;        /* index into outcomes */
     int64_t reclaim_ms; /* its release closed a preemption after this long; -1: it did not */
+    /* Queue-ahead: the workload its backend starts on these GPUs now (0: none)... */
+    int64_t successor_id;
+    struct sched_workload_spec successor;
+    size_t n_held;
+    int64_t gpus[SCHED_MAX_GPUS_PER_NODE];
+    int32_t milli[SCHED_MAX_GPUS_PER_NODE], replica[SCHED_MAX_GPUS_PER_NODE];
+    /* ...or the one queued behind it that must be taken back (0: none). */
+    int64_t unstage_id;
 };
+
+/*
+ * Queue-ahead: the workload queued in its backend behind a running one has
+ * started there on that one's GPUs as it ended (at): in the caller's
+ * transaction it is admitted and running on the same devices from `at`
+ * (held: the ended one's allocations, read before they were closed), and
+ * act says what to tell the scheduler once committed.
+ */
+static int hand_over(struct engine *e, const struct staged *st, const struct row *held,
+                     size_t n_held, int64_t at, struct arena *a, struct end_action *act,
+                     struct error_info *ei)
+{
+    const struct resource_def *d = &model_workloads, *ald = &model_allocations;
+    const struct node_info *ni;
+    struct row w;
+    struct buf where;
+    bool borrowed = false;
+    int rc;
+
+    if (n_held == 0 || n_held > ARRAY_SIZE(act->gpus))
+        return errinfo_set(ei, ERR_INTERNAL, NULL, "workload %" PRId64 " held %zu devices",
+                           st->after_id, n_held);
+    rc = store_get(e->db, d, st->id, a, &w, ei);
+    if (rc >= 0 && spec_of(e, &w, &act->successor) < 0)
+        rc = errinfo_set(ei, ERR_INTERNAL, NULL, "workload %" PRId64 ": flavor unknown", st->id);
+    if (rc < 0)
+        return rc;
+    buf_init(&where, 4096);
+    for (size_t i = 0; rc >= 0 && i < n_held; i++) {
+        struct row al = model_row_new(ald, a);
+        const struct gpu_info *g = FIND_BY_ID(e->gpus, e->n_gpus, get_i(ald, &held[i], "gpu_id"));
+        const struct node_info *n =
+            FIND_BY_ID(e->nodes, e->n_nodes, get_i(ald, &held[i], "node_id"));
+        int64_t id;
+        set_i(ald, &al, "workload_id", st->id);
+        set_i(ald, &al, "project_id", get_i(d, &w, "project_id"));
+        set_i(ald, &al, "replica", get_i(ald, &held[i], "replica"));
+        set_i(ald, &al, "node_id", get_i(ald, &held[i], "node_id"));
+        set_i(ald, &al, "gpu_id", get_i(ald, &held[i], "gpu_id"));
+        set_i(ald, &al, "gpu_class_id", get_i(ald, &held[i], "gpu_class_id"));
+        set_i(ald, &al, "milli", get_i(ald, &held[i], "milli"));
+        set_s(ald, a, &al, "priority_class", get_s(d, &w, "priority_class"));
+        borrowed |= get_i(ald, &held[i], "borrowed") != 0;
+        set_i(ald, &al, "borrowed", get_i(ald, &held[i], "borrowed"));
+        set_i(ald, &al, "started_ms", at);
+        set_null(ald, &al, "ended_ms");
+        set_s(ald, a, &al, "end_reason", "");
+        rc = store_insert(e->db, ald, &al, &id, ei);
+        act->gpus[i] = get_i(ald, &held[i], "gpu_id");
+        act->milli[i] = (int32_t)get_i(ald, &held[i], "milli");
+        act->replica[i] = (int32_t)get_i(ald, &held[i], "replica");
+        if (where.len < 3000)
+            buf_printf(&where, "%s%s/%d", i ? ", " : "", n ? n->name : "?", g ? g->index : -1);
+    }
+    ni = FIND_BY_ID(e->nodes, e->n_nodes, get_i(ald, &held[0], "node_id"));
+    set_s(d, a, &w, "state", "running");
+    set_s(d, a, &w, "reason", borrowed ? "running on borrowed capacity" : "running");
+    set_i(d, &w, "started_at", at / 1000);
+    set_null(d, &w, "finished_at");
+    set_null(d, &w, "exit_code");
+    set_null(d, &w, "queued_after");
+    if (ni)
+        set_i(d, &w, "cluster_id", ni->cluster_id);
+    set_i(d, &w, "updated_at", at / 1000);
+    if (rc >= 0)
+        rc = store_update(e->db, d, st->id, &w, ei);
+    if (rc >= 0)
+        rc = add_event(e, a, st->id, get_i(d, &w, "project_id"), at, "admitted",
+                       arena_printf(a,
+                                    "admitted as %s%s on %s: the GPUs of workload %" PRId64
+                                    ", behind which"
+                                    " it waited in its cluster's queue",
+                                    strcmp(get_s(d, &w, "priority_class"), "owned") == 0
+                                        ? "owned (P1) work"
+                                        : "opportunistic (P2) work",
+                                    borrowed ? ", on borrowed capacity" : "",
+                                    where.data ? where.data : "?", st->after_id),
+                       ei);
+    if (rc >= 0)
+        rc = add_event(
+            e, a, st->id, get_i(d, &w, "project_id"), at, "running",
+            arena_printf(a, "started by its backend as workload %" PRId64 " ended", st->after_id),
+            ei);
+    buf_release(&where);
+    act->successor_id = st->id;
+    act->n_held = n_held;
+    return rc;
+}
 
 /*
  * Writes the end of a workload (state, allocations closed, event, ledger) in
@@ -1107,12 +1600,18 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
 {
     const struct resource_def *d = &model_workloads;
     struct sched_workload_info info;
-    struct row w;
+    struct row w, *held = NULL;
+    size_t n_held = 0;
+    const struct staged *next;
     const char *state, *reason, *alloc_reason;
     bool cancel, preempted, requeue;
     int rc;
 
-    *act = (struct end_action){ev->workload_id, ev->at_ms, false, true, 0, -1};
+    memset(act, 0, sizeof(*act));
+    act->workload_id = ev->workload_id;
+    act->at_ms = ev->at_ms;
+    act->skip = true;
+    act->reclaim_ms = -1;
     if (sched_workload_info(e->sched, ev->workload_id, &info) < 0 ||
         info.state == SCHED_QUEUED)
         return 0; /* not ours, or already dealt with */
@@ -1159,12 +1658,26 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
         set_i(d, &w, "preemptions", get_i(d, &w, "preemptions") + 1);
     set_i(d, &w, "updated_at", ev->at_ms / 1000);
     rc = store_update(e->db, d, ev->workload_id, &w, ei);
+    /*
+     * Work queued behind it in its backend starts there now, on its GPUs:
+     * unless it ended in a way Slurm's own queue does not follow (preempted:
+     * taken back before the stop; lost or never started).
+     */
+    next = staged_behind(e, ev->workload_id);
+    if (next && (preempted || ev->how == BACKEND_LOST || ev->how == BACKEND_NOT_STARTED)) {
+        act->unstage_id = next->id;
+        next = NULL;
+    }
+    if (rc >= 0 && next)
+        rc = open_allocations(e, ev->workload_id, a, &held, &n_held, ei);
     if (rc >= 0)
         rc = close_allocations(e, ev->workload_id, ev->how == BACKEND_NOT_STARTED ? -1 : ev->at_ms,
                                alloc_reason, a, ei);
     if (rc >= 0)
         rc = add_event(e, a, ev->workload_id, get_i(d, &w, "project_id"), ev->at_ms,
                        requeue ? "requeued" : preempted ? "preempted" : state, reason, ei);
+    if (rc >= 0 && next)
+        rc = hand_over(e, next, held, n_held, ev->at_ms, a, act, ei);
     if (rc >= 0 && info.state == SCHED_PREEMPTING)
         rc = victim_released(e, ev->workload_id, ev->at_ms, a, &act->reclaim_ms, ei);
     act->outcome = preempted ? 3 : cancel ? 2 : strcmp(state, "succeeded") == 0 ? 0 : 1;
@@ -1184,6 +1697,17 @@ static void apply_end(struct engine *e, const struct end_action *act)
         sched_cancel(e->sched, act->workload_id, act->at_ms);
     else
         sched_released(e->sched, act->workload_id, act->at_ms);
+    if (act->successor_id) {
+        staged_remove(e, act->successor_id);
+        if (sched_restore_running(e->sched, &act->successor, act->gpus, act->milli, act->replica,
+                                  act->n_held, act->at_ms, false) < 0) {
+            log_error("the scheduler refused work its backend started in another's place; "
+                      "rebuilding from the store");
+            e->reload = true;
+        }
+    }
+    if (act->unstage_id)
+        unstage(e, act->unstage_id, "the workload it waited for did not end normally", act->at_ms);
 }
 
 /*
@@ -1192,9 +1716,9 @@ static void apply_end(struct engine *e, const struct end_action *act)
  * the engine's own lists are put back and each end is tried on its own, so
  * one bad record cannot hold back the others.
  */
-static void handle_ends(struct engine *e, const struct backend_event *evs, size_t n)
+static void handle_batch(struct engine *e, const struct backend_event *evs, size_t n)
 {
-    struct end_action *acts = xcalloc(n + 1, sizeof(*acts));
+    struct end_action *acts;
     int64_t *cancelling = xcalloc(e->n_cancelling + 1, sizeof(int64_t));
     struct pending_victim *victims = xcalloc(e->n_victims + 1, sizeof(*victims));
     size_t n_cancelling = e->n_cancelling, n_victims = e->n_victims;
@@ -1202,6 +1726,12 @@ static void handle_ends(struct engine *e, const struct backend_event *evs, size_
     struct arena a;
     int rc;
 
+    if (n == 0) {
+        free(cancelling);
+        free(victims);
+        return;
+    }
+    acts = xcalloc(n + 1, sizeof(*acts));
     if (n_cancelling)
         memcpy(cancelling, e->cancelling, n_cancelling * sizeof(int64_t));
     if (n_victims)
@@ -1241,6 +1771,50 @@ static void handle_ends(struct engine *e, const struct backend_event *evs, size_
     free(acts);
     free(cancelling);
     free(victims);
+}
+
+/*
+ * Records ends. Those of work out of the scheduler because its backend holds
+ * it queued behind other work (or is giving it back) take another path, in
+ * order: what comes before them is recorded first, since the end of the
+ * work such a one waits for hands it its GPUs; and its own end always comes
+ * after that one's, whatever Slurm's whole-second times say.
+ */
+static void handle_ends(struct engine *e, const struct backend_event *evs, size_t n)
+{
+    struct backend_event *order;
+    size_t start = 0;
+
+    if (e->n_staged == 0 && e->n_unstaging == 0) {
+        handle_batch(e, evs, n);
+        return;
+    }
+    order = xcalloc(n + 1, sizeof(*order));
+    memcpy(order, evs, n * sizeof(*order));
+    for (size_t i = 0; i < n; i++) {
+        const struct staged *st = staged_find(e, order[i].workload_id);
+        for (size_t j = n; st && j-- > i + 1;) {
+            if (order[j].workload_id == st->after_id) {
+                struct backend_event ev = order[i];
+                memmove(&order[i], &order[i + 1], (j - i) * sizeof(*order));
+                order[j] = ev;
+                i--; /* look at what moved into place i */
+                break;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!staged_find(e, order[i].workload_id) && !unstaging_find(e, order[i].workload_id))
+            continue;
+        handle_batch(e, order + start, i - start);
+        start = i;
+        if (staged_find(e, order[i].workload_id) || unstaging_find(e, order[i].workload_id)) {
+            side_end(e, &order[i]);
+            start = i + 1;
+        }
+    }
+    handle_batch(e, order + start, n - start);
+    free(order);
 }
 
 /* ---- the loop ---- */
@@ -2280,6 +2854,7 @@ static void iterate(struct engine *e)
                   ei.message);
         rebuild(e, "decisions not written");
     }
+    stage_successors(e, now);
     meter_chores(e, now);
     idle_chores(e, now);
     slurm_sync(e, now);
@@ -2403,6 +2978,9 @@ void engine_stop(struct engine *e)
     free(e->inbox);
     free(e->cancelling);
     free(e->victims);
+    free(e->staged);
+    free(e->unstaging);
+    free(e->no_stage);
     free(e->changes);
     arena_release(&e->change_arena);
     sched_decisions_release(&e->dec);
@@ -2460,6 +3038,7 @@ static int cancel_queued(struct engine *e, int64_t id, struct error_info *ei)
     if (rc >= 0) {
         set_s(&model_workloads, &a, &w, "state", "cancelled");
         set_s(&model_workloads, &a, &w, "reason", "cancelled while queued");
+        set_null(&model_workloads, &w, "queued_after");
         set_i(&model_workloads, &w, "finished_at", now / 1000);
         set_i(&model_workloads, &w, "updated_at", now / 1000);
         rc = store_update(e->db, &model_workloads, id, &w, ei);
@@ -2475,6 +3054,29 @@ static int cancel_queued(struct engine *e, int64_t id, struct error_info *ei)
         sched_cancel(e->sched, id, now);
     arena_release(&a);
     return rc;
+}
+
+/*
+ * Cancels queued work the scheduler does not hold: queued ahead in its
+ * backend (its pending job is cancelled there) or being taken back from it.
+ */
+static int cancel_aside(struct engine *e, int64_t id, struct error_info *ei)
+{
+    struct staged *st = staged_find(e, id);
+    struct unstaging *u;
+    int rc = cancel_queued(e, id, ei); /* the store's record; the scheduler does not know it */
+
+    if (rc < 0)
+        return rc;
+    if (st) {
+        struct backend *b = st->b;
+        staged_remove(e, id);
+        b->ops->stop(b, id, 0, time_now_ms());
+        *APPEND(e->unstaging, e->n_unstaging, e->cap_unstaging) = (struct unstaging){id, false};
+    } else if ((u = unstaging_find(e, id))) {
+        u->requeue = false;
+    }
+    return 0;
 }
 
 /*
@@ -2517,7 +3119,9 @@ int engine_cancel(struct engine *e, int64_t workload_id, struct error_info *ei)
     pthread_mutex_lock(&e->lock);
     /* Work submitted a moment ago may still be in the inbox. */
     take_inbox(e, time_now_ms());
-    if (sched_workload_info(e->sched, workload_id, &info) < 0) {
+    if (staged_find(e, workload_id) || unstaging_find(e, workload_id)) {
+        rc = cancel_aside(e, workload_id, ei);
+    } else if (sched_workload_info(e->sched, workload_id, &info) < 0) {
         rc = errinfo_set(ei, ERR_CONFLICT, NULL, "workload %" PRId64 " has already ended",
                          workload_id);
     } else if (info.state == SCHED_QUEUED) {
@@ -2596,8 +3200,18 @@ int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending 
 {
     struct sched_workload_info info;
     int rc;
+    const struct staged *st;
     memset(ret, 0, sizeof(*ret));
     pthread_mutex_lock(&e->lock);
+    if ((st = staged_find(e, workload_id))) {
+        ret->queued = true;
+        ret->position = 1; /* next on those GPUs, ahead of the scheduler's queue */
+        snprintf(ret->reason, sizeof(ret->reason),
+                 "queued in Slurm behind workload %" PRId64 ": starts on its GPUs when it ends",
+                 st->after_id);
+        pthread_mutex_unlock(&e->lock);
+        return 0;
+    }
     rc = sched_workload_info(e->sched, workload_id, &info);
     if (rc == 0 && info.state == SCHED_QUEUED) {
         ret->queued = true;
@@ -2630,9 +3244,10 @@ int engine_metrics_write(struct engine *e, struct buf *b)
 
     pthread_mutex_lock(&e->lock);
     sched_count_states(e->sched, counts);
+    counts[SCHED_QUEUED] += (int64_t)e->n_staged;
     rc |= metrics_header(b, "gpuaas_workloads", "gauge",
                          "Workloads the scheduler holds, by state (admitted work counts as "
-                         "running).");
+                         "running; queued, work queued ahead in a Slurm cluster's own queue).");
     for (int st = SCHED_QUEUED; st <= SCHED_PREEMPTING; st++)
         rc |= metrics_sample(b, "gpuaas_workloads", (const char *[]){"state", states[st], NULL},
                              counts[st]);

@@ -46,6 +46,11 @@ struct engine_options {
     int64_t idle_stop_p2_ms;     /* opportunistic work idle this long is stopped; 0: off */
     int64_t slurm_sync_ms;       /* Slurm clusters: how often nodes and GPUs are read from Slurm */
     int64_t slurm_poll_ms;       /* Slurm clusters: least time between two squeue runs */
+    /*
+     * Slurm clusters: queue the next workload for a running one's GPUs in
+     * Slurm behind it (sched_successor, backend_slurm_launch_after).
+     */
+    bool slurm_queue_ahead;
     const struct sched_policy *policy; /* placement; NULL: the built-in best-fit. Not owned */
     /*
      * Local clusters: this machine's GPUs as declared (local-gpus), used when

@@ -993,41 +993,51 @@ static bool same_shape(const struct sched_workload_spec *a, const struct sched_w
            a->same_block == b->same_block;
 }
 
-int sched_successor(const struct sched *s, int64_t running_id, int64_t *ret_id)
+int sched_successor_like(const struct sched *s, const struct sched_workload_spec *like,
+                         int64_t *ret_id)
 {
-    int32_t w = idmap_get(&s->workload_ids, running_id);
-    const struct workload *r;
+    int32_t cls = idmap_get(&s->class_ids, like->class_id);
+    int32_t proj = idmap_get(&s->project_ids, like->project_id);
     const struct project *p;
 
-    if (w == NONE)
-        return SCHED_ENOENT;
-    r = &s->wls[w];
-    if (r->state != SCHED_RUNNING || r->cls == NONE || r->spec.replicas != 1 ||
-        r->spec.gpu_milli < WHOLE || r->spec.gpu_milli % WHOLE != 0 || r->n_assigns < 1 ||
-        s->classes[r->cls].hol_reserver != NONE || r->at[0] == NONE ||
-        s->nodes[r->at[0]].reserved_for != NONE)
+    if (cls == NONE || proj == NONE || like->replicas != 1 || like->gpu_milli < WHOLE ||
+        like->gpu_milli % WHOLE != 0 || s->classes[cls].hol_reserver != NONE)
         return SCHED_ENOENT;
     for (int32_t i = 0; i < s->n_projects; i++) {
         const struct project *q = &s->projects[i];
-        if (i == r->project)
+        if (i == proj)
             continue;
         for (int32_t k = 0; k < q->n_quotas; k++) {
-            if (q->quotas[k].cls == r->cls && q->quotas[k].queued > 0)
+            if (q->quotas[k].cls == cls && q->quotas[k].queued > 0)
                 return SCHED_ENOENT; /* another project waits for this class: a pass decides */
         }
     }
-    p = &s->projects[r->project];
+    p = &s->projects[proj];
     for (int32_t i = 0; i < p->queue.n; i++) {
         const struct workload *q = &s->wls[p->queue.v[i]];
-        if (q->cls != r->cls)
+        if (q->cls != cls)
             continue;
-        if (q->state != SCHED_QUEUED || !same_shape(&q->spec, &r->spec) ||
-            q->victims_pending > 0 || q->reclaim_ready || q->reserved.n > 0)
+        if (q->state != SCHED_QUEUED || !same_shape(&q->spec, like) || q->victims_pending > 0 ||
+            q->reclaim_ready || q->reserved.n > 0)
             return SCHED_ENOENT;
         *ret_id = q->spec.id;
         return 0;
     }
     return SCHED_ENOENT;
+}
+
+int sched_successor(const struct sched *s, int64_t running_id, int64_t *ret_id)
+{
+    int32_t w = idmap_get(&s->workload_ids, running_id);
+    const struct workload *r;
+
+    if (w == NONE)
+        return SCHED_ENOENT;
+    r = &s->wls[w];
+    if (r->state != SCHED_RUNNING || r->cls == NONE || r->n_assigns < 1 || r->at[0] == NONE ||
+        s->nodes[r->at[0]].reserved_for != NONE)
+        return SCHED_ENOENT;
+    return sched_successor_like(s, &r->spec, ret_id);
 }
 
 int sched_project_usage(const struct sched *s, int64_t project_id, int64_t class_id,

@@ -350,6 +350,13 @@ int sched_workload_info(const struct sched *s, int64_t workload_id,
  * *ret_id set, or SCHED_ENOENT (no such running workload, or no successor).
  */
 int sched_successor(const struct sched *s, int64_t running_id, int64_t *ret_id);
+/*
+ * The same for work the scheduler no longer holds that will run like `like`
+ * (work already queued ahead, whose own successor is wanted): the queue
+ * rules of sched_successor, without those of a running workload.
+ */
+int sched_successor_like(const struct sched *s, const struct sched_workload_spec *like,
+                         int64_t *ret_id);
 
 /* How many workloads the scheduler holds in each state: ret[SCHED_QUEUED] ...
  * ret[SCHED_PREEMPTING]. */
