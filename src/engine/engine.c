@@ -29,6 +29,7 @@
 struct node_info {
     int64_t id, cluster_id;
     char *name;
+    bool ready; /* state "ready": not drained or down */
 };
 
 struct gpu_info {
@@ -537,8 +538,9 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
         if (strcmp(state, "ready") != 0)
             sched_set_node_state(e->sched, ns.id,
                                  strcmp(state, "drain") == 0 ? SCHED_NODE_DRAIN : SCHED_NODE_DOWN);
-        e->nodes[e->n_nodes++] = (struct node_info){ns.id, ns.cluster_id,
-                                                    xstrdup(get_s(&model_nodes, r, "name"))};
+        e->nodes[e->n_nodes++] =
+            (struct node_info){ns.id, ns.cluster_id, xstrdup(get_s(&model_nodes, r, "name")),
+                               strcmp(state, "ready") == 0};
     }
     if (rc >= 0)
         rc = load_all(e, &model_gpus, NULL, a, &rows, &n, ei);
@@ -665,6 +667,7 @@ static void launch_of(struct engine *e, const struct row *w, const struct sched_
 
 static int record_unstage(struct engine *e, int64_t id, const char *why, int64_t now,
                           struct error_info *ei);
+static void unstage(struct engine *e, int64_t id, const char *why, int64_t now);
 
 /*
  * Restore of work its backend holds queued behind running work (w's
@@ -696,7 +699,7 @@ static void restore_staged(struct engine *e, bool adopt, const struct row *w,
         ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
     if (ni)
         b = backend_of(e, ni->cluster_id);
-    if (!b || strcmp(b->ops->name, "slurm") != 0 || spec_of(e, w, &sp) < 0) {
+    if (!b || strcmp(b->ops->name, "slurm") != 0) {
         char wid[24];
         snprintf(wid, sizeof(wid), "%" PRId64, id);
         log_warn("work queued ahead behind work that holds nothing: queued here again", "workload",
@@ -713,7 +716,12 @@ static void restore_staged(struct engine *e, bool adopt, const struct row *w,
         launch_of(e, w, as, k, a, &l);
         b->ops->adopt(b, &l, now, now, &ei);
     }
+    if (spec_of(e, w, &sp) < 0)
+        memset(&sp, 0, sizeof(sp));
     *APPEND(e->staged, e->n_staged, e->cap_staged) = (struct staged){id, after, b, sp};
+    /* Slurm would never start it on a node drained or down, nor could it be recorded running. */
+    if (!ni->ready || sp.id == 0)
+        unstage(e, id, !ni->ready ? "its node is not ready" : "its flavor is gone", now);
 }
 
 static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct arena *a,
@@ -1071,7 +1079,6 @@ out:
 }
 
 static void handle_ends(struct engine *e, const struct backend_event *evs, size_t n);
-static void unstage(struct engine *e, int64_t id, const char *why, int64_t now);
 
 /* Admitted work its backend has started is running: one transaction for the round. */
 static int mark_running(struct engine *e, struct row *rows, const bool *started, int64_t now,
@@ -1343,6 +1350,11 @@ static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t
         as[i] = (struct sched_assign){
             (int32_t)get_i(ald, &held[i], "replica"), get_i(ald, &held[i], "node_id"),
             get_i(ald, &held[i], "gpu_id"), (int32_t)get_i(ald, &held[i], "milli")};
+    ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
+    if (!ni || !ni->ready) {
+        arena_release(&a);
+        return; /* Slurm would hold it until the node is back */
+    }
     launch_of(e, &w, as, n_held, &a, &l);
     if (backend_slurm_launch_after(b, &l, after_id, now, &ei) < 0) {
         log_warn("could not queue work ahead in its cluster; it waits here", "workload", wid,
@@ -1353,15 +1365,13 @@ static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t
     }
     /* Out of the scheduler's queue from now; the store says where it waits. */
     sched_cancel(e->sched, id, now);
-    ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
     set_i(d, &w, "queued_after", after_id);
     set_s(d, &a, &w, "reason",
           arena_printf(&a,
                        "queued in Slurm behind workload %" PRId64 " on %s: starts on its GPUs"
                        " when it ends",
-                       after_id, ni ? ni->name : "?"));
-    if (ni)
-        set_i(d, &w, "cluster_id", ni->cluster_id);
+                       after_id, ni->name));
+    set_i(d, &w, "cluster_id", ni->cluster_id);
     set_i(d, &w, "updated_at", now / 1000);
     rc = store_begin(e->db, &ei);
     if (rc >= 0)
@@ -1525,10 +1535,9 @@ static int hand_over(struct engine *e, const struct staged *st, const struct row
         return errinfo_set(ei, ERR_INTERNAL, NULL, "workload %" PRId64 " held %zu devices",
                            st->after_id, n_held);
     rc = store_get(e->db, d, st->id, a, &w, ei);
-    if (rc >= 0 && spec_of(e, &w, &act->successor) < 0)
-        rc = errinfo_set(ei, ERR_INTERNAL, NULL, "workload %" PRId64 ": flavor unknown", st->id);
     if (rc < 0)
         return rc;
+    act->successor = st->spec;
     buf_init(&where, 4096);
     for (size_t i = 0; rc >= 0 && i < n_held; i++) {
         struct row al = model_row_new(ald, a);
@@ -1664,7 +1673,8 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
      * taken back before the stop; lost or never started).
      */
     next = staged_behind(e, ev->workload_id);
-    if (next && (preempted || ev->how == BACKEND_LOST || ev->how == BACKEND_NOT_STARTED)) {
+    if (next && (preempted || ev->how == BACKEND_LOST || ev->how == BACKEND_NOT_STARTED ||
+                 next->spec.id == 0)) {
         act->unstage_id = next->id;
         next = NULL;
     }
@@ -1699,6 +1709,8 @@ static void apply_end(struct engine *e, const struct end_action *act)
         sched_released(e->sched, act->workload_id, act->at_ms);
     if (act->successor_id) {
         staged_remove(e, act->successor_id);
+        metrics_histogram_observe(&e->metrics.queue_wait,
+                                  (act->at_ms - act->successor.submit_ms) * 1000);
         if (sched_restore_running(e->sched, &act->successor, act->gpus, act->milli, act->replica,
                                   act->n_held, act->at_ms, false) < 0) {
             log_error("the scheduler refused work its backend started in another's place; "

@@ -1377,6 +1377,9 @@ static void test_successor(void **state)
     assert_int_equal(sched_cancel(f.s, 3, 110), 0);
     assert_int_equal(sched_successor(f.s, 2, &next), 0);
     assert_int_equal(next, 4);
+    /* 3, out of the queue and waiting in the backend, has 4 for its own successor. */
+    assert_int_equal(sched_successor_like(f.s, &w3, &next), 0);
+    assert_int_equal(next, 4);
 
     /* 1 ends: 3 runs on its GPU from then; the project holds what it held. */
     assert_int_equal(usage(&f, 10, C1).p2, 2000);
@@ -1404,6 +1407,7 @@ static void test_successor(void **state)
     w7.priority = 5;
     submit(&f, &w7, 700);
     assert_int_equal(sched_successor(f.s, 3, &next), SCHED_ENOENT);
+    assert_int_equal(sched_successor_like(f.s, &w3, &next), SCHED_ENOENT);
     assert_int_equal(sched_cancel(f.s, 7, 710), 0);
 
     /* Shares and gangs have none. */

@@ -9,10 +9,16 @@
 # "staged") and Slurm starts it the moment R ends, on R's GPUs. Then:
 #   1. S runs at R's end: events staged, admitted, running, succeeded; its
 #      allocations on R's GPU rows, opened when R's closed; no GPU held twice.
+#   1b. Two deep and no deeper: a third waits in gpuaas until the first has
+#      ended, then behind the second; all on the first one's GPUs, each from
+#      the end of the one before.
+#   1c. The node drained in Slurm: what waits there is taken back (event
+#      "unstaged", its job cancelled) and runs as usual once the node is back.
 #   2. A staged S cancelled: it ends cancelled, its pending Slurm job is
 #      cancelled and its command never runs.
-#   3. gpuaasd killed (SIGKILL) and restarted while S is staged: S is still
-#      queued behind R, still one Slurm job, and runs once when R ends.
+#   3. gpuaasd killed (SIGKILL) and restarted while S is staged behind R and
+#      S2 behind S: both still queued behind theirs, still one Slurm job
+#      each, and each runs once, on R's GPUs.
 #   4. R borrowed (P2) and reclaimed by the owners' P1 work: S is taken back
 #      first (event "unstaged", its Slurm job cancelled), R is preempted, the
 #      P1 work runs, then S runs as usual.
@@ -193,6 +199,67 @@ b_start=$(alloc_times "$B" started_ms)
 expect_eq "$b_start" "$a_end" "workload B's allocations' start (A's allocations' end)"
 check_no_overlap "after B"
 
+# 1b. Two deep, and no deeper: B1 waits behind A1 and B2 behind B1; B3 waits
+# in gpuaas until A1 ends (B2 is then one deep), then behind B2. Each runs on
+# A1's GPUs from the end of the one before.
+A1=$(submit owners -- sh -c "$(held A1)")
+B1=$(submit owners -- sh -c "$(held B1)")
+B2=$(submit owners -- sh -c 'echo B2-ran; sleep 1.2')
+B3=$(submit owners -- sh -c 'echo B3-ran; sleep 1.2')
+wait_state "$A1" running 30
+wait_log "$A1" A1-start
+wait_staged "$B1" "$A1"
+wait_staged "$B2" "$B1"
+expect_contains "$(slurm_job "$(job_of "$B2")" %E)" "afterany:$(job_of "$B1")" \
+  "the dependency of workload B2's Slurm job (on B1's)"
+sleep 1 # a third would have been staged by now
+expect_eq "$(queued_after_of "$B3")" null "queued_after of B3 while two wait ahead of it"
+expect_eq "$(jobs_of "$B3")" "" "B3's Slurm jobs while two wait ahead of it"
+release A1
+wait_log "$B1" B1-start
+wait_state "$B1" running 20
+wait_staged "$B3" "$B2"
+expect_eq "$(state_of "$B2")" queued "workload B2 while B1 runs"
+release B1
+wait_state "$B2" succeeded 30
+wait_state "$B3" succeeded 30
+a1_gpus=$(gpus_of "$A1")
+for w in "$B1" "$B2" "$B3"; do
+  expect_eq "$(gpus_of "$w")" "$a1_gpus" "workload $w's GPU rows (A1's)"
+done
+expect_eq "$(alloc_times "$B1" started_ms)" "$(alloc_times "$A1" ended_ms)" "B1's start (A1's end)"
+expect_eq "$(alloc_times "$B2" started_ms)" "$(alloc_times "$B1" ended_ms)" "B2's start (B1's end)"
+expect_eq "$(alloc_times "$B3" started_ms)" "$(alloc_times "$B2" ended_ms)" "B3's start (B2's end)"
+for w in B2 B3; do
+  id=${!w}
+  expect_eq "$(marker_count "$id" "$w-ran")" 1 "$w-ran lines in $w's log"
+done
+check_no_overlap "after the chain"
+
+# 1c. The node drained in Slurm: what waits there is taken back (Slurm would
+# not start it), and runs later as usual once the node is back.
+G=$(submit owners -- sh -c "$(held G)")
+H=$(submit owners -- sh -c 'echo H-ran; sleep 1.2')
+wait_state "$G" running 30
+wait_log "$G" G-start
+wait_staged "$H" "$G"
+h_job=$(job_of "$H")
+scontrol update nodename="$(slurm_job "$(job_of "$G")" %N)" state=drain reason=queue-ahead-test
+deadline=$((SECONDS + 15))
+until [ "$(queued_after_of "$H")" = null ]; do
+  [ $SECONDS -lt $deadline ] || fail "workload H still queued behind G on a drained node: $BODY"
+  sleep 0.2
+done
+expect_contains "$(jq -r .reason <<<"$BODY")" queued "workload H's reason, taken back"
+expect_contains ",$(event_types "$H")," ",staged,unstaged," "workload H's events"
+wait_slurm_gone "$h_job" "workload H, its node drained"
+scontrol update nodename="$(slurm_job "$(job_of "$G")" %N)" state=resume
+release G
+wait_state "$G" succeeded 20
+wait_state "$H" succeeded 40
+expect_eq "$(marker_count "$H" H-ran)" 1 "H-ran lines in H's log"
+check_no_overlap "after the drain"
+
 # 2. A staged D cancelled: its pending Slurm job goes, its command never runs.
 C=$(submit owners -- sh -c "$(held C)")
 D=$(submit owners -- sh -c 'echo D-ran; sleep 1.2')
@@ -215,14 +282,17 @@ expect_eq "$(marker_count "$D" D-ran)" 0 "D-ran lines in cancelled workload D's 
 expect_eq "$(db "SELECT count(*) FROM allocations WHERE workload_id = $D")" 0 "cancelled workload D's allocations"
 expect_eq "$(state_of "$D")" cancelled "workload D, after C ended"
 
-# 3. gpuaasd killed and restarted while F is staged behind E.
+# 3. gpuaasd killed and restarted while F is staged behind E, and F2 behind F.
 E=$(submit owners -- sh -c "$(held E)")
 F=$(submit owners -- sh -c 'echo F-ran; sleep 1.2')
+F2=$(submit owners -- sh -c 'echo F2-ran; sleep 1.2')
 wait_state "$E" running 30
 wait_log "$E" E-start
 wait_staged "$F" "$E"
 check_slurm_staged "$F" "$E"
 f_job=$STAGED_JOB
+wait_staged "$F2" "$F"
+f2_job=$(job_of "$F2")
 kill_daemon
 sleep 1
 start_daemon "$TMP/gpuaas.db" "${daemon_flags[@]}"
@@ -235,9 +305,15 @@ expect_eq "$(jq -r .state <<<"$BODY")" queued "workload F, 2 s after the restart
 expect_eq "$(jobs_of "$F")" "$f_job" "workload F's Slurm jobs after the restart (the one staged before it)"
 expect_eq "$(slurm_job "$f_job" '%T %r')" "PENDING Dependency" "workload F's Slurm job after the restart"
 expect_eq "$(state_of "$E")" running "workload E after the restart"
+expect_eq "$(queued_after_of "$F2")" "$F" "queued_after of workload F2 after the restart"
+expect_eq "$(jobs_of "$F2")" "$f2_job" "workload F2's Slurm jobs after the restart"
 release E
 wait_state "$E" succeeded 20
 wait_state "$F" succeeded 20
+wait_state "$F2" succeeded 20
+expect_eq "$(marker_count "$F2" F2-ran)" 1 "F2-ran lines in F2's log"
+expect_eq "$(gpus_of "$F2")" "$(gpus_of "$E")" "workload F2's GPU rows (E's)"
+expect_eq "$(alloc_times "$F2" started_ms)" "$(alloc_times "$F" ended_ms)" "F2's start (F's end)"
 expect_eq "$(queued_after_of "$F")" null "queued_after of workload F once it ran"
 expect_eq "$(jobs_of "$F")" "$f_job" "workload F's Slurm jobs"
 expect_eq "$(slurm_job "$f_job" %T)" COMPLETED "workload F's Slurm job"
@@ -301,7 +377,7 @@ expect_eq "$(db "SELECT DISTINCT end_reason FROM allocations WHERE workload_id =
 # 5. Usage: every allocation closed, no GPU held twice, each run metered once.
 expect_eq "$(db "SELECT count(*) FROM allocations WHERE ended_ms IS NULL")" 0 "open allocations"
 check_no_overlap "at the end"
-for w in "$A" "$B" "$C" "$E" "$F" "$R" "$P" "$S"; do
+for w in "$A" "$B" "$A1" "$B1" "$B2" "$B3" "$G" "$H" "$C" "$E" "$F" "$F2" "$R" "$P" "$S"; do
   expect_eq "$(db "SELECT count(*) FROM usage_records WHERE workload_id = $w")" 1 "usage records of workload $w"
 done
 expect_eq "$(db "SELECT count(*) FROM usage_records WHERE workload_id = $D")" 0 "usage records of cancelled workload D"
