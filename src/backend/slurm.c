@@ -964,6 +964,8 @@ static int slurm_launch(struct backend *b, const struct backend_launch *l, int64
     return launch(slurm_of(b), l, 0, now_ms, ei);
 }
 
+static const struct backend_ops slurm_ops;
+
 /*
  * Whether a job is one that work can be queued behind: Slurm has it (queued
  * or running: a job that ends within a second must have its follower before
