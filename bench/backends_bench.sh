@@ -162,5 +162,5 @@ awk -v n="$jobs" -v s="$slurm_s" -v l="$local_s" -v o="$onslurm_s" -v p="$p50" -
   printf "gpuaas on local:  %7.2f s  %8.1f jobs/s  (%.1fx slurm), submit->start p50 %d ms; the %d submissions took %.2f s\n", l, n / l, (n / l) / (n / s), p, n, span / 1000
   printf "gpuaas on local, %d more at %d/s (10x slurm alone; sent at %.0f/s): submit->start p50 %d ms, p99 %d ms\n", n, rate, n / (pspan / 1000), pp50, pp99
   printf "gpuaas on local, cgroups with the flavor limits (%s): %.2f s  %.1f jobs/s  (%.1fx slurm)\n", cgw, cg, n / cg, (n / cg) / (n / s)
-  printf "gpuaas on slurm:  %7.2f s  %8.1f jobs/s  (+%.1f%% over slurm alone), %d not succeeded\n", o, n / o, (o - s) / s * 100, f
+  printf "gpuaas on slurm:  %7.2f s  %8.1f jobs/s  (%+.1f%% against slurm alone), %d not succeeded\n", o, n / o, (o - s) / s * 100, f
 }'

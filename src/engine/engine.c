@@ -729,6 +729,7 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
 {
     struct row *rows, *allocs, *ledger, *staged_rows = NULL;
     size_t n, n_allocs, n_ledger, n_staged_rows = 0, cap_staged_rows = 0;
+    bool *done;
     int rc;
 
     rc = load_all(e, &model_workloads, "queued", a, &rows, &n, ei);
@@ -791,20 +792,20 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
      * Work queued ahead in its backend: followed again, each after the one
      * it waits for (a chain's head first), so that a chain finds its GPUs.
      */
+    done = xcalloc(n_staged_rows + 1, sizeof(*done));
     for (size_t round = 0; rc >= 0 && round < n_staged_rows; round++) {
         for (size_t i = 0; i < n_staged_rows; i++) {
-            const struct row *w = &staged_rows[i];
-            int64_t after = get_i(&model_workloads, w, "queued_after");
-            bool waits_for_staged = false;
-            if (staged_find(e, model_row_id(w)))
-                continue; /* done */
+            int64_t after = get_i(&model_workloads, &staged_rows[i], "queued_after");
+            bool head_waits = false;
             for (size_t k = 0; k < n_staged_rows; k++)
-                waits_for_staged |= model_row_id(&staged_rows[k]) == after &&
-                                    !staged_find(e, after) && round + 1 < n_staged_rows;
-            if (!waits_for_staged)
-                restore_staged(e, adopt, w, allocs, n_allocs, now, a);
+                head_waits |= !done[k] && model_row_id(&staged_rows[k]) == after;
+            if (done[i] || (head_waits && round + 1 < n_staged_rows))
+                continue;
+            restore_staged(e, adopt, &staged_rows[i], allocs, n_allocs, now, a);
+            done[i] = true;
         }
     }
+    free(done);
     free(staged_rows);
     /* Victims still releasing: link them to their preemptor and ledger entry again. */
     if (rc >= 0)
@@ -1329,10 +1330,9 @@ static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t
     struct row w, *held;
     size_t n_held = 0;
     struct arena a;
+    struct sched_workload_spec sp;
     char wid[24];
     int rc;
-
-    struct sched_workload_spec sp;
 
     snprintf(wid, sizeof(wid), "%" PRId64, id);
     arena_init(&a);
@@ -1393,12 +1393,19 @@ static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t
     arena_release(&a);
 }
 
-/* After a pass: queue ahead, in Slurm, the next work for running work's GPUs where it is certain.
- */
+/* After a pass: queues ahead in Slurm the next work for running work's GPUs, where certain. */
 static void stage_successors(struct engine *e, int64_t now)
 {
     if (!e->opt.slurm_queue_ahead)
         return;
+    /* Another project now waits for that class: the scheduler, not the queue, decides. */
+    for (size_t i = 0; i < e->n_staged;) {
+        const struct staged *st = &e->staged[i];
+        if (sched_others_wait(e->sched, st->spec.project_id, st->spec.class_id))
+            unstage(e, st->id, "other work now waits for this GPU class", now);
+        else
+            i++;
+    }
     for (size_t b = 0; b < e->n_backends; b++) {
         int64_t ids[256];
         size_t n;
@@ -1581,8 +1588,7 @@ static int hand_over(struct engine *e, const struct staged *st, const struct row
         rc = add_event(e, a, st->id, get_i(d, &w, "project_id"), at, "admitted",
                        arena_printf(a,
                                     "admitted as %s%s on %s: the GPUs of workload %" PRId64
-                                    ", behind which"
-                                    " it waited in its cluster's queue",
+                                    ", which it waited behind in its cluster's queue",
                                     strcmp(get_s(d, &w, "priority_class"), "owned") == 0
                                         ? "owned (P1) work"
                                         : "opportunistic (P2) work",

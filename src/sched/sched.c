@@ -993,6 +993,30 @@ static bool same_shape(const struct sched_workload_spec *a, const struct sched_w
            a->same_block == b->same_block;
 }
 
+/* Whether queued work of another project than proj waits for class cls, or a reservation. */
+static bool others_wait(const struct sched *s, int32_t proj, int32_t cls)
+{
+    if (s->classes[cls].hol_reserver != NONE)
+        return true;
+    for (int32_t i = 0; i < s->n_projects; i++) {
+        const struct project *q = &s->projects[i];
+        if (i == proj)
+            continue;
+        for (int32_t k = 0; k < q->n_quotas; k++) {
+            if (q->quotas[k].cls == cls && q->quotas[k].queued > 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+bool sched_others_wait(const struct sched *s, int64_t project_id, int64_t class_id)
+{
+    int32_t cls = idmap_get(&s->class_ids, class_id);
+    int32_t proj = idmap_get(&s->project_ids, project_id);
+    return cls != NONE && proj != NONE && others_wait(s, proj, cls);
+}
+
 int sched_successor_like(const struct sched *s, const struct sched_workload_spec *like,
                          int64_t *ret_id)
 {
@@ -1000,18 +1024,10 @@ int sched_successor_like(const struct sched *s, const struct sched_workload_spec
     int32_t proj = idmap_get(&s->project_ids, like->project_id);
     const struct project *p;
 
+    /* Another project waiting for the class, or a reservation in it: a pass decides. */
     if (cls == NONE || proj == NONE || like->replicas != 1 || like->gpu_milli < WHOLE ||
-        like->gpu_milli % WHOLE != 0 || s->classes[cls].hol_reserver != NONE)
+        like->gpu_milli % WHOLE != 0 || others_wait(s, proj, cls))
         return SCHED_ENOENT;
-    for (int32_t i = 0; i < s->n_projects; i++) {
-        const struct project *q = &s->projects[i];
-        if (i == proj)
-            continue;
-        for (int32_t k = 0; k < q->n_quotas; k++) {
-            if (q->quotas[k].cls == cls && q->quotas[k].queued > 0)
-                return SCHED_ENOENT; /* another project waits for this class: a pass decides */
-        }
-    }
     p = &s->projects[proj];
     for (int32_t i = 0; i < p->queue.n; i++) {
         const struct workload *q = &s->wls[p->queue.v[i]];

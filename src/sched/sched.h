@@ -357,6 +357,12 @@ int sched_successor(const struct sched *s, int64_t running_id, int64_t *ret_id);
  */
 int sched_successor_like(const struct sched *s, const struct sched_workload_spec *like,
                          int64_t *ret_id);
+/*
+ * Whether work of another project waits for this class (or a head-of-line
+ * reservation holds some of it): work queued ahead for the project in that
+ * class is no longer certain to be the next choice, and is taken back.
+ */
+bool sched_others_wait(const struct sched *s, int64_t project_id, int64_t class_id);
 
 /* How many workloads the scheduler holds in each state: ret[SCHED_QUEUED] ...
  * ret[SCHED_PREEMPTING]. */

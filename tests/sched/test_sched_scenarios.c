@@ -1393,7 +1393,11 @@ static void test_successor(void **state)
     assert_int_equal(next, 4);
 
     /* Another project waits for C1: only a pass may choose between them. */
+    assert_false(sched_others_wait(f.s, 10, C1));
     submit1(&f, 5, 20, SCHED_P2, C1, 1000, 600);
+    assert_true(sched_others_wait(f.s, 10, C1));
+    assert_true(sched_others_wait(f.s, 20, C1)); /* 10's queued 4 */
+    assert_false(sched_others_wait(f.s, 10, C2));
     assert_int_equal(sched_successor(f.s, 3, &next), SCHED_ENOENT);
     assert_int_equal(sched_cancel(f.s, 5, 610), 0);
     assert_int_equal(sched_successor(f.s, 3, &next), 0);

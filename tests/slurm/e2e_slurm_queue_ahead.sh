@@ -14,6 +14,8 @@
 #      the end of the one before.
 #   1c. The node drained in Slurm: what waits there is taken back (event
 #      "unstaged", its job cancelled) and runs as usual once the node is back.
+#   1d. Another project's work waits for the class: what is queued ahead is
+#      taken back ("other work now waits"), the scheduler decides, both run.
 #   2. A staged S cancelled: it ends cancelled, its pending Slurm job is
 #      cancelled and its command never runs.
 #   3. gpuaasd killed (SIGKILL) and restarted while S is staged behind R and
@@ -260,6 +262,30 @@ wait_state "$H" succeeded 40
 expect_eq "$(marker_count "$H" H-ran)" 1 "H-ran lines in H's log"
 check_no_overlap "after the drain"
 
+# 1d. Another project's work starts waiting for the class: what is queued
+# ahead is taken back, and the scheduler decides who runs next.
+K=$(submit guests -- sh -c "$(held K)")
+L=$(submit guests -- sh -c 'echo L-ran; sleep 1.2')
+wait_state "$K" running 30
+wait_log "$K" K-start
+wait_staged "$L" "$K"
+l_job=$(job_of "$L")
+O=$(submit owners -- sh -c 'echo O-ran; sleep 1.2')
+deadline=$((SECONDS + 10))
+until [ "$(queued_after_of "$L")" = null ]; do
+  [ $SECONDS -lt $deadline ] || fail "workload L still queued ahead while another project waits: $BODY"
+  sleep 0.2
+done
+expect_contains "$("${g[@]}" -o json events --workload "$L" -n 0 | jq -r '.items[] | select(.type == "unstaged") | .message')" \
+  "other work now waits" "why workload L was taken back"
+wait_slurm_gone "$l_job" "workload L, taken back"
+expect_eq "$(state_of "$O")" queued "the other project's workload O while K runs"
+release K
+wait_state "$O" succeeded 40
+wait_state "$L" succeeded 40
+expect_eq "$(marker_count "$L" L-ran)" 1 "L-ran lines in L's log"
+check_no_overlap "after another project came"
+
 # 2. A staged D cancelled: its pending Slurm job goes, its command never runs.
 C=$(submit owners -- sh -c "$(held C)")
 D=$(submit owners -- sh -c 'echo D-ran; sleep 1.2')
@@ -377,7 +403,7 @@ expect_eq "$(db "SELECT DISTINCT end_reason FROM allocations WHERE workload_id =
 # 5. Usage: every allocation closed, no GPU held twice, each run metered once.
 expect_eq "$(db "SELECT count(*) FROM allocations WHERE ended_ms IS NULL")" 0 "open allocations"
 check_no_overlap "at the end"
-for w in "$A" "$B" "$A1" "$B1" "$B2" "$B3" "$G" "$H" "$C" "$E" "$F" "$F2" "$R" "$P" "$S"; do
+for w in "$A" "$B" "$A1" "$B1" "$B2" "$B3" "$G" "$H" "$K" "$L" "$O" "$C" "$E" "$F" "$F2" "$R" "$P" "$S"; do
   expect_eq "$(db "SELECT count(*) FROM usage_records WHERE workload_id = $w")" 1 "usage records of workload $w"
 done
 expect_eq "$(db "SELECT count(*) FROM usage_records WHERE workload_id = $D")" 0 "usage records of cancelled workload D"
