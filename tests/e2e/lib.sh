@@ -130,3 +130,16 @@ wait_state() {
     sleep 0.1
   done
 }
+
+# slurm_cluster GPUS: GPU class h100 and cluster "sl" on the test Slurm that
+# with-slurm.sh stood up ($SLURM_CONF), through "${g[@]}" (the CLI); then waits
+# (20 s at most) until Slurm's node records have brought GPUS GPUs.
+slurm_cluster() {
+  local deadline=$((SECONDS + 20))
+  "${g[@]}" gpu-class create h100 >/dev/null
+  "${g[@]}" cluster create sl --backend slurm --endpoint "${SLURM_CONF:?}" >/dev/null
+  until [ "$("${g[@]}" -o json gpu list --limit 1000 | jq '.items | length')" = "$1" ]; do
+    [ $SECONDS -lt $deadline ] || fail "Slurm's nodes and GPUs did not appear: $("${g[@]}" node list)"
+    sleep 0.2
+  done
+}

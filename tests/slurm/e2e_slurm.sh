@@ -13,14 +13,8 @@
 
 start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s 1 --slurm-sync-s 1
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
-"${g[@]}" gpu-class create h100 >/dev/null
-"${g[@]}" cluster create sl --backend slurm --endpoint "$SLURM_CONF" >/dev/null
 # Nodes and GPUs come from Slurm's node records (gres gpu:h100:8 each).
-deadline=$((SECONDS + 20))
-until [ "$("${g[@]}" -o json gpu list --limit 1000 | jq '.items | length')" = 16 ]; do
-  [ $SECONDS -lt $deadline ] || fail "Slurm's nodes and GPUs did not appear: $("${g[@]}" node list)"
-  sleep 0.2
-done
+slurm_cluster 16
 expect_eq "$("${g[@]}" -o json node list | jq -r '[.items[].name] | sort | join(",")')" node1,node2 \
   "nodes from Slurm"
 [ "$("${g[@]}" -o json node show node1 | jq .cpu_milli)" -gt 0 ] || fail "no CPUs from Slurm"

@@ -36,13 +36,7 @@ grace_s=5
 daemon_flags=(--log-dir "$TMP/logs" --grace-s "$grace_s" --slurm-sync-s 1 --slurm-queue-ahead=1)
 start_daemon "$TMP/gpuaas.db" "${daemon_flags[@]}"
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
-"${g[@]}" gpu-class create h100 >/dev/null
-"${g[@]}" cluster create sl --backend slurm --endpoint "$SLURM_CONF" >/dev/null
-deadline=$((SECONDS + 20))
-until [ "$("${g[@]}" -o json gpu list --limit 1000 | jq '.items | length')" = 8 ]; do
-  [ $SECONDS -lt $deadline ] || fail "Slurm's node and GPUs did not appear: $("${g[@]}" node list)"
-  sleep 0.2
-done
+slurm_cluster 8
 # One workload of this flavor takes the whole node.
 "${g[@]}" flavor create h100.8x --gpu-class h100 --gpu-milli 8000 --vcpus 1 --memory-mib 256 >/dev/null
 "${g[@]}" org create acme >/dev/null
@@ -133,6 +127,18 @@ check_slurm_staged() {
     "the nodes workload $1's Slurm job asks for (workload $2's)"
   [[ "$(slurm_job "$STAGED_JOB" %b)" =~ gpu[:/]h100[:=]8$ ]] ||
     fail "workload $1's Slurm job should ask for gpu:h100:8: $(slurm_job "$STAGED_JOB" %b)"
+}
+# wait_unstaged W WHY: waits (15 s at most) until W is taken back from
+# Slurm's queue: queued_after null, an "unstaged" event whose message has WHY.
+wait_unstaged() {
+  local deadline=$((SECONDS + 15))
+  until [ "$(queued_after_of "$1")" = null ]; do
+    [ $SECONDS -lt $deadline ] || fail "workload $1 still queued in Slurm ($2): $BODY"
+    sleep 0.2
+  done
+  expect_contains "$(jq -r .reason <<<"$BODY")" queued "workload $1's reason, taken back"
+  expect_contains "$("${g[@]}" -o json events --workload "$1" -n 0 |
+    jq -r '.items[] | select(.type == "unstaged") | .message')" "$2" "why workload $1 was taken back"
 }
 # wait_slurm_gone JOB WHAT: waits (5 s at most) until Slurm's JOB is cancelled or forgotten.
 wait_slurm_gone() {
@@ -247,12 +253,7 @@ wait_log "$G" G-start
 wait_staged "$H" "$G"
 h_job=$(job_of "$H")
 scontrol update nodename="$(slurm_job "$(job_of "$G")" %N)" state=drain reason=queue-ahead-test
-deadline=$((SECONDS + 15))
-until [ "$(queued_after_of "$H")" = null ]; do
-  [ $SECONDS -lt $deadline ] || fail "workload H still queued behind G on a drained node: $BODY"
-  sleep 0.2
-done
-expect_contains "$(jq -r .reason <<<"$BODY")" queued "workload H's reason, taken back"
+wait_unstaged "$H" "its node is not ready"
 expect_contains ",$(event_types "$H")," ",staged,unstaged," "workload H's events"
 wait_slurm_gone "$h_job" "workload H, its node drained"
 scontrol update nodename="$(slurm_job "$(job_of "$G")" %N)" state=resume
@@ -271,13 +272,7 @@ wait_log "$K" K-start
 wait_staged "$L" "$K"
 l_job=$(job_of "$L")
 O=$(submit owners -- sh -c 'echo O-ran; sleep 1.2')
-deadline=$((SECONDS + 10))
-until [ "$(queued_after_of "$L")" = null ]; do
-  [ $SECONDS -lt $deadline ] || fail "workload L still queued ahead while another project waits: $BODY"
-  sleep 0.2
-done
-expect_contains "$("${g[@]}" -o json events --workload "$L" -n 0 | jq -r '.items[] | select(.type == "unstaged") | .message')" \
-  "other work now waits" "why workload L was taken back"
+wait_unstaged "$L" "other work now waits"
 wait_slurm_gone "$l_job" "workload L, taken back"
 expect_eq "$(state_of "$O")" queued "the other project's workload O while K runs"
 release K

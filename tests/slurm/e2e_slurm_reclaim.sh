@@ -14,13 +14,7 @@
 grace_s=5
 start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s "$grace_s" --slurm-sync-s 1
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
-"${g[@]}" gpu-class create h100 >/dev/null
-"${g[@]}" cluster create sl --backend slurm --endpoint "$SLURM_CONF" >/dev/null
-deadline=$((SECONDS + 20))
-until [ "$("${g[@]}" -o json gpu list --limit 1000 | jq '.items | length')" = 8 ]; do
-  [ $SECONDS -lt $deadline ] || fail "Slurm's node and GPUs did not appear: $("${g[@]}" node list)"
-  sleep 0.2
-done
+slurm_cluster 8
 "${g[@]}" flavor create h100.8x --gpu-class h100 --gpu-milli 8000 --vcpus 1 --memory-mib 256 >/dev/null
 "${g[@]}" org create acme >/dev/null
 "${g[@]}" project create owners --org acme >/dev/null
