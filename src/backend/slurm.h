@@ -73,9 +73,10 @@ struct slurm_options {
  *    --job-name=gpuaas-<id> --nodelist=<its nodes> --gres=gpu:<n> ...`, its
  *    output appended to <log_dir>/<id>.log; the command runs as `/bin/sh -c`
  *    with the CUDA_VISIBLE_DEVICES Slurm sets (NVIDIA_VISIBLE_DEVICES made
- *    equal to it), GPUAAS_WORKLOAD_ID and GPUAAS_REPLICA. Replicas must be
- *    on distinct nodes with the same number of devices (one srun task per
- *    node). launch() does not wait for sbatch: it builds the script and
+ *    equal to it), GPUAAS_WORKLOAD_ID and GPUAAS_REPLICA. One srun task per
+ *    node starts the replicas placed there, splitting the node's GPUs among
+ *    them; every node must hold the same number of GPUs (Slurm asks one GRES
+ *    of each). launch() does not wait for sbatch: it builds the script and
  *    starts sbatch with it on stdin (or queues it while max_submits run); poll() takes the
  *    answer and writes the job id to <log_dir>/<id>.slurm. When sbatch
  *    fails, times out or its state file cannot be written (the job is then

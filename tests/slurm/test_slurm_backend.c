@@ -630,6 +630,75 @@ static void test_gang(void **state)
     b->ops->free(b);
 }
 
+/*
+ * Replicas the scheduler put on one node share that node's task: node1 holds
+ * replicas 0 and 1 (a GPU each), node2 replica 2 (two GPUs), so each node
+ * gives two. Each replica sees only its own GPUs; the first failure is the
+ * job's exit; a replica that traps SIGTERM keeps running through a stop's
+ * grace. Nodes with different totals are refused.
+ */
+static void test_gang_shared_node(void **state)
+{
+    struct backend *b = slurm(2000);
+    struct backend_replica reps[3] = {on("node1", 1, 0), on("node1", 1, 1), on("node2", 2, 2)};
+    struct backend_replica uneven[2] = {on("node3", 2, 0), on("node4", 1, 1)};
+    struct backend_launch l = work(611,
+                                   "echo \"rep=$GPUAAS_REPLICA node=$SLURMD_NODENAME"
+                                   " cvd=$CUDA_VISIBLE_DEVICES nvd=$NVIDIA_VISIBLE_DEVICES\";"
+                                   " [ \"$GPUAAS_REPLICA\" != 1 ] || exit 7",
+                                   reps, 3, -1);
+    struct backend_event ev;
+    struct error_info ei = {0};
+    char path[400];
+    char *log;
+    (void)state;
+
+    launch_ok(b, &l, now_ms());
+    ev = wait_end(b, 611);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 7);
+    log = read_log(611);
+    assert_non_null(strstr(log, "rep=0 node=node1 cvd=0 nvd=0\n"));
+    assert_non_null(strstr(log, "rep=1 node=node1 cvd=1 nvd=1\n"));
+    assert_non_null(strstr(log, "rep=2 node=node2 cvd=0,1 nvd=0,1\n"));
+    free(log);
+
+    /*
+     * Stopped: both replicas on node1 get SIGTERM and trap it, replica 1
+     * ending last with 5: the node's task waits for both (it outlives the
+     * signal too) and the job ends with 5, within the grace.
+     */
+    snprintf(path, sizeof(path), "%s/612.up", g_logs);
+    l = work(612, "", reps, 2, -1);
+    l.command = xasprintf("r=$GPUAAS_REPLICA; trap 'echo r$r-term; sleep 0.$((r * 3 + 2));"
+                          " echo r$r-done; exit $((r * 5))' TERM; touch %s.$r;"
+                          " while :; do sleep 0.05; done",
+                          path);
+    launch_ok(b, &l, now_ms());
+    {
+        char p0[420], p1[420];
+        snprintf(p0, sizeof(p0), "%s.0", path);
+        snprintf(p1, sizeof(p1), "%s.1", path);
+        wait_file(p0);
+        wait_file(p1);
+    }
+    assert_int_equal(b->ops->stop(b, 612, 2000, now_ms()), 0);
+    ev = wait_end(b, 612);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_int_equal(ev.exit_code, 5);
+    log = read_log(612);
+    assert_non_null(strstr(log, "r0-done\n"));
+    assert_non_null(strstr(log, "r1-done\n"));
+    free(log);
+    free((char *)l.command);
+
+    l = work(613, "true", uneven, 2, -1);
+    assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_INVALID);
+    assert_non_null(strstr(ei.message, "different numbers of GPUs (2 on node3, 1 on node4)"));
+    assert_false(file_exists(613, "slurm"));
+    b->ops->free(b);
+}
+
 /* Requests the backend refuses, and one Slurm refuses: errors, nothing left behind. */
 static void test_launch_errors(void **state)
 {
@@ -1025,6 +1094,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_max_runtime),
         cmocka_unit_test(test_adopt),
         cmocka_unit_test(test_gang),
+        cmocka_unit_test(test_gang_shared_node),
         cmocka_unit_test(test_launch_errors),
         cmocka_unit_test(test_stop_while_submitting),
         cmocka_unit_test(test_adopt_after_controller_reset),
