@@ -705,15 +705,11 @@ static void test_launch_errors(void **state)
     struct backend *b = slurm(0);
     struct backend_replica bad_name = on("node1;rm", 1, 0), nowhere = on("node99", 1, 0),
                            ok = on("node1", 1, 0);
-    struct backend_replica same[2] = {on("node1", 1, 0), on("node1", 1, 1)};
     struct backend_launch l;
     struct error_info ei = {0};
     (void)state;
 
     l = work(701, "true", &bad_name, 1, -1);
-    assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_INVALID);
-    memset(&ei, 0, sizeof(ei));
-    l = work(702, "true", same, 2, -1);
     assert_int_equal(b->ops->launch(b, &l, now_ms(), &ei), ERR_INVALID);
     memset(&ei, 0, sizeof(ei));
     l = work(703, "", &ok, 1, -1);
