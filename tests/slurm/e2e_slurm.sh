@@ -5,7 +5,8 @@
 # endpoint is that slurm.conf, its nodes and GPUs read from Slurm (and a
 # node drained there drained here);
 # work runs as Slurm jobs that see the devices Slurm gave them, writes logs
-# readable through the CLI, reports its exit code, is cancelled with a grace
+# readable through the CLI, reports its exit code, is stopped at its max
+# runtime (SIGTERM, then the kill), is cancelled with a grace
 # period, and survives a daemon killed and restarted in the middle (running
 # work re-adopted; work that ended meanwhile closed at its real end).
 . "${GPUAAS_SOURCE_DIR:?}/tests/e2e/lib.sh"
@@ -64,6 +65,19 @@ api GET "/v1/workloads/$stuck" "$ADMIN_TOKEN"
 # ends by that signal or, where the shell execs it, by the SIGKILL.)
 [ "$(jq -r .exit_code <<<"$BODY")" -lt 0 ] || fail "cancelled work should end by a signal: $BODY"
 expect_contains "$("${g[@]}" logs "$stuck")" "term" "the job got SIGTERM first"
+
+# Max runtime: counted from Slurm's start, SIGTERM at 2 s, the kill after the
+# daemon's 1 s grace; recorded failed as killed at its maximum runtime.
+long_one=$("${g[@]}" -o json run --project ml --flavor h100.1x --max-runtime 2 -- sh -c \
+  "trap 'echo got-term; sleep 30' TERM; echo up; while :; do sleep 0.05; done" | jq -r .id)
+wait_state "$long_one" running 30
+t0=$SECONDS
+wait_state "$long_one" failed 30
+api GET "/v1/workloads/$long_one" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .reason <<<"$BODY")" "killed at its maximum runtime" "the reason of work past its max runtime"
+[ "$(jq -r .exit_code <<<"$BODY")" -lt 0 ] || fail "work killed at its max runtime should end by a signal: $BODY"
+[ $((SECONDS - t0)) -le 12 ] || fail "max runtime 2 s took $((SECONDS - t0)) s to end the work"
+expect_contains "$("${g[@]}" logs "$long_one")" "got-term" "SIGTERM came before the kill"
 
 # Restart in the middle: one job ends while the daemon is down, one runs on.
 hold=$TMP/hold
