@@ -134,6 +134,8 @@ struct slurm {
     struct backend_ends done; /* ended, not yet handed out by poll() */
     struct slurm_job_devices *devices; /* learnt, not yet taken */
     size_t n_devices, cap_devices;
+    int64_t *cancels; /* jobs not started to cancel, in one scancel at the next poll() */
+    size_t n_cancels, cap_cancels;
 };
 
 static struct slurm *slurm_of(struct backend *b)
@@ -1142,21 +1144,29 @@ static void signal_job(struct slurm *s, struct sjob *w, int sig)
     const char *args[5];
     char num[32];
     struct tool_result r;
-    size_t n = 0;
-    bool cancel = !w->running;
 
     if (w->job_id <= 0)
         return; /* adopted, its job not found yet: the search decides */
-    snprintf(num, sizeof(num), "%" PRId64, w->job_id);
-    if (!cancel) {
-        args[n++] = sig == SIGKILL ? "--batch" : "--full";
-        args[n++] = sig == SIGKILL ? "--signal=KILL" : "--signal=TERM";
+    if (!w->running) {
+        /*
+         * Cancelled with others at the next poll(), which comes at once
+         * (next_event_ms): taking back many queued jobs costs one scancel.
+         */
+        if (s->n_cancels == s->cap_cancels) {
+            s->cap_cancels = s->cap_cancels ? 2 * s->cap_cancels : 16;
+            s->cancels = xreallocarray(s->cancels, s->cap_cancels, sizeof(*s->cancels));
+        }
+        s->cancels[s->n_cancels++] = w->job_id;
+        return;
     }
-    args[n++] = num;
-    args[n] = NULL;
+    snprintf(num, sizeof(num), "%" PRId64, w->job_id);
+    args[0] = sig == SIGKILL ? "--batch" : "--full";
+    args[1] = sig == SIGKILL ? "--signal=KILL" : "--signal=TERM";
+    args[2] = num;
+    args[3] = NULL;
     if (run_tool(s, T_SCANCEL, args, NULL, SMALL_MAX, &r, NULL) < 0)
         return; /* timed out: the next kill, or Slurm's time limit, follows */
-    if (r.status != 0 && !cancel) {
+    if (r.status != 0) {
         /* It may have ended, or not be signallable: cancel it outright. */
         result_release(&r);
         args[0] = num;
@@ -1951,10 +1961,31 @@ static void report_lost(struct slurm *s)
     }
 }
 
-/* Sends kills and max-runtime signals that are due. */
+/* Cancels the jobs stop() queued, CANCEL_BATCH to a scancel (it skips ids Slurm forgot). */
+#define CANCEL_BATCH 128
+static void flush_cancels(struct slurm *s)
+{
+    for (size_t at = 0; at < s->n_cancels; at += CANCEL_BATCH) {
+        size_t n = s->n_cancels - at < CANCEL_BATCH ? s->n_cancels - at : CANCEL_BATCH;
+        char nums[CANCEL_BATCH][24];
+        const char *args[CANCEL_BATCH + 1];
+        struct tool_result r;
+        for (size_t i = 0; i < n; i++) {
+            snprintf(nums[i], sizeof(nums[i]), "%" PRId64, s->cancels[at + i]);
+            args[i] = nums[i];
+        }
+        args[n] = NULL;
+        if (run_tool(s, T_SCANCEL, args, NULL, SMALL_MAX, &r, NULL) >= 0)
+            result_release(&r);
+    }
+    s->n_cancels = 0;
+}
+
+/* Sends cancels, kills and max-runtime signals that are due. */
 static void chores(struct slurm *s, int64_t now_ms)
 {
     size_t i = 0;
+    flush_cancels(s);
     while (i < s->n_work) {
         struct sjob *w = s->work[i];
         if (w->job_id <= 0) {
@@ -2012,7 +2043,7 @@ static int64_t slurm_next_event_ms(struct backend *b)
     struct slurm *s = slurm_of(b);
     int64_t next = NEVER;
 
-    if (s->done.n > 0)
+    if (s->done.n > 0 || s->n_cancels > 0)
         return 0;
     if (s->n_work > 0)
         next = s->next_query_ms; /* ends are learnt only by asking */
@@ -2046,12 +2077,14 @@ static void slurm_free(struct backend *b)
         if (s->n_submitting > 0)
             poll(NULL, 0, 1);
     }
+    flush_cancels(s); /* what was stopped must not start later */
     for (size_t i = 0; i < s->n_work; i++) {
         submit_free(s, s->work[i]->sub);
         free(s->work[i]);
     }
     free(s->work);
     free(s->devices);
+    free(s->cancels);
     backend_ends_release(&s->done);
     for (size_t i = 0; i < N_TOOLS; i++)
         free(s->tools[i]);
