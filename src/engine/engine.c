@@ -218,22 +218,25 @@ static struct unstaging *unstaging_find(struct engine *e, int64_t id)
     return NULL;
 }
 
-/* The running workload at the head of a chain of staged work (id itself when not staged). */
-static int64_t staged_root(struct engine *e, int64_t id)
-{
-    const struct staged *st;
-    for (size_t hops = 0; (st = staged_find(e, id)) && hops <= e->n_staged; hops++)
-        id = st->after_id;
-    return id;
-}
-
-static size_t staged_depth(struct engine *e, int64_t id)
+/*
+ * The running workload at the head of a chain of staged work (id itself
+ * when not staged); *ret_depth (may be NULL): how many staged links lead there.
+ */
+static int64_t staged_root(struct engine *e, int64_t id, size_t *ret_depth)
 {
     const struct staged *st;
     size_t depth = 0;
     for (; (st = staged_find(e, id)) && depth <= e->n_staged; depth++)
         id = st->after_id;
-    return depth;
+    if (ret_depth)
+        *ret_depth = depth;
+    return id;
+}
+
+/* Whether the engine holds id out of the scheduler: queued ahead, or being taken back. */
+static bool held_aside(struct engine *e, int64_t id)
+{
+    return staged_find(e, id) || unstaging_find(e, id);
 }
 
 static bool no_stage(const struct engine *e, int64_t id)
@@ -669,6 +672,14 @@ static int record_unstage(struct engine *e, int64_t id, const char *why, int64_t
                           struct error_info *ei);
 static void unstage(struct engine *e, int64_t id, const char *why, int64_t now);
 
+/* What an allocation row says a replica holds, as the scheduler's assign. */
+static struct sched_assign assign_of(const struct row *al)
+{
+    const struct resource_def *d = &model_allocations;
+    return (struct sched_assign){(int32_t)get_i(d, al, "replica"), get_i(d, al, "node_id"),
+                                 get_i(d, al, "gpu_id"), (int32_t)get_i(d, al, "milli")};
+}
+
 /*
  * Restore of work its backend holds queued behind running work (w's
  * queued_after): staged again behind it, its job adopted after a restart.
@@ -681,7 +692,7 @@ static void restore_staged(struct engine *e, bool adopt, const struct row *w,
 {
     const struct resource_def *ald = &model_allocations;
     int64_t id = model_row_id(w), after = get_i(&model_workloads, w, "queued_after");
-    int64_t root = staged_root(e, after); /* restored first: see restore_workloads */
+    int64_t root = staged_root(e, after, NULL); /* restored first: see restore_workloads */
     struct sched_assign as[SCHED_MAX_GPUS_PER_NODE];
     const struct node_info *ni = NULL;
     struct backend *b = NULL;
@@ -691,9 +702,7 @@ static void restore_staged(struct engine *e, bool adopt, const struct row *w,
     for (size_t j = 0; j < n_allocs && k < ARRAY_SIZE(as); j++) {
         if (get_i(ald, &allocs[j], "workload_id") != root)
             continue;
-        as[k++] = (struct sched_assign){
-            (int32_t)get_i(ald, &allocs[j], "replica"), get_i(ald, &allocs[j], "node_id"),
-            get_i(ald, &allocs[j], "gpu_id"), (int32_t)get_i(ald, &allocs[j], "milli")};
+        as[k++] = assign_of(&allocs[j]);
     }
     if (k > 0)
         ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
@@ -766,12 +775,11 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
                 const struct row *al = &allocs[j];
                 if (get_i(&model_allocations, al, "workload_id") != wid)
                     continue;
-                gpus[k] = get_i(&model_allocations, al, "gpu_id");
-                milli[k] = (int32_t)get_i(&model_allocations, al, "milli");
-                rep[k] = (int32_t)get_i(&model_allocations, al, "replica");
+                as[k] = assign_of(al);
+                gpus[k] = as[k].gpu_id;
+                milli[k] = as[k].milli;
+                rep[k] = as[k].replica;
                 started = get_i(&model_allocations, al, "started_ms");
-                as[k] = (struct sched_assign){rep[k], get_i(&model_allocations, al, "node_id"),
-                                             gpus[k], milli[k]};
                 k++;
             }
             if (spec_of(e, &rows[i], &sp) < 0 ||
@@ -1322,7 +1330,7 @@ static void side_end(struct engine *e, const struct backend_event *ev)
 /* Hands backend b queued work `id` to start on the GPUs of running work `after_id` when it ends. */
 static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t id, int64_t now)
 {
-    const struct resource_def *d = &model_workloads, *ald = &model_allocations;
+    const struct resource_def *d = &model_workloads;
     struct sched_assign as[SCHED_MAX_GPUS_PER_NODE];
     struct backend_launch l;
     struct error_info ei = {0};
@@ -1341,15 +1349,13 @@ static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t
         rc = spec_of(e, &w, &sp);
     /* The GPUs of the running work at the head of the chain: where it all runs. */
     if (rc >= 0)
-        rc = open_allocations(e, staged_root(e, after_id), &a, &held, &n_held, &ei);
+        rc = open_allocations(e, staged_root(e, after_id, NULL), &a, &held, &n_held, &ei);
     if (rc < 0 || n_held == 0 || n_held > ARRAY_SIZE(as)) {
         arena_release(&a);
         return;
     }
     for (size_t i = 0; i < n_held; i++)
-        as[i] = (struct sched_assign){
-            (int32_t)get_i(ald, &held[i], "replica"), get_i(ald, &held[i], "node_id"),
-            get_i(ald, &held[i], "gpu_id"), (int32_t)get_i(ald, &held[i], "milli")};
+        as[i] = assign_of(&held[i]);
     ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
     if (!ni || !ni->ready) {
         arena_release(&a);
@@ -1415,11 +1421,15 @@ static void stage_successors(struct engine *e, int64_t now)
         n = backend_slurm_followable(e->backends[b].b, ids, ARRAY_SIZE(ids));
         for (size_t i = 0; i < n; i++) {
             const struct staged *st = staged_find(e, ids[i]);
+            size_t depth;
             int64_t next;
-            if (staged_behind(e, ids[i]) ||
-                (st ? staged_depth(e, ids[i]) >= QUEUE_AHEAD_DEPTH ||
-                          sched_successor_like(e->sched, &st->spec, &next) < 0
-                    : sched_successor(e->sched, ids[i], &next) < 0) ||
+            if (staged_behind(e, ids[i]))
+                continue; /* it has its follower */
+            staged_root(e, ids[i], &depth);
+            if (depth >= QUEUE_AHEAD_DEPTH)
+                continue;
+            if ((st ? sched_successor_like(e->sched, &st->spec, &next)
+                    : sched_successor(e->sched, ids[i], &next)) < 0 ||
                 no_stage(e, next))
                 continue;
             stage(e, e->backends[b].b, ids[i], next, now);
@@ -1822,11 +1832,11 @@ static void handle_ends(struct engine *e, const struct backend_event *evs, size_
         }
     }
     for (size_t i = 0; i < n; i++) {
-        if (!staged_find(e, order[i].workload_id) && !unstaging_find(e, order[i].workload_id))
+        if (!held_aside(e, order[i].workload_id))
             continue;
         handle_batch(e, order + start, i - start);
         start = i;
-        if (staged_find(e, order[i].workload_id) || unstaging_find(e, order[i].workload_id)) {
+        if (held_aside(e, order[i].workload_id)) {
             side_end(e, &order[i]);
             start = i + 1;
         }

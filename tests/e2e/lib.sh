@@ -143,3 +143,15 @@ slurm_cluster() {
     sleep 0.2
   done
 }
+
+# owners_and_guests CLUSTER LIMIT_MILLI: org acme with projects owners and
+# guests, a pool of CLUSTER's h100 GPUs owned by owners that guests may
+# borrow, and an h100 quota of LIMIT_MILLI for each (through "${g[@]}").
+owners_and_guests() {
+  "${g[@]}" org create acme >/dev/null
+  "${g[@]}" project create owners --org acme >/dev/null
+  "${g[@]}" project create guests --org acme >/dev/null
+  "${g[@]}" pool create "$1-h100" --owner-project owners --cluster "$1" --access-projects guests >/dev/null
+  "${g[@]}" quota create --project owners --gpu-class h100 --limit-milli "$2" >/dev/null
+  "${g[@]}" quota create --project guests --gpu-class h100 --limit-milli "$2" >/dev/null
+}

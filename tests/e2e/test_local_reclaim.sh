@@ -20,12 +20,7 @@ for i in 0 1; do
   "${g[@]}" gpu create --node this-host --index $i --gpu-class h100 --uuid "GPU-aaaa000$i" >/dev/null
 done
 "${g[@]}" flavor create h100.1x --gpu-class h100 --gpu-milli 1000 >/dev/null
-"${g[@]}" org create acme >/dev/null
-"${g[@]}" project create owners --org acme >/dev/null
-"${g[@]}" project create guests --org acme >/dev/null
-"${g[@]}" pool create here-h100 --owner-project owners --cluster here --access-projects guests >/dev/null
-"${g[@]}" quota create --project owners --gpu-class h100 --limit-milli 2000 >/dev/null
-"${g[@]}" quota create --project guests --gpu-class h100 --limit-milli 2000 >/dev/null
+owners_and_guests here 2000
 
 # Two guests' P2 processes take both GPUs; they leave a file when told to stop.
 for n in 1 2; do

@@ -39,12 +39,7 @@ g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
 slurm_cluster 8
 # One workload of this flavor takes the whole node.
 "${g[@]}" flavor create h100.8x --gpu-class h100 --gpu-milli 8000 --vcpus 1 --memory-mib 256 >/dev/null
-"${g[@]}" org create acme >/dev/null
-"${g[@]}" project create owners --org acme >/dev/null
-"${g[@]}" project create guests --org acme >/dev/null
-"${g[@]}" pool create sl-h100 --owner-project owners --cluster sl --access-projects guests >/dev/null
-"${g[@]}" quota create --project owners --gpu-class h100 --limit-milli 8000 >/dev/null
-"${g[@]}" quota create --project guests --gpu-class h100 --limit-milli 8000 >/dev/null
+owners_and_guests sl 8000
 
 db() { sqlite3 "$TMP/gpuaas.db" "$@"; }
 

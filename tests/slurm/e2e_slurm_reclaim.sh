@@ -16,12 +16,7 @@ start_daemon "$TMP/gpuaas.db" --log-dir "$TMP/logs" --grace-s "$grace_s" --slurm
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
 slurm_cluster 8
 "${g[@]}" flavor create h100.8x --gpu-class h100 --gpu-milli 8000 --vcpus 1 --memory-mib 256 >/dev/null
-"${g[@]}" org create acme >/dev/null
-"${g[@]}" project create owners --org acme >/dev/null
-"${g[@]}" project create guests --org acme >/dev/null
-"${g[@]}" pool create sl-h100 --owner-project owners --cluster sl --access-projects guests >/dev/null
-"${g[@]}" quota create --project owners --gpu-class h100 --limit-milli 8000 >/dev/null
-"${g[@]}" quota create --project guests --gpu-class h100 --limit-milli 8000 >/dev/null
+owners_and_guests sl 8000
 
 # The guests' P2 job borrows all 8 GPUs; on SIGTERM it says so and exits at once.
 guest=$("${g[@]}" -o json run --project guests --flavor h100.8x --no-requeue -- sh -c \
