@@ -352,7 +352,11 @@ static void test_stop_within_grace(void **state)
     int64_t t;
     (void)state;
 
-    launch(b, 5, "trap 'exit 0' TERM; echo ready; sleep 30", -1, now_ms());
+    /* The sleep runs in the background and the shell waits for it: a
+     * SIGTERM that lands while the shell forks a foreground sleep (the
+     * child still holding the shell's handler) would be lost by the sleep,
+     * and the trap would only run 30 s later. `wait` returns on the trap. */
+    launch(b, 5, "trap 'exit 0' TERM; sleep 30 & echo ready; wait", -1, now_ms());
     free(wait_log(5, "ready\n"));
     t = now_ms();
     assert_int_equal(b->ops->stop(b, 5, 3000, t), 0);
