@@ -352,11 +352,10 @@ static void test_stop_within_grace(void **state)
     int64_t t;
     (void)state;
 
-    /* The sleep runs in the background and the shell waits for it: a
-     * SIGTERM that lands while the shell forks a foreground sleep (the
-     * child still holding the shell's handler) would be lost by the sleep,
-     * and the trap would only run 30 s later. `wait` returns on the trap. */
-    launch(b, 5, "trap 'exit 0' TERM; sleep 30 & echo ready; wait", -1, now_ms());
+    /* Short sleeps: a SIGTERM that lands while the shell forks one (the
+     * child still holding the shell's handler until it execs) is lost for
+     * that sleep, and the shell's trap runs when the sleep ends. */
+    launch(b, 5, "trap 'exit 0' TERM; echo ready; while :; do sleep 0.1; done", -1, now_ms());
     free(wait_log(5, "ready\n"));
     t = now_ms();
     assert_int_equal(b->ops->stop(b, 5, 3000, t), 0);
@@ -395,8 +394,11 @@ static void test_max_runtime(void **state)
     int64_t t = now_ms();
     (void)state;
 
-    launch(b, 7, "sleep 30", 200, t);
+    launch(b, 7, "echo ready; sleep 30", 200, t);
     assert_int_equal(b->ops->next_event_ms(b), t + 200);
+    /* Running before the deadline passes (it only acts in poll()): a stop
+     * before its exec would kill the keeper or be lost, not end the work. */
+    free(wait_log(7, "ready\n"));
     ev = wait_event(b);
     assert_int_equal(ev.how, BACKEND_TIMEOUT);
     assert_int_equal(ev.exit_code, -SIGTERM);
@@ -404,7 +406,8 @@ static void test_max_runtime(void **state)
 
     /* Ignoring SIGTERM: killed after the timeout grace. */
     t = now_ms();
-    launch(b, 8, "trap '' TERM; sleep 30", 100, t);
+    launch(b, 8, "trap '' TERM; echo ready; sleep 30", 100, t);
+    free(wait_log(8, "ready\n"));
     ev = wait_event(b);
     assert_int_equal(ev.how, BACKEND_TIMEOUT);
     assert_int_equal(ev.exit_code, -SIGKILL);
@@ -567,10 +570,10 @@ static void test_image_through_podman(void **state)
     free(ulimits);
 
     /* Stopped, it outlives the grace: the group is killed, and the container by name. */
-    l = work(32, "trap '' TERM; sleep 30", -1);
+    l = work(32, "trap '' TERM; echo ready; sleep 30", -1);
     l.image = "localhost/trainer:1";
     launch_work(b, &l, now_ms());
-    nap();
+    free(wait_log(32, "ready\n"));
     assert_int_equal(b->ops->stop(b, 32, 0, now_ms()), 0);
     ev = wait_event(b);
     assert_int_equal(ev.how, BACKEND_STOPPED);

@@ -284,6 +284,24 @@ static struct backend_event next_event(struct backend *b, const char *what)
     return ev;
 }
 
+/* Waits until the local backend's workload id has printed "up" to its log. */
+static void wait_started(const char *logs, int64_t id)
+{
+    char *path = xasprintf("%s/%" PRId64 ".log", logs, id);
+    int64_t give_up = now_ms() + WAIT_LIMIT_MS;
+    for (;;) {
+        char *log = access(path, F_OK) == 0 ? slurp(path) : NULL;
+        bool up = log && strstr(log, "up\n");
+        free(log);
+        if (up)
+            break;
+        if (now_ms() > give_up)
+            fail_msg("workload %" PRId64 " never started", id);
+        nap();
+    }
+    free(path);
+}
+
 /* The local backend outlives its spawner: what runs is still followed, the next launch works. */
 static void test_local_outlives_spawner(void **state)
 {
@@ -294,7 +312,7 @@ static void test_local_outlives_spawner(void **state)
         .replica = 0, .node_id = 1, .node_name = "n", .devices = &dev, .n_devices = 1};
     struct backend_launch l = {.workload_id = 7,
                                .project_id = 1,
-                               .command = "exec sleep 30",
+                               .command = "echo up; exec sleep 30",
                                .image = "",
                                .max_runtime_ms = -1,
                                .duration_ms = -1,
@@ -312,7 +330,7 @@ static void test_local_outlives_spawner(void **state)
     assert_true(h > 0);
     assert_int_equal(kill(h, SIGKILL), 0);
     assert_int_equal(waitpid(h, NULL, 0) == h || errno == ECHILD, 1);
-    nap();
+    wait_started(logs, 7); /* a stop before the work's exec would reach the keeper only */
     assert_int_equal(b->ops->poll(b, now_ms(), &ev, 1), 0); /* still running */
     assert_int_equal(b->ops->stop(b, 7, 2000, now_ms()), 0);
     ev = next_event(b, "the stopped work");

@@ -56,7 +56,8 @@ trap cleanup EXIT
 # Work outlives a stopped daemon by design. A test that starts processes puts
 # $MARK in every command line and calls kill_marked_on_exit: whatever it
 # started goes with it, before the usual cleanup.
-MARK="gpuaas-e2e-$$"
+# (Closed by "-m": another test's pid may begin with this one's digits.)
+MARK="gpuaas-e2e-$$-m"
 kill_marked_on_exit() {
   trap 'rc=$?; pkill -f "$MARK" 2>/dev/null || true; (exit $rc); cleanup; exit $rc' EXIT
 }

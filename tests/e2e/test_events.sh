@@ -22,7 +22,12 @@ alice_pid=$!
 curl -sN -H "Accept: text/event-stream" -H "Authorization: Bearer $bob_token" \
   "$URL/v1/events" >"$TMP/bob.sse" 2>&1 &
 bob_pid=$!
-sleep 0.5
+# Bob's stream starts at the next event once connected (its first line is
+# the stream's comment); alice's follow lists past events first.
+for _ in $(seq 200); do
+  grep -q "events of gpuaas" "$TMP/bob.sse" 2>/dev/null && break
+  sleep 0.05
+done
 
 wa=$(submit "$PROJECT_A" "$FLAVOR_1X" opportunistic 1)
 wb=$(submit "$PROJECT_B" "$FLAVOR_1X" opportunistic 1)

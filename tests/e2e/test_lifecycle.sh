@@ -33,8 +33,11 @@ expect_eq "$(state_of "$queued")" cancelled "queued work cancelled at once"
 rc=0; "${g[@]}" cancel "$queued" 2>/dev/null || rc=$?
 expect_eq "$rc" 1 "cancelling twice is an error"
 huge=$(run --flavor h100.4x --replicas 5 --duration 1h -- true)
-sleep 0.5
-api GET "/v1/workloads/$huge" "$ADMIN_TOKEN"
+deadline=$((SECONDS + 10)) # the reason comes from the engine's next pass
+until api GET "/v1/workloads/$huge" "$ADMIN_TOKEN" && [[ "$(jq -r .reason <<<"$BODY")" == *"can never run"* ]]; do
+  [ $SECONDS -lt $deadline ] || break
+  sleep 0.1
+done
 expect_contains "$(jq -r .reason <<<"$BODY")" "can never run" "impossible work says so"
 
 # Events and allocations tell the same story.

@@ -43,7 +43,9 @@ a2=$("${alice[@]}" -o json run --flavor h100.4x --owned --name train-2 --duratio
 wait_state "$a1" running 15
 wait_state "$a2" running 15
 waited_ms=$((($(date +%s%N) - start) / 1000000))
-[ "$waited_ms" -le $((GRACE * 1000 + 2000)) ] ||
+# (The daemon's own reclaim_ms is checked exactly below; this bound leaves
+# room for the CLI and polling on a loaded machine.)
+[ "$waited_ms" -le $((GRACE * 1000 + 6000)) ] ||
   fail "A waited ${waited_ms} ms for its GPUs; the grace period is ${GRACE} s"
 
 # The ledger: who was preempted for whom, by which rule, and the reclaim latency.

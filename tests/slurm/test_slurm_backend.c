@@ -200,6 +200,29 @@ static char *read_log(int64_t id)
     return buf;
 }
 
+/*
+ * Waits until the workload's log holds needle: the job's shell has reached
+ * that point (squeue says RUNNING before slurmstepd has started the shell).
+ */
+static void wait_log(int64_t id, const char *needle)
+{
+    char path[400];
+    int64_t give_up = now_ms() + WAIT_LIMIT_MS;
+    snprintf(path, sizeof(path), "%s/%" PRId64 ".log", g_logs, id);
+    for (;;) {
+        if (access(path, F_OK) == 0) {
+            char *log = read_log(id);
+            bool found = strstr(log, needle) != NULL;
+            free(log);
+            if (found)
+                return;
+        }
+        if (now_ms() > give_up)
+            fail_msg("the log of %" PRId64 " never showed '%s'", id, needle);
+        nap(20);
+    }
+}
+
 /* Whether the backend keeps <log_dir>/<id>.<ext>. */
 static bool file_exists(int64_t id, const char *ext)
 {
@@ -445,7 +468,8 @@ static void test_stop_grace(void **state)
     launch_ok(b, &stubborn, now_ms());
     wait_running(b, 301);
     wait_running(b, 302);
-    nap(300); /* let the shells set their traps (the logs say "up") */
+    wait_log(301, "up\n"); /* their traps are set */
+    wait_log(302, "up\n");
 
     stop_at = now_ms();
     assert_int_equal(b->ops->stop(b, 301, 10000, stop_at), 0);
@@ -505,10 +529,10 @@ static void test_stop_pending(void **state)
 /* Max runtime: SIGTERM at the deadline, SIGKILL after the backend's timeout grace. */
 static void test_max_runtime(void **state)
 {
-    struct backend *b = slurm(500);
+    struct backend *b = slurm(2000);
     struct backend_replica r = on("node4", 1, 0);
     struct backend_launch l =
-        work(401, "trap 'echo timed out' TERM; while :; do sleep 0.05; done", &r, 1, 2500);
+        work(401, "trap 'echo timed out' TERM; echo up; while :; do sleep 0.05; done", &r, 1, 2500);
     struct slurm_job_info info;
     struct backend_event ev;
     int64_t t0 = now_ms();
@@ -517,13 +541,14 @@ static void test_max_runtime(void **state)
 
     launch_ok(b, &l, t0);
     info = wait_running(b, 401);
+    wait_log(401, "up\n"); /* its trap is set; the deadline only acts in poll() */
     /* It counts from Slurm's start (whole seconds), not from the queue. */
     assert_true(info.start_ms > 0);
     assert_true(b->ops->next_event_ms(b) <= (info.start_ms > t0 ? info.start_ms : t0) + 2500);
     ev = wait_end(b, 401);
     assert_int_equal(ev.how, BACKEND_TIMEOUT);
     assert_int_equal(ev.exit_code, -9);
-    assert_true(ev.at_ms >= info.start_ms + 2500); /* TERM at 2.5 s, KILL 0.5 s later */
+    assert_true(ev.at_ms >= info.start_ms + 2500); /* TERM at 2.5 s, KILL 2 s later */
     log = read_log(401);
     assert_non_null(strstr(log, "timed out\n"));
     free(log);
@@ -682,7 +707,7 @@ static void test_gang_shared_node(void **state)
         wait_file(p0);
         wait_file(p1);
     }
-    assert_int_equal(b->ops->stop(b, 612, 2000, now_ms()), 0);
+    assert_int_equal(b->ops->stop(b, 612, 5000, now_ms()), 0);
     ev = wait_end(b, 612);
     assert_int_equal(ev.how, BACKEND_STOPPED);
     assert_int_equal(ev.exit_code, 5);
@@ -834,7 +859,12 @@ static void test_adopt_after_controller_reset(void **state)
     sh(cmd);
     wait_file(done);
     ended_seen = now_ms();
-    nap(1500); /* the job's end reaches slurmctld and its jobcomp file */
+    /* the job's end reaches slurmctld and its jobcomp file */
+    snprintf(cmd, sizeof(cmd),
+             "timeout 30 sh -c 'until grep -qE \" Name=gpuaas-[0-9a-f]+-521( |$)\" %s;"
+             " do sleep 0.1; done'",
+             jobcomp);
+    sh(cmd);
 
     reset_controller(); /* squeue no longer knows the job */
 
