@@ -1404,11 +1404,16 @@ static void stage_successors(struct engine *e, int64_t now)
 {
     if (!e->opt.slurm_queue_ahead)
         return;
-    /* Another project now waits for that class: the scheduler, not the queue, decides. */
+    /*
+     * Another project now waits for that class, or work of its own project
+     * that comes first: the scheduler, not Slurm's queue, decides.
+     */
     for (size_t i = 0; i < e->n_staged;) {
         const struct staged *st = &e->staged[i];
         if (sched_others_wait(e->sched, st->spec.project_id, st->spec.class_id))
             unstage(e, st->id, "other work now waits for this GPU class", now);
+        else if (sched_ranked_before(e->sched, &st->spec))
+            unstage(e, st->id, "work of its project that comes first now waits", now);
         else
             i++;
     }

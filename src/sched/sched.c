@@ -1017,6 +1017,25 @@ bool sched_others_wait(const struct sched *s, int64_t project_id, int64_t class_
     return cls != NONE && proj != NONE && others_wait(s, proj, cls);
 }
 
+bool sched_ranked_before(const struct sched *s, const struct sched_workload_spec *spec)
+{
+    int32_t cls = idmap_get(&s->class_ids, spec->class_id);
+    int32_t proj = idmap_get(&s->project_ids, spec->project_id);
+    const struct project *p;
+    struct workload probe = {.spec = *spec};
+
+    if (cls == NONE || proj == NONE)
+        return false;
+    p = &s->projects[proj];
+    /* The queue is sorted: only its part before spec's place is looked at. */
+    for (int32_t i = 0; i < p->queue.n && queue_before(&s->wls[p->queue.v[i]], &probe); i++) {
+        const struct workload *q = &s->wls[p->queue.v[i]];
+        if (q->cls == cls && q->spec.id != spec->id)
+            return true;
+    }
+    return false;
+}
+
 int sched_successor_like(const struct sched *s, const struct sched_workload_spec *like,
                          int64_t *ret_id)
 {

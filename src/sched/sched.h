@@ -363,6 +363,13 @@ int sched_successor_like(const struct sched *s, const struct sched_workload_spec
  * class is no longer certain to be the next choice, and is taken back.
  */
 bool sched_others_wait(const struct sched *s, int64_t project_id, int64_t class_id);
+/*
+ * Whether queued work of spec's own project in its class comes before spec
+ * in the project's queue order (P1 first, then priority, then submit time):
+ * work queued ahead as spec would no longer be the next choice (a newer
+ * workload of higher priority, or a requeued one), and is taken back.
+ */
+bool sched_ranked_before(const struct sched *s, const struct sched_workload_spec *spec);
 
 /* How many workloads the scheduler holds in each state: ret[SCHED_QUEUED] ...
  * ret[SCHED_PREEMPTING]. */

@@ -1344,7 +1344,9 @@ static void test_cancel_queued_and_running(void **state)
  * engine cancels it while it waits in the backend), 4 follows 2. Handing 1's
  * GPUs to 3 (released, restored running) changes no usage. Anything that
  * could make a pass decide otherwise gives no successor: another project
- * waiting for C1, a head of another shape, a share, a gang.
+ * waiting for C1, a head of another shape, a share, a gang. What would take
+ * a follower back: another project waiting (sched_others_wait), work of its
+ * own project in its class that comes first (sched_ranked_before).
  */
 static void test_successor(void **state)
 {
@@ -1406,13 +1408,29 @@ static void test_successor(void **state)
     assert_int_equal(sched_successor(f.s, 3, &next), 0);
     assert_int_equal(next, 4);
 
-    /* A head of another shape (more CPU; first by priority) blocks the way. */
+    /* Nothing of project 10 in C1 comes before 3 (4 was submitted later)... */
+    assert_false(sched_ranked_before(f.s, &w3));
+    /* ...nor higher-priority work of another class. */
+    {
+        struct sched_workload_spec other_class = wl(12, 10, SCHED_P2, 1, C2, 1000, 650);
+        other_class.priority = 9;
+        submit(&f, &other_class, 650);
+        assert_false(sched_ranked_before(f.s, &w3));
+        assert_int_equal(sched_cancel(f.s, 12, 660), 0);
+    }
+
+    /*
+     * A head of another shape (more CPU; first by priority) blocks the way,
+     * and comes before 3 (a follower like 3 would be taken back).
+     */
     w7.cpu_milli = 2000;
     w7.priority = 5;
     submit(&f, &w7, 700);
     assert_int_equal(sched_successor(f.s, 3, &next), SCHED_ENOENT);
     assert_int_equal(sched_successor_like(f.s, &w3, &next), SCHED_ENOENT);
+    assert_true(sched_ranked_before(f.s, &w3));
     assert_int_equal(sched_cancel(f.s, 7, 710), 0);
+    assert_false(sched_ranked_before(f.s, &w3));
 
     /* Shares and gangs have none. */
     assert_int_equal(sched_cancel(f.s, 2, 800), 0);

@@ -16,6 +16,9 @@
 #      "unstaged", its job cancelled) and runs as usual once the node is back.
 #   1d. Another project's work waits for the class: what is queued ahead is
 #      taken back ("other work now waits"), the scheduler decides, both run.
+#   1e. Work of the same project with a higher priority: what is queued ahead
+#      is taken back, the new one is queued ahead instead (the other behind
+#      it) and runs first.
 #   2. A staged S cancelled: it ends cancelled, its pending Slurm job is
 #      cancelled and its command never runs.
 #   3. gpuaasd killed (SIGKILL) and restarted while S is staged behind R and
@@ -275,6 +278,32 @@ wait_state "$O" succeeded 40
 wait_state "$L" succeeded 40
 expect_eq "$(marker_count "$L" L-ran)" 1 "L-ran lines in L's log"
 check_no_overlap "after another project came"
+
+# 1e. Work of the same project that comes first (a higher priority) starts
+# waiting: what is queued ahead is taken back, the new one is queued ahead in
+# its place (and the one taken back behind it, two deep) and runs first.
+M=$(submit guests -- sh -c "$(held M)")
+N=$(submit guests -- sh -c 'echo N-ran; sleep 1.2')
+wait_state "$M" running 30
+wait_log "$M" M-start
+wait_staged "$N" "$M"
+n_job=$(job_of "$N")
+P=$(submit guests --priority 5 -- sh -c 'echo P-ran; sleep 1.2')
+wait_staged "$P" "$M"
+wait_staged "$N" "$P"
+expect_eq "$(events_among "$N" staged,unstaged)" staged,unstaged,staged "workload N's events"
+expect_contains "$("${g[@]}" -o json events --workload "$N" -n 0 |
+  jq -r '.items[] | select(.type == "unstaged") | .message')" \
+  "work of its project that comes first" "why workload N was taken back"
+wait_slurm_gone "$n_job" "workload N, taken back"
+[ "$(job_of "$N")" != "$n_job" ] || fail "workload N should be queued in Slurm with a new job"
+release M
+wait_state "$P" succeeded 40
+wait_state "$N" succeeded 40
+expect_eq "$(marker_count "$N" N-ran)" 1 "N-ran lines in N's log"
+[ "$(alloc_times "$P" started_ms)" -lt "$(alloc_times "$N" started_ms)" ] ||
+  fail "workload P (priority 5) should run before N, which was queued ahead before it came"
+check_no_overlap "after higher-priority work came"
 
 # 2. A staged D cancelled: its pending Slurm job goes, its command never runs.
 C=$(submit owners -- sh -c "$(held C)")
