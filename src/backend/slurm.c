@@ -1139,6 +1139,8 @@ static int slurm_adopt(struct backend *b, const struct backend_launch *l, int64_
  * Slurm then ends its other steps). A job Slurm has not started is
  * cancelled instead: scancel --signal on a pending job waits until it starts.
  */
+static void flush_cancels(struct slurm *s);
+
 static void signal_job(struct slurm *s, struct sjob *w, int sig)
 {
     const char *args[5];
@@ -1159,6 +1161,12 @@ static void signal_job(struct slurm *s, struct sjob *w, int sig)
         s->cancels[s->n_cancels++] = w->job_id;
         return;
     }
+    /*
+     * Cancels asked for before go first: work queued ahead behind this job
+     * is taken back before it is preempted, and must be cancelled before
+     * the job can end and Slurm start it.
+     */
+    flush_cancels(s);
     snprintf(num, sizeof(num), "%" PRId64, w->job_id);
     args[0] = sig == SIGKILL ? "--batch" : "--full";
     args[1] = sig == SIGKILL ? "--signal=KILL" : "--signal=TERM";

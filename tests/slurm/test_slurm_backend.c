@@ -724,6 +724,59 @@ static void test_gang_shared_node(void **state)
     b->ops->free(b);
 }
 
+/*
+ * A preemption of work with work queued ahead behind it (the engine takes
+ * the follower back, then signals the running one): the follower's cancel
+ * reaches Slurm before the running job's signal, so Slurm never starts it
+ * when the running job ends on that signal, even with no poll() between.
+ */
+static void test_stop_follower_first(void **state)
+{
+    struct backend *b = slurm(0);
+    struct backend_replica r = on("node2", 8, 0);
+    struct backend_launch head =
+                              work(801, "trap 'exit 0' TERM; echo up; while :; do sleep 0.05; done",
+                                   &r, 1, -1),
+                          next = work(802, "echo follower-ran", &r, 1, -1);
+    struct error_info ei = {0};
+    struct backend_event ev;
+    int64_t head_job, next_job;
+    char cmd[300];
+    (void)state;
+
+    launch_ok(b, &head, now_ms());
+    head_job = wait_running(b, 801).job_id;
+    wait_log(801, "up\n");
+    if (backend_slurm_launch_after(b, &next, 801, now_ms(), &ei) < 0)
+        fail_msg("launch_after: %s", ei.message);
+    next_job = wait_submitted(b, 802);
+
+    assert_int_equal(b->ops->stop(b, 802, 0, now_ms()), 0);
+    assert_int_equal(b->ops->stop(b, 801, 10000, now_ms()), 0);
+    /* The head ends on its TERM; then its follower must already be cancelled. */
+    snprintf(cmd, sizeof(cmd),
+             "timeout 20 sh -c 'until squeue -h -t all -j %" PRId64
+             " -o %%T | grep -qE \"COMPLETED|CANCELLED|FAILED\"; do sleep 0.05; done'",
+             head_job);
+    sh(cmd);
+    snprintf(cmd, sizeof(cmd), "test \"$(squeue -h -t all -j %" PRId64 " -o %%T)\" = CANCELLED",
+             next_job);
+    sh(cmd);
+
+    ev = wait_end(b, 801);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_int_equal(ev.exit_code, 0);
+    ev = wait_end(b, 802);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_int_equal(ev.exit_code, -1); /* cancelled before it ran */
+    if (file_exists(802, "log")) {
+        char *log = read_log(802);
+        assert_null(strstr(log, "follower-ran"));
+        free(log);
+    }
+    b->ops->free(b);
+}
+
 /* Requests the backend refuses, and one Slurm refuses: errors, nothing left behind. */
 static void test_launch_errors(void **state)
 {
@@ -1121,6 +1174,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_adopt),
         cmocka_unit_test(test_gang),
         cmocka_unit_test(test_gang_shared_node),
+        cmocka_unit_test(test_stop_follower_first),
         cmocka_unit_test(test_launch_errors),
         cmocka_unit_test(test_stop_while_submitting),
         cmocka_unit_test(test_adopt_after_controller_reset),
