@@ -104,14 +104,23 @@ wait_staged() {
     "the reason of workload $1, staged behind $2"
   expect_contains ",$(event_types "$1")," ",staged," "the events of workload $1, staged behind $2"
 }
+# wait_job W: waits (5 s at most) until W has a Slurm job; sets JOB to its
+# newest. (Work is recorded staged when its sbatch starts, which may still run.)
+wait_job() {
+  local deadline=$((SECONDS + 5))
+  until JOB=$(job_of "$1") && [ -n "$JOB" ]; do
+    [ $SECONDS -lt $deadline ] || fail "no Slurm job for workload $1: $(all_jobs)"
+    sleep 0.1
+  done
+}
 # check_slurm_staged S R: S has one Slurm job, PENDING on its dependency on
 # R's job, pinned to R's node with the flavor's 8 GPUs; sets STAGED_JOB.
 check_slurm_staged() {
   local rjob sjobs deadline=$((SECONDS + 5))
-  rjob=$(job_of "$2")
+  wait_job "$2"
+  rjob=$JOB
+  wait_job "$1"
   sjobs=$(jobs_of "$1")
-  [ -n "$rjob" ] || fail "no Slurm job for workload $2: $(all_jobs)"
-  [ -n "$sjobs" ] || fail "workload $1 is staged but has no Slurm job: $(all_jobs)"
   [ "$(wc -l <<<"$sjobs")" = 1 ] || fail "workload $1 has more than one Slurm job: $(all_jobs)"
   STAGED_JOB=$sjobs
   until [ "$(slurm_job "$STAGED_JOB" '%T %r')" = "PENDING Dependency" ]; do
@@ -249,7 +258,8 @@ H=$(submit owners -- sh -c 'echo H-ran; sleep 1.2')
 wait_state "$G" running 30
 wait_log "$G" G-start
 wait_staged "$H" "$G"
-h_job=$(job_of "$H")
+check_slurm_staged "$H" "$G"
+h_job=$STAGED_JOB
 scontrol update nodename="$(slurm_job "$(job_of "$G")" %N)" state=drain reason=queue-ahead-test
 wait_unstaged "$H" "its node is not ready"
 expect_contains ",$(event_types "$H")," ",staged,unstaged," "workload H's events"
@@ -268,7 +278,8 @@ L=$(submit guests -- sh -c 'echo L-ran; sleep 1.2')
 wait_state "$K" running 30
 wait_log "$K" K-start
 wait_staged "$L" "$K"
-l_job=$(job_of "$L")
+check_slurm_staged "$L" "$K"
+l_job=$STAGED_JOB
 O=$(submit owners -- sh -c 'echo O-ran; sleep 1.2')
 wait_unstaged "$L" "other work now waits"
 wait_slurm_gone "$l_job" "workload L, taken back"
@@ -287,7 +298,8 @@ N=$(submit guests -- sh -c 'echo N-ran; sleep 1.2')
 wait_state "$M" running 30
 wait_log "$M" M-start
 wait_staged "$N" "$M"
-n_job=$(job_of "$N")
+check_slurm_staged "$N" "$M"
+n_job=$STAGED_JOB
 P=$(submit guests --priority 5 -- sh -c 'echo P-ran; sleep 1.2')
 wait_staged "$P" "$M"
 wait_staged "$N" "$P"
@@ -296,7 +308,11 @@ expect_contains "$("${g[@]}" -o json events --workload "$N" -n 0 |
   jq -r '.items[] | select(.type == "unstaged") | .message')" \
   "work of its project that comes first" "why workload N was taken back"
 wait_slurm_gone "$n_job" "workload N, taken back"
-[ "$(job_of "$N")" != "$n_job" ] || fail "workload N should be queued in Slurm with a new job"
+deadline=$((SECONDS + 10)) # (its new sbatch may still be running)
+while [ "$(job_of "$N")" = "$n_job" ]; do
+  [ $SECONDS -lt $deadline ] || fail "workload N should be queued in Slurm with a new job: $(all_jobs)"
+  sleep 0.2
+done
 release M
 wait_state "$P" succeeded 40
 wait_state "$N" succeeded 40
@@ -337,7 +353,8 @@ wait_staged "$F" "$E"
 check_slurm_staged "$F" "$E"
 f_job=$STAGED_JOB
 wait_staged "$F2" "$F"
-f2_job=$(job_of "$F2")
+wait_job "$F2"
+f2_job=$JOB
 kill_daemon
 sleep 1
 start_daemon "$TMP/gpuaas.db" "${daemon_flags[@]}"
