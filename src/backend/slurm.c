@@ -136,6 +136,7 @@ struct slurm {
     size_t n_devices, cap_devices;
     int64_t *cancels; /* jobs not started to cancel, in one scancel at the next poll() */
     size_t n_cancels, cap_cancels;
+    int64_t cancel_retry_ms; /* the last scancel did not reach Slurm: tried again then; else 0 */
 };
 
 static struct slurm *slurm_of(struct backend *b)
@@ -1141,6 +1142,17 @@ static int slurm_adopt(struct backend *b, const struct backend_launch *l, int64_
  */
 static void flush_cancels(struct slurm *s);
 
+/* A plain scancel of job_id, sent with the others by flush_cancels(). */
+static void cancel_later(struct slurm *s, int64_t job_id)
+{
+    if (s->n_cancels == s->cap_cancels) {
+        s->cap_cancels = s->cap_cancels ? 2 * s->cap_cancels : 16;
+        s->cancels = xreallocarray(s->cancels, s->cap_cancels, sizeof(*s->cancels));
+    }
+    s->cancels[s->n_cancels++] = job_id;
+    s->cancel_retry_ms = 0;
+}
+
 static void signal_job(struct slurm *s, struct sjob *w, int sig)
 {
     const char *args[5];
@@ -1154,11 +1166,7 @@ static void signal_job(struct slurm *s, struct sjob *w, int sig)
          * Cancelled with others at the next poll(), which comes at once
          * (next_event_ms): taking back many queued jobs costs one scancel.
          */
-        if (s->n_cancels == s->cap_cancels) {
-            s->cap_cancels = s->cap_cancels ? 2 * s->cap_cancels : 16;
-            s->cancels = xreallocarray(s->cancels, s->cap_cancels, sizeof(*s->cancels));
-        }
-        s->cancels[s->n_cancels++] = w->job_id;
+        cancel_later(s, w->job_id);
         return;
     }
     /*
@@ -1851,6 +1859,40 @@ static void search_by_name(struct slurm *s)
     free(jobs);
 }
 
+int backend_slurm_sweep(struct backend *b, int64_t *ids, size_t max, size_t *ret_n)
+{
+    struct slurm *s = slurm_of(b);
+    struct slurm_queue_job *jobs;
+    size_t n_jobs, prefix_len = strlen(s->job_prefix);
+
+    *ret_n = 0;
+    if (queue_ask(s, NULL, NULL, &jobs, &n_jobs) < 0)
+        return ERR_UNAVAILABLE;
+    for (size_t i = 0; i < n_jobs; i++) {
+        const struct slurm_queue_job *j = &jobs[i];
+        const struct sjob *w;
+        char *end;
+        long long id;
+        if (strncmp(j->name, s->job_prefix, prefix_len) != 0 || state_final(j->state) ||
+            strcmp(j->state, "COMPLETING") == 0)
+            continue;
+        errno = 0;
+        id = strtoll(j->name + prefix_len, &end, 10);
+        if (errno || end == j->name + prefix_len || *end || id <= 0)
+            continue; /* not a name this daemon gives */
+        w = work_find(s, id, NULL);
+        if (w && (w->searching || w->job_id == j->job_id))
+            continue; /* followed, or its job is being looked for by this name */
+        cancel_later(s, j->job_id);
+        if (*ret_n < max)
+            ids[*ret_n] = j->job_id;
+        (*ret_n)++;
+    }
+    free(jobs);
+    flush_cancels(s);
+    return 0;
+}
+
 /*
  * Asks squeue about our jobs (their ids, a few fields; every job when
  * there are very many), updates what is known and finds the ends.
@@ -1973,20 +2015,32 @@ static void report_lost(struct slurm *s)
 #define CANCEL_BATCH 128
 static void flush_cancels(struct slurm *s)
 {
+    size_t kept = 0;
     for (size_t at = 0; at < s->n_cancels; at += CANCEL_BATCH) {
         size_t n = s->n_cancels - at < CANCEL_BATCH ? s->n_cancels - at : CANCEL_BATCH;
         char nums[CANCEL_BATCH][24];
         const char *args[CANCEL_BATCH + 1];
         struct tool_result r;
+        bool failed = true;
         for (size_t i = 0; i < n; i++) {
             snprintf(nums[i], sizeof(nums[i]), "%" PRId64, s->cancels[at + i]);
             args[i] = nums[i];
         }
         args[n] = NULL;
-        if (run_tool(s, T_SCANCEL, args, NULL, SMALL_MAX, &r, NULL) >= 0)
+        if (run_tool(s, T_SCANCEL, args, NULL, SMALL_MAX, &r, NULL) >= 0) {
+            /* Ids Slurm forgot or that are ending fail too: those are done. */
+            failed = r.status != 0 && r.err.data && !strstr(r.err.data, "Invalid job id") &&
+                     !strstr(r.err.data, "already completing");
             result_release(&r);
+        }
+        /* Slurm not reached: tried again at the next poll, or a pending job could start. */
+        if (failed) {
+            memmove(&s->cancels[kept], &s->cancels[at], n * sizeof(*s->cancels));
+            kept += n;
+        }
     }
-    s->n_cancels = 0;
+    s->n_cancels = kept;
+    s->cancel_retry_ms = kept > 0 ? add_ms(s->last_now_ms, s->poll_interval_ms) : 0;
 }
 
 /* Sends cancels, kills and max-runtime signals that are due. */
@@ -2051,9 +2105,11 @@ static int64_t slurm_next_event_ms(struct backend *b)
     struct slurm *s = slurm_of(b);
     int64_t next = NEVER;
 
-    if (s->done.n > 0 || s->n_cancels > 0)
+    if (s->done.n > 0 || (s->n_cancels > 0 && s->cancel_retry_ms == 0))
         return 0;
-    if (s->n_work > 0)
+    if (s->n_cancels > 0)
+        next = s->cancel_retry_ms;
+    if (s->n_work > 0 && s->next_query_ms < next)
         next = s->next_query_ms; /* ends are learnt only by asking */
     if (s->n_submitting > 0 && add_ms(s->last_now_ms, SUBMIT_LOOK_MS) < next)
         next = add_ms(s->last_now_ms, SUBMIT_LOOK_MS); /* sbatch's answers */

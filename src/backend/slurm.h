@@ -220,6 +220,19 @@ int slurm_parse_job_devices(const char *text, size_t len, struct slurm_job_devic
 size_t backend_slurm_take_devices(struct backend *b, struct slurm_job_devices *out, size_t max);
 
 /*
+ * At start, once every workload's job has been adopted: cancels the jobs
+ * named as this daemon names them (backend_instance_prefix) that are not
+ * over and that no adopted workload claims, pending or running. They are
+ * left by a crash between a job's submission or cancel and the store's
+ * record of it (work queued ahead, then taken back or cancelled; work
+ * queued ahead whose record never committed): left alone they would run
+ * unrecorded, or twice. A job whose workload is still looked for by name is
+ * kept. Sets *ret_n to how many were cancelled, their ids in ids (at most
+ * max). ERR_UNAVAILABLE when squeue could not be asked. b must be slurm.
+ */
+int backend_slurm_sweep(struct backend *b, int64_t *ids, size_t max, size_t *ret_n);
+
+/*
  * Queue-ahead (the engine's, docs/slurm-backend.md): launches l like
  * launch(), but its job waits in Slurm's queue for the end of the job of
  * workload after_id (sbatch --dependency=afterany:<that job>), pinned to the

@@ -684,11 +684,15 @@ static struct sched_assign assign_of(const struct row *al)
  * Restore of work its backend holds queued behind running work (w's
  * queued_after): staged again behind it, its job adopted after a restart.
  * Should the work it waits for hold nothing any more (its end is recorded
- * together with the hand-over, so only after a failed write), it is queued
- * here again, with a warning: its job, if any, is not followed.
+ * together with the hand-over, so only after a failed write or a crash
+ * between the two), it is queued here again, with a warning; a job its
+ * backend still follows is taken back first (queued again when it ends),
+ * one not adopted after a restart is cancelled by the backend's sweep of
+ * jobs no workload claims.
  */
-static void restore_staged(struct engine *e, bool adopt, const struct row *w,
-                           const struct row *allocs, size_t n_allocs, int64_t now, struct arena *a)
+static const char *restore_staged(struct engine *e, bool adopt, const struct row *w,
+                                  const struct row *allocs, size_t n_allocs, int64_t now,
+                                  struct arena *a)
 {
     const struct resource_def *ald = &model_allocations;
     int64_t id = model_row_id(w), after = get_i(&model_workloads, w, "queued_after");
@@ -709,15 +713,22 @@ static void restore_staged(struct engine *e, bool adopt, const struct row *w,
     if (ni)
         b = backend_of(e, ni->cluster_id);
     if (!b || strcmp(b->ops->name, "slurm") != 0) {
+        struct backend *own = backend_of(e, get_i(&model_workloads, w, "cluster_id"));
+        struct slurm_job_info info;
         char wid[24];
         snprintf(wid, sizeof(wid), "%" PRId64, id);
         log_warn("work queued ahead behind work that holds nothing: queued here again", "workload",
                  wid);
         record_unstage(e, id, "the workload it waited for holds no GPUs", now,
                        &(struct error_info){0});
-        if (spec_of(e, w, &sp) == 0)
+        if (!adopt && own && strcmp(own->ops->name, "slurm") == 0 &&
+            backend_slurm_job(own, id, &info) == 0) {
+            own->ops->stop(own, id, 0, now);
+            *APPEND(e->unstaging, e->n_unstaging, e->cap_unstaging) = (struct unstaging){id, true};
+        } else if (spec_of(e, w, &sp) == 0) {
             sched_submit(e->sched, &sp, now);
-        return;
+        }
+        return NULL;
     }
     if (adopt) {
         struct backend_launch l;
@@ -728,9 +739,14 @@ static void restore_staged(struct engine *e, bool adopt, const struct row *w,
     if (spec_of(e, w, &sp) < 0)
         memset(&sp, 0, sizeof(sp));
     *APPEND(e->staged, e->n_staged, e->cap_staged) = (struct staged){id, after, b, sp};
-    /* Slurm would never start it on a node drained or down, nor could it be recorded running. */
+    /*
+     * Slurm would never start it on a node drained or down, nor could it be
+     * recorded running: taken back by the caller once every chain is back,
+     * so that what waits behind it goes too.
+     */
     if (!ni->ready || sp.id == 0)
-        unstage(e, id, !ni->ready ? "its node is not ready" : "its flavor is gone", now);
+        return !ni->ready ? "its node is not ready" : "its flavor is gone";
+    return NULL;
 }
 
 static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct arena *a,
@@ -738,6 +754,7 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
 {
     struct row *rows, *allocs, *ledger, *staged_rows = NULL;
     size_t n, n_allocs, n_ledger, n_staged_rows = 0, cap_staged_rows = 0;
+    const char **take_back;
     bool *done;
     int rc;
 
@@ -801,6 +818,7 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
      * it waits for (a chain's head first), so that a chain finds its GPUs.
      */
     done = xcalloc(n_staged_rows + 1, sizeof(*done));
+    take_back = xcalloc(n_staged_rows + 1, sizeof(*take_back));
     for (size_t round = 0; rc >= 0 && round < n_staged_rows; round++) {
         for (size_t i = 0; i < n_staged_rows; i++) {
             int64_t after = get_i(&model_workloads, &staged_rows[i], "queued_after");
@@ -809,10 +827,15 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
                 head_waits |= !done[k] && model_row_id(&staged_rows[k]) == after;
             if (done[i] || (head_waits && round + 1 < n_staged_rows))
                 continue;
-            restore_staged(e, adopt, &staged_rows[i], allocs, n_allocs, now, a);
+            take_back[i] = restore_staged(e, adopt, &staged_rows[i], allocs, n_allocs, now, a);
             done[i] = true;
         }
     }
+    for (size_t i = 0; i < n_staged_rows; i++) {
+        if (take_back[i])
+            unstage(e, model_row_id(&staged_rows[i]), take_back[i], now);
+    }
+    free(take_back);
     free(done);
     free(staged_rows);
     /* Victims still releasing: link them to their preemptor and ledger entry again. */
@@ -1362,15 +1385,11 @@ static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t
         return; /* Slurm would hold it until the node is back */
     }
     launch_of(e, &w, as, n_held, &a, &l);
-    if (backend_slurm_launch_after(b, &l, after_id, now, &ei) < 0) {
-        log_warn("could not queue work ahead in its cluster; it waits here", "workload", wid,
-                 "error", ei.message);
-        *APPEND(e->no_stage, e->n_no_stage, e->cap_no_stage) = id;
-        arena_release(&a);
-        return;
-    }
-    /* Out of the scheduler's queue from now; the store says where it waits. */
-    sched_cancel(e->sched, id, now);
+    /*
+     * Recorded before its job is submitted: after a crash in between, the
+     * restart adopts it, finds no job by its name and queues it again; the
+     * other way round its job would run unrecorded.
+     */
     set_i(d, &w, "queued_after", after_id);
     set_s(d, &a, &w, "reason",
           arena_printf(&a,
@@ -1389,11 +1408,19 @@ static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t
         rc = store_commit(e->db, &ei);
     if (rc < 0) {
         store_rollback(e->db);
-        log_error("could not record work queued ahead; taking it back", "workload", wid, "error",
+        log_error("could not record work queued ahead; it waits here", "workload", wid, "error",
                   ei.message);
-        b->ops->stop(b, id, 0, now);
-        *APPEND(e->unstaging, e->n_unstaging, e->cap_unstaging) = (struct unstaging){id, true};
+    } else if (backend_slurm_launch_after(b, &l, after_id, now, &ei) < 0) {
+        log_warn("could not queue work ahead in its cluster; it waits here", "workload", wid,
+                 "error", ei.message);
+        struct error_info undo = {0};
+        *APPEND(e->no_stage, e->n_no_stage, e->cap_no_stage) = id;
+        if (record_unstage(e, id, "its cluster did not take it", now, &undo) < 0)
+            log_error("could not record work taken back from its cluster's queue", "workload", wid,
+                      "error", undo.message);
     } else {
+        /* Out of the scheduler's queue from now; the store says where it waits. */
+        sched_cancel(e->sched, id, now);
         *APPEND(e->staged, e->n_staged, e->cap_staged) = (struct staged){id, after_id, b, sp};
     }
     arena_release(&a);
@@ -2956,6 +2983,34 @@ void engine_options_init(struct engine_options *opt)
     opt->n_local_gpus = 0;
 }
 
+/*
+ * At start, after every workload's job was adopted: Slurm jobs of this
+ * daemon that no workload claims (left by a crash between a submission or
+ * cancel and its record) are cancelled before anything is launched again.
+ */
+static void sweep_slurm(struct engine *e)
+{
+    for (size_t i = 0; i < e->n_backends; i++) {
+        struct backend *b = e->backends[i].b;
+        char cluster[24], count[24], first[24];
+        int64_t ids[1];
+        size_t n;
+        if (strcmp(b->ops->name, "slurm") != 0)
+            continue;
+        snprintf(cluster, sizeof(cluster), "%" PRId64, e->backends[i].cluster_id);
+        if (backend_slurm_sweep(b, ids, ARRAY_SIZE(ids), &n) < 0) {
+            log_warn("could not look for Slurm jobs no workload claims", "cluster", cluster);
+            continue;
+        }
+        if (n == 0)
+            continue;
+        snprintf(count, sizeof(count), "%zu", n);
+        snprintf(first, sizeof(first), "%" PRId64, ids[0]);
+        log_warn("cancelled Slurm jobs of this daemon that no workload claims", "cluster", cluster,
+                 "jobs", count, "first", first);
+    }
+}
+
 int engine_start(struct store *store, const struct engine_options *opt, struct engine **ret,
                  struct error_info *ei)
 {
@@ -2979,6 +3034,7 @@ int engine_start(struct store *store, const struct engine_options *opt, struct e
         engine_stop(e);
         return rc;
     }
+    sweep_slurm(e);
     if (pthread_create(&e->thread, NULL, engine_main, e) != 0) {
         engine_stop(e);
         return errinfo_set(ei, ERR_INTERNAL, NULL, "could not start the scheduler thread");
@@ -3103,7 +3159,11 @@ static int cancel_aside(struct engine *e, int64_t id, struct error_info *ei)
         return rc;
     if (st) {
         struct backend *b = st->b;
+        struct staged *next;
         staged_remove(e, id);
+        /* What waits behind it would start once its job is cancelled: taken back first. */
+        while ((next = staged_behind(e, id)))
+            unstage(e, next->id, "the workload it waited for was cancelled", time_now_ms());
         b->ops->stop(b, id, 0, time_now_ms());
         *APPEND(e->unstaging, e->n_unstaging, e->cap_unstaging) = (struct unstaging){id, false};
     } else if ((u = unstaging_find(e, id))) {

@@ -12,15 +12,17 @@
 #   1b. Two deep and no deeper: a third waits in gpuaas until the first has
 #      ended, then behind the second; all on the first one's GPUs, each from
 #      the end of the one before.
-#   1c. The node drained in Slurm: what waits there is taken back (event
-#      "unstaged", its job cancelled) and runs as usual once the node is back.
+#   1c. The node drained in Slurm: what waits there, a chain of two, is taken
+#      back (event "unstaged", the jobs cancelled) and runs as usual once the
+#      node is back.
 #   1d. Another project's work waits for the class: what is queued ahead is
 #      taken back ("other work now waits"), the scheduler decides, both run.
 #   1e. Work of the same project with a higher priority: what is queued ahead
 #      is taken back, the new one is queued ahead instead (the other behind
 #      it) and runs first.
 #   2. A staged S cancelled: it ends cancelled, its pending Slurm job is
-#      cancelled and its command never runs.
+#      cancelled and its command never runs; what was queued behind it is
+#      taken back and runs once, later.
 #   3. gpuaasd killed (SIGKILL) and restarted while S is staged behind R and
 #      S2 behind S: both still queued behind theirs, still one Slurm job
 #      each, and each runs once, on R's GPUs.
@@ -252,23 +254,31 @@ done
 check_no_overlap "after the chain"
 
 # 1c. The node drained in Slurm: what waits there is taken back (Slurm would
-# not start it), and runs later as usual once the node is back.
+# not start it), the whole chain, and runs later as usual once the node is back.
 G=$(submit owners -- sh -c "$(held G)")
 H=$(submit owners -- sh -c 'echo H-ran; sleep 1.2')
+H2=$(submit owners -- sh -c 'echo H2-ran; sleep 1.2')
 wait_state "$G" running 30
 wait_log "$G" G-start
 wait_staged "$H" "$G"
 check_slurm_staged "$H" "$G"
 h_job=$STAGED_JOB
+wait_staged "$H2" "$H"
+wait_job "$H2"
+h2_job=$JOB
 scontrol update nodename="$(slurm_job "$(job_of "$G")" %N)" state=drain reason=queue-ahead-test
 wait_unstaged "$H" "its node is not ready"
+wait_unstaged "$H2" "its node is not ready"
 expect_contains ",$(event_types "$H")," ",staged,unstaged," "workload H's events"
 wait_slurm_gone "$h_job" "workload H, its node drained"
+wait_slurm_gone "$h2_job" "workload H2, queued behind H on the drained node"
 scontrol update nodename="$(slurm_job "$(job_of "$G")" %N)" state=resume
 release G
 wait_state "$G" succeeded 20
 wait_state "$H" succeeded 40
+wait_state "$H2" succeeded 40
 expect_eq "$(marker_count "$H" H-ran)" 1 "H-ran lines in H's log"
+expect_eq "$(marker_count "$H2" H2-ran)" 1 "H2-ran lines in H2's log"
 check_no_overlap "after the drain"
 
 # 1d. Another project's work starts waiting for the class: what is queued
@@ -321,17 +331,27 @@ expect_eq "$(marker_count "$N" N-ran)" 1 "N-ran lines in N's log"
   fail "workload P (priority 5) should run before N, which was queued ahead before it came"
 check_no_overlap "after higher-priority work came"
 
-# 2. A staged D cancelled: its pending Slurm job goes, its command never runs.
+# 2. A staged D cancelled: its pending Slurm job goes, its command never
+# runs; D2, queued behind D, is taken back (its job would start once D's is
+# cancelled) and runs once, later.
 C=$(submit owners -- sh -c "$(held C)")
 D=$(submit owners -- sh -c 'echo D-ran; sleep 1.2')
+D2=$(submit owners -- sh -c 'echo D2-ran; sleep 1.2')
 wait_state "$C" running 30
 wait_log "$C" C-start
 wait_staged "$D" "$C"
 check_slurm_staged "$D" "$C"
 d_job=$STAGED_JOB
+wait_staged "$D2" "$D"
+wait_job "$D2"
+d2_job=$JOB
 "${g[@]}" cancel "$D" >/dev/null
 wait_state "$D" cancelled 10
 wait_slurm_gone "$d_job" "workload D, cancelled while staged"
+wait_slurm_gone "$d2_job" "workload D2, queued behind cancelled D"
+expect_contains "$("${g[@]}" -o json events --workload "$D2" -n 0 |
+  jq -r '.items[] | select(.type == "unstaged") | .message')" \
+  "the workload it waited for was cancelled" "why workload D2 was taken back"
 expect_eq "$(queued_after_of "$D")" null "queued_after of cancelled workload D"
 expect_eq "$(state_of "$C")" running "workload C, after D was cancelled"
 release C
@@ -342,6 +362,8 @@ expect_eq "$(jobs_of "$D")" "$d_job" "workload D's Slurm jobs"
 expect_eq "$(marker_count "$D" D-ran)" 0 "D-ran lines in cancelled workload D's log"
 expect_eq "$(db "SELECT count(*) FROM allocations WHERE workload_id = $D")" 0 "cancelled workload D's allocations"
 expect_eq "$(state_of "$D")" cancelled "workload D, after C ended"
+wait_state "$D2" succeeded 40
+expect_eq "$(marker_count "$D2" D2-ran)" 1 "D2-ran lines in D2's log"
 
 # 3. gpuaasd killed and restarted while F is staged behind E, and F2 behind F.
 E=$(submit owners -- sh -c "$(held E)")

@@ -777,6 +777,64 @@ static void test_stop_follower_first(void **state)
     b->ops->free(b);
 }
 
+/*
+ * The start-up sweep: jobs named as this daemon names them that no workload
+ * claims (a crash between a submission and its record) are cancelled,
+ * pending or running; the job of work it follows, a job of another daemon
+ * and a job of a name it never gives are left alone.
+ */
+static void test_sweep(void **state)
+{
+    struct backend *b = slurm(0);
+    struct backend_replica r = on("node4", 1, 0);
+    struct backend_launch kept = work(901, "sleep 30", &r, 1, -1);
+    char *prefix = backend_instance_prefix(g_logs), cmd[1200];
+    int64_t ids[4];
+    size_t n = 99;
+    (void)state;
+
+    launch_ok(b, &kept, now_ms());
+    wait_running(b, 901);
+    /*
+     * Orphans: one running, one pending (it asks for more GPUs than node4
+     * has free; submitted last, so that it holds back nothing else).
+     */
+    snprintf(cmd, sizeof(cmd),
+             "sbatch -Q -J %s902 --mem=64 -c 1 -w node4 --gres=gpu:h100:1 -o /dev/null"
+             " --wrap 'sleep 30' && "
+             "sbatch -Q -J gpuaas-00000000-904 --mem=64 -c 1 -w node4 --gres=gpu:h100:1"
+             " -o /dev/null --wrap 'sleep 30' && "
+             "sbatch -Q -J %sx905 --mem=64 -c 1 -w node4 --gres=gpu:h100:1 -o /dev/null"
+             " --wrap 'sleep 30' && "
+             "timeout 20 sh -c 'until [ \"$(squeue -h -t RUNNING -o %%i | wc -l)\" = 4 ];"
+             " do sleep 0.1; done' && "
+             "sbatch -Q -J %s903 --mem=64 -c 1 -w node4 --gres=gpu:h100:8 -o /dev/null"
+             " --wrap 'sleep 30' && "
+             "timeout 20 sh -c 'until [ \"$(squeue -h -n %s903 -o %%T)\" = PENDING ];"
+             " do sleep 0.1; done'",
+             prefix, prefix, prefix, prefix);
+    sh(cmd);
+
+    assert_int_equal(backend_slurm_sweep(b, ids, ARRAY_SIZE(ids), &n), 0);
+    assert_int_equal(n, 2);
+    snprintf(cmd, sizeof(cmd),
+             "timeout 20 sh -c 'until [ -z \"$(squeue -h -n %s902,%s903 -t PENDING,RUNNING"
+             " -o %%i)\" ]; do sleep 0.1; done'",
+             prefix, prefix);
+    sh(cmd);
+    /* the followed one, another daemon's and a foreign name run on */
+    snprintf(cmd, sizeof(cmd),
+             "test \"$(squeue -h -n %s901,gpuaas-00000000-904,%sx905 -t RUNNING -o %%i | wc -l)\" "
+             "= 3",
+             prefix, prefix);
+    sh(cmd);
+    assert_int_equal(b->ops->stop(b, 901, 0, now_ms()), 0);
+    wait_end(b, 901);
+    sh("scancel -n gpuaas-00000000-904 && scancel -u root");
+    free(prefix);
+    b->ops->free(b);
+}
+
 /* Requests the backend refuses, and one Slurm refuses: errors, nothing left behind. */
 static void test_launch_errors(void **state)
 {
@@ -1175,6 +1233,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gang),
         cmocka_unit_test(test_gang_shared_node),
         cmocka_unit_test(test_stop_follower_first),
+        cmocka_unit_test(test_sweep),
         cmocka_unit_test(test_launch_errors),
         cmocka_unit_test(test_stop_while_submitting),
         cmocka_unit_test(test_adopt_after_controller_reset),
