@@ -778,6 +778,67 @@ static void test_stop_follower_first(void **state)
 }
 
 /*
+ * A stop of a pending job while the controller is down: the scancel that
+ * did not reach Slurm is kept, tried again at the query's pace (no busy
+ * loop), and cancels the job once slurmctld is back, before it can start.
+ */
+static void test_cancel_retried(void **state)
+{
+    /* Slurm's commands retry for 10 s without a controller: give up sooner. */
+    struct slurm_options o = {
+        .log_dir = g_logs, .conf = g_conf, .poll_interval_ms = 100, .command_timeout_ms = 2500};
+    struct backend *b = backend_slurm_new(7, &o, NULL);
+    struct backend_replica r = on("node2", 8, 0);
+    struct backend_launch holder = work(921, "sleep 60", &r, 1, -1),
+                          waiting = work(922, "echo waiting-ran", &r, 1, -1);
+    struct backend_event ev;
+    struct slurm_job_info info;
+    int64_t t, job;
+    char cmd[1200];
+    (void)state;
+
+    assert_non_null(b);
+    launch_ok(b, &holder, now_ms());
+    wait_running(b, 921);
+    launch_ok(b, &waiting, now_ms()); /* node2's 8 GPUs are taken: it waits */
+    job = wait_submitted(b, 922);
+    snprintf(cmd, sizeof(cmd),
+             "kill $(cat %s/run/slurmctld.pid) && "
+             "while scontrol ping >/dev/null 2>&1; do sleep 0.1; done",
+             g_dir);
+    sh(cmd);
+    t = now_ms();
+    assert_int_equal(b->ops->stop(b, 922, 0, t), 0);
+    /* its scancel fails, twice (the second from the kill at the grace's end) */
+    assert_int_equal(b->ops->poll(b, now_ms(), &ev, 1), 0);
+    assert_int_equal(b->ops->poll(b, now_ms(), &ev, 1), 0);
+    print_message("two polls with slurmctld down took %" PRId64 " ms\n", now_ms() - t);
+    assert_true(b->ops->next_event_ms(b) > 0); /* kept, but not tried again at once */
+    assert_int_equal(backend_slurm_job(b, 922, &info), 0);
+
+    /* slurmctld again, with its state: the job is still pending, then cancelled */
+    snprintf(cmd, sizeof(cmd),
+             "%s/bin/slurmctld -i -f %s && "
+             "until scontrol ping 2>/dev/null | grep -q UP; do sleep 0.1; done",
+             g_dir, g_conf);
+    sh(cmd);
+    ev = wait_end(b, 922);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_int_equal(ev.exit_code, -1); /* cancelled before it ran */
+    snprintf(cmd, sizeof(cmd), "test \"$(squeue -h -t all -j %" PRId64 " -o %%T)\" = CANCELLED",
+             job);
+    sh(cmd);
+    if (file_exists(922, "log")) {
+        char *log = read_log(922);
+        assert_null(strstr(log, "waiting-ran"));
+        free(log);
+    }
+    assert_int_equal(b->ops->stop(b, 921, 0, now_ms()), 0);
+    wait_end(b, 921);
+    b->ops->free(b);
+}
+
+/*
  * The start-up sweep: jobs named as this daemon names them that no workload
  * claims (a crash between a submission and its record) are cancelled,
  * pending or running; the job of work it follows, a job of another daemon
@@ -1234,6 +1295,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_gang_shared_node),
         cmocka_unit_test(test_stop_follower_first),
         cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_cancel_retried),
         cmocka_unit_test(test_launch_errors),
         cmocka_unit_test(test_stop_while_submitting),
         cmocka_unit_test(test_adopt_after_controller_reset),
