@@ -3297,8 +3297,11 @@ int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending 
     memset(ret, 0, sizeof(*ret));
     pthread_mutex_lock(&e->lock);
     if ((st = staged_find(e, workload_id))) {
+        size_t depth;
+        staged_root(e, workload_id, &depth);
         ret->queued = true;
-        ret->position = 1; /* next on those GPUs, ahead of the scheduler's queue */
+        /* next on those GPUs (or after the ones before it), ahead of the scheduler's queue */
+        ret->position = (int)depth;
         snprintf(ret->reason, sizeof(ret->reason),
                  "queued in Slurm behind workload %" PRId64 ": starts on its GPUs when it ends",
                  st->after_id);

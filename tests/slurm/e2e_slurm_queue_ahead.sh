@@ -227,6 +227,11 @@ wait_state "$A1" running 30
 wait_log "$A1" A1-start
 wait_staged "$B1" "$A1"
 wait_staged "$B2" "$B1"
+api GET "/v1/workloads/$B1" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .queue_position <<<"$BODY")" 1 "queue position of B1 (next on A1's GPUs)"
+api GET "/v1/workloads/$B2" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .queue_position <<<"$BODY")" 2 "queue position of B2 (after B1)"
+wait_job "$B2"
 expect_contains "$(slurm_job "$(job_of "$B2")" %E)" "afterany:$(job_of "$B1")" \
   "the dependency of workload B2's Slurm job (on B1's)"
 sleep 1 # a third would have been staged by now
