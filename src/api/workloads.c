@@ -136,7 +136,8 @@ void workloads_decorate(struct req *r, const struct row *row, json_t *j)
     if (r->api->opt.engine && strcmp(model_get(&model_workloads, row, "state")->s, "queued") == 0 &&
         engine_pending(r->api->opt.engine, model_row_id(row), &pending) == 0 && pending.queued) {
         json_object_set_new(j, "reason", json_string(pending.reason));
-        json_object_set_new(j, "queue_position", json_integer(pending.position));
+        if (pending.position > 0)
+            json_object_set_new(j, "queue_position", json_integer(pending.position));
     }
 }
 

@@ -3308,6 +3308,13 @@ int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending 
         pthread_mutex_unlock(&e->lock);
         return 0;
     }
+    if (unstaging_find(e, workload_id)) {
+        ret->queued = true; /* no place yet: it has none until Slurm gives it back */
+        snprintf(ret->reason, sizeof(ret->reason),
+                 "being taken back from its cluster's queue: queued here again once it is");
+        pthread_mutex_unlock(&e->lock);
+        return 0;
+    }
     rc = sched_workload_info(e->sched, workload_id, &info);
     if (rc == 0 && info.state == SCHED_QUEUED) {
         ret->queued = true;
