@@ -1411,9 +1411,9 @@ static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t
         log_error("could not record work queued ahead; it waits here", "workload", wid, "error",
                   ei.message);
     } else if (backend_slurm_launch_after(b, &l, after_id, now, &ei) < 0) {
+        struct error_info undo = {0};
         log_warn("could not queue work ahead in its cluster; it waits here", "workload", wid,
                  "error", ei.message);
-        struct error_info undo = {0};
         *APPEND(e->no_stage, e->n_no_stage, e->cap_no_stage) = id;
         if (record_unstage(e, id, "its cluster did not take it", now, &undo) < 0)
             log_error("could not record work taken back from its cluster's queue", "workload", wid,
