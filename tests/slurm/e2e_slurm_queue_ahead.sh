@@ -79,6 +79,11 @@ wait_log() {
     sleep 0.1
   done
 }
+# wait_held W NAME: W (running held NAME) runs, and its command has started.
+wait_held() {
+  wait_state "$1" running 30
+  wait_log "$1" "$2-start"
+}
 # marker_count W TEXT: how many lines of W's log are TEXT (0 without a log).
 marker_count() {
   if [ -f "$TMP/logs/$1.log" ]; then grep -cx -- "$2" "$TMP/logs/$1.log" || true; else echo 0; fi
@@ -137,6 +142,11 @@ check_slurm_staged() {
   [[ "$(slurm_job "$STAGED_JOB" %b)" =~ gpu[:/]h100[:=]8$ ]] ||
     fail "workload $1's Slurm job should ask for gpu:h100:8: $(slurm_job "$STAGED_JOB" %b)"
 }
+# wait_slurm_staged S R: wait_staged, then check_slurm_staged (sets STAGED_JOB).
+wait_slurm_staged() {
+  wait_staged "$1" "$2"
+  check_slurm_staged "$1" "$2"
+}
 # wait_unstaged W WHY: waits (15 s at most) until W is taken back from
 # Slurm's queue: queued_after null, an "unstaged" event whose message has WHY.
 wait_unstaged() {
@@ -187,11 +197,9 @@ check_no_overlap() {
 # 1. B is queued in Slurm behind A, and Slurm starts it on A's GPUs as A ends.
 A=$(submit owners -- sh -c "$(held A)")
 B=$(submit owners -- sh -c 'echo B-ran; sleep 1.2')
-wait_state "$A" running 30
-wait_log "$A" A-start
+wait_held "$A" A
 expect_eq "$(slurm_job "$(job_of "$A")" %T)" RUNNING "workload A's Slurm job"
-wait_staged "$B" "$A"
-check_slurm_staged "$B" "$A"
+wait_slurm_staged "$B" "$A"
 b_job=$STAGED_JOB
 api GET "/v1/workloads/$A" "$ADMIN_TOKEN"
 expect_eq "$(jq -r .queued_after <<<"$BODY")" null "queued_after of running workload A"
@@ -223,8 +231,7 @@ A1=$(submit owners -- sh -c "$(held A1)")
 B1=$(submit owners -- sh -c "$(held B1)")
 B2=$(submit owners -- sh -c 'echo B2-ran; sleep 1.2')
 B3=$(submit owners -- sh -c 'echo B3-ran; sleep 1.2')
-wait_state "$A1" running 30
-wait_log "$A1" A1-start
+wait_held "$A1" A1
 wait_staged "$B1" "$A1"
 wait_staged "$B2" "$B1"
 api GET "/v1/workloads/$B1" "$ADMIN_TOKEN"
@@ -263,10 +270,8 @@ check_no_overlap "after the chain"
 G=$(submit owners -- sh -c "$(held G)")
 H=$(submit owners -- sh -c 'echo H-ran; sleep 1.2')
 H2=$(submit owners -- sh -c 'echo H2-ran; sleep 1.2')
-wait_state "$G" running 30
-wait_log "$G" G-start
-wait_staged "$H" "$G"
-check_slurm_staged "$H" "$G"
+wait_held "$G" G
+wait_slurm_staged "$H" "$G"
 h_job=$STAGED_JOB
 wait_staged "$H2" "$H"
 wait_job "$H2"
@@ -290,10 +295,8 @@ check_no_overlap "after the drain"
 # ahead is taken back, and the scheduler decides who runs next.
 K=$(submit guests -- sh -c "$(held K)")
 L=$(submit guests -- sh -c 'echo L-ran; sleep 1.2')
-wait_state "$K" running 30
-wait_log "$K" K-start
-wait_staged "$L" "$K"
-check_slurm_staged "$L" "$K"
+wait_held "$K" K
+wait_slurm_staged "$L" "$K"
 l_job=$STAGED_JOB
 O=$(submit owners -- sh -c 'echo O-ran; sleep 1.2')
 wait_unstaged "$L" "other work now waits"
@@ -310,10 +313,8 @@ check_no_overlap "after another project came"
 # its place (and the one taken back behind it, two deep) and runs first.
 M=$(submit guests -- sh -c "$(held M)")
 N=$(submit guests -- sh -c 'echo N-ran; sleep 1.2')
-wait_state "$M" running 30
-wait_log "$M" M-start
-wait_staged "$N" "$M"
-check_slurm_staged "$N" "$M"
+wait_held "$M" M
+wait_slurm_staged "$N" "$M"
 n_job=$STAGED_JOB
 P=$(submit guests --priority 5 -- sh -c 'echo P-ran; sleep 1.2')
 wait_staged "$P" "$M"
@@ -342,10 +343,8 @@ check_no_overlap "after higher-priority work came"
 C=$(submit owners -- sh -c "$(held C)")
 D=$(submit owners -- sh -c 'echo D-ran; sleep 1.2')
 D2=$(submit owners -- sh -c 'echo D2-ran; sleep 1.2')
-wait_state "$C" running 30
-wait_log "$C" C-start
-wait_staged "$D" "$C"
-check_slurm_staged "$D" "$C"
+wait_held "$C" C
+wait_slurm_staged "$D" "$C"
 d_job=$STAGED_JOB
 wait_staged "$D2" "$D"
 wait_job "$D2"
@@ -374,10 +373,8 @@ expect_eq "$(marker_count "$D2" D2-ran)" 1 "D2-ran lines in D2's log"
 E=$(submit owners -- sh -c "$(held E)")
 F=$(submit owners -- sh -c 'echo F-ran; sleep 1.2')
 F2=$(submit owners -- sh -c 'echo F2-ran; sleep 1.2')
-wait_state "$E" running 30
-wait_log "$E" E-start
-wait_staged "$F" "$E"
-check_slurm_staged "$F" "$E"
+wait_held "$E" E
+wait_slurm_staged "$F" "$E"
 f_job=$STAGED_JOB
 wait_staged "$F2" "$F"
 wait_job "$F2"
@@ -417,10 +414,8 @@ check_no_overlap "after the restart"
 R=$(submit guests --no-requeue -- sh -c \
   "trap 'echo got-sigterm; exit 143' TERM; echo R-start; sleep 1.2; n=0; while [ \$n -lt 1200 ]; do sleep 0.05; n=\$((n + 1)); done")
 S=$(submit guests -- sh -c 'echo S-ran; sleep 1.2')
-wait_state "$R" running 30
-wait_log "$R" R-start
-wait_staged "$S" "$R"
-check_slurm_staged "$S" "$R"
+wait_held "$R" R
+wait_slurm_staged "$S" "$R"
 s_job=$STAGED_JOB
 P=$(submit owners --owned -- sh -c 'echo P-ran; sleep 1.2')
 deadline=$((SECONDS + 15))
