@@ -250,6 +250,24 @@ static void sh(const char *cmd)
         fail_msg("'%s' failed (%d)", cmd, rc);
 }
 
+/*
+ * Waits up to seconds until a shell condition (printf-formatted) holds,
+ * looking every 0.1 s; fails unless it does.
+ */
+__attribute__((format(printf, 2, 3))) static void sh_until(int seconds, const char *fmt, ...)
+{
+    va_list ap;
+    char *cond, *cmd;
+    va_start(ap, fmt);
+    if (vasprintf(&cond, fmt, ap) < 0)
+        fail_msg("out of memory");
+    va_end(ap);
+    cmd = xasprintf("timeout %d sh -c 'until %s; do sleep 0.1; done'", seconds, cond);
+    sh(cmd);
+    free(cmd);
+    free(cond);
+}
+
 /* slurmctld again, with a clean state (-c): it knows no job any more, as after MinJobAge. */
 static void reset_controller(void)
 {
@@ -765,11 +783,8 @@ static void test_stop_follower_first(void **state)
     assert_int_equal(b->ops->stop(b, 802, 0, now_ms()), 0);
     assert_int_equal(b->ops->stop(b, 801, 10000, now_ms()), 0);
     /* The head ends on its TERM; then its follower must already be cancelled. */
-    snprintf(cmd, sizeof(cmd),
-             "timeout 20 sh -c 'until squeue -h -t all -j %" PRId64
-             " -o %%T | grep -qE \"COMPLETED|CANCELLED|FAILED\"; do sleep 0.05; done'",
+    sh_until(20, "squeue -h -t all -j %" PRId64 " -o %%T | grep -qE \"COMPLETED|CANCELLED|FAILED\"",
              head_job);
-    sh(cmd);
     snprintf(cmd, sizeof(cmd), "test \"$(squeue -h -t all -j %" PRId64 " -o %%T)\" = CANCELLED",
              next_job);
     sh(cmd);
@@ -869,23 +884,21 @@ static void test_sweep(void **state)
              "sbatch -Q -J gpuaas-00000000-904 --mem=64 -c 1 -w node4 --gres=gpu:h100:1"
              " -o /dev/null --wrap 'sleep 30' && "
              "sbatch -Q -J %sx905 --mem=64 -c 1 -w node4 --gres=gpu:h100:1 -o /dev/null"
-             " --wrap 'sleep 30' && "
-             "timeout 20 sh -c 'until [ \"$(squeue -h -t RUNNING -o %%i | wc -l)\" = 4 ];"
-             " do sleep 0.1; done' && "
-             "sbatch -Q -J %s903 --mem=64 -c 1 -w node4 --gres=gpu:h100:8 -o /dev/null"
-             " --wrap 'sleep 30' && "
-             "timeout 20 sh -c 'until [ \"$(squeue -h -n %s903 -o %%T)\" = PENDING ];"
-             " do sleep 0.1; done'",
-             prefix, prefix, prefix, prefix);
+             " --wrap 'sleep 30'",
+             prefix, prefix);
     sh(cmd);
+    sh_until(20, "[ \"$(squeue -h -t RUNNING -o %%i | wc -l)\" = 4 ]");
+    snprintf(cmd, sizeof(cmd),
+             "sbatch -Q -J %s903 --mem=64 -c 1 -w node4 --gres=gpu:h100:8 -o /dev/null"
+             " --wrap 'sleep 30'",
+             prefix);
+    sh(cmd);
+    sh_until(20, "[ \"$(squeue -h -n %s903 -o %%T)\" = PENDING ]", prefix);
 
     assert_int_equal(backend_slurm_sweep(b, ids, ARRAY_SIZE(ids), &n), 0);
     assert_int_equal(n, 2);
-    snprintf(cmd, sizeof(cmd),
-             "timeout 20 sh -c 'until [ -z \"$(squeue -h -n %s902,%s903 -t PENDING,RUNNING"
-             " -o %%i)\" ]; do sleep 0.1; done'",
-             prefix, prefix);
-    sh(cmd);
+    sh_until(20, "[ -z \"$(squeue -h -n %s902,%s903 -t PENDING,RUNNING -o %%i)\" ]", prefix,
+             prefix);
     /* the followed one, another daemon's and a foreign name run on */
     snprintf(cmd, sizeof(cmd),
              "test \"$(squeue -h -n %s901,gpuaas-00000000-904,%sx905 -t RUNNING -o %%i | wc -l)\" "
@@ -1035,11 +1048,7 @@ static void test_adopt_after_controller_reset(void **state)
     wait_file(done);
     ended_seen = now_ms();
     /* the job's end reaches slurmctld and its jobcomp file */
-    snprintf(cmd, sizeof(cmd),
-             "timeout 30 sh -c 'until grep -qE \" Name=gpuaas-[0-9a-f]+-521( |$)\" %s;"
-             " do sleep 0.1; done'",
-             jobcomp);
-    sh(cmd);
+    sh_until(30, "grep -qE \" Name=gpuaas-[0-9a-f]+-521( |$)\" %s", jobcomp);
 
     reset_controller(); /* squeue no longer knows the job */
 
@@ -1142,11 +1151,7 @@ static void test_dbd_adopt_after_controller_reset(void **state)
     wait_file(done);
     ended_seen = now_ms();
     /* the job's end reaches slurmdbd */
-    reset = xasprintf("timeout 30 sh -c 'until sacct -n -P -X -j %" PRId64
-                      " -o State | grep -q FAILED; do sleep 0.1; done'",
-                      info.job_id);
-    sh(reset);
-    free(reset);
+    sh_until(30, "sacct -n -P -X -j %" PRId64 " -o State | grep -q FAILED", info.job_id);
 
     reset_controller(); /* squeue no longer knows the job */
 
