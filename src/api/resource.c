@@ -522,13 +522,15 @@ void resource_list(struct req *r, const struct resource_def *def)
 
 /* ---- read ---- */
 
-/* Loads a row the caller may see; anything else is 404 so other tenants' objects stay hidden. */
+/* Loads a row the caller may see; anything else is 404 so other tenants' objects stay hidden.
+ * ei may be NULL (as for store_get) when the caller only needs yes or no. */
 int resource_load_visible(struct req *r, const struct resource_def *def, int64_t id,
                           struct row *ret_row, struct error_info *ei)
 {
     int rc = store_get(req_db(r), def, id, &r->arena, ret_row, ei);
     if (rc == ERR_NOT_FOUND || (rc >= 0 && !may(r, def, ret_row, ACT_READ))) {
-        ei->code = 0;
+        if (ei)
+            ei->code = 0;
         return errinfo_set(ei, ERR_NOT_FOUND, NULL, "no %s with id %" PRId64, def->singular, id);
     }
     return rc;

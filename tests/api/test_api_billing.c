@@ -297,12 +297,42 @@ static void test_pay_credit_and_exports(void **state)
     testsrv_expect(s, "GET", path, f->viewer, NULL, 200);
 }
 
+/* Pools' showback for callers who may see only some pools: the other tenant's
+ * pool is left out, not a crash (a NULL error pointer was written through). */
+static void test_cost_as_non_admins(void **state)
+{
+    struct fixture *f = *state;
+    struct testsrv *s = f->srv;
+    const char *by[] = {"", "?by=pool", "?by=project", "?by=org", "?by=manager"};
+    long got;
+    json_t *j;
+
+    testsrv_create(s, f->admin, "pools",
+                   "{\"name\":\"acme-pool\",\"owner_project_id\":%" PRId64 "}", f->project);
+    for (size_t i = 0; i < ARRAY_SIZE(by); i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/v1/cost%s", by[i]);
+        testsrv_req(s, "GET", path, f->eve, NULL, &got, &j);
+        assert_int_equal(got, 200);
+        assert_null(strstr(s->body, "acme"));
+        json_decref(j);
+        testsrv_req(s, "GET", path, f->viewer, NULL, &got, &j);
+        assert_int_equal(got, 200);
+        json_decref(j);
+    }
+    /* the viewer of acme sees acme's pool */
+    testsrv_req(s, "GET", "/v1/cost?by=pool", f->viewer, NULL, &got, &j);
+    assert_non_null(strstr(s->body, "acme-pool"));
+    json_decref(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_issued_invoices_cannot_change, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rerating_notices_an_altered_ledger, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pay_credit_and_exports, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cost_as_non_admins, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
