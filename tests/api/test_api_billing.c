@@ -326,6 +326,99 @@ static void test_cost_as_non_admins(void **state)
     json_decref(j);
 }
 
+/* "4463.30" -> micro-units (the test's own parse, for the figures' sums). */
+static int64_t micros_of(const char *s)
+{
+    int64_t whole = 0, frac = 0, scale = 1000000;
+    for (; *s >= '0' && *s <= '9'; s++)
+        whole = whole * 10 + (*s - '0');
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            frac += (*s - '0') * (scale /= 10);
+    return whole * 1000000 + frac;
+}
+
+/*
+ * Showback's money is rounded once (half-even, to cents) from exact sums, and
+ * a total is the sum of its parts as shown: a pool of 3 GPUs at 2.00 an hour
+ * over October (4464.00) of which one GPU was used for 1251 s (0.695) showed
+ * used 0.69 + idle 4463.30 against a total of 4464.00 (truncated parts).
+ */
+static void test_cost_rounded_once(void **state)
+{
+    struct fixture *f = *state;
+    struct testsrv *s = f->srv;
+    struct store_conn *c = store_conn_get(s->store);
+    const struct resource_def *d = &model_allocations;
+    const char *by[] = {"pool", "project", "org"};
+    struct error_info ei = {0};
+    struct arena a;
+    struct row row;
+    int64_t clu, node, cls, gpu = 0, pool, id;
+    long got;
+    json_t *j, *it;
+    size_t k;
+
+    clu = testsrv_create(s, f->admin, "clusters", "{\"name\":\"gpus\",\"backend\":\"sim\"}");
+    node =
+        testsrv_create(s, f->admin, "nodes", "{\"cluster_id\":%" PRId64 ",\"name\":\"g0\"}", clu);
+    cls = testsrv_create(s, f->admin, "gpu-classes", "{\"name\":\"h100\"}");
+    for (int i = 0; i < 3; i++)
+        gpu = testsrv_create(s, f->admin, "gpus",
+                             "{\"node_id\":%" PRId64 ",\"index\":%d,\"gpu_class_id\":%" PRId64
+                             ",\"uuid\":\"GPU-0000000%d\"}",
+                             node, i, cls, i);
+    pool = testsrv_create(s, f->admin, "pools",
+                          "{\"name\":\"p-rounding\",\"owner_project_id\":%" PRId64
+                          ",\"cluster_id\":%" PRId64 ",\"cost_per_gpu_hour_micros\":2000000}",
+                          f->project, clu);
+    arena_init(&a);
+    /* the pool existed all October */
+    assert_int_equal(store_get(c, &model_pools, pool, &a, &row, &ei), 0);
+    model_set_int(&row, model_field_index(&model_pools, "created_at"), OCT5 / 1000 - 5 * 86400);
+    assert_int_equal(store_update(c, &model_pools, pool, &row, &ei), 0);
+    row = model_row_new(d, &a);
+    model_set_int(&row, model_field_index(d, "workload_id"), f->workload);
+    model_set_int(&row, model_field_index(d, "project_id"), f->project);
+    model_set_int(&row, model_field_index(d, "replica"), 0);
+    model_set_int(&row, model_field_index(d, "node_id"), node);
+    model_set_int(&row, model_field_index(d, "gpu_id"), gpu);
+    model_set_int(&row, model_field_index(d, "gpu_class_id"), cls);
+    model_set_int(&row, model_field_index(d, "milli"), 1000);
+    model_set_str(&row, &a, model_field_index(d, "priority_class"), "owned");
+    model_set_int(&row, model_field_index(d, "borrowed"), 0);
+    model_set_int(&row, model_field_index(d, "started_ms"), OCT5);
+    model_set_int(&row, model_field_index(d, "ended_ms"), OCT5 + 1251000);
+    model_set_str(&row, &a, model_field_index(d, "end_reason"), "succeeded");
+    assert_int_equal(store_insert(c, d, &row, &id, &ei), 0);
+    store_conn_put(c);
+    arena_release(&a);
+
+    for (size_t i = 0; i < ARRAY_SIZE(by); i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/v1/cost?by=%s&period=2026-10", by[i]);
+        testsrv_req(s, "GET", path, f->viewer, NULL, &got, &j);
+        assert_int_equal(got, 200);
+        assert_int_equal(json_array_size(json_object_get(j, "items")), 1);
+        json_array_foreach(json_object_get(j, "items"), k, it)
+        {
+            int64_t used = json_integer_value(json_object_get(it, "used_micros"));
+            int64_t idle = json_integer_value(json_object_get(it, "idle_micros"));
+            int64_t total = json_integer_value(json_object_get(it, "total_micros"));
+            assert_int_equal(used, 700000);
+            assert_int_equal(idle, 4463300000);
+            assert_int_equal(total, used + idle);
+            assert_string_equal(json_string_value(json_object_get(it, "used")), "0.70");
+            assert_string_equal(json_string_value(json_object_get(it, "idle")), "4463.30");
+            assert_string_equal(json_string_value(json_object_get(it, "total")), "4464.00");
+            assert_int_equal(micros_of(json_string_value(json_object_get(it, "used"))) +
+                                 micros_of(json_string_value(json_object_get(it, "idle"))),
+                             micros_of(json_string_value(json_object_get(it, "total"))));
+        }
+        json_decref(j);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +426,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rerating_notices_an_altered_ledger, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pay_credit_and_exports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cost_as_non_admins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cost_rounded_once, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
