@@ -83,6 +83,16 @@ expect_eq "$(state_of "$busy_w")" running "busy work runs on"
 smi "${alloc[0]}" 95 "${alloc[1]}" 0 "${alloc[2]}" 0 "$free" 0
 wait_gpu "$gone" down 10
 expect_eq "$("${g[@]}" -o json inventory | jq '.items | length')" 32 "no GPU disappears"
+# /metrics counts GPUs in the states the inventory shows them in (one rule: busy, idle-allocated
+# and the unreported GPU's down, not "allocated" and "free" beside them).
+inv_states=$("${g[@]}" -o json inventory | jq -c '.states | to_entries | sort_by(.key) | from_entries')
+api GET /metrics "$ADMIN_TOKEN"
+metric_states=$(grep '^gpuaas_gpus{' <<<"$BODY" |
+  sed -E 's/^gpuaas_gpus\{state="([^"]*)".* ([0-9]+)$/\1 \2/' |
+  jq -Rnc '[inputs | split(" ") | {key: .[0], value: (.[1] | tonumber)}] | group_by(.key) |
+    map({key: .[0].key, value: (map(.value) | add)}) | from_entries')
+expect_eq "$metric_states" "$inv_states" "GPUs by state on /metrics and in the inventory"
+expect_contains "$inv_states" '"down":1' "the unreported GPU is down in both"
 
 # The history of the busy GPU.
 # The last minute comes from raw samples, one a second; the last hour from per-minute roll-ups.
