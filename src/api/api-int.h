@@ -258,6 +258,20 @@ void inventory_route_list(struct req *r);
 void inventory_route_export(struct req *r);
 void inventory_route_import(struct req *r);
 void inventory_route_history(struct req *r);
+struct collector_gpu;
+/*
+ * The state a fleet GPU is shown in, one rule for every view (/v1/inventory,
+ * /metrics): down (failed, or its node down), mig (split into instances),
+ * then what the collectors measured when they report it (busy,
+ * idle-allocated, free, down), else allocated or free; a GPU nothing holds on
+ * a draining node is draining unless it is down. gpu and node are rows of
+ * model_gpus and model_nodes (node may be NULL). ret_telemetry (may be NULL)
+ * gets what the collectors said; *ret_seen whether they said anything.
+ * Returns a static string.
+ */
+const char *inventory_gpu_state(struct req *r, const struct row *gpu, const struct row *node,
+                                bool allocated, struct collector_gpu *ret_telemetry,
+                                bool *ret_seen);
 
 /* ---- stream.c: server-sent events ---- */
 

@@ -485,10 +485,14 @@ static json_t *milli_hours(struct req *r, int64_t milli_ms)
     return json_string(arena_printf(&r->arena, "%" PRId64 ".%03" PRId64, mh / 1000, mh % 1000));
 }
 
+/* Showback is shown in cents: pools carry a currency but no minor digits of their own. */
+#define COST_DIGITS 2
+
 /*
  * GET /v1/cost?by=pool|project|org|manager[&period=YYYY-MM]: showback of the
  * pools' cost, used and idle, for the groups the caller may see (a manager
- * sees their own row; admins all).
+ * sees their own row; admins all). Each group's used and idle cost is rounded
+ * once (meter_round_money) from its exact sum; total = used + idle as shown.
  */
 void billing_route_cost(struct req *r)
 {
@@ -518,21 +522,24 @@ void billing_route_cost(struct req *r)
         rc = billing_cost(req_db(r), by, start, end, now_ms(), &r->arena, &rows, &n, &ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         const struct billing_cost *x = &rows[i];
+        /* rounded once from the exact sums; the total is the sum of the parts shown */
+        int64_t used_m = meter_round_money(x->used_micros, COST_DIGITS);
+        int64_t idle_m = meter_round_money(x->idle_micros, COST_DIGITS);
         char used[48], idle[48], total[48];
         if (!sees_cost(r, by, x->id))
             continue;
-        meter_format_money(x->used_micros, 2, used, sizeof(used));
-        meter_format_money(x->idle_micros, 2, idle, sizeof(idle));
-        meter_format_money(x->used_micros + x->idle_micros, 2, total, sizeof(total));
+        meter_format_money(used_m, COST_DIGITS, used, sizeof(used));
+        meter_format_money(idle_m, COST_DIGITS, idle, sizeof(idle));
+        meter_format_money(used_m + idle_m, COST_DIGITS, total, sizeof(total));
         json_array_append_new(
             items,
             json_pack("{s:s,s:I,s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:s,s:s,s:s,s:o}", "by", names[by],
                       "id", (json_int_t)x->id, "name", cost_name(r, by, x->id), "currency",
                       x->currency, "capacity_gpu_hours", milli_hours(r, x->capacity_milli_ms),
                       "allocated_gpu_hours", milli_hours(r, x->allocated_milli_ms), "used_micros",
-                      (json_int_t)x->used_micros, "idle_micros", (json_int_t)x->idle_micros,
-                      "total_micros", (json_int_t)(x->used_micros + x->idle_micros), "used", used,
-                      "idle", idle, "total", total, "efficiency_ppm",
+                      (json_int_t)used_m, "idle_micros", (json_int_t)idle_m, "total_micros",
+                      (json_int_t)(used_m + idle_m), "used", used, "idle", idle, "total", total,
+                      "efficiency_ppm",
                       x->efficiency_ppm < 0 ? json_null() : json_integer(x->efficiency_ppm)));
     }
     free(rows);

@@ -178,6 +178,32 @@ static void telemetry_fields(json_t *j, const struct collector_gpu *cg)
                   "last_seen_ms", (json_int_t)cg->last_seen_ms, "reason", cg->reason));
 }
 
+const char *inventory_gpu_state(struct req *r, const struct row *gpu, const struct row *node,
+                                bool allocated, struct collector_gpu *ret_telemetry, bool *ret_seen)
+{
+    const char *health = s_of(&model_gpus, gpu, "health");
+    const char *node_state = s_of(&model_nodes, node, "state");
+    const char *state = allocated ? "allocated" : "free";
+    struct collector_gpu cg;
+    bool seen = collector_gpu(r->api->opt.collector, s_of(&model_gpus, gpu, "uuid"), allocated,
+                              time_now_ms(), &cg);
+
+    if (ret_telemetry)
+        *ret_telemetry = cg;
+    *ret_seen = seen;
+    /* With telemetry, what the GPU is doing decides: busy, idle-allocated, free, down. */
+    if (seen)
+        state = inv_state_name(cg.state);
+    if (strcmp(health, "failed") == 0 || strcmp(health, "down") == 0 ||
+        strcmp(node_state, "down") == 0)
+        return "down";
+    if (strcmp(health, "mig") == 0)
+        return "mig"; /* split: its MIG instances are scheduled, not it */
+    if (!allocated && strcmp(node_state, "drain") == 0 && strcmp(state, "down") != 0)
+        return "draining";
+    return state;
+}
+
 /* One fleet GPU as a view row; NULL when the caller may not see it or a filter drops it. */
 static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *g,
                        const struct filters *flt, bool *used_items)
@@ -187,7 +213,7 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
     const struct row *cluster =
         rows_find(t->clusters, t->n_clusters, i_of(&model_nodes, node, "cluster_id"));
     const struct row *cls = rows_find(t->classes, t->n_classes, i_of(gd, g, "gpu_class_id"));
-    const char *uuid = s_of(gd, g, "uuid"), *node_state = s_of(&model_nodes, node, "state");
+    const char *uuid = s_of(gd, g, "uuid");
     int64_t pool_id = model_pool_of_gpu(t->pools, t->n_pools, model_row_id(g),
                                         i_of(&model_nodes, node, "cluster_id"),
                                         s_of(&model_nodes, node, "labels"));
@@ -195,7 +221,7 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
     int64_t owner_prj = i_of(&model_pools, pool, "owner_project_id");
     int64_t owner_org = i_of(&model_pools, pool, "owner_org_id");
     const struct row *item = item_for(t, uuid), *alloc = NULL;
-    const char *owner_name, *state = "free";
+    const char *owner_name, *state;
     struct collector_gpu cg;
     bool seen;
     int64_t manager;
@@ -222,19 +248,7 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
             return NULL;
     }
     alloc = alloc_index_find(&t->held, model_row_id(g));
-    if (alloc)
-        state = "allocated";
-    /* With telemetry, what the GPU is doing decides: busy, idle-allocated, free, down. */
-    seen = collector_gpu(r->api->opt.collector, uuid, alloc != NULL, time_now_ms(), &cg);
-    if (seen)
-        state = inv_state_name(cg.state);
-    if (strcmp(s_of(gd, g, "health"), "failed") == 0 ||
-        strcmp(s_of(gd, g, "health"), "down") == 0 || strcmp(node_state, "down") == 0)
-        state = "down";
-    else if (strcmp(s_of(gd, g, "health"), "mig") == 0)
-        state = "mig"; /* split: its MIG instances are scheduled, not it */
-    else if (!alloc && strcmp(node_state, "drain") == 0 && strcmp(state, "down") != 0)
-        state = "draining";
+    state = inventory_gpu_state(r, g, node, alloc != NULL, &cg, &seen);
 
     if ((flt->org && !(owner_org && org_under(t, owner_org, flt->org))) ||
         (flt->manager && !(owner_org && managed_by(t, owner_org, flt->manager))) ||
@@ -257,6 +271,9 @@ static json_t *gpu_row(struct req *r, const struct tables *t, const struct row *
             "priority_class", s_of(&model_allocations, alloc, "priority_class"), "milli",
             (json_int_t)i_of(&model_allocations, alloc, "milli"), "since_ms",
             (json_int_t)i_of(&model_allocations, alloc, "started_ms"));
+        /* lent: work of a project other than the pool's owner holds it (named or not) */
+        json_object_set_new(used, "borrowed",
+                            json_boolean(i_of(&model_allocations, alloc, "borrowed") != 0));
     }
     j = json_pack(
         "{s:s,s:I,s:I,s:s,s:s,s:s,s:s,s:I,s:s,s:s}", "uuid", uuid, "gpu_id",

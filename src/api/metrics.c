@@ -88,7 +88,10 @@ static const char *name_of(const struct row *rows, size_t n, const struct resour
     return row ? model_get(d, row, "name")->s : "";
 }
 
-/* GPUs by state (allocated, free, draining, down, mig), class and cluster, from the store. */
+/*
+ * GPUs by state, class and cluster, from the store and the collectors: the
+ * states of /v1/inventory (inventory_gpu_state), so both count alike.
+ */
 static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
 {
     struct row *gpus, *nodes, *clusters, *classes, *allocs;
@@ -110,24 +113,15 @@ static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
         const struct row *node =
             rows_find(nodes, n_nodes, model_get_int(&model_gpus, g, "node_id"));
         const struct value *cls = model_get(&model_gpus, g, "gpu_class_id");
-        const char *state = "free", *node_state = "ready", *cl = "", *cn = "";
-        if (node) {
-            node_state = model_get(&model_nodes, node, "state")->s;
+        const char *state, *cl = "", *cn = "";
+        bool seen;
+        if (node)
             cl = name_of(clusters, n_clusters, &model_clusters,
                          model_get_int(&model_nodes, node, "cluster_id"));
-        }
         if (!cls->null)
             cn = name_of(classes, n_classes, &model_gpu_classes, cls->i);
-        if (alloc_index_find(&held, model_row_id(g)))
-            state = "allocated";
-        if (strcmp(model_get(&model_gpus, g, "health")->s, "failed") == 0 ||
-            strcmp(model_get(&model_gpus, g, "health")->s, "down") == 0 ||
-            strcmp(node_state, "down") == 0)
-            state = "down";
-        else if (strcmp(model_get(&model_gpus, g, "health")->s, "mig") == 0)
-            state = "mig";
-        else if (strcmp(node_state, "drain") == 0 && strcmp(state, "free") == 0)
-            state = "draining";
+        state = inventory_gpu_state(r, g, node, alloc_index_find(&held, model_row_id(g)) != NULL,
+                                    NULL, &seen);
         size_t k = 0;
         while (k < n_counts && (strcmp(counts[k].state, state) || strcmp(counts[k].cls, cn) ||
                                 strcmp(counts[k].cluster, cl)))
@@ -137,7 +131,8 @@ static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
         counts[k].n++;
     }
     rc = metrics_header(b, "gpuaas_gpus", "gauge",
-                        "GPUs by state (allocated, free, draining, down, mig), class and cluster.");
+                        "GPUs by state (allocated, busy, idle-allocated, free, draining, down, "
+                        "mig), class and cluster.");
     for (size_t k = 0; k < n_counts; k++)
         rc |= metrics_sample(b, "gpuaas_gpus",
                              (const char *[]){"state", counts[k].state, "gpu_class", counts[k].cls,

@@ -46,17 +46,23 @@ static json_t *lines_json(struct store_conn *c, const struct meter_invoice *inv,
         const struct meter_line *l = &inv->lines[i];
         const struct billing__flavor *f = billing__flavor(fl, n_fl, l->flavor_id);
         int64_t gpu_mh = f ? l->gpu_milli_hours * f->gpu_milli / 1000 : 0;
-        json_array_append_new(
-            lines,
-            json_pack("{s:I,s:s,s:I,s:s,s:s,s:I,s:I,s:s,s:s,s:I,s:s,s:I,s:I,s:s}", "project_id",
-                      (json_int_t)l->project_id, "project", project_name(c, a, l->project_id),
-                      "flavor_id", (json_int_t)l->flavor_id, "flavor", f ? f->name : "?", "class",
-                      meter_class_name(l->cls), "price_id", (json_int_t)l->price_id, "seconds",
-                      (json_int_t)l->seconds, "hours", milli(a, l->gpu_milli_hours), "gpu_hours",
-                      milli(a, gpu_mh), "unit_price_micros", (json_int_t)l->unit_price_micro,
-                      "unit_price", money(a, l->unit_price_micro, 6), "mult_ppm",
-                      (json_int_t)l->mult_ppm, "amount_micros", (json_int_t)l->amount_micro,
-                      "amount", money(a, l->amount_micro, inv->minor_digits)));
+        int64_t eff = 0;
+        json_t *line;
+        /* what an hour of the line cost: the list price times the class's multiplier */
+        if (meter_effective_price(l->unit_price_micro, l->mult_ppm, &eff) < 0)
+            eff = 0;
+        line = json_pack(
+            "{s:I,s:s,s:I,s:s,s:s,s:I,s:I,s:s,s:s,s:I,s:s,s:I,s:I,s:s}", "project_id",
+            (json_int_t)l->project_id, "project", project_name(c, a, l->project_id), "flavor_id",
+            (json_int_t)l->flavor_id, "flavor", f ? f->name : "?", "class",
+            meter_class_name(l->cls), "price_id", (json_int_t)l->price_id, "seconds",
+            (json_int_t)l->seconds, "hours", milli(a, l->gpu_milli_hours), "gpu_hours",
+            milli(a, gpu_mh), "unit_price_micros", (json_int_t)l->unit_price_micro, "unit_price",
+            money(a, l->unit_price_micro, 6), "mult_ppm", (json_int_t)l->mult_ppm, "amount_micros",
+            (json_int_t)l->amount_micro, "amount", money(a, l->amount_micro, inv->minor_digits));
+        json_object_set_new(line, "effective_unit_price_micros", json_integer(eff));
+        json_object_set_new(line, "effective_unit_price", json_string(money(a, eff, 6)));
+        json_array_append_new(lines, line);
     }
     return lines;
 }

@@ -80,7 +80,8 @@ static void usage_help(void)
            "Rated usage of a month (default: this one) per project, flavor and class:\n"
            "seconds, replica-hours, GPU-hours and the amount, with totals per currency.\n"
            "While the month runs, work still running counts up to now (provisional).\n"
-           "verify recomputes the usage ledger's hash chain (admins).\n");
+           "verify recomputes the usage ledger's hash chain (admins): the closed runs'\n"
+           "records; runs still open are recorded when they end.\n");
 }
 
 static int show_usage(json_t *ans, struct buf *out)
@@ -107,8 +108,14 @@ static int show_usage(json_t *ans, struct buf *out)
 
 static int show_verify(json_t *ans, struct buf *out)
 {
+    /* The ledger holds closed runs only: say so, or "0 records" reads as a
+     * contradiction right after `usage` showed charges of running work. */
     if (json_is_true(json_object_get(ans, "ok")))
-        return buf_printf(out, "ledger ok: %" JSON_INTEGER_FORMAT " records, head %s\n",
+        return buf_printf(out,
+                          "ledger ok: %" JSON_INTEGER_FORMAT
+                          " closed usage records checked (hash chain intact), head %s\n"
+                          "runs still open are not in the ledger yet: they are recorded when "
+                          "they end ('gpuaas usage' counts them up to now, provisional)\n",
                           json_integer_value(json_object_get(ans, "records")), s_of(ans, "head"));
     return buf_printf(out, "ledger BROKEN at record %" JSON_INTEGER_FORMAT ": %s\n",
                       json_integer_value(json_object_get(ans, "bad_seq")), s_of(ans, "problem"));
@@ -230,10 +237,11 @@ static void invoice_help(void)
 static int show_invoice(json_t *inv, struct buf *out)
 {
     static const char *const header[] = {"PROJECT",   "FLAVOR", "CLASS", "HOURS",
-                                         "GPU-HOURS", "UNIT/H", "AMOUNT"};
-    static const char *const keys[] = {"project",   "flavor",     "class", "hours",
-                                       "gpu_hours", "unit_price", "amount"};
-    json_t *lines = json_object_get(inv, "lines");
+                                         "GPU-HOURS", "UNIT/H", "MULT",  "AMOUNT"};
+    static const char *const keys[] = {"project",   "flavor",         "class", "hours",
+                                       "gpu_hours", "unit_price_eff", "mult",  "amount"};
+    json_t *lines = json_object_get(inv, "lines"), *l;
+    size_t k;
     const char *number = json_string_value(json_object_get(inv, "number"));
     char total[48];
     int rc;
@@ -244,6 +252,17 @@ static int show_invoice(json_t *inv, struct buf *out)
         buf_printf(out, "%s %s  %s  %s (%s)  cost center %s\n", s_of(inv, "kind"),
                    number ? number : "(draft)", s_of(inv, "state"), s_of(inv, "customer"),
                    s_of(inv, "period"), *s_of(inv, "cost_center") ? s_of(inv, "cost_center") : "-");
+    /* UNIT/H is what an hour of the line cost (a P2 line's list price times its
+     * multiplier: lines of invoices issued before the server said so show the
+     * list price), MULT the multiplier: UNIT/H x HOURS is the amount */
+    json_array_foreach(lines, k, l)
+    {
+        json_t *eff = json_object_get(l, "effective_unit_price");
+        char *mult = render_micros(json_integer_value(json_object_get(l, "mult_ppm")));
+        json_object_set(l, "unit_price_eff", eff ? eff : json_object_get(l, "unit_price"));
+        json_object_set_new(l, "mult", json_sprintf("%sx", mult));
+        free(mult);
+    }
     if (strcmp(s_of(inv, "kind"), "credit-note") == 0)
         rc |= buf_printf(out, "reason: %s\n", s_of(inv, "reason"));
     else

@@ -10,14 +10,40 @@
 #include "base/err.h"
 #include "meter/meter.h"
 
+/* |micro| rounded half-even to a multiple of step (a power of ten up to 10^6). */
+static uint64_t round_magnitude(uint64_t mag, uint64_t step)
+{
+    uint64_t q = mag / step, rem = mag % step;
+    if (rem > step - rem || (rem == step - rem && (q & 1)))
+        q++;
+    return q;
+}
+
+int64_t meter_round_money(int64_t micro, int minor_digits)
+{
+    uint64_t step = 1, mag, q;
+    if (minor_digits < 0 || minor_digits > 6)
+        return micro;
+    for (int i = minor_digits; i < 6; i++)
+        step *= 10;
+    mag = micro < 0 ? (uint64_t)0 - (uint64_t)micro : (uint64_t)micro;
+    q = round_magnitude(mag, step);
+    if (q > (uint64_t)INT64_MAX / step) /* beyond the range: the nearest step inside it */
+        q = (uint64_t)INT64_MAX / step;
+    return micro < 0 ? -(int64_t)(q * step) : (int64_t)(q * step);
+}
+
 int meter_format_money(int64_t micro, int minor_digits, char *out, size_t cap)
 {
     if (minor_digits < 0 || minor_digits > 6)
         return ERR_INVALID;
-    uint64_t mag = micro < 0 ? (uint64_t)0 - (uint64_t)micro : (uint64_t)micro;
-    uint64_t whole = mag / 1000000u, frac = mag % 1000000u;
+    uint64_t step = 1;
     for (int i = minor_digits; i < 6; i++)
-        frac /= 10;
+        step *= 10;
+    uint64_t mag = micro < 0 ? (uint64_t)0 - (uint64_t)micro : (uint64_t)micro;
+    uint64_t units = round_magnitude(mag, step); /* in minor units: no overflow, step >= 1 */
+    uint64_t per = 1000000u / step;
+    uint64_t whole = units / per, frac = units % per;
     int n = minor_digits > 0 ? snprintf(out, cap, "%s%" PRIu64 ".%0*" PRIu64, micro < 0 ? "-" : "",
                                         whole, minor_digits, frac)
                              : snprintf(out, cap, "%s%" PRIu64, micro < 0 ? "-" : "", whole);

@@ -191,8 +191,24 @@ void meter_invoices_release(struct meter_invoices *inv);
 int meter_invoices_build(const struct meter_rater *r, struct meter_invoices *ret);
 
 /*
+ * The price of an hour of a line: the list price (micro-units per hour) times
+ * the class multiplier (ppm), half-even to the micro-unit, as rated. 0, or
+ * ERR_INVALID for a negative input, ERR_TOO_LARGE past int64.
+ */
+int meter_effective_price(int64_t price_per_hour_micro, int64_t mult_ppm, int64_t *ret);
+
+/*
+ * Rounds micro-units to the minor unit (minor_digits 0..6), half-even, the
+ * same rule as invoice lines: the one rounding of every money figure shown
+ * (showback's used and idle; a total shown beside its parts is the sum of
+ * the rounded parts). Negative amounts round symmetrically. Saturates at the
+ * int64 range; minor_digits out of range returns micro unchanged.
+ */
+int64_t meter_round_money(int64_t micro, int minor_digits);
+
+/*
  * Formats micro-units as a decimal with minor_digits decimals ("-12.34"),
- * truncating anything finer (line amounts have nothing finer). Returns the
+ * rounded by meter_round_money (line amounts have nothing finer). Returns the
  * length, or ERR_TOO_LARGE if cap is too small (out gets "" when cap > 0).
  */
 int meter_format_money(int64_t micro, int minor_digits, char *out, size_t cap);

@@ -61,6 +61,14 @@ int meter_round_mul_div(meter_u128 q, uint64_t p, uint64_t d, uint64_t step, int
     return 0;
 }
 
+int meter_effective_price(int64_t price_per_hour_micro, int64_t mult_ppm, int64_t *ret)
+{
+    if (price_per_hour_micro < 0 || mult_ppm < 0)
+        return ERR_INVALID;
+    return meter_round_mul_div((meter_u128)(uint64_t)price_per_hour_micro, (uint64_t)mult_ppm,
+                               (uint64_t)METER_MICRO, 1, ret);
+}
+
 const char *meter_class_name(int cls)
 {
     switch (cls) {

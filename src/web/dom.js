@@ -129,11 +129,22 @@ export function duration(ms) {
   return Math.floor(hr / 24) + ' d ' + (hr % 24) + ' h';
 }
 
-// Integer micro-units -> "1,234.50 USD" (money is never a float on the server; here only for display).
+// Integer micro-units -> "1,234.50 USD". Rounded half-even to `digits` on the
+// integer, as the server's meter_round_money does, never through a float, so
+// a figure reads the same here, in the API's strings and in the CLI (the
+// server sends amounts already rounded; this only keeps them as they are).
 export function money(micros, currency, digits = 2) {
   if (micros == null) return '—';
-  const v = Number(micros) / 1e6;
-  return v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) + (currency ? ' ' + currency : '');
+  const m = typeof micros === 'bigint' ? micros : BigInt(Math.trunc(Number(micros)));
+  const step = 10n ** BigInt(6 - digits);
+  const mag = m < 0n ? -m : m;
+  let q = mag / step;
+  const rem = mag % step;
+  if (2n * rem > step || (2n * rem === step && q % 2n === 1n)) q++;
+  const per = 10n ** BigInt(digits);
+  const whole = (q / per).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const frac = digits ? '.' + (q % per).toString().padStart(digits, '0') : '';
+  return (m < 0n && q > 0n ? '-' : '') + whole + frac + (currency ? ' ' + currency : '');
 }
 
 export function nameOf(map, id, fallback) {

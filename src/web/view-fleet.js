@@ -175,37 +175,33 @@ export function subtree(orgs, rootId) {
   return ids;
 }
 
+// The GPUs under an organization come from /v1/inventory: the server decides
+// each GPU's state (one rule with /metrics) and names who holds it only to
+// those who may see that project ("another tenant" otherwise), so a pool's
+// GPUs lent to a team the caller cannot see still count as lent, unnamed.
 export async function manager(ctx) {
-  const n = await byIds('organizations', 'projects', 'pools', 'gpus', 'nodes', 'clusters', 'gpu-classes');
-  const [open, cost, users] = await Promise.all([
-    openAllocations(),
-    api('/v1/cost?by=pool').catch((err) => ({ err })),
-    byId('users').catch(() => new Map()),
-  ]);
+  const n = await byIds('organizations', 'projects', 'pools', 'clusters');
   if (!n.organizations.size) {
     ctx.add(h('p', { class: 'empty' }, 'You can see no organization, so there are no GPUs under you.'));
     return;
   }
   const mine = [...n.organizations.values()].find((o) => o.manager_id === ctx.me.user.id);
-  const orgId = Number(ctx.query.org) || (mine || [...n.organizations.values()][0]).id;
+  const orgId = n.organizations.has(Number(ctx.query.org)) ? Number(ctx.query.org) : (mine || [...n.organizations.values()][0]).id;
   const org = n.organizations.get(orgId);
+  const [inv, cost, users] = await Promise.all([api('/v1/inventory?org=' + orgId), api('/v1/cost?by=pool').catch((err) => ({ err })), byId('users')]);
   const orgs = subtree(n.organizations, orgId);
   const projects = new Set([...n.projects.values()].filter((p) => orgs.has(p.org_id)).map((p) => p.id));
   const ownerOf = (p) => (p.owner_project_id != null ? 'project ' + nameOf(n.projects, p.owner_project_id) : 'organization ' + nameOf(n.organizations, p.owner_org_id));
-  const pools = [...n.pools.values()];
-  const poolsUnder = pools.filter((p) => orgs.has(p.owner_org_id) || projects.has(p.owner_project_id));
-  const held = heldByGpu(open);
-  const rows = [];
-  for (const g of n.gpus.values()) {
-    const node = n.nodes.get(g.node_id);
-    const pool = poolOfGpu(pools, g, node);
-    if (pool && poolsUnder.includes(pool)) rows.push({ id: g.id, g, node, pool, held: held.get(g.id) || [] });
-  }
-  rows.sort((a, b) => gpuWhere(n, a.g).localeCompare(gpuWhere(n, b.g), 'en', { numeric: true }));
-  const lent = rows.filter((r) => r.held.some((a) => a.borrowed)).length;
-  const busy = rows.filter((r) => r.held.length).length;
-  const perHour = rows.reduce((a, r) => a + (r.pool.cost_per_gpu_hour_micros || 0), 0);
-  const currency = rows.length ? rows[0].pool.currency : '';
+  const poolsUnder = [...n.pools.values()].filter((p) => orgs.has(p.owner_org_id) || projects.has(p.owner_project_id));
+  const rows = inv.items
+    .filter((g) => g.gpu_id != null && g.pool != null)
+    .map((g) => ({ ...g, id: g.gpu_id, lent: !!(g.used_by && g.used_by.borrowed) }))
+    .sort((a, b) => where(a).localeCompare(where(b), 'en', { numeric: true }));
+  const lent = rows.filter((r) => r.lent).length;
+  const busy = rows.filter((r) => r.used_by).length;
+  const perHour = rows.reduce((a, r) => a + (r.cost_per_gpu_hour_micros || 0), 0);
+  const currency = rows.length ? rows[0].currency : '';
+  const ofPool = (p) => rows.filter((r) => r.pool === p.name);
 
   const choose = select(
     [...n.organizations.values()].map((o) => [o.id, o.name + (o.manager_id === ctx.me.user.id ? ' (you manage it)' : '')]),
@@ -215,12 +211,12 @@ export async function manager(ctx) {
   ctx.setTitle('GPUs under ' + org.name);
   ctx.add(
     h('div', { class: 'toolbar' }, field('Organization', choose)),
-    h('p', { class: 'note' }, 'Manager: ', org.manager_id != null ? nameOf(users, org.manager_id, 'user ') : 'none set', org.cost_center ? ' · cost center ' + org.cost_center : '', ' · ', orgs.size - 1 ? orgs.size - 1 + ' organizations below it' : 'no organizations below it', ', ', projects.size + ' projects.'),
+    h('p', { class: 'note' }, 'Manager: ', managerName(org, rows, users, ctx.me), org.cost_center ? ' · cost center ' + org.cost_center : '', ' · ', orgs.size - 1 ? orgs.size - 1 + ' organizations below it' : 'no organizations below it', ', ', projects.size + ' projects.'),
     stats(
       stat('GPUs owned', String(rows.length), poolsUnder.length + ' pools'),
       stat('in use', String(busy), pct(busy, rows.length)),
       stat('idle', String(rows.length - busy), 'nothing running on them'),
-      stat('lent out', String(lent), 'borrowed by other teams: reclaimable'),
+      stat('lent out', String(lent), 'held by other teams’ work: reclaimable'),
       stat('cost per hour', money(perHour, currency), 'all owned GPUs, busy or not'),
     ),
   );
@@ -236,37 +232,73 @@ export async function manager(ctx) {
           { label: 'owner', value: ownerOf },
           { label: 'where', value: (p) => [p.cluster_id ? nameOf(n.clusters, p.cluster_id) : 'any cluster', Object.keys(p.node_selector || {}).length ? ' · ' + Object.entries(p.node_selector).map(([k, v]) => k + '=' + v).join(',') : ''] },
           { label: 'cost per GPU-hour', num: true, value: (p) => money(p.cost_per_gpu_hour_micros, p.currency) },
-          { label: 'GPUs', num: true, value: (p) => rows.filter((r) => r.pool === p).length },
-          { label: 'in use', num: true, value: (p) => rows.filter((r) => r.pool === p && r.held.length).length },
-          { label: 'may borrow it', value: (p) => accessList(n, p) },
+          { label: 'GPUs', num: true, value: (p) => ofPool(p).length },
+          { label: 'in use', num: true, value: (p) => ofPool(p).filter((r) => r.used_by).length },
+          { label: 'lent out', num: true, value: (p) => ofPool(p).filter((r) => r.lent).length },
+          { label: 'may borrow it', value: (p) => accessList(n, p, ofPool(p)) },
           { label: 'this month: used / idle cost', num: true, value: (p) => (costByPool.has(p.id) ? costByPool.get(p.id).used + ' / ' + costByPool.get(p.id).idle + ' ' + costByPool.get(p.id).currency : '—') },
         ],
         poolsUnder,
-        { label: 'pools', empty: 'No pool is owned by this organization or its projects.' },
+        { label: 'pools', class: 'pools', empty: 'No pool is owned by this organization or its projects.' },
       ),
     ),
     section(
       'GPUs',
       table(
         [
-          { label: 'GPU', value: (r) => gpuWhere(n, r.g) },
-          { label: 'class', value: (r) => nameOf(n.gpuClasses, r.g.gpu_class_id) },
-          { label: 'cluster', value: (r) => [nameOf(n.clusters, r.node && r.node.cluster_id), ' ', isSimulated(n.clusters.get(r.node && r.node.cluster_id)) ? simChip() : null] },
-          { label: 'pool', value: (r) => r.pool.name },
-          { label: 'owner', value: (r) => ownerOf(r.pool) },
-          { label: 'cost / h', num: true, value: (r) => money(r.pool.cost_per_gpu_hour_micros, r.pool.currency) },
-          { label: 'state', value: (r) => badge(gpuState(r.g, r.node, r.held)) },
-          { label: 'held by', value: (r) => (r.held.length ? r.held.map((a) => h('div', null, nameOf(n.projects, a.project_id), ' · ', workloadLink(a.workload_id), ' · ', classChip(a.priority_class), a.borrowed ? ' borrowed' : '', ' · for ', duration(Date.now() - a.started_ms))) : 'idle') },
+          { label: 'GPU', value: where },
+          { label: 'class', value: (r) => r.gpu_class },
+          { label: 'cluster', value: (r) => [r.cluster, ' ', isSimulated(clusterNamed(n, r.cluster)) ? simChip() : null] },
+          { label: 'pool', value: (r) => r.pool },
+          { label: 'owner', value: (r) => (r.owner ? (r.owner.kind === 'org' ? 'organization ' : 'project ') + r.owner.name : '—') },
+          { label: 'cost / h', num: true, value: (r) => money(r.cost_per_gpu_hour_micros, r.currency) },
+          { label: 'state', value: (r) => badge(r.lent ? 'lent' : r.state) },
+          { label: 'held by', value: heldBy },
         ],
         rows,
-        { label: 'GPUs under this organization', empty: 'No GPUs are in pools of this organization.' },
+        { label: 'GPUs under this organization', class: 'gpus', empty: 'No GPUs are in pools of this organization.' },
       ),
     ),
   );
-  if (!ctx.me.admin) ctx.add(h('p', { class: 'note' }, 'Work of other tenants on these GPUs is not shown to you; such GPUs appear idle here.'));
+  if (!ctx.me.admin) ctx.add(h('p', { class: 'note' }, 'GPUs held by work of teams you cannot see count as in use and lent out; the team is not named to you.'));
 }
 
-function accessList(n, p) {
-  const who = [...(p.access_project_ids || []).map((id) => 'project ' + nameOf(n.projects, id)), ...(p.access_org_ids || []).map((id) => 'organization ' + nameOf(n.organizations, id))];
+function where(r) {
+  return (r.node || 'node ?') + ' / GPU ' + r.index;
+}
+
+function clusterNamed(n, name) {
+  return [...n.clusters.values()].find((c) => c.name === name);
+}
+
+// "maria", from the inventory (which names the nearest manager of each GPU's
+// owner) when the caller may not list that user.
+function managerName(org, rows, users, me) {
+  if (org.manager_id == null) return 'none set';
+  if (users.has(org.manager_id)) return users.get(org.manager_id).name;
+  if (org.manager_id === me.user.id) return me.user.name;
+  const named = rows.find((r) => r.org === org.name && r.manager);
+  return named ? named.manager : 'set (a user you cannot see)';
+}
+
+// Who holds a GPU: the project and workload where the caller may see them, else "another team".
+function heldBy(r) {
+  const u = r.used_by;
+  if (!u) return 'idle';
+  const who = u.workload_id != null ? [u.project, ' · ', workloadLink(u.workload_id)] : [r.lent ? 'lent to another team' : 'another team'];
+  return h('div', { class: 'held', 'data-named': u.workload_id != null ? 'true' : 'false' }, who, ' · ', classChip(u.priority_class), u.workload_id != null && r.lent ? ' borrowed' : '', ' · for ', duration(Date.now() - u.since_ms));
+}
+
+// Who may borrow a pool, by name: the inventory names a pool's access list to
+// whoever sees the pool; a pool without GPUs falls back to the names the
+// caller can list, and counts the rest.
+function accessList(n, p, rowsOfPool) {
+  const nm = (map, id) => (map.get(id) || {}).name;
+  const named = rowsOfPool.length ? rowsOfPool[0].access : null;
+  const projects = named ? named.projects : (p.access_project_ids || []).map((id) => nm(n.projects, id));
+  const orgs = named ? named.orgs : (p.access_org_ids || []).map((id) => nm(n.organizations, id));
+  const who = [...projects.filter(Boolean).map((x) => 'project ' + x), ...orgs.filter(Boolean).map((x) => 'organization ' + x)];
+  const hidden = projects.length + orgs.length - who.length;
+  if (hidden) who.push(hidden + (hidden === 1 ? ' team' : ' teams') + ' you cannot see');
   return who.length ? who.join(', ') : 'only the owner';
 }

@@ -34,11 +34,24 @@ function linesTable(inv) {
   );
 }
 
+// The organizations whose billing the caller may read: a role bound on the
+// organization or one above it (a project role shows the organization's name,
+// not its invoices; the server answers 404 there, so the view does not ask).
+function billingOrgs(me, orgs) {
+  if (me.admin) return [...orgs.values()];
+  const bound = new Set(me.bindings.filter((b) => b.org_id != null).map((b) => b.org_id));
+  const under = (o) => {
+    for (let x = o, depth = 0; x && depth < 64; x = orgs.get(x.parent_id), depth++) if (bound.has(x.id)) return true;
+    return false;
+  };
+  return [...orgs.values()].filter(under);
+}
+
 export async function invoices(ctx) {
   const n = await byIds('organizations');
-  const orgs = [...n.organizations.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const orgs = billingOrgs(ctx.me, n.organizations).sort((a, b) => a.name.localeCompare(b.name));
   if (!orgs.length) {
-    ctx.add(h('p', { class: 'empty' }, 'You can see no organization, so there are no invoices to show.'));
+    ctx.add(h('p', { class: 'empty' }, n.organizations.size ? 'Invoices are shown to those with a role on the organization (viewer or above); yours are on projects only.' : 'You can see no organization, so there are no invoices to show.'));
     return;
   }
   const orgId = n.organizations.has(Number(ctx.query.org)) ? Number(ctx.query.org) : orgs[0].id;

@@ -154,7 +154,8 @@ export async function usage(ctx) {
 }
 
 export async function quotas(ctx) {
-  const [n, open] = await Promise.all([byIds('quotas', 'projects', 'gpu-classes', 'pools', 'gpus', 'nodes', 'organizations'), openAllocations()]);
+  // Lent comes from /v1/inventory: it counts work of teams the caller cannot see, unnamed.
+  const [n, open, inv] = await Promise.all([byIds('quotas', 'projects', 'gpu-classes', 'pools', 'gpus', 'nodes', 'organizations'), openAllocations(), api('/v1/inventory')]);
   const pools = [...n.pools.values()];
   // GPU -> owning project (through its pool), computed once.
   const ownerProject = new Map();
@@ -175,7 +176,7 @@ export async function quotas(ctx) {
       explicit: q.guaranteed_milli != null,
       used: mine.reduce((a, x) => a + x.milli, 0),
       borrowed: mine.filter((x) => x.borrowed).reduce((a, x) => a + x.milli, 0),
-      lent: open.filter((a) => a.project_id !== q.project_id && ownedIds.has(a.gpu_id)).reduce((a, x) => a + x.milli, 0),
+      lent: inv.items.filter((g) => g.used_by && g.used_by.borrowed && ownedIds.has(g.gpu_id)).reduce((a, g) => a + g.used_by.milli, 0),
       pools: pools.filter((p) => p.owner_project_id === q.project_id),
     };
   });
@@ -241,6 +242,6 @@ export async function quotas(ctx) {
       ),
     ),
   );
-  if (!ctx.me.admin) ctx.add(h('p', { class: 'note' }, '“Lent” counts only other teams’ work that you may see.'));
+  if (!ctx.me.admin) ctx.add(h('p', { class: 'note' }, '“Lent” counts all other teams’ work on these GPUs, also of teams you cannot see.'));
   ctx.refreshEvery = 10000;
 }

@@ -326,6 +326,186 @@ static void test_cost_as_non_admins(void **state)
     json_decref(j);
 }
 
+/* "4463.30" -> micro-units (the test's own parse, for the figures' sums). */
+static int64_t micros_of(const char *s)
+{
+    int64_t whole = 0, frac = 0, scale = 1000000;
+    for (; *s >= '0' && *s <= '9'; s++)
+        whole = whole * 10 + (*s - '0');
+    if (*s == '.')
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            frac += (*s - '0') * (scale /= 10);
+    return whole * 1000000 + frac;
+}
+
+/*
+ * A pool of acme's project: 3 GPUs at 2.00 an hour, there all October, one of
+ * its GPUs used for 1251 s by a workload of `project` (borrowed when that is
+ * not the owner). Returns the pool's id.
+ */
+static int64_t october_pool(struct fixture *f, int64_t project, int64_t workload)
+{
+    struct testsrv *s = f->srv;
+    struct store_conn *c = store_conn_get(s->store);
+    const struct resource_def *d = &model_allocations;
+    struct error_info ei = {0};
+    struct arena a;
+    struct row row;
+    int64_t clu, node, cls, gpu = 0, pool, id;
+
+    clu = testsrv_create(s, f->admin, "clusters", "{\"name\":\"gpus\",\"backend\":\"sim\"}");
+    node =
+        testsrv_create(s, f->admin, "nodes", "{\"cluster_id\":%" PRId64 ",\"name\":\"g0\"}", clu);
+    cls = testsrv_create(s, f->admin, "gpu-classes", "{\"name\":\"h100\"}");
+    for (int i = 0; i < 3; i++)
+        gpu = testsrv_create(s, f->admin, "gpus",
+                             "{\"node_id\":%" PRId64 ",\"index\":%d,\"gpu_class_id\":%" PRId64
+                             ",\"uuid\":\"GPU-0000000%d\"}",
+                             node, i, cls, i);
+    pool = testsrv_create(s, f->admin, "pools",
+                          "{\"name\":\"p-october\",\"owner_project_id\":%" PRId64
+                          ",\"cluster_id\":%" PRId64 ",\"cost_per_gpu_hour_micros\":2000000}",
+                          f->project, clu);
+    arena_init(&a);
+    assert_int_equal(store_get(c, &model_pools, pool, &a, &row, &ei), 0);
+    model_set_int(&row, model_field_index(&model_pools, "created_at"), OCT5 / 1000 - 5 * 86400);
+    assert_int_equal(store_update(c, &model_pools, pool, &row, &ei), 0);
+    row = model_row_new(d, &a);
+    model_set_int(&row, model_field_index(d, "workload_id"), workload);
+    model_set_int(&row, model_field_index(d, "project_id"), project);
+    model_set_int(&row, model_field_index(d, "replica"), 0);
+    model_set_int(&row, model_field_index(d, "node_id"), node);
+    model_set_int(&row, model_field_index(d, "gpu_id"), gpu);
+    model_set_int(&row, model_field_index(d, "gpu_class_id"), cls);
+    model_set_int(&row, model_field_index(d, "milli"), 1000);
+    model_set_str(&row, &a, model_field_index(d, "priority_class"),
+                  project == f->project ? "owned" : "opportunistic");
+    model_set_int(&row, model_field_index(d, "borrowed"), project != f->project);
+    model_set_int(&row, model_field_index(d, "started_ms"), OCT5);
+    model_set_int(&row, model_field_index(d, "ended_ms"), OCT5 + 1251000);
+    model_set_str(&row, &a, model_field_index(d, "end_reason"), "succeeded");
+    assert_int_equal(store_insert(c, d, &row, &id, &ei), 0);
+    store_conn_put(c);
+    arena_release(&a);
+    return pool;
+}
+
+/*
+ * Showback's money is rounded once (half-even, to cents) from exact sums, and
+ * a total is the sum of its parts as shown: a pool of 3 GPUs at 2.00 an hour
+ * over October (4464.00) of which one GPU was used for 1251 s (0.695) showed
+ * used 0.69 + idle 4463.30 against a total of 4464.00 (truncated parts).
+ */
+static void test_cost_rounded_once(void **state)
+{
+    struct fixture *f = *state;
+    struct testsrv *s = f->srv;
+    const char *by[] = {"pool", "project", "org"};
+    long got;
+    json_t *j, *it;
+    size_t k;
+
+    october_pool(f, f->project, f->workload);
+    for (size_t i = 0; i < ARRAY_SIZE(by); i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/v1/cost?by=%s&period=2026-10", by[i]);
+        testsrv_req(s, "GET", path, f->viewer, NULL, &got, &j);
+        assert_int_equal(got, 200);
+        assert_int_equal(json_array_size(json_object_get(j, "items")), 1);
+        json_array_foreach(json_object_get(j, "items"), k, it)
+        {
+            int64_t used = json_integer_value(json_object_get(it, "used_micros"));
+            int64_t idle = json_integer_value(json_object_get(it, "idle_micros"));
+            int64_t total = json_integer_value(json_object_get(it, "total_micros"));
+            assert_int_equal(used, 700000);
+            assert_int_equal(idle, 4463300000);
+            assert_int_equal(total, used + idle);
+            assert_string_equal(json_string_value(json_object_get(it, "used")), "0.70");
+            assert_string_equal(json_string_value(json_object_get(it, "idle")), "4463.30");
+            assert_string_equal(json_string_value(json_object_get(it, "total")), "4464.00");
+            assert_int_equal(micros_of(json_string_value(json_object_get(it, "used"))) +
+                                 micros_of(json_string_value(json_object_get(it, "idle"))),
+                             micros_of(json_string_value(json_object_get(it, "total"))));
+        }
+        json_decref(j);
+    }
+}
+
+/* The item of a /v1/cost answer with that name, or NULL. */
+static json_t *cost_item(json_t *ans, const char *name)
+{
+    json_t *it;
+    size_t k;
+    json_array_foreach(json_object_get(ans, "items"), k, it)
+    {
+        if (strcmp(json_string_value(json_object_get(it, "name")), name) == 0)
+            return it;
+    }
+    return NULL;
+}
+
+/*
+ * A pool's org-admin sees the cost of its pool lent to a tenant it cannot
+ * see exactly as the admin does (used by the borrower included), by name, and
+ * never the borrower's own rows or names.
+ */
+static void test_cost_of_a_pool_lent_to_a_hidden_tenant(void **state)
+{
+    struct fixture *f = *state;
+    struct testsrv *s = f->srv;
+    int64_t globex, rival, wl, uid;
+    char *olga;
+    json_t *adm, *mine;
+    long got;
+
+    globex = testsrv_create(s, f->admin, "organizations", "{\"name\":\"globex\"}");
+    rival = testsrv_create(s, f->admin, "projects", "{\"org_id\":%" PRId64 ",\"name\":\"rival\"}",
+                           globex);
+    wl = testsrv_create(s, f->admin, "workloads",
+                        "{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64
+                        ",\"priority_class\":\"owned\"}",
+                        rival, f->flavor);
+    uid = testsrv_create(s, f->admin, "users", "{\"name\":\"olga\"}");
+    testsrv_create(s, f->admin, "role-bindings",
+                   "{\"user_id\":%" PRId64 ",\"role\":\"org-admin\",\"org_id\":%" PRId64 "}", uid,
+                   f->org);
+    olga = testsrv_token_for(s, uid, NULL);
+    october_pool(f, rival, wl);
+
+    testsrv_req(s, "GET", "/v1/cost?by=pool&period=2026-10", f->admin, NULL, &got, &adm);
+    assert_int_equal(got, 200);
+    testsrv_req(s, "GET", "/v1/cost?by=pool&period=2026-10", olga, NULL, &got, &mine);
+    assert_int_equal(got, 200);
+    assert_int_equal(json_array_size(json_object_get(mine, "items")), 1);
+    assert_non_null(cost_item(adm, "p-october"));
+    assert_true(json_equal(cost_item(adm, "p-october"), cost_item(mine, "p-october")));
+    assert_string_equal(json_string_value(json_object_get(cost_item(mine, "p-october"), "used")),
+                        "0.70");
+    json_decref(adm);
+    json_decref(mine);
+
+    /* by project and org: the borrower's row is the admin's only; the owner's idle is its own */
+    for (int i = 0; i < 2; i++) {
+        const char *path =
+            i ? "/v1/cost?by=org&period=2026-10" : "/v1/cost?by=project&period=2026-10";
+        const char *own = i ? "acme" : "vision", *theirs = i ? "globex" : "rival";
+        testsrv_req(s, "GET", path, f->admin, NULL, &got, &adm);
+        assert_non_null(cost_item(adm, theirs));
+        assert_string_equal(json_string_value(json_object_get(cost_item(adm, theirs), "used")),
+                            "0.70");
+        testsrv_req(s, "GET", path, olga, NULL, &got, &mine);
+        assert_int_equal(got, 200);
+        assert_null(strstr(s->body, theirs));
+        assert_int_equal(json_array_size(json_object_get(mine, "items")), 1);
+        assert_true(json_equal(cost_item(adm, own), cost_item(mine, own)));
+        assert_string_equal(json_string_value(json_object_get(cost_item(mine, own), "idle")),
+                            "4463.30");
+        json_decref(adm);
+        json_decref(mine);
+    }
+    free(olga);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +513,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rerating_notices_an_altered_ledger, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pay_credit_and_exports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cost_as_non_admins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cost_rounded_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cost_of_a_pool_lent_to_a_hidden_tenant, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

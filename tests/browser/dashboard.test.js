@@ -3,7 +3,9 @@
 // the daemon and data that run.sh prepared (its env.json is the argument).
 // Each step waits for what the server's data makes appear (no fixed sleeps),
 // saves a screenshot, and on failure saves failure-<step>.png and exits 1.
-// Any Content-Security-Policy violation or script error fails the run.
+// Any Content-Security-Policy violation, script error, console error or failed
+// API call (HTTP 4xx/5xx) fails the step it happened in, unless that step
+// declared it (expectFailure: the refused token, another team's workload).
 'use strict';
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
@@ -12,26 +14,58 @@ const { chromium } = require('playwright-core');
 
 const env = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
 const T = 20000; // the longest any one condition may take
-const problems = []; // console errors, CSP reports, page errors
+const problems = []; // console errors, CSP reports, page errors, failed API calls
+let allowed = []; // [{status, path: RegExp}] the current step expects to fail
+let browser;
 let page;
 let alicesWorkload;
 
+// The failures the current step provokes on purpose (cleared before every step).
+function expectFailure(status, path) {
+  allowed.push({ status, path });
+}
+
+const isAllowed = (status, url) => allowed.some((a) => a.status === status && a.path.test(new URL(url).pathname));
+
 function watch(p) {
   p.on('console', (m) => {
-    if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) problems.push(`console ${m.type()}: ${m.text()}`);
+    if (m.type() !== 'error' && !/Content Security Policy/i.test(m.text())) return;
+    // The browser logs each failed load too; the response handler judges those.
+    const failedLoad = /Failed to load resource: the server responded with a status of (\d+)/.exec(m.text());
+    if (failedLoad && m.location().url && isAllowed(Number(failedLoad[1]), m.location().url)) return;
+    problems.push(`console ${m.type()}: ${m.text()} (${m.location().url || 'no url'})`);
   });
   p.on('pageerror', (e) => problems.push('page error: ' + (e.stack || e.message)));
+  p.on('response', (res) => {
+    const url = res.url();
+    if (res.status() < 400 || !new URL(url).pathname.startsWith('/v1/')) return;
+    if (!isAllowed(res.status(), url)) problems.push(`API call failed: ${res.request().method()} ${new URL(url).pathname}${new URL(url).search} -> ${res.status()}`);
+  });
+}
+
+// The API as a role sees it, outside the page (for figures a view must match).
+async function apiAs(who, route) {
+  const res = await fetch(env.url + route, { headers: { Authorization: 'Bearer ' + env.tokens[who] } });
+  assert.equal(res.status, 200, route + ' as ' + who);
+  return res.json();
 }
 
 async function shot(name, p = page) {
   await p.screenshot({ path: path.join(env.artifacts, name + '.png'), fullPage: true });
 }
 
+// A new tab (its own, empty sessionStorage), so that nothing the previous
+// user's page still had in flight runs with a cleared token.
+async function newTab() {
+  if (page) await page.context().close();
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await ctx.newPage();
+  watch(page);
+}
+
 async function signIn(who) {
-  // Start from a signed-out tab whatever the previous step left.
+  await newTab();
   await page.goto(env.url + '/ui/');
-  await page.evaluate(() => sessionStorage.clear());
-  await page.reload();
   await page.fill('#token', env.tokens[who]);
   await page.click('form.login button[type=submit]');
   await page.locator('.who-name').waitFor({ timeout: T });
@@ -50,6 +84,7 @@ const steps = [
   ['a wrong token is refused, visibly', async () => {
     await page.goto(env.url + '/');
     assert.match(page.url(), /\/ui\/$/);
+    expectFailure(401, /^\/v1\/whoami$/);
     await page.fill('#token', 'gpa_not-a-real-token');
     await page.click('form.login button[type=submit]');
     await page.locator('.login .error').waitFor({ timeout: T });
@@ -114,6 +149,7 @@ const steps = [
     assert.match(await first.locator('.reason').innerText(), /h100/);
     await shot('04-queues');
     // Another team's workload answers 404, shown as an error.
+    expectFailure(404, new RegExp('^/v1/workloads/' + alicesWorkload + '(/|$)'));
     await page.goto(env.url + '/ui/#/workloads/' + alicesWorkload);
     await page.locator('.view .error').waitFor({ timeout: T });
     assert.match(await text('.view .error'), /not_found/);
@@ -158,19 +194,45 @@ const steps = [
     await shot('06-fleet');
   }],
 
-  ['maria’s manager view: her GPUs, pools, costs, access and holders', async () => {
+  ['maria’s manager view: her GPUs, pools, costs, access and holders; lent GPUs as the admin counts them', async () => {
     await signIn('maria');
     await open('#/manager', 'manager');
     assert.equal(await text('.page-head h1'), 'GPUs under acme');
     assert.match(await page.locator('#mgr-org option:checked').innerText(), /you manage it/);
     const body = await text('.view');
     assert.match(body, /16\s*GPUs owned/);
+    assert.match(body, /16\s*in use/);
+    assert.match(body, /0\s*idle/);
     assert.match(body, /pool-a/);
     assert.match(body, /2\.00 USD/);
-    assert.match(body, /project team-b/); // pool-a may be borrowed by team-b
+    assert.match(body, /Manager: maria/);
+    assert.match(body, /project team-b/); // pool-a may be borrowed by team-b (and team-c)
     assert.match(body, /P1 owned/);
     assert.match(body, /P2 opportunistic/);
-    assert.match(body, /4\s*lent out/);
+    // names, never ids: no "user 4", "project #2", "#7"
+    assert.doesNotMatch(body, /\b(user|project|organization) #?\d+\b|#\d+/);
+    // What the admin sees of the same GPUs: who holds each, and which are lent.
+    const truth = (await apiAs('admin', '/v1/inventory?org=' + env.org)).items;
+    const lentByPool = (pool) => truth.filter((g) => g.pool === pool && g.used_by && g.used_by.borrowed).length;
+    const lentTotal = truth.filter((g) => g.used_by && g.used_by.borrowed).length;
+    assert.equal(lentTotal, 4, 'the admin sees 4 of pool-a’s GPUs lent (bob’s and carol’s)');
+    assert.match(body, new RegExp(lentTotal + '\\s*lent out'));
+    for (const pool of ['pool-a', 'pool-b']) {
+      const cells = (await page.locator('table.pools tbody tr', { hasText: pool }).innerText()).split('\t').map((x) => x.trim());
+      // columns: pool, owner, where, cost, GPUs, in use, lent out, may borrow it, cost this month
+      assert.equal(cells[6], String(lentByPool(pool)), pool + ' lent out, as the admin counts it');
+    }
+    // carol's GPUs (globex, which maria cannot see): lent, to "another team", unnamed.
+    const carols = truth.filter((g) => g.used_by && g.used_by.project === 'team-c');
+    assert.equal(carols.length, 2, 'carol’s 2 GPUs on pool-a');
+    for (const g of carols) {
+      const row = await page.locator(`table.gpus tbody tr[data-id="${g.gpu_id}"]`).innerText();
+      assert.match(row, /\blent\b/);
+      assert.match(row, /lent to another team/);
+      assert.doesNotMatch(row, /team-c|globex|carol/);
+    }
+    const heldBy = (await page.locator('.view .held').allInnerTexts()).join('\n');
+    assert.doesNotMatch(heldBy, /team-c|globex|carol/);
     await shot('07-manager');
   }],
 
@@ -180,8 +242,9 @@ const steps = [
     // columns: project, class, guaranteed, limit, used, borrowed, lent, pools
     const a = await row('team-a');
     const b = await row('team-b');
+    // team-a lends 4: bob's 2 and carol's 2 (globex: maria cannot see it, but it counts)
     assert.deepEqual([a[2], a[3], a[4], a[5], a[6]], ['8 (from pools)', '16', '4', '0', '4']);
-    assert.deepEqual([b[2], b[4], b[5], b[6]], ['8 (from pools)', '12', '4', '0']);
+    assert.deepEqual([b[2], b[4], b[5], b[6]], ['8 (from pools)', '10', '2', '0']);
     await shot('08-quotas');
   }],
 
@@ -197,6 +260,16 @@ const steps = [
     await page.selectOption('#usage-by', 'pool');
     await page.locator('.view section h2', { hasText: 'by pool' }).waitFor({ timeout: T });
     assert.match(await text('.view'), /pool-b/);
+    // One figure everywhere: each showback row's used + idle is its total, and its bar says the same.
+    const cents = (x) => Math.round(Number(x.replace(/[^0-9.-]/g, '')) * 100);
+    const sb = page.locator('.view section', { hasText: 'by pool' });
+    for (const tr of await sb.locator('table tbody tr').all()) {
+      const c = (await tr.innerText()).split('\t').map((x) => x.trim());
+      // columns: pool, capacity, allocated, used, idle, total, efficiency
+      assert.equal(cents(c[3]) + cents(c[4]), cents(c[5]), 'used + idle = total: ' + c.join(' | '));
+      const bars = await sb.locator('svg.chart text.chart-value').allTextContents();
+      assert.ok(bars.includes(c[5]), `a bar shows ${c[0]}'s total ${c[5]}: ${bars.join(' | ')}`);
+    }
     await shot('09-usage');
   }],
 
@@ -219,6 +292,20 @@ const steps = [
     assert.equal(await page.locator('iframe.invoice-frame').getAttribute('sandbox'), '');
     await page.locator('#invoice-preview').scrollIntoViewIfNeeded();
     await shot('11-invoice-issued');
+  }],
+
+  ['every view as admin, org-admin, project-admin, member and viewer: no failed call, no error shown', async () => {
+    const views = ['fleet', 'manager', 'queues', 'submit', 'timeline', 'usage', 'quotas', 'invoices'];
+    for (const who of ['admin', 'maria', 'pat', 'alice', 'vic']) {
+      await signIn(who);
+      for (const view of views) {
+        await open('#/' + view, view);
+        const errors = await page.locator('.view .error').allInnerTexts();
+        assert.deepEqual(errors, [], `${who} on ${view}`);
+        assert.deepEqual(problems, [], `${who} on ${view}`);
+      }
+      await shot('16-roles-' + who);
+    }
   }],
 ];
 
@@ -258,19 +345,20 @@ async function narrow(browser) {
 
 (async () => {
   const t0 = Date.now();
-  const browser = await chromium.launch({
+  browser = await chromium.launch({
     executablePath: env.chromium,
     // Chromium's sandbox does not run as root (CI runs as root).
     args: process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [],
   });
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  page = await ctx.newPage();
-  watch(page);
+  await newTab();
   let failed = false;
   for (const [name, fn] of [...steps, ['narrow screen', () => narrow(browser)]]) {
     const t = Date.now();
+    allowed = [];
     try {
       await fn();
+      // what went wrong in the page during this step fails it
+      if (problems.length) throw new Error('problems in the page:\n  ' + problems.join('\n  '));
       console.log(`ok   ${name} (${Date.now() - t} ms)`);
     } catch (err) {
       failed = true;
@@ -280,12 +368,6 @@ async function narrow(browser) {
     }
   }
   await browser.close();
-  // Expected: the refused sign-in's 401 shows up as a failed resource load; everything else is a problem.
-  const real = problems.filter((p) => !/401 \(Unauthorized\)/.test(p) && !/404 \(Not Found\)/.test(p));
-  if (real.length) {
-    failed = true;
-    console.log('FAIL problems in the page:\n  ' + real.join('\n  '));
-  }
   console.log(`${failed ? 'FAILED' : 'passed'}: browser test in ${((Date.now() - t0) / 1000).toFixed(1)} s; screenshots in ${env.artifacts}`);
   process.exit(failed ? 1 : 0);
 })();

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The dashboard in a real browser: starts gpuaasd on a simulated fleet (two
-# nodes of eight H100s; teams A and B each own one and may borrow the other),
-# makes users (alice in team-a, bob in team-b, maria who manages acme),
-# prices, a finished month with one ledger record and its issued invoice, and
-# fills the fleet with bob's opportunistic work; then dashboard.test.js drives
-# Debian's Chromium through playwright-core. Screenshots go to
-# $GPUAAS_UI_ARTIFACTS (default: <build>/ui-artifacts).
+# nodes of eight H100s; teams A and B each own one and may borrow the other;
+# team-c of another organization, globex, may borrow team-a's), makes users
+# of every role (maria: org-admin and manager of acme; pat: project-admin of
+# team-a; alice: member of team-a; vic: viewer of acme; bob and carol: members
+# of team-b and team-c), prices, a finished month with one ledger record and
+# its issued invoice, and fills the fleet with opportunistic work (carol's 2
+# GPUs, which can only go to team-a's node, then bob's 14); then
+# dashboard.test.js drives Debian's Chromium through playwright-core.
+# Screenshots go to $GPUAAS_UI_ARTIFACTS (default: <build>/ui-artifacts).
 #
 # Missing node, npm or chromium is a failure, not a skip: scripts/deps.sh
 # installs them. playwright-core (pinned in package-lock.json) is installed
@@ -40,15 +43,26 @@ start_daemon "$TMP/gpuaas.db" --sim-fleet "$FLEET" --grace-s "$GRACE"
 setup_teams
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
 "${g[@]}" org update acme --display-name "Acme Research" --cost-center CC-100 >/dev/null
-for u in alice bob maria; do "${g[@]}" user create "$u" >/dev/null; done
+"${g[@]}" org create globex >/dev/null
+"${g[@]}" project create team-c --org globex >/dev/null
+"${g[@]}" pool update pool-a --access-projects team-b,team-c >/dev/null
+"${g[@]}" quota create --project team-c --gpu-class h100 --limit-milli 16000 >/dev/null
+for u in alice bob maria pat vic carol; do "${g[@]}" user create "$u" >/dev/null; done
 "${g[@]}" org update acme --manager maria >/dev/null
 "${g[@]}" role-binding create --user alice --role member --project team-a >/dev/null
 "${g[@]}" role-binding create --user bob --role member --project team-b >/dev/null
 "${g[@]}" role-binding create --user maria --role org-admin --org acme >/dev/null
+"${g[@]}" role-binding create --user pat --role project-admin --project team-a >/dev/null
+"${g[@]}" role-binding create --user vic --role viewer --org acme >/dev/null
+"${g[@]}" role-binding create --user carol --role member --project team-c >/dev/null
 token_of() { "${g[@]}" -o json token create --user "$1" --name browser | jq -r .token; }
 ALICE=$(token_of alice)
 BOB=$(token_of bob)
 MARIA=$(token_of maria)
+PAT=$(token_of pat)
+VIC=$(token_of vic)
+CAROL=$(token_of carol)
+PROJECT_C=$("${g[@]}" -o json project show team-c | jq -r .id)
 ORG=$("${g[@]}" -o json org show acme | jq -r .id)
 for fp in "$FLAVOR_1X:2500000" "$FLAVOR_4X:10000000"; do
   api POST /v1/prices "$ADMIN_TOKEN" "{\"flavor_id\":${fp%%:*},\"price_per_hour_micros\":${fp#*:},\"effective_from\":\"2020-01-01T00:00:00Z\"}"
@@ -85,22 +99,34 @@ api POST /v1/invoices/issue "$ADMIN_TOKEN" "{\"org_id\":$ORG,\"period\":\"$LAST\
 expect_eq "$HTTP_STATUS" 201 "issuing $LAST: $BODY"
 INVOICE=$(jq -r '.items[0].number' <<<"$BODY")
 
-# Bob fills all 16 GPUs with opportunistic work: 8 on his team's node, 8 borrowed from team-a.
-for i in $(seq 16); do
+# Carol's 2 opportunistic GPUs can only go to pool-a (the one her team may borrow); then bob
+# fills the other 14: 8 on his team's node, 6 borrowed from team-a.
+for i in 1 2; do
+  api POST /v1/workloads "$CAROL" "{\"project_id\":$PROJECT_C,\"flavor_id\":$FLAVOR_1X,\"priority_class\":\"opportunistic\",\"name\":\"globex-$i\",\"duration_s\":3600,\"command\":\"python eval.py\"}"
+  expect_eq "$HTTP_STATUS" 201 "carol's submit $i"
+done
+deadline=$((SECONDS + 20))
+until [ "$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM allocations WHERE ended_ms IS NULL;")" = 2 ]; do
+  [ $SECONDS -lt $deadline ] || fail "carol's 2 workloads did not start"
+  sleep 0.2
+done
+for i in $(seq 14); do
   api POST /v1/workloads "$BOB" "{\"project_id\":$PROJECT_B,\"flavor_id\":$FLAVOR_1X,\"priority_class\":\"opportunistic\",\"name\":\"sweep-$i\",\"duration_s\":3600,\"command\":\"python sweep.py --trial $i\"}"
   expect_eq "$HTTP_STATUS" 201 "bob's submit $i"
 done
 deadline=$((SECONDS + 20))
 until [ "$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM allocations WHERE ended_ms IS NULL;")" = 16 ]; do
-  [ $SECONDS -lt $deadline ] || fail "bob's 16 workloads did not all start"
+  [ $SECONDS -lt $deadline ] || fail "bob's 14 workloads did not all start"
   sleep 0.2
 done
 
 jq -n --arg url "$URL" --arg admin "$ADMIN_TOKEN" --arg alice "$ALICE" --arg bob "$BOB" \
-  --arg maria "$MARIA" --arg artifacts "$ARTIFACTS" --arg chromium "$CHROMIUM" \
+  --arg maria "$MARIA" --arg pat "$PAT" --arg vic "$VIC" --arg carol "$CAROL" \
+  --arg artifacts "$ARTIFACTS" --arg chromium "$CHROMIUM" \
   --arg invoice "$INVOICE" --arg last "$LAST" --argjson org "$ORG" \
   --argjson flavor4x "$FLAVOR_4X" --argjson projectA "$PROJECT_A" --argjson grace "$GRACE" \
-  '{url: $url, tokens: {admin: $admin, alice: $alice, bob: $bob, maria: $maria},
+  '{url: $url, tokens: {admin: $admin, alice: $alice, bob: $bob, maria: $maria, pat: $pat,
+      vic: $vic, carol: $carol},
     artifacts: $artifacts, chromium: $chromium, invoice: $invoice, lastPeriod: $last,
     org: $org, flavor4x: $flavor4x, projectA: $projectA, grace: $grace}' >"$TMP/env.json"
 

@@ -40,6 +40,11 @@ expect_eq "$((amount % 10000))" 0 "amount in whole cents"
 out=$("${g[@]}" invoice draft --org acme) || fail "draft: $out"
 expect_contains "$out" "(draft)" "draft invoice"
 expect_contains "$out" "team-b" "draft lists the project"
+# A P2 line shows what its hour cost (3600 x 0.60), not the list price, and the multiplier.
+line=$(grep 'opportunistic' <<<"$out")
+expect_contains "$line" "2160.000000" "the P2 line's effective unit price"
+expect_contains "$line" "0.60x" "the P2 line's multiplier"
+case $line in *3600.000000*) fail "the P2 line shows the list price: $line" ;; esac
 out=$("${g[@]}" invoice issue --org acme --period "$month" 2>&1) && fail "issued a running month: $out"
 expect_contains "$out" "has not ended" "issuing this month"
 
@@ -74,7 +79,8 @@ expect_eq "$HTTP_STATUS" 403 "a viewer issuing"
 api PATCH "/v1/budgets/1" "$eve_token" '{"enforce":false}'
 expect_eq "$HTTP_STATUS" 404 "another tenant's budget"
 
-# Showback: each pool's cost (2.00 per GPU-hour) is used + idle, and adds up to its capacity.
+# Showback: each pool's cost (2.00 per GPU-hour) is used + idle, and adds up to its capacity;
+# used and idle are rounded to the cent once each, so the total is within 0.01 of the exact cost.
 api GET "/v1/cost?by=pool" "$ADMIN_TOKEN"
 expect_eq "$HTTP_STATUS" 200 "cost by pool"
 expect_eq "$(jq '.items | length' <<<"$BODY")" 2 "pools in the showback"
@@ -86,11 +92,12 @@ jq -c '.items[]' <<<"$BODY" | while read -r p; do
   # $SECONDS is truncated, so the script has run for less than SECONDS + 1 whole seconds
   [ $((10#$cap)) -le $((8000 * (SECONDS + 1) / 3600 + 1)) ] ||
     fail "capacity $cap milli-GPU-h for 8 GPUs over less than $((SECONDS + 1)) s"
+  expect_eq "$((used % 10000)):$((idle % 10000))" "0:0" "used and idle in whole cents"
   diff=$((total - 10#$cap * 2000))
-  [ "${diff#-}" -le 2000 ] || fail "pool cost $total micros for $cap milli-GPU-hours at 2.00"
+  [ "${diff#-}" -le 12000 ] || fail "pool cost $total micros for $cap milli-GPU-hours at 2.00"
 done
-used_b=$(jq '[.items[] | select(.name == "pool-b") | .used_micros][0]' <<<"$BODY")
-[ "$used_b" -gt 0 ] || fail "pool-b, where team-b ran, shows no used cost"
+alloc_b=$(jq -r '[.items[] | select(.name == "pool-b") | .allocated_gpu_hours][0]' <<<"$BODY")
+[ "$alloc_b" != 0.000 ] || fail "pool-b, where team-b ran, shows no used GPU time"
 out=$("${g[@]}" cost --by project) || fail "cost: $out"
 expect_contains "$out" "team-b" "cost by project"
 api GET "/v1/cost?by=org" "$eve_token"
@@ -98,5 +105,8 @@ expect_eq "$(jq '.items | length' <<<"$BODY")" 0 "costs seen by another tenant"
 
 out=$("${g[@]}" usage verify) || fail "usage verify: $out"
 expect_contains "$out" "ledger ok" "ledger verify"
+# It says what it checked: closed runs' records; open runs are not in the ledger yet.
+expect_contains "$out" "closed usage records checked" "what usage verify checked"
+expect_contains "$out" "not in the ledger yet" "usage verify on runs still open"
 stop_daemon
 echo "billing: ok"

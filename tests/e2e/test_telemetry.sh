@@ -83,6 +83,32 @@ expect_eq "$(state_of "$busy_w")" running "busy work runs on"
 smi "${alloc[0]}" 95 "${alloc[1]}" 0 "${alloc[2]}" 0 "$free" 0
 wait_gpu "$gone" down 10
 expect_eq "$("${g[@]}" -o json inventory | jq '.items | length')" 32 "no GPU disappears"
+# /metrics counts GPUs in the states the inventory shows them in (one rule: busy, idle-allocated
+# and the unreported GPU's down, not "allocated" and "free" beside them; on a draining node the
+# unreported GPU stays down in both, the others free of work are draining).
+# A GPU may change state between the two reads (an idle window filling up), so they are read
+# again until they agree, within a deadline.
+same_states() { # what
+  local inv_states metric_states deadline=$((SECONDS + 10))
+  while :; do
+    inv_states=$("${g[@]}" -o json inventory | jq -c '.states | to_entries | sort_by(.key) | from_entries')
+    api GET /metrics "$ADMIN_TOKEN"
+    metric_states=$(grep '^gpuaas_gpus{' <<<"$BODY" |
+      sed -E 's/^gpuaas_gpus\{state="([^"]*)".* ([0-9]+)$/\1 \2/' |
+      jq -Rnc '[inputs | split(" ") | {key: .[0], value: (.[1] | tonumber)}] | group_by(.key) |
+        map({key: .[0].key, value: (map(.value) | add)}) | from_entries')
+    [ "$metric_states" = "$inv_states" ] || [ $SECONDS -ge $deadline ] || { sleep 0.2; continue; }
+    break
+  done
+  expect_eq "$metric_states" "$inv_states" "GPUs by state on /metrics and in the inventory, $1"
+  expect_contains "$inv_states" '"down":1' "the unreported GPU is down in both, $1"
+}
+same_states "node ready"
+gone_node=$("${g[@]}" -o json inventory | jq -r --arg u "$gone" '.items[] | select(.uuid == $u) | .node')
+"${g[@]}" node update "$gone_node" --state drain >/dev/null
+expect_eq "$(state "$gone")" down "the unreported GPU on a draining node"
+same_states "node draining"
+"${g[@]}" node update "$gone_node" --state ready >/dev/null
 
 # The history of the busy GPU.
 # The last minute comes from raw samples, one a second; the last hour from per-minute roll-ups.

@@ -279,6 +279,24 @@ static void test_format_and_text(void **st)
     assert_string_equal(out, "2");
     assert_int_equal(meter_format_money(123456789, 2, out, 4), ERR_TOO_LARGE);
     assert_string_equal(out, "");
+    /* Rounded once, half-even, never truncated: 0.695 shows as 0.70 (as a sum of
+     * such parts does), 0.685 as 0.68; the figures that disagreed on the Usage page. */
+    meter_format_money(695000, 2, out, sizeof(out));
+    assert_string_equal(out, "0.70");
+    meter_format_money(694999, 2, out, sizeof(out));
+    assert_string_equal(out, "0.69");
+    meter_format_money(685000, 2, out, sizeof(out));
+    assert_string_equal(out, "0.68");
+    meter_format_money(-1675000, 2, out, sizeof(out));
+    assert_string_equal(out, "-1.68");
+    meter_format_money(999995000, 2, out, sizeof(out));
+    assert_string_equal(out, "1000.00");
+    assert_int_equal(meter_round_money(695000, 2), 700000);
+    assert_int_equal(meter_round_money(-685001, 2), -690000);
+    assert_int_equal(meter_round_money(1499999, 0), 1000000);
+    assert_int_equal(meter_round_money(2500000, 0), 2000000);
+    assert_int_equal(meter_round_money(123, 6), 123);
+    assert_int_equal(meter_round_money(INT64_MAX, 2), INT64_MAX / 10000 * 10000);
 
     struct meter_price p = price(1, 1, "EUR", 2, 3600000, 0);
     struct meter_record r = rec(1, METER_OWNED, 500, at(2026, 1, 31), at(2026, 1, 31) + HOUR);
