@@ -82,6 +82,7 @@ struct api {
     struct auth_cache *auth;
     struct api_metrics *metrics; /* requests and latencies, for /metrics */
     struct sse_hub *sse;         /* open event streams */
+    struct http_guard *guard;    /* header deadlines, rate-limited server logs (http.c) */
 };
 
 struct req {
@@ -92,6 +93,7 @@ struct req {
     char id[40];
     struct buf body;
     bool too_large;
+    bool answered; /* the reply went out before the body was read */
     struct arena arena;
     const struct principal *who; /* NULL until authenticated; owned by arena */
     struct store_conn *db;       /* taken lazily by req_db() */

@@ -24,7 +24,9 @@ struct api_options {
     int threads;            /* worker threads, >= 1 */
     size_t max_body_bytes;  /* larger request bodies get 413 */
     int max_connections;    /* concurrent connections accepted */
-    int conn_timeout_s;     /* idle connection timeout */
+    int per_ip_connections; /* of them from one address; 0: no cap */
+    int conn_timeout_s;     /* a connection silent this long is closed */
+    int header_timeout_s;   /* a request's headers must come within; 0: no limit */
     struct engine *engine;  /* runs submitted work; NULL: work stays queued (tests) */
     const char *issuer;     /* who issues invoices, printed on them */
     struct collector *collector; /* GPU telemetry; NULL: none configured */
