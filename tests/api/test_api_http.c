@@ -125,6 +125,7 @@ static void test_path_ids_are_strict(void **state)
                                 "{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64 "}", prj, flv);
     char id[8][32], path[320];
     json_t *j;
+    long status;
 
     snprintf(id[0], sizeof(id[0]), "%" PRId64 "%%20", wl);
     snprintf(id[1], sizeof(id[1]), "+%" PRId64, wl);
@@ -146,11 +147,14 @@ static void test_path_ids_are_strict(void **state)
     assert_int_equal(testsrv_status(srv, "GET", "/v1/invoices/1%20/verify", t, NULL), 404);
     assert_string_not_equal(workload_state(srv, wl, &j), "cancelled");
     json_decref(j);
+    /* nothing but its creation was audited: no request above reached the workload */
+    snprintf(path, sizeof(path), "/v1/audit?resource=workloads&object_id=%" PRId64, wl);
+    assert_int_equal(testsrv_count(srv, t, path), 1);
 
+    /* The well-formed id reaches the workload (202, or 409 if the engine ended it already). */
     snprintf(path, sizeof(path), "/v1/workloads/%" PRId64 "/cancel", wl);
-    assert_int_equal(testsrv_status(srv, "POST", path, t, NULL), 202);
-    assert_string_equal(workload_state(srv, wl, &j), "cancelled");
-    json_decref(j);
+    status = testsrv_status(srv, "POST", path, t, NULL);
+    assert_true(status == 202 || status == 409);
 }
 
 /* Runs fn with stderr (where the log goes) in a file, and returns what was written (caller frees).
