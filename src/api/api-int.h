@@ -172,6 +172,14 @@ int rbac_org_check_parent(struct req *r, int64_t org_id, int64_t new_parent,
  */
 void rbac_orgs_with(struct req *r, enum role least, int64_t **ret_ids, size_t *ret_n);
 void rbac_projects_with(struct req *r, enum role least, int64_t **ret_ids, size_t *ret_n);
+/*
+ * ERR_CONFLICT when a change would leave no enabled admin user: deleting
+ * (after NULL) or disabling an enabled admin user, or deleting the admin
+ * binding of one, while no other enabled user is admin. Other changes: 0.
+ * Runs inside the change's transaction.
+ */
+int rbac_keep_an_admin(struct req *r, const struct resource_def *def, const struct row *before,
+                       const struct row *after, struct error_info *ei);
 /* Visible = rbac_sees_org / rbac_sees_project, as id lists. */
 void rbac_visible_orgs(struct req *r, int64_t **ret_ids, size_t *ret_n);
 void rbac_visible_projects(struct req *r, int64_t **ret_ids, size_t *ret_n);
