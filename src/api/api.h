@@ -56,4 +56,20 @@ void api_stop(struct api *api);
  */
 int api_bootstrap(struct store *store, char **ret_token, struct error_info *ei);
 
+struct api_recovery {
+    int64_t user_id;
+    bool created; /* the user did not exist */
+    char *token;  /* its new token's secret (caller frees); only its hash is stored */
+};
+
+/*
+ * The break-glass: makes user `user` an enabled global admin (creating the
+ * user when missing, enabling it when disabled, adding the admin binding when
+ * it has none) and gives it a new token named "break-glass", in one
+ * transaction, every row audited with action "break-glass". For the daemon's
+ * recover-admin command, run while no daemon serves the store.
+ */
+int api_recover_admin(struct store *store, const char *user, struct api_recovery *ret,
+                      struct error_info *ei);
+
 #endif

@@ -108,7 +108,9 @@ static const struct opt options[] = {
 
 void config_usage(FILE *out)
 {
-    fprintf(out, "usage: gpuaasd [--config FILE] [--KEY VALUE ...]\n\n"
+    fprintf(out, "usage: gpuaasd [--config FILE] [--KEY VALUE ...]\n"
+                 "       gpuaasd recover-admin [USER] [--db STORE] [--config FILE]\n"
+                 "           (break-glass: USER becomes an enabled admin with a new token)\n\n"
                  "Settings (flag, or GPUAAS_KEY in the environment, or 'key = value' in FILE):\n");
     for (size_t i = 0; i < ARRAY_SIZE(options); i++)
         fprintf(out, "  --%-22s %s\n", options[i].key, options[i].help);

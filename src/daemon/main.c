@@ -19,6 +19,7 @@
 #include "base/timeutil.h"
 #include "collect/collector.h"
 #include "daemon/config.h"
+#include "daemon/recover.h"
 #include "engine/engine.h"
 #include "retention/retention.h"
 #include "sched/policies.h"
@@ -185,6 +186,8 @@ int main(int argc, char **argv)
     int sig = 0, rc;
     bool lost;
 
+    if (argc > 1 && strcmp(argv[1], "recover-admin") == 0)
+        return cmd_recover_admin(argc - 1, argv + 1);
     if (config_load(argc, argv, &cfg, &ei) < 0)
         return fail("", &ei) + 1; /* usage error: 2 */
     if (cfg.show_help) {
@@ -222,7 +225,9 @@ int main(int argc, char **argv)
     sopt.n_conns = cfg.db_pool;
     sopt.busy_timeout_ms = cfg.busy_timeout_ms;
     sopt.sqlite_sync_full = cfg.sqlite_sync_full;
-    if (store_open(cfg.db, &sopt, &store, &ei) < 0) {
+    /* The shared claim keeps a recover-admin from writing beside this daemon. */
+    if (store_open(cfg.db, &sopt, &store, &ei) < 0 || store_claim(store, false, &ei) < 0) {
+        store_close(store);
         spawner_stop(spawner);
         return fail("", &ei);
     }

@@ -7,7 +7,9 @@
  */
 #include "base/common.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
 
 #include "store/store-int.h"
 
@@ -22,6 +24,7 @@ struct store {
     struct store_options opt;
     char *target; /* path or libpq URL, as the engine takes it */
     int schema_version;
+    int claim_fd; /* SQLite: the file, flock'ed by store_claim; -1 when not claimed */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;        /* signalled when a connection comes back */
@@ -181,6 +184,7 @@ int store__open_with(const struct store_engine_ops *ops, const char *target,
         return rc;
     }
     s->target = xstrdup(target);
+    s->claim_fd = -1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->conns = xcalloc((size_t)s->opt.n_conns, sizeof(*s->conns));
@@ -226,6 +230,8 @@ void store_close(struct store *s)
     }
     assert(s->n_idle == n_open); /* no connection may still be in use */
     (void)n_open;
+    if (s->claim_fd >= 0)
+        close(s->claim_fd);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s->idle);
@@ -237,6 +243,32 @@ void store_close(struct store *s)
 enum store_engine store_engine(const struct store *s)
 {
     return s->ops->dialect;
+}
+
+/*
+ * flock, not the fcntl locks SQLite takes on the same file: on Linux the two
+ * never interfere, so the claim does not change SQLite's locking.
+ */
+int store_claim(struct store *s, bool alone, struct error_info *ei)
+{
+    if (s->ops->dialect != STORE_SQLITE || strcmp(s->target, ":memory:") == 0)
+        return 0;
+    if (s->claim_fd < 0)
+        s->claim_fd = open(s->target, O_RDONLY | O_CLOEXEC);
+    if (s->claim_fd < 0)
+        return errinfo_set(ei, ERR_STORE, NULL, "could not open database '%s': %s", s->target,
+                           strerror(errno));
+    if (flock(s->claim_fd, (alone ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0)
+        return 0;
+    if (errno != EWOULDBLOCK)
+        return errinfo_set(ei, ERR_STORE, NULL, "could not lock database '%s': %s", s->target,
+                           strerror(errno));
+    return alone ? errinfo_set(ei, ERR_BUSY, NULL,
+                               "a gpuaasd is serving database '%s'; stop it first", s->target)
+                 : errinfo_set(ei, ERR_BUSY, NULL,
+                               "database '%s' is held by a gpuaasd recover-admin; try again when "
+                               "it is done",
+                               s->target);
 }
 
 int store_check(struct store *s, struct error_info *ei)

@@ -62,6 +62,13 @@ int store_open(const char *url, const struct store_options *opt, struct store **
 void store_close(struct store *s);
 enum store_engine store_engine(const struct store *s);
 /*
+ * Claims the store for this process until store_close: shared (alone false:
+ * a daemon serving it; any number of them) or alone (a tool that must not
+ * run beside a daemon). ERR_BUSY when the other kind of claim is held.
+ * SQLite only (a lock on the file); PostgreSQL: always 0.
+ */
+int store_claim(struct store *s, bool alone, struct error_info *ei);
+/*
  * ERR_UNAVAILABLE (with why in ei) when the store can no longer take
  * changes because it is gone: an SQLite file removed or replaced since it was
  * opened. Every transaction checks the same, so nothing is acknowledged into
