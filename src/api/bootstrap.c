@@ -51,6 +51,7 @@ static int insert_user(struct req *r, const char *name, const char *display_name
                        struct error_info *ei)
 {
     struct row user = model_row_new(&model_users, &r->arena);
+    int rc;
 
     set(r, &model_users, &user, "name", name);
     set(r, &model_users, &user, "email", "");
@@ -58,9 +59,8 @@ static int insert_user(struct req *r, const char *name, const char *display_name
     set_i(&model_users, &user, "disabled", 0);
     set_i(&model_users, &user, "created_at", r->now);
     set_i(&model_users, &user, "updated_at", r->now);
-    if (model_check_row(&model_users, &user, ei) < 0)
-        return ei->code;
-    return insert_row(r, &model_users, &user, ret_id, ei);
+    rc = model_check_row(&model_users, &user, ei);
+    return rc < 0 ? rc : insert_row(r, &model_users, &user, ret_id, ei);
 }
 
 static int insert_admin_binding(struct req *r, int64_t uid, struct error_info *ei)
