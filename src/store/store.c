@@ -614,10 +614,11 @@ static int not_ours(struct store_conn *c, const char *why, struct error_info *ei
 /*
  * Inside the transaction: whether the database is a gpuaas store, a new
  * (empty) one, or another program's (refused). *ret_stamp: an SQLite store
- * made before the application_id was set, to be stamped now.
+ * made before the application_id was set, to be stamped now. A refusal is
+ * worded in ei, an engine failure in engine_ei.
  */
 static int recognise(struct store_conn *c, bool has_migrations, bool *ret_stamp,
-                     struct error_info *ei)
+                     struct error_info *engine_ei, struct error_info *ei)
 {
     const struct store_engine_ops *ops = c->s->ops;
     const bool pg = ops->dialect == STORE_POSTGRES;
@@ -629,7 +630,7 @@ static int recognise(struct store_conn *c, bool has_migrations, bool *ret_stamp,
 
     *ret_stamp = false;
     if (!pg) {
-        rc = ops->run(c, sqlite_read_app_id_sql, &none, &app_id, ei);
+        rc = ops->run(c, sqlite_read_app_id_sql, &none, &app_id, engine_ei);
         if (rc < 0)
             return rc;
         if (app_id == SQLITE_APPLICATION_ID)
@@ -641,7 +642,7 @@ static int recognise(struct store_conn *c, bool has_migrations, bool *ret_stamp,
         }
     }
     if (!has_migrations) {
-        rc = ops->run(c, pg ? pg_count_tables_sql : sqlite_count_tables_sql, &none, &n, ei);
+        rc = ops->run(c, pg ? pg_count_tables_sql : sqlite_count_tables_sql, &none, &n, engine_ei);
         if (rc == 0 && n > 0) {
             char why[64];
             snprintf(why, sizeof(why), "it holds %" PRId64 " tables of another program", n);
@@ -653,6 +654,9 @@ static int recognise(struct store_conn *c, bool has_migrations, bool *ret_stamp,
     sql = store__sql_dialect(ops->dialect, first_migration_sql);
     rc = ops->run(c, sql, &p, &n, &inner);
     free(sql);
+    /* A lost session or a lock timeout says nothing about whose table it is. */
+    if (rc < 0 && rc != ERR_STORE)
+        return errinfo_set(engine_ei, rc, NULL, "%s", inner.message);
     if (rc < 0 || n != 1)
         return not_ours(c, "its schema_migrations table is another program's", ei);
     *ret_stamp = !pg;
@@ -669,30 +673,32 @@ static int lock_and_read_version(struct store_conn *c, int64_t *ret_version, boo
     const struct store_engine_ops *ops = c->s->ops;
     const bool pg = ops->dialect == STORE_POSTGRES;
     struct store__params none = {.n = 0};
+    struct error_info inner = {0};
     int64_t has_table = 0;
     int rc = 0;
 
     if (pg)
-        rc = ops->exec(c, pg_migration_lock_sql, ei);
+        rc = ops->exec(c, pg_migration_lock_sql, &inner);
     if (rc == 0)
         rc = ops->run(c, pg ? pg_has_migrations_sql : sqlite_has_migrations_sql, &none, &has_table,
-                      ei);
+                      &inner);
     if (rc == 0)
-        rc = recognise(c, has_table != 0, ret_stamp, ei);
-    if (rc < 0)
-        return rc;
-    if (!has_table) {
+        rc = recognise(c, has_table != 0, ret_stamp, &inner, ei);
+    if (rc == 0 && !has_table) {
         /* An empty store: the bookkeeping table (and SQLite's mark) commit with migration 1. */
-        rc = ops->exec(c, create_migrations_sql, ei);
+        rc = ops->exec(c, create_migrations_sql, &inner);
         if (rc == 0 && !pg)
-            rc = ops->exec(c, sqlite_set_app_id_sql, ei);
+            rc = ops->exec(c, sqlite_set_app_id_sql, &inner);
         if (rc == 0)
             *ret_version = 0;
-        return rc;
+    } else if (rc == 0) {
+        rc = ops->run(c, read_version_sql, &none, ret_version, &inner);
+        if (rc == 0 && *ret_stamp)
+            rc = ops->exec(c, sqlite_set_app_id_sql, &inner);
     }
-    rc = ops->run(c, read_version_sql, &none, ret_version, ei);
-    if (rc == 0 && *ret_stamp)
-        rc = ops->exec(c, sqlite_set_app_id_sql, ei);
+    /* A refusal recognise worded stays: errinfo_set keeps the first error. */
+    if (rc < 0)
+        errinfo_set(ei, rc, NULL, "could not read the store's schema version: %s", inner.message);
     return rc;
 }
 
@@ -725,17 +731,12 @@ static int migrate(struct store_conn *c, int *ret_version, struct error_info *ei
     const int latest = store_schema_latest();
 
     for (;;) {
-        struct error_info inner = {0};
         int64_t version = 0;
         bool stamp = false;
         int rc = store_begin(c, ei);
 
-        if (rc == 0 && (rc = lock_and_read_version(c, &version, &stamp, &inner)) < 0)
-            errinfo_set(ei, rc, NULL, "%s%s",
-                        inner.code == ERR_STORE && strncmp(inner.message, "refusing ", 9) == 0
-                            ? ""
-                            : "could not read the store's schema version: ",
-                        inner.message);
+        if (rc == 0)
+            rc = lock_and_read_version(c, &version, &stamp, ei);
         if (rc == 0 && version > latest)
             rc = errinfo_set(ei, ERR_SCHEMA_NEWER, NULL,
                              "the store's schema version %" PRId64
