@@ -82,6 +82,7 @@ struct api {
     struct auth_cache *auth;
     struct api_metrics *metrics; /* requests and latencies, for /metrics */
     struct sse_hub *sse;         /* open event streams */
+    struct http_guard *guard;    /* header deadlines, rate-limited server logs (http.c) */
 };
 
 struct req {
@@ -92,6 +93,7 @@ struct req {
     char id[40];
     struct buf body;
     bool too_large;
+    bool answered; /* the reply went out before the body was read */
     struct arena arena;
     const struct principal *who; /* NULL until authenticated; owned by arena */
     struct store_conn *db;       /* taken lazily by req_db() */
@@ -170,6 +172,14 @@ int rbac_org_check_parent(struct req *r, int64_t org_id, int64_t new_parent,
  */
 void rbac_orgs_with(struct req *r, enum role least, int64_t **ret_ids, size_t *ret_n);
 void rbac_projects_with(struct req *r, enum role least, int64_t **ret_ids, size_t *ret_n);
+/*
+ * ERR_CONFLICT when a change would leave no enabled admin user: deleting
+ * (after NULL) or disabling an enabled admin user, or deleting the admin
+ * binding of one, while no other enabled user is admin. Other changes: 0.
+ * Runs inside the change's transaction.
+ */
+int rbac_keep_an_admin(struct req *r, const struct resource_def *def, const struct row *before,
+                       const struct row *after, struct error_info *ei);
 /* Visible = rbac_sees_org / rbac_sees_project, as id lists. */
 void rbac_visible_orgs(struct req *r, int64_t **ret_ids, size_t *ret_n);
 void rbac_visible_projects(struct req *r, int64_t **ret_ids, size_t *ret_n);

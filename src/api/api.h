@@ -24,7 +24,9 @@ struct api_options {
     int threads;            /* worker threads, >= 1 */
     size_t max_body_bytes;  /* larger request bodies get 413 */
     int max_connections;    /* concurrent connections accepted */
-    int conn_timeout_s;     /* idle connection timeout */
+    int per_ip_connections; /* of them from one address; 0: no cap */
+    int conn_timeout_s;     /* a connection silent this long is closed */
+    int header_timeout_s;   /* a request's headers must come within; 0: no limit */
     struct engine *engine;  /* runs submitted work; NULL: work stays queued (tests) */
     const char *issuer;     /* who issues invoices, printed on them */
     struct collector *collector; /* GPU telemetry; NULL: none configured */
@@ -53,5 +55,21 @@ void api_stop(struct api *api);
  * else, since only its hash is stored.
  */
 int api_bootstrap(struct store *store, char **ret_token, struct error_info *ei);
+
+struct api_recovery {
+    int64_t user_id;
+    bool created; /* the user did not exist */
+    char *token;  /* its new token's secret (caller frees); only its hash is stored */
+};
+
+/*
+ * The break-glass: makes user `user` an enabled global admin (creating the
+ * user when missing, enabling it when disabled, adding the admin binding when
+ * it has none) and gives it a new token named "break-glass", in one
+ * transaction, every row audited with action "break-glass". For the daemon's
+ * recover-admin command, run while no daemon serves the store.
+ */
+int api_recover_admin(struct store *store, const char *user, struct api_recovery *ret,
+                      struct error_info *ei);
 
 #endif

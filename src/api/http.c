@@ -4,13 +4,23 @@
  * configured cap, gives every request an id (from X-Request-Id when it is
  * sane, else random), hands complete requests to the router, and sends the
  * JSON reply with the request id and an access log line.
+ *
+ * Slow and idle clients: libmicrohttpd closes a connection silent for
+ * conn_timeout_s and caps connections in all and per address, but it has no
+ * deadline for a request's headers, so a client that trickles a header line
+ * every few seconds would hold its connection for ever. The guard here keeps
+ * one deadline per connection and shuts down (never closes: the fd stays
+ * libmicrohttpd's) those past it; libmicrohttpd then sees the end and closes
+ * them itself. The server's own complaints are logged at most a few a window.
  */
 #include "base/common.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <sodium.h>
+#include <sys/socket.h>
 
 #include "api/api-int.h"
 #include "base/log.h"
@@ -23,11 +33,253 @@ void api_options_init(struct api_options *opt)
     opt->port = 8080;
     opt->threads = n > 0 && n < 64 ? (int)n : 4;
     opt->max_body_bytes = 1 << 20;
-    opt->max_connections = 1024;
+    opt->max_connections = 4096;
+    opt->per_ip_connections = 2048;
     opt->conn_timeout_s = 30;
+    opt->header_timeout_s = 10;
     opt->engine = NULL;
     opt->issuer = "gpuaas";
     opt->collector = NULL;
+}
+
+/* ---- the guard: header deadlines, and a rate limit on the server's complaints ---- */
+
+#define LOG_BURST 5                       /* server log lines per window ... */
+#define LOG_WINDOW_NS (10 * 1000000000LL) /* ... of 10 s; the rest are counted */
+#define SWEEP_EVERY_NS (250 * 1000000LL)  /* how late a deadline may be enforced */
+
+struct conn_slot {
+    struct conn_slot *prev, *next;
+    int fd;              /* libmicrohttpd's socket: only ever shut down here */
+    int64_t deadline_ns; /* monotonic; 0 while a request is being served */
+};
+
+struct http_guard {
+    pthread_mutex_t mu; /* the list and deadlines; held while shutting a socket down */
+    pthread_cond_t cv;
+    pthread_t sweeper;
+    bool sweeping, stop;
+    struct conn_slot *head;
+    int64_t header_ns; /* 0: no header deadline */
+    int64_t idle_ns;
+
+    pthread_mutex_t log_mu;
+    int64_t log_window_ns;
+    int log_lines;
+    uint64_t log_suppressed;
+};
+
+/*
+ * Whether a server complaint may be logged now. When it may, *ret_dropped
+ * gets how many were left out since the last one logged.
+ */
+static bool guard_may_log(struct http_guard *g, uint64_t *ret_dropped)
+{
+    int64_t now = time_mono_ns();
+    bool ok;
+
+    pthread_mutex_lock(&g->log_mu);
+    if (now - g->log_window_ns >= LOG_WINDOW_NS) {
+        g->log_window_ns = now;
+        g->log_lines = 0;
+    }
+    ok = g->log_lines < LOG_BURST;
+    if (ok) {
+        g->log_lines++;
+        *ret_dropped = g->log_suppressed;
+        g->log_suppressed = 0;
+    } else {
+        g->log_suppressed++;
+    }
+    pthread_mutex_unlock(&g->log_mu);
+    return ok;
+}
+
+static void guard_warn(struct http_guard *g, const char *msg, const char *key, const char *val)
+{
+    uint64_t dropped = 0;
+    char n[24];
+
+    if (!guard_may_log(g, &dropped))
+        return;
+    snprintf(n, sizeof(n), "%" PRIu64, dropped);
+    if (dropped)
+        log_warn(msg, key, val, "suppressed", n);
+    else
+        log_warn(msg, key, val);
+}
+
+/*
+ * Says how many complaints went unlogged once their window is over (or now,
+ * when the server stops), so none vanish silently.
+ */
+static void guard_flush_log(struct http_guard *g, bool now)
+{
+    uint64_t dropped = 0;
+    char n[24];
+
+    pthread_mutex_lock(&g->log_mu);
+    if (g->log_suppressed && (now || time_mono_ns() - g->log_window_ns >= LOG_WINDOW_NS)) {
+        dropped = g->log_suppressed;
+        g->log_suppressed = 0;
+        g->log_window_ns = time_mono_ns();
+        g->log_lines = 1;
+    }
+    pthread_mutex_unlock(&g->log_mu);
+    if (dropped) {
+        snprintf(n, sizeof(n), "%" PRIu64, dropped);
+        log_warn("http server: similar messages suppressed", "suppressed", n);
+    }
+}
+
+/* Shuts down every connection past its deadline; returns how many. Called with g->mu held. */
+static size_t guard_sweep_locked(struct http_guard *g)
+{
+    int64_t now = time_mono_ns();
+    size_t n = 0;
+
+    for (struct conn_slot *c = g->head; c; c = c->next) {
+        if (c->deadline_ns && now >= c->deadline_ns && c->fd >= 0) {
+            /* The fd is still libmicrohttpd's: the CLOSED notice waits for g->mu. */
+            shutdown(c->fd, SHUT_RDWR);
+            c->deadline_ns = 0;
+            n++;
+        }
+    }
+    return n;
+}
+
+static void *guard_run(void *arg)
+{
+    struct http_guard *g = arg;
+
+    pthread_mutex_lock(&g->mu);
+    while (!g->stop) {
+        struct timespec until;
+        size_t n = guard_sweep_locked(g);
+        pthread_mutex_unlock(&g->mu);
+        if (n) {
+            char count[24];
+            snprintf(count, sizeof(count), "%zu", n);
+            guard_warn(g, "http server: closed connections whose request headers were late",
+                       "count", count);
+        }
+        guard_flush_log(g, false);
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += SWEEP_EVERY_NS;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_mutex_lock(&g->mu);
+        if (!g->stop)
+            pthread_cond_timedwait(&g->cv, &g->mu, &until);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+static struct http_guard *guard_new(const struct api_options *opt)
+{
+    struct http_guard *g = xcalloc(1, sizeof(*g));
+    pthread_condattr_t ca;
+
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_mutex_init(&g->log_mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    g->header_ns = (int64_t)opt->header_timeout_s * 1000000000LL;
+    g->idle_ns = (int64_t)opt->conn_timeout_s * 1000000000LL;
+    g->log_window_ns = time_mono_ns() - LOG_WINDOW_NS;
+    if (g->header_ns > 0)
+        g->sweeping = pthread_create(&g->sweeper, NULL, guard_run, g) == 0;
+    return g;
+}
+
+/* Stops the sweeper; the connection slots are freed as libmicrohttpd closes them. */
+static void guard_stop(struct http_guard *g)
+{
+    if (!g || !g->sweeping)
+        return;
+    pthread_mutex_lock(&g->mu);
+    g->stop = true;
+    pthread_cond_signal(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    pthread_join(g->sweeper, NULL);
+    g->sweeping = false;
+}
+
+static void guard_free(struct http_guard *g)
+{
+    if (!g)
+        return;
+    guard_stop(g);
+    guard_flush_log(g, true);
+    /* The server closed every connection, freeing its slot; any left are no one's now. */
+    while (g->head) {
+        struct conn_slot *next = g->head->next;
+        free(g->head);
+        g->head = next;
+    }
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+    pthread_mutex_destroy(&g->log_mu);
+    free(g);
+}
+
+/* A new connection must bring its first request's headers within header_ns. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct http_guard *g = ((struct api *)cls)->guard;
+    struct conn_slot *c = *socket_context;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        c = xcalloc(1, sizeof(*c));
+        c->fd = info ? info->connect_fd : -1;
+        pthread_mutex_lock(&g->mu);
+        c->deadline_ns = g->header_ns ? time_mono_ns() + g->header_ns : 0;
+        c->next = g->head;
+        if (g->head)
+            g->head->prev = c;
+        g->head = c;
+        pthread_mutex_unlock(&g->mu);
+        *socket_context = c;
+        return;
+    }
+    if (!c)
+        return;
+    pthread_mutex_lock(&g->mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        g->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&g->mu);
+    free(c);
+    *socket_context = NULL;
+}
+
+/*
+ * Headers complete: no deadline while the request is served (its body is
+ * bounded by max-body-bytes and the idle timeout). After the reply the next
+ * request may wait for the idle timeout, and then has header_ns for its headers.
+ */
+static void guard_set(struct api *api, struct MHD_Connection *conn, bool serving)
+{
+    struct http_guard *g = api->guard;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn_slot *c = info ? info->socket_context : NULL;
+
+    if (!c || !g->header_ns)
+        return;
+    pthread_mutex_lock(&g->mu);
+    c->deadline_ns = serving ? 0 : time_mono_ns() + g->idle_ns + g->header_ns;
+    pthread_mutex_unlock(&g->mu);
 }
 
 static bool sane_request_id(const char *s)
@@ -174,6 +426,16 @@ void req_reply_error(struct req *r, int err, const struct error_info *ei)
                              msg, "detail", detail));
 }
 
+/* The message of an error reply, for the log; "" when the reply is no error. */
+static const char *reply_error_message(const struct req *r)
+{
+    const char *m = NULL;
+
+    if (r->json)
+        m = json_string_value(json_object_get(json_object_get(r->json, "error"), "message"));
+    return m ? m : "";
+}
+
 static enum MHD_Result send_reply(struct req *r)
 {
     struct MHD_Response *resp;
@@ -216,10 +478,66 @@ static enum MHD_Result send_reply(struct req *r)
     if (r->status >= 500 || (r->status >= 400 && r->status != 404 && r->status != 401)) {
         snprintf(status_s, sizeof(status_s), "%d", r->status);
         log_set_request_id(r->id);
-        log_info("request failed", "method", r->method, "path", r->path, "status", status_s);
+        /* A 5xx is the server's fault (a full disk, a lost store): an operator must see it. */
+        if (r->status >= 500)
+            log_error("request failed", "method", r->method, "path", r->path, "status", status_s,
+                      "error", reply_error_message(r));
+        else
+            log_info("request failed", "method", r->method, "path", r->path, "status", status_s);
         log_set_request_id(NULL);
     }
     return ret;
+}
+
+struct framing_headers {
+    int content_length, transfer_encoding;
+    bool chunked; /* every Transfer-Encoding is exactly "chunked" */
+};
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    struct framing_headers *f = cls;
+    (void)kind;
+    if (strcasecmp(key, "Content-Length") == 0) {
+        f->content_length++;
+    } else if (strcasecmp(key, "Transfer-Encoding") == 0) {
+        f->transfer_encoding++;
+        f->chunked = f->transfer_encoding == 1 && value && strcasecmp(value, "chunked") == 0;
+    }
+    return MHD_YES;
+}
+
+/*
+ * Why the request's body framing is ambiguous, or NULL when it is not. A
+ * proxy in front may pick another of two Content-Lengths, or Content-Length
+ * over Transfer-Encoding, and read the rest as a second request (smuggling).
+ */
+static const char *ambiguous_framing(struct MHD_Connection *conn)
+{
+    struct framing_headers f = {0, 0, false};
+
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, count_framing, &f);
+    if (f.content_length > 1)
+        return "the request has more than one Content-Length header";
+    if (f.content_length && f.transfer_encoding)
+        return "the request has both Content-Length and Transfer-Encoding headers";
+    if (f.transfer_encoding && !f.chunked)
+        return "the request's Transfer-Encoding must be one 'chunked'";
+    return NULL;
+}
+
+/* Answers 400 before reading any body, and closes the connection after the reply. */
+static enum MHD_Result refuse_framing(struct req *r, const char *why)
+{
+    static const char *const close_header[] = {"Connection", "close", NULL};
+    struct error_info ei = {0};
+
+    errinfo_set(&ei, ERR_INVALID, NULL, "%s", why);
+    req_reply_error(r, ERR_INVALID, &ei);
+    r->headers = close_header;
+    r->answered = true;
+    return send_reply(r);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -233,10 +551,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
     if (!r) {
         const char *clen = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        const char *framing = ambiguous_framing(conn);
+        guard_set(api, conn, true);
         r = req_new(api, conn, method, url);
         *con_cls = r;
+        if (framing)
+            return refuse_framing(r, framing);
         if (clen && strtoull(clen, NULL, 10) > api->opt.max_body_bytes)
             r->too_large = true;
+        return MHD_YES;
+    }
+    if (r->answered) { /* refused before its body: whatever follows is dropped */
+        *upload_data_size = 0;
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -266,11 +592,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)conn;
     (void)toe;
     req_free(*con_cls);
     *con_cls = NULL;
+    guard_set(cls, conn, false);
 }
 
 /*
@@ -283,8 +608,8 @@ static _Thread_local char start_error[256];
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    struct api *api = cls;
     char msg[512];
-    (void)cls;
     vsnprintf(msg, sizeof(msg), fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
     if (capture_start_error) {
@@ -292,7 +617,25 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
             snprintf(start_error, sizeof(start_error), "%.255s", msg);
         return;
     }
-    log_warn("http server", "detail", msg);
+    /* One a refused or dropped connection: a flood of them must not flood the log. */
+    guard_warn(api->guard, "http server", "detail", msg);
+}
+
+/*
+ * Why the server could not start, worded as our errors are: libmicrohttpd's
+ * "Failed to bind to port 8080: Address already in use" says
+ * "address already in use".
+ */
+static void start_error_reason(const char *captured, int e, char *buf, size_t size)
+{
+    const char *colon = strrchr(captured, ':');
+
+    if (strncmp(captured, "Failed to bind", 14) == 0 && colon && colon[1] == ' ') {
+        snprintf(buf, size, "%s", colon + 2);
+        buf[0] = (char)tolower((unsigned char)buf[0]);
+    } else {
+        snprintf(buf, size, "%s", captured[0] ? captured : strerror(e ? e : EIO));
+    }
 }
 
 int api_start(struct store *store, const struct api_options *opt, struct api **ret_api,
@@ -320,23 +663,31 @@ int api_start(struct store *store, const struct api_options *opt, struct api **r
     api->sse = sse_hub_new();
     pthread_mutex_init(&api->tenancy_commit_lock, NULL);
     api->auth = auth_cache_new();
+    api->guard = guard_new(opt);
 
     errno = 0;
     capture_start_error = true;
     start_error[0] = '\0';
+    /*
+     * A thread pool over epoll: a connection costs a socket and a little
+     * memory, not a thread, so thousands of idle or slow ones cannot starve
+     * the workers. libmicrohttpd splits max_connections among the threads and
+     * stops accepting while a thread is full; the per-address cap is shared.
+     * The logger comes first, or libmicrohttpd complains about its place.
+     */
     api->mhd = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
             MHD_ALLOW_SUSPEND_RESUME,
-        0, NULL, NULL,
-        on_request, api, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+        0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, api,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)opt->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)opt->max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->conn_timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, api, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, api,
-        MHD_OPTION_END);
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)opt->per_ip_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->conn_timeout_s, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, api, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api, MHD_OPTION_END);
     if (!api->mhd) {
         int e = errno;
         char why[sizeof(start_error)];
-        snprintf(why, sizeof(why), "%s", start_error[0] ? start_error : strerror(e ? e : EIO));
+        start_error_reason(start_error, e, why, sizeof(why));
         start_error[0] = '\0';
         capture_start_error = false;
         api_stop(api);
@@ -360,8 +711,10 @@ void api_stop(struct api *api)
     if (!api)
         return;
     sse_hub_stop(api->sse); /* suspended streams must end before the server stops */
+    guard_stop(api->guard);
     if (api->mhd)
         MHD_stop_daemon(api->mhd);
+    guard_free(api->guard); /* after the server: it frees each slot as it closes */
     sse_hub_free(api->sse);
     auth_cache_free(api->auth);
     tenancy_release(&api->tenancy);

@@ -6,6 +6,10 @@
  * map are loaded from the store once and then kept current in place as
  * organizations and projects change (new ids are appended, so a create costs
  * O(1)), so checks never query the store.
+ *
+ * Also the rule that someone can always run the fleet: no change may leave
+ * no enabled user with the admin role (counted from the store, in the
+ * change's transaction).
  */
 #include "base/common.h"
 
@@ -435,4 +439,83 @@ void rbac_visible_orgs(struct req *r, int64_t **ret_ids, size_t *ret_n)
 void rbac_visible_projects(struct req *r, int64_t **ret_ids, size_t *ret_n)
 {
     collect(r, PROJECTS_WITH, ROLE_VIEWER, ret_ids, ret_n);
+}
+
+/* ---- someone must be able to run the fleet ---- */
+
+/* Whether user uid exists and is not disabled. */
+static int user_enabled(struct req *r, int64_t uid, bool *ret_enabled, struct error_info *ei)
+{
+    struct row user;
+    int rc = store_get(req_db(r), &model_users, uid, &r->arena, &user, ei);
+
+    if (rc == ERR_NOT_FOUND) {
+        ei->code = 0;
+        *ret_enabled = false;
+        return 0;
+    }
+    if (rc < 0)
+        return rc;
+    *ret_enabled = model_get_int(&model_users, &user, "disabled") == 0;
+    return 0;
+}
+
+/*
+ * Whether any enabled user other than `except` holds an admin binding
+ * (*ret_found), and whether `except` holds one (*ret_except_is_admin).
+ */
+static int find_admins(struct req *r, int64_t except, bool *ret_found, bool *ret_except_is_admin,
+                       struct error_info *ei)
+{
+    struct store_filter f;
+    struct row *rows;
+    size_t n;
+    int rc;
+
+    store_filter_init(&f);
+    store_filter_eq_str(&f, model_field_index(&model_role_bindings, "role"), "admin");
+    rc = store_list_all(req_db(r), &model_role_bindings, &f, &r->arena, &rows, &n, ei);
+    *ret_found = *ret_except_is_admin = false;
+    for (size_t i = 0; rc >= 0 && i < n && !*ret_found; i++) {
+        int64_t uid = model_get_int(&model_role_bindings, &rows[i], "user_id");
+        if (uid == except)
+            *ret_except_is_admin = true;
+        else
+            rc = user_enabled(r, uid, ret_found, ei);
+    }
+    for (size_t i = 0; rc >= 0 && i < n && !*ret_except_is_admin; i++)
+        *ret_except_is_admin = model_get_int(&model_role_bindings, &rows[i], "user_id") == except;
+    return rc < 0 ? rc : 0;
+}
+
+int rbac_keep_an_admin(struct req *r, const struct resource_def *def, const struct row *before,
+                       const struct row *after, struct error_info *ei)
+{
+    bool removes, others, is_admin;
+    int64_t uid;
+    int rc;
+
+    if (def == &model_users) {
+        uid = model_row_id(before);
+        removes = !model_get_int(def, before, "disabled") &&
+                  (!after || model_get_int(def, after, "disabled"));
+    } else if (def == &model_role_bindings && !after &&
+               strcmp(model_get(def, before, "role")->s, "admin") == 0) {
+        uid = model_get_int(def, before, "user_id");
+        rc = user_enabled(r, uid, &removes, ei);
+        if (rc < 0)
+            return rc;
+    } else {
+        return 0;
+    }
+    if (!removes)
+        return 0;
+    rc = find_admins(r, uid, &others, &is_admin, ei);
+    if (rc < 0)
+        return rc;
+    if (is_admin && !others)
+        return errinfo_set(ei, ERR_CONFLICT, NULL,
+                           "this would leave no enabled admin; make another user admin (or "
+                           "enable one) first");
+    return 0;
 }

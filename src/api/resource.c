@@ -688,46 +688,6 @@ fail:
 
 /* ---- update ---- */
 
-static int count_admins(struct req *r, int64_t *ret_n, int64_t *ret_only_user,
-                        struct error_info *ei)
-{
-    struct store_filter f;
-    struct row *rows;
-    size_t n;
-    int rc;
-
-    store_filter_init(&f);
-    store_filter_eq_str(&f, model_field_index(&model_role_bindings, "role"), "admin");
-    f.limit = 2;
-    rc = store_list(req_db(r), &model_role_bindings, &f, &r->arena, &rows, &n, ei);
-    if (rc < 0)
-        return rc;
-    *ret_n = (int64_t)n;
-    *ret_only_user = n == 1 ? model_get_int(&model_role_bindings, &rows[0], "user_id") : 0;
-    return 0;
-}
-
-/* Refuses to remove the last admin: the fleet would be left with nobody to run it. */
-static int keep_last_admin(struct req *r, const struct resource_def *def, const struct row *row,
-                           struct error_info *ei)
-{
-    int64_t n, only_user;
-    int rc;
-    bool admin_binding = def == &model_role_bindings &&
-                         strcmp(model_get(def, row, "role")->s, "admin") == 0;
-
-    if (!admin_binding && def != &model_users)
-        return 0;
-    rc = count_admins(r, &n, &only_user, ei);
-    if (rc < 0)
-        return rc;
-    if (n == 1 && (admin_binding || only_user == model_row_id(row)))
-        return errinfo_set(ei, ERR_CONFLICT, NULL,
-                           "this would leave no admin; make another user admin first");
-    return 0;
-}
-
-
 void resource_update(struct req *r, const struct resource_def *def, int64_t id)
 {
     struct error_info ei = {0};
@@ -772,8 +732,8 @@ void resource_update(struct req *r, const struct resource_def *def, int64_t id)
         else
             rc = rbac_org_check_parent(r, id, parent, &ei);
     }
-    if (rc >= 0 && def == &model_users && model_get_int(def, &after, "disabled"))
-        rc = keep_last_admin(r, def, &after, &ei);
+    if (rc >= 0)
+        rc = rbac_keep_an_admin(r, def, &before, &after, &ei);
     if (rc >= 0)
         rc = store_update(req_db(r), def, id, &after, &ei);
     if (rc >= 0)
@@ -808,7 +768,7 @@ void resource_delete(struct req *r, const struct resource_def *def, int64_t id)
     if (rc >= 0 && !may(r, def, &before, ACT_DELETE))
         rc = forbid(&ei, def, ACT_DELETE);
     if (rc >= 0)
-        rc = keep_last_admin(r, def, &before, &ei);
+        rc = rbac_keep_an_admin(r, def, &before, NULL, &ei);
     if (rc < 0)
         goto rollback;
     if (revoke) {

@@ -116,8 +116,33 @@ static bool split_resource_path(const char *path, char *res, size_t res_size, co
     return true;
 }
 
+/*
+ * The id that starts a path segment: 1 to 19 decimal digits, the first not
+ * 0, at most INT64_MAX, ended by '/' or the end; no sign, space or other byte
+ * (the path arrives percent-decoded, so "21%20" is "21 " and no id). *ret_tail
+ * gets what follows the digits. Every path id is read here, and a path whose
+ * id does not read is answered 404, as an id of no object is.
+ */
+static bool path_id(const char *s, int64_t *ret_id, const char **ret_tail)
+{
+    char digits[20];
+    size_t n = 0;
+
+    while (s[n] >= '0' && s[n] <= '9')
+        n++;
+    if (n == 0 || n >= sizeof(digits) || s[0] == '0' || (s[n] != '\0' && s[n] != '/'))
+        return false;
+    memcpy(digits, s, n);
+    digits[n] = '\0';
+    if (parse_int64(digits, 1, INT64_MAX, ret_id) < 0)
+        return false;
+    *ret_tail = s + n;
+    return true;
+}
+
 static void dispatch_resource(struct req *r, const struct resource_def *def, const char *id_s)
 {
+    const char *tail;
     int64_t id;
 
     if (!id_s) {
@@ -129,7 +154,7 @@ static void dispatch_resource(struct req *r, const struct resource_def *def, con
             method_not_allowed(r, "GET or POST");
         return;
     }
-    if (id_s[0] < '1' || id_s[0] > '9' || parse_int64(id_s, 1, INT64_MAX, &id) < 0) {
+    if (!path_id(id_s, &id, &tail) || *tail) {
         struct error_info ei = {0};
         errinfo_set(&ei, ERR_NOT_FOUND, NULL, "'%.40s' is not a %s id", id_s, def->singular);
         req_reply_error(r, ERR_NOT_FOUND, &ei);
@@ -183,8 +208,9 @@ void routes_dispatch(struct req *r)
     struct error_info ei = {0};
     const struct resource_def *def;
     const struct route *fixed = NULL;
-    const char *id_s;
+    const char *id_s, *tail;
     char res[64];
+    int64_t id;
     int rc;
 
     if (ui_serve(r))
@@ -213,28 +239,19 @@ void routes_dispatch(struct req *r)
             method_not_allowed(r, fixed->method);
         return;
     }
-    if (strncmp(r->path, "/v1/workloads/", 14) == 0 && r->path[14] >= '1' &&
-        r->path[14] <= '9') {
-        int64_t id;
-        char tail[64];
-        if (sscanf(r->path + 14, "%" SCNd64 "%63s", &id, tail) == 2 && id > 0) {
-            if (strcmp(tail, "/cancel") == 0) {
-                is(r, "POST") ? workloads_cancel(r, id) : method_not_allowed(r, "POST");
-                return;
-            }
-            if (strcmp(tail, "/logs") == 0) {
-                is(r, "GET") ? workloads_logs(r, id) : method_not_allowed(r, "GET");
-                return;
-            }
+    if (strncmp(r->path, "/v1/workloads/", 14) == 0 && path_id(r->path + 14, &id, &tail)) {
+        if (strcmp(tail, "/cancel") == 0) {
+            is(r, "POST") ? workloads_cancel(r, id) : method_not_allowed(r, "POST");
+            return;
+        }
+        if (strcmp(tail, "/logs") == 0) {
+            is(r, "GET") ? workloads_logs(r, id) : method_not_allowed(r, "GET");
+            return;
         }
     }
-    if (strncmp(r->path, "/v1/invoices/", 13) == 0 && r->path[13] >= '1' && r->path[13] <= '9') {
-        int64_t id;
-        char tail[64];
-        if (sscanf(r->path + 13, "%" SCNd64 "%63s", &id, tail) == 2 && id > 0 &&
-            billing_route_invoice_action(r, id, tail))
-            return;
-    }
+    if (strncmp(r->path, "/v1/invoices/", 13) == 0 && path_id(r->path + 13, &id, &tail) &&
+        billing_route_invoice_action(r, id, tail))
+        return;
     if (strcmp(r->path, "/v1/events") == 0 && is(r, "GET") && stream_wanted(r)) {
         stream_events(r);
         return;

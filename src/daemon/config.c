@@ -37,7 +37,14 @@ static const struct opt options[] = {
         "store connections, one of them the scheduler's (default: threads + 2)"),
     {"max-body-bytes", OPT_INT, offsetof(struct config, max_body_bytes), 0, 1024, 1 << 30,
      "largest request body accepted; larger gets 413 (default 1048576)"},
-    INT("max-connections", max_connections, 1, 100000, "concurrent connections (default 1024)"),
+    INT("max-connections", max_connections, 1, 100000,
+        "concurrent HTTP connections; beyond, new ones wait to be accepted (default 4096)"),
+    INT("per-ip-connections", per_ip_connections, 0, 100000,
+        "concurrent HTTP connections from one client address; 0: no cap (default 2048)"),
+    INT("idle-timeout-s", idle_timeout_s, 1, 86400,
+        "an HTTP connection silent this long is closed (default 30)"),
+    INT("header-timeout-s", header_timeout_s, 0, 86400,
+        "a request's headers must arrive within this many seconds; 0: no limit (default 10)"),
     INT("busy-timeout-ms", busy_timeout_ms, 0, 600000, "store lock wait (default 5000)"),
     {"sqlite-sync-full", OPT_BOOL, offsetof(struct config, sqlite_sync_full), 0, 0, 1,
      "fsync every SQLite commit: survives power loss, not only crashes (default false)"},
@@ -101,7 +108,9 @@ static const struct opt options[] = {
 
 void config_usage(FILE *out)
 {
-    fprintf(out, "usage: gpuaasd [--config FILE] [--KEY VALUE ...]\n\n"
+    fprintf(out, "usage: gpuaasd [--config FILE] [--KEY VALUE ...]\n"
+                 "       gpuaasd recover-admin [USER] [--db STORE] [--config FILE]\n"
+                 "           (break-glass: USER becomes an enabled admin with a new token)\n\n"
                  "Settings (flag, or GPUAAS_KEY in the environment, or 'key = value' in FILE):\n");
     for (size_t i = 0; i < ARRAY_SIZE(options); i++)
         fprintf(out, "  --%-22s %s\n", options[i].key, options[i].help);
@@ -119,7 +128,10 @@ static void defaults(struct config *cfg)
     snprintf(cfg->db, sizeof(cfg->db), "gpuaas.db");
     cfg->threads = n > 0 && n <= 64 ? (int)n : 4;
     cfg->max_body_bytes = 1 << 20;
-    cfg->max_connections = 1024;
+    cfg->max_connections = 4096;
+    cfg->per_ip_connections = 2048;
+    cfg->idle_timeout_s = 30;
+    cfg->header_timeout_s = 10;
     cfg->busy_timeout_ms = 5000;
     snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
     snprintf(cfg->issuer, sizeof(cfg->issuer), "gpuaas");

@@ -21,6 +21,9 @@ struct config {
     int db_pool;          /* store connections */
     long max_body_bytes;  /* request body cap */
     int max_connections;
+    int per_ip_connections; /* 0: no per-address cap */
+    int idle_timeout_s;     /* a silent connection is closed */
+    int header_timeout_s;   /* a request's headers must come in time; 0: no limit */
     int busy_timeout_ms;
     bool sqlite_sync_full;
     bool slurm_queue_ahead;

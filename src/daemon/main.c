@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "api/api.h"
@@ -18,6 +19,7 @@
 #include "base/timeutil.h"
 #include "collect/collector.h"
 #include "daemon/config.h"
+#include "daemon/recover.h"
 #include "engine/engine.h"
 #include "retention/retention.h"
 #include "sched/policies.h"
@@ -111,6 +113,56 @@ static const char *spawner_program(char *buf, size_t size)
     return access(buf, X_OK) == 0 ? buf : NULL;
 }
 
+/*
+ * Every HTTP connection is a descriptor, and so is each store file. Raises
+ * the soft open-file limit to what max-connections needs (the hard limit at
+ * most); where that is not enough, serves fewer connections and says so.
+ */
+static void fit_open_files(struct config *cfg)
+{
+    const rlim_t others = (rlim_t)cfg->db_pool * 3 + 128;
+    rlim_t need = (rlim_t)cfg->max_connections + others;
+    struct rlimit rl;
+    char want[24], fit[24], limit[24];
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur < need) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+            return;
+    }
+    if (rl.rlim_cur >= need)
+        return;
+    snprintf(want, sizeof(want), "%d", cfg->max_connections);
+    cfg->max_connections = rl.rlim_cur > others + 16 ? (int)(rl.rlim_cur - others) : 16;
+    snprintf(fit, sizeof(fit), "%d", cfg->max_connections);
+    snprintf(limit, sizeof(limit), "%llu", (unsigned long long)rl.rlim_cur);
+    log_warn("the open-file limit is too low for max-connections; serving fewer", "max_connections",
+             want, "serving", fit, "open_file_limit", limit);
+}
+
+/*
+ * Waits for SIGTERM or SIGINT (then *ret_sig says which, and it returns
+ * false), asking the store every second whether it is still there: a store
+ * file removed or replaced under the daemon makes it stop (true, why in ei)
+ * rather than serve on a store whose changes would be lost.
+ */
+static bool wait_for_stop(const sigset_t *sigs, struct store *store, int *ret_sig,
+                          struct error_info *ei)
+{
+    for (;;) {
+        const struct timespec tick = {1, 0};
+        int sig = sigtimedwait(sigs, NULL, &tick);
+        if (sig == SIGTERM || sig == SIGINT) {
+            *ret_sig = sig;
+            return false;
+        }
+        if (sig < 0 && errno == EAGAIN && store_check(store, ei) < 0)
+            return true;
+    }
+}
+
 int main(int argc, char **argv)
 {
     struct error_info ei = {0};
@@ -132,7 +184,10 @@ int main(int argc, char **argv)
     sigset_t sigs;
     char port[16], threads[16], program[PATH_MAX];
     int sig = 0, rc;
+    bool lost;
 
+    if (argc > 1 && strcmp(argv[1], "recover-admin") == 0)
+        return cmd_recover_admin(argc - 1, argv + 1);
     if (config_load(argc, argv, &cfg, &ei) < 0)
         return fail("", &ei) + 1; /* usage error: 2 */
     if (cfg.show_help) {
@@ -165,11 +220,14 @@ int main(int argc, char **argv)
         log_warn("no process spawner now; local clusters start their own", "error", ei.message);
         memset(&ei, 0, sizeof(ei));
     }
+    fit_open_files(&cfg); /* after the spawner: work keeps the limits it would have had */
 
     sopt.n_conns = cfg.db_pool;
     sopt.busy_timeout_ms = cfg.busy_timeout_ms;
     sopt.sqlite_sync_full = cfg.sqlite_sync_full;
-    if (store_open(cfg.db, &sopt, &store, &ei) < 0) {
+    /* The shared claim keeps a recover-admin from writing beside this daemon. */
+    if (store_open(cfg.db, &sopt, &store, &ei) < 0 || store_claim(store, false, &ei) < 0) {
+        store_close(store);
         spawner_stop(spawner);
         return fail("", &ei);
     }
@@ -259,6 +317,9 @@ int main(int argc, char **argv)
     aopt.threads = cfg.threads;
     aopt.max_body_bytes = (size_t)cfg.max_body_bytes;
     aopt.max_connections = cfg.max_connections;
+    aopt.per_ip_connections = cfg.per_ip_connections;
+    aopt.conn_timeout_s = cfg.idle_timeout_s;
+    aopt.header_timeout_s = cfg.header_timeout_s;
     aopt.engine = engine;
     aopt.issuer = cfg.issuer;
     aopt.collector = collector;
@@ -278,9 +339,11 @@ int main(int argc, char **argv)
              store_engine(store) == STORE_SQLITE ? "sqlite" : "postgresql", "threads", threads,
              "version", GPUAAS_VERSION, "placement", cfg.placement[0] ? cfg.placement : "best-fit");
 
-    while (sigwait(&sigs, &sig) != 0 || (sig != SIGTERM && sig != SIGINT))
-        ;
-    log_info("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    lost = wait_for_stop(&sigs, store, &sig, &ei);
+    if (lost)
+        log_error("stopping: the store can no longer take changes", "error", ei.message);
+    else
+        log_info("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     api_stop(api);
     retention_stop(retention);
     engine_stop(engine); /* before the collector: it asks the collector */
@@ -290,5 +353,5 @@ int main(int argc, char **argv)
     sched_policy_free(policy);
     free(local_gpus);
     log_info("stopped");
-    return 0;
+    return lost ? 1 : 0;
 }

@@ -7,10 +7,19 @@
  * up front instead of failing when a read transaction tries to upgrade.
  * Statements of fixed shape are prepared once per connection and cached;
  * a get by id is then a bind, one step and a reset.
+ *
+ * The file holds every tenant's data and token hashes: it is created 0600
+ * (SQLite gives its -wal and -shm files the same mode) and an existing one
+ * loses any group or other access at open. Each connection remembers which
+ * file it opened (device and inode); every transaction first checks that the
+ * path still names it, so a store removed or replaced under a running
+ * daemon refuses writes instead of acknowledging them into a deleted file.
  */
 #include "base/common.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include "store/store-int.h"
 
@@ -29,6 +38,9 @@ struct shaped_stmt {
 
 struct sqlite_conn {
     sqlite3 *db;
+    char *path; /* NULL for an in-memory store */
+    dev_t dev;  /* the file this connection opened */
+    ino_t ino;
     struct store__stmt_cache cache;
     struct shaped_stmt shaped[SHAPED_CACHE];
     uint64_t clock;
@@ -413,14 +425,48 @@ static int sqlite_run(struct store_conn *c, const char *sql, const struct store_
     return rc;
 }
 
+/*
+ * ERR_UNAVAILABLE when the path no longer names the file this connection
+ * opened: what is written now would be lost with the old file, and a restart
+ * would start an empty store.
+ */
+static int check_same_file(const struct sqlite_conn *sc, struct error_info *ei)
+{
+    struct stat st;
+
+    if (!sc->path)
+        return 0;
+    if (stat(sc->path, &st) != 0)
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL,
+                           "the store file '%s' was removed while gpuaasd was running (%s); "
+                           "changes are refused: restore it and restart gpuaasd",
+                           sc->path, strerror(errno));
+    if (st.st_dev != sc->dev || st.st_ino != sc->ino)
+        return errinfo_set(ei, ERR_UNAVAILABLE, NULL,
+                           "the store file '%s' was replaced by another file while gpuaasd was "
+                           "running; changes are refused: restart gpuaasd",
+                           sc->path);
+    return 0;
+}
+
+static int sqlite_check(struct store_conn *c, struct error_info *ei)
+{
+    return check_same_file(conn_of(c), ei);
+}
+
 static int sqlite_begin(struct store_conn *c, struct error_info *ei)
 {
-    return exec_script(conn_of(c), "BEGIN IMMEDIATE", ei);
+    int rc = check_same_file(conn_of(c), ei);
+
+    return rc < 0 ? rc : exec_script(conn_of(c), "BEGIN IMMEDIATE", ei);
 }
 
 static int sqlite_commit(struct store_conn *c, struct error_info *ei)
 {
-    return exec_script(conn_of(c), "COMMIT", ei);
+    /* Checked again at the end: the file may have gone while the transaction ran. */
+    int rc = check_same_file(conn_of(c), ei);
+
+    return rc < 0 ? rc : exec_script(conn_of(c), "COMMIT", ei);
 }
 
 static void sqlite_rollback(struct store_conn *c)
@@ -469,11 +515,68 @@ static int configure(sqlite3 *db, const struct store_options *opt)
                         opt->busy_timeout_ms);
 }
 
+/* Takes group and other access away from a store file (and its -wal and -shm) that has it. */
+static int tighten_mode(const char *path, struct error_info *ei)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0)
+        return errno == ENOENT
+                   ? 0
+                   : errinfo_set(ei, ERR_STORE, NULL, "could not open database '%s': %s", path,
+                                 strerror(errno));
+    if ((st.st_mode & 077) && chmod(path, st.st_mode & 0700) != 0)
+        return errinfo_set(
+            ei, ERR_STORE, NULL, "could not make '%s' private (mode %03o to %03o): %s", path,
+            (unsigned)(st.st_mode & 0777), (unsigned)(st.st_mode & 0700), strerror(errno));
+    return 0;
+}
+
+/*
+ * Before SQLite opens path: a missing store whose write-ahead log is still
+ * there was removed or moved, and opening would start an empty store beside
+ * that log, so it is refused; a missing one is created 0600; an existing one
+ * and its -wal and -shm files are made private.
+ */
+static int prepare_file(const char *path, struct error_info *ei)
+{
+    const char *sides[] = {"-wal", "-shm"};
+    char side[PATH_MAX];
+    struct stat st;
+    int fd, rc;
+
+    if (stat(path, &st) != 0) {
+        if (errno != ENOENT)
+            return errinfo_set(ei, ERR_STORE, NULL, "could not open database '%s': %s", path,
+                               strerror(errno));
+        snprintf(side, sizeof(side), "%s-wal", path);
+        if (stat(side, &st) == 0 && st.st_size > 0)
+            return errinfo_set(ei, ERR_STORE, NULL,
+                               "could not open database '%s': it is missing, but its write-ahead "
+                               "log '%s' is there, so the store was removed or moved; put it "
+                               "back, or remove '%s' to start an empty store",
+                               path, side, side);
+        /* Where it cannot be made (no such directory), SQLite's open says why. */
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return 0;
+        close(fd);
+    }
+    rc = tighten_mode(path, ei);
+    for (size_t i = 0; i < ARRAY_SIZE(sides) && rc == 0; i++) {
+        snprintf(side, sizeof(side), "%s%s", path, sides[i]);
+        rc = tighten_mode(side, ei);
+    }
+    return rc;
+}
+
 static int sqlite_conn_open(struct store_conn *c, const char *path, const struct store_options *opt,
                             struct error_info *ei)
 {
     const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    const bool in_memory = strcmp(path, ":memory:") == 0;
     struct sqlite_conn *sc;
+    struct stat st;
     sqlite3 *db = NULL;
     int rc;
 
@@ -481,6 +584,8 @@ static int sqlite_conn_open(struct store_conn *c, const char *path, const struct
     if (strcmp(path, ":memory:") == 0 && opt->n_conns > 1)
         return errinfo_set(ei, ERR_INVALID, NULL,
                            "an in-memory SQLite store needs a pool of exactly 1 connection");
+    if (!in_memory && prepare_file(path, ei) < 0)
+        return ERR_STORE;
     rc = sqlite3_open_v2(path, &db, flags, NULL);
     /* A file that is not a database opens fine and fails on the first statement. */
     if (rc == SQLITE_OK)
@@ -491,8 +596,19 @@ static int sqlite_conn_open(struct store_conn *c, const char *path, const struct
         sqlite3_close(db);
         return ERR_STORE;
     }
+    /* The file SQLite has open now: the path names it, and nothing removes it in between. */
+    if (!in_memory && stat(path, &st) != 0) {
+        errinfo_set(ei, ERR_STORE, NULL, "could not open database '%s': %s", path, strerror(errno));
+        sqlite3_close(db);
+        return ERR_STORE;
+    }
     sc = xcalloc(1, sizeof(*sc));
     sc->db = db;
+    if (!in_memory) {
+        sc->path = xstrdup(path);
+        sc->dev = st.st_dev;
+        sc->ino = st.st_ino;
+    }
     c->impl = sc;
     return 0;
 }
@@ -514,6 +630,7 @@ static void sqlite_conn_close(struct store_conn *c)
         free(sc->shaped[i].sql);
     }
     sqlite3_close(sc->db);
+    free(sc->path);
     free(sc);
     c->impl = NULL;
 }
@@ -535,4 +652,5 @@ const struct store_engine_ops store__sqlite_ops = {
     .meta_set = sqlite_meta_set,
     .exec = sqlite_exec,
     .run = sqlite_run,
+    .check = sqlite_check,
 };

@@ -117,6 +117,12 @@ struct store_engine_ops {
      */
     int (*run)(struct store_conn *c, const char *sql, const struct store__params *p,
                int64_t *ret_val, struct error_info *ei);
+    /*
+     * Optional: ERR_UNAVAILABLE when the store c opened is no longer there
+     * (SQLite: the file was removed or replaced). Reads only what conn_open
+     * set, so any thread may ask about any connection.
+     */
+    int (*check)(struct store_conn *c, struct error_info *ei);
 };
 
 extern const struct store_engine_ops store__sqlite_ops;

@@ -7,7 +7,9 @@
  */
 #include "base/common.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/file.h>
 
 #include "store/store-int.h"
 
@@ -22,6 +24,7 @@ struct store {
     struct store_options opt;
     char *target; /* path or libpq URL, as the engine takes it */
     int schema_version;
+    int claim_fd; /* SQLite: the file, flock'ed by store_claim; -1 when not claimed */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;        /* signalled when a connection comes back */
@@ -181,6 +184,7 @@ int store__open_with(const struct store_engine_ops *ops, const char *target,
         return rc;
     }
     s->target = xstrdup(target);
+    s->claim_fd = -1;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->conns = xcalloc((size_t)s->opt.n_conns, sizeof(*s->conns));
@@ -226,6 +230,8 @@ void store_close(struct store *s)
     }
     assert(s->n_idle == n_open); /* no connection may still be in use */
     (void)n_open;
+    if (s->claim_fd >= 0)
+        close(s->claim_fd);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s->idle);
@@ -237,6 +243,37 @@ void store_close(struct store *s)
 enum store_engine store_engine(const struct store *s)
 {
     return s->ops->dialect;
+}
+
+/*
+ * flock, not the fcntl locks SQLite takes on the same file: on Linux the two
+ * never interfere, so the claim does not change SQLite's locking.
+ */
+int store_claim(struct store *s, bool alone, struct error_info *ei)
+{
+    if (s->ops->dialect != STORE_SQLITE || strcmp(s->target, ":memory:") == 0)
+        return 0;
+    if (s->claim_fd < 0)
+        s->claim_fd = open(s->target, O_RDONLY | O_CLOEXEC);
+    if (s->claim_fd < 0)
+        return errinfo_set(ei, ERR_STORE, NULL, "could not open database '%s': %s", s->target,
+                           strerror(errno));
+    if (flock(s->claim_fd, (alone ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0)
+        return 0;
+    if (errno != EWOULDBLOCK)
+        return errinfo_set(ei, ERR_STORE, NULL, "could not lock database '%s': %s", s->target,
+                           strerror(errno));
+    return alone ? errinfo_set(ei, ERR_BUSY, NULL,
+                               "a gpuaasd is serving database '%s'; stop it first", s->target)
+                 : errinfo_set(ei, ERR_BUSY, NULL,
+                               "database '%s' is held by a gpuaasd recover-admin; try again when "
+                               "it is done",
+                               s->target);
+}
+
+int store_check(struct store *s, struct error_info *ei)
+{
+    return s->ops->check ? s->ops->check(&s->conns[0], ei) : 0;
 }
 
 int store_schema_version(struct store *s)
@@ -539,30 +576,130 @@ static const char pg_has_migrations_sql[] =
  */
 static const char pg_migration_lock_sql[] = "SELECT pg_advisory_xact_lock(7346803112150201)";
 
-/* Inside the transaction: serialize with other openers and read the version (0: none). */
-static int lock_and_read_version(struct store_conn *c, int64_t *ret_version, struct error_info *ei)
+/*
+ * How a gpuaas store is told from another program's database. SQLite files
+ * carry our application_id in their header ("GPAS"); stores made before it
+ * was set, and PostgreSQL schemas, by schema_migrations' first row, which
+ * names migration 1 as this binary does.
+ */
+#define SQLITE_APPLICATION_ID 0x47504153
+static const char sqlite_read_app_id_sql[] = "PRAGMA application_id";
+static const char sqlite_set_app_id_sql[] = "PRAGMA application_id = 1196441939";
+static const char sqlite_count_tables_sql[] =
+    "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_'";
+static const char pg_count_tables_sql[] =
+    "SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema()";
+static const char first_migration_sql[] =
+    "SELECT COUNT(*) FROM schema_migrations WHERE version = 1 AND name = ?";
+
+/* What refusals call the store: its file, or (never the URL: it may hold a password) the schema. */
+static const char *store_what(const struct store_conn *c, char *buf, size_t size)
+{
+    if (c->s->ops->dialect == STORE_POSTGRES)
+        snprintf(buf, size, "the PostgreSQL database's current schema");
+    else
+        snprintf(buf, size, "database '%.200s'", c->s->target);
+    return buf;
+}
+
+static int not_ours(struct store_conn *c, const char *why, struct error_info *ei)
+{
+    char what[256];
+    return errinfo_set(ei, ERR_STORE, NULL,
+                       "refusing %s: it is not a gpuaas store (%s); give gpuaasd a new file or an "
+                       "empty schema of its own",
+                       store_what(c, what, sizeof(what)), why);
+}
+
+/*
+ * Inside the transaction: whether the database is a gpuaas store, a new
+ * (empty) one, or another program's (refused). *ret_stamp: an SQLite store
+ * made before the application_id was set, to be stamped now. A refusal is
+ * worded in ei, an engine failure in engine_ei.
+ */
+static int recognise(struct store_conn *c, bool has_migrations, bool *ret_stamp,
+                     struct error_info *engine_ei, struct error_info *ei)
+{
+    const struct store_engine_ops *ops = c->s->ops;
+    const bool pg = ops->dialect == STORE_POSTGRES;
+    struct store__params none = {.n = 0}, p = {.n = 0};
+    struct error_info inner = {0};
+    int64_t app_id = 0, n = 0;
+    char *sql;
+    int rc;
+
+    *ret_stamp = false;
+    if (!pg) {
+        rc = ops->run(c, sqlite_read_app_id_sql, &none, &app_id, engine_ei);
+        if (rc < 0)
+            return rc;
+        if (app_id == SQLITE_APPLICATION_ID)
+            return 0;
+        if (app_id != 0) {
+            char why[64];
+            snprintf(why, sizeof(why), "its application_id is %" PRId64, app_id);
+            return not_ours(c, why, ei);
+        }
+    }
+    if (!has_migrations) {
+        rc = ops->run(c, pg ? pg_count_tables_sql : sqlite_count_tables_sql, &none, &n, engine_ei);
+        if (rc == 0 && n > 0) {
+            char why[64];
+            snprintf(why, sizeof(why), "it holds %" PRId64 " tables of another program", n);
+            return not_ours(c, why, ei);
+        }
+        return rc;
+    }
+    store__params_add_text(&p, store__migration_name(1));
+    sql = store__sql_dialect(ops->dialect, first_migration_sql);
+    rc = ops->run(c, sql, &p, &n, &inner);
+    free(sql);
+    /* A lost session or a lock timeout says nothing about whose table it is. */
+    if (rc < 0 && rc != ERR_STORE)
+        return errinfo_set(engine_ei, rc, NULL, "%s", inner.message);
+    if (rc < 0 || n != 1)
+        return not_ours(c, "its schema_migrations table is another program's", ei);
+    *ret_stamp = !pg;
+    return 0;
+}
+
+/*
+ * Inside the transaction: serialize with other openers, refuse a database
+ * that is not ours, and read the version (0: none). *ret_stamp as recognise.
+ */
+static int lock_and_read_version(struct store_conn *c, int64_t *ret_version, bool *ret_stamp,
+                                 struct error_info *ei)
 {
     const struct store_engine_ops *ops = c->s->ops;
     const bool pg = ops->dialect == STORE_POSTGRES;
     struct store__params none = {.n = 0};
+    struct error_info inner = {0};
     int64_t has_table = 0;
     int rc = 0;
 
     if (pg)
-        rc = ops->exec(c, pg_migration_lock_sql, ei);
+        rc = ops->exec(c, pg_migration_lock_sql, &inner);
     if (rc == 0)
         rc = ops->run(c, pg ? pg_has_migrations_sql : sqlite_has_migrations_sql, &none, &has_table,
-                      ei);
-    if (rc < 0)
-        return rc;
-    if (!has_table) {
-        /* An empty store: the bookkeeping table commits with migration 1. */
-        rc = ops->exec(c, create_migrations_sql, ei);
+                      &inner);
+    if (rc == 0)
+        rc = recognise(c, has_table != 0, ret_stamp, &inner, ei);
+    if (rc == 0 && !has_table) {
+        /* An empty store: the bookkeeping table (and SQLite's mark) commit with migration 1. */
+        rc = ops->exec(c, create_migrations_sql, &inner);
+        if (rc == 0 && !pg)
+            rc = ops->exec(c, sqlite_set_app_id_sql, &inner);
         if (rc == 0)
             *ret_version = 0;
-        return rc;
+    } else if (rc == 0) {
+        rc = ops->run(c, read_version_sql, &none, ret_version, &inner);
+        if (rc == 0 && *ret_stamp)
+            rc = ops->exec(c, sqlite_set_app_id_sql, &inner);
     }
-    return ops->run(c, read_version_sql, &none, ret_version, ei);
+    /* A refusal recognise worded stays: errinfo_set keeps the first error. */
+    if (rc < 0)
+        errinfo_set(ei, rc, NULL, "could not read the store's schema version: %s", inner.message);
+    return rc;
 }
 
 static int apply_migration(struct store_conn *c, int version, struct error_info *ei)
@@ -594,18 +731,19 @@ static int migrate(struct store_conn *c, int *ret_version, struct error_info *ei
     const int latest = store_schema_latest();
 
     for (;;) {
-        struct error_info inner = {0};
         int64_t version = 0;
+        bool stamp = false;
         int rc = store_begin(c, ei);
 
-        if (rc == 0 && (rc = lock_and_read_version(c, &version, &inner)) < 0)
-            errinfo_set(ei, rc, NULL, "could not read the store's schema version: %s",
-                        inner.message);
+        if (rc == 0)
+            rc = lock_and_read_version(c, &version, &stamp, ei);
         if (rc == 0 && version > latest)
             rc = errinfo_set(ei, ERR_SCHEMA_NEWER, NULL,
                              "the store's schema version %" PRId64
                              " is newer than this binary knows (%d); run a newer gpuaas",
                              version, latest);
+        if (rc == 0 && version == latest && stamp)
+            rc = store_commit(c, ei); /* a store older than its mark: keep the mark */
         if (rc < 0 || version == latest) {
             store_rollback(c);
             if (rc == 0)

@@ -13,7 +13,9 @@
  *
  * Schema changes are numbered migrations applied by store_open(), each in its
  * own transaction, idempotently; a store whose schema is newer than this
- * binary knows is refused with ERR_SCHEMA_NEWER.
+ * binary knows is refused with ERR_SCHEMA_NEWER. A database that holds tables
+ * but is no gpuaas store (another program's file or schema) is refused with
+ * ERR_STORE, untouched. SQLite stores carry gpuaas' application_id.
  *
  * Errors: ERR_NOT_FOUND (no such row), ERR_CONFLICT (a unique key is taken,
  * or a row is still referenced by another on delete), ERR_INVALID (a
@@ -59,6 +61,20 @@ int store_open(const char *url, const struct store_options *opt, struct store **
 /* Closes every connection; NULL is fine. No connection may be in use. */
 void store_close(struct store *s);
 enum store_engine store_engine(const struct store *s);
+/*
+ * Claims the store for this process until store_close: shared (alone false:
+ * a daemon serving it; any number of them) or alone (a tool that must not
+ * run beside a daemon). ERR_BUSY when the other kind of claim is held.
+ * SQLite only (a lock on the file); PostgreSQL: always 0.
+ */
+int store_claim(struct store *s, bool alone, struct error_info *ei);
+/*
+ * ERR_UNAVAILABLE (with why in ei) when the store can no longer take
+ * changes because it is gone: an SQLite file removed or replaced since it was
+ * opened. Every transaction checks the same, so nothing is acknowledged into
+ * a lost file; a daemon asks now and then to stop. Always 0 on PostgreSQL.
+ */
+int store_check(struct store *s, struct error_info *ei);
 /* The schema version now in the store, and the newest this binary knows. */
 int store_schema_version(struct store *s);
 int store_schema_latest(void);

@@ -1076,6 +1076,43 @@ static void test_last_admin(void **state)
     testsrv_expect(srv, "GET", "/v1/audit?limit=1", w->tok[NO], NULL, 200);
 }
 
+/*
+ * Disabled admins do not count: with the other admin disabled, the last
+ * enabled one can be neither disabled, nor deleted, nor lose its binding.
+ */
+static void test_last_enabled_admin(void **state)
+{
+    struct world *w = *state;
+    struct testsrv *srv = w->srv;
+    int64_t u2 = testsrv_create(srv, w->tok[AD], "users", "{\"name\":\"second-admin\"}");
+    int64_t b2 = testsrv_create(srv, w->tok[AD], "role-bindings",
+                                "{\"user_id\":%" PRId64 ",\"role\":\"admin\"}", u2);
+    char *t2 = testsrv_token_for(srv, u2, NULL);
+    char first[64], second[64], binding[64];
+    json_t *j;
+    long status;
+
+    item_path("users", fx(w, "admin"), first, sizeof(first));
+    item_path("users", u2, second, sizeof(second));
+    item_path("role-bindings", b2, binding, sizeof(binding));
+    testsrv_expect(srv, "PATCH", first, t2, "{\"disabled\":true}", 200);
+    testsrv_expect(srv, "GET", "/v1/whoami", w->tok[AD], NULL, 401);
+
+    assert_int_equal(testsrv_req(srv, "PATCH", second, t2, "{\"disabled\":true}", &status, &j), 0);
+    assert_int_equal(status, 409);
+    assert_non_null(strstr(testsrv_err_message(j), "no enabled admin"));
+    json_decref(j);
+    testsrv_expect(srv, "DELETE", binding, t2, NULL, 409);
+    testsrv_expect(srv, "DELETE", second, t2, NULL, 409);
+    testsrv_expect(srv, "GET", "/v1/whoami", t2, NULL, 200);
+
+    /* removing the disabled admin takes nothing away; enabling it again makes two */
+    testsrv_expect(srv, "PATCH", first, t2, "{\"disabled\":false}", 200);
+    testsrv_expect(srv, "PATCH", second, w->tok[AD], "{\"disabled\":true}", 200);
+    testsrv_expect(srv, "PATCH", first, w->tok[AD], "{\"disabled\":true}", 409);
+    free(t2);
+}
+
 /* Moving an organization needs org-admin of it and of the new parent. */
 static void test_org_move(void **state)
 {
@@ -1312,6 +1349,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_binding_changes_take_effect, setup_world,
                                         teardown_world),
         cmocka_unit_test_setup_teardown(test_last_admin, setup_world, teardown_world),
+        cmocka_unit_test_setup_teardown(test_last_enabled_admin, setup_world, teardown_world),
         cmocka_unit_test_setup_teardown(test_org_move, setup_world, teardown_world),
         cmocka_unit_test_setup_teardown(test_whoami, setup_world, teardown_world),
         cmocka_unit_test_setup_teardown(test_hidden_like_missing, setup_world, teardown_world),

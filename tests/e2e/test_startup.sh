@@ -19,7 +19,7 @@ rc=0
 "$GPUAASD" --listen "127.0.0.1:$PORT" --db "$TMP/other.db" >"$TMP/second.out" 2>"$TMP/second.err" || rc=$?
 expect_eq "$rc" 1 "exit status with the port in use"
 expect_eq "$(wc -l <"$TMP/second.err")" 1 "lines printed with the port in use"
-expect_contains "$(cat "$TMP/second.err")" "could not listen on 127.0.0.1:$PORT" "port-in-use message"
+expect_contains "$(cat "$TMP/second.err")" "could not listen on 127.0.0.1:$PORT: address already in use" "port-in-use message"
 stop_daemon
 
 # Restart on the same store: no second bootstrap, the token still works.

@@ -10,6 +10,7 @@
  */
 #include "base/common.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -76,7 +77,9 @@ static char *make_temp_dir(void)
 
 static void remove_temp_dir(char *dir)
 {
-    static const char *const files[] = {"test.db", "test.db-wal", "test.db-shm", "junk.db"};
+    static const char *const files[] = {"test.db",      "test.db-wal",  "test.db-shm",  "junk.db",
+                                        "other.db",     "other.db-wal", "other.db-shm", "empty.db",
+                                        "empty.db-wal", "empty.db-shm"};
 
     if (!dir)
         return;
@@ -1561,6 +1564,230 @@ static void test_failed_commit_rolls_back(void **state)
     assert_int_equal(store_commit(e->c, &ei), 0);
 }
 
+/* ---- what is a gpuaas store ---- */
+
+/* Runs sql on the PostgreSQL test database outside any store. */
+static void pg_exec(const char *sql)
+{
+    PGconn *pg = PQconnectdb(pg_url());
+    PGresult *res = PQexec(pg, sql);
+
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        fail_msg("'%s': %s", sql, PQerrorMessage(pg));
+    PQclear(res);
+    PQfinish(pg);
+}
+
+/* An SQLite file made by another program: sql run on it, attached to the test store as f. */
+static char *foreign_sqlite(struct env *e, const char *sql)
+{
+    char *path = xasprintf("%s/other.db", e->dir);
+    char *script = xasprintf("ATTACH DATABASE '%s' AS f; %s; DETACH DATABASE f;", path, sql);
+    struct error_info ei = {0};
+
+    if (store__exec(e->c, script, &ei) < 0)
+        fail_msg("%s: %s", script, ei.message);
+    free(script);
+    return path;
+}
+
+static int64_t sqlite_int(struct store_conn *c, const char *sql)
+{
+    struct store__params none = {.n = 0};
+    struct error_info ei = {0};
+    int64_t v = -1;
+
+    if (store__run(c, sql, &none, &v, &ei) < 0)
+        fail_msg("%s: %s", sql, ei.message);
+    return v;
+}
+
+/* Another program's database (tables, application_id, schema_migrations) is refused, untouched. */
+static void test_refuses_foreign_database(void **state)
+{
+    struct env *e = *state;
+    static const char *const kinds[][2] = {
+        {"CREATE TABLE f.notes (id INTEGER PRIMARY KEY, body TEXT)", "tables of another program"},
+        {"PRAGMA f.application_id = 42; CREATE TABLE f.t (x)", "application_id is 42"},
+        {"CREATE TABLE f.schema_migrations (version TEXT PRIMARY KEY)",
+         "schema_migrations table is another program's"},
+    };
+
+    for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+        struct error_info ei = {0};
+        struct store *s = NULL;
+        char *url;
+        int rc;
+
+        if (pg_url()) {
+            if (i == 1)
+                continue; /* no application_id on PostgreSQL */
+            pg_reset(pg_url());
+            pg_exec(i == 0 ? "CREATE TABLE notes (id BIGINT PRIMARY KEY, body TEXT)"
+                           : "CREATE TABLE schema_migrations (version TEXT PRIMARY KEY)");
+            url = xstrdup(pg_url());
+        } else {
+            char *path = xasprintf("%s/other.db", e->dir);
+            unlink(path);
+            free(path);
+            path = foreign_sqlite(e, kinds[i][0]);
+            url = xasprintf("sqlite:%s", path);
+            free(path);
+        }
+        rc = store_open(url, &test_opt, &s, &ei);
+        assert_err(rc, ERR_STORE, &ei, "is not a gpuaas store");
+        assert_err(rc, ERR_STORE, &ei, kinds[i][1]);
+        assert_null(s);
+        if (!pg_url()) {
+            /* untouched: still none of our tables */
+            char *path = xasprintf("%s/other.db", e->dir);
+            char *script = xasprintf("ATTACH DATABASE '%s' AS f", path);
+            assert_int_equal(store__exec(e->c, script, NULL), 0);
+            assert_int_equal(sqlite_int(e->c, "SELECT COUNT(*) FROM f.sqlite_master WHERE name = "
+                                              "'users' OR name = 'meta'"),
+                             0);
+            assert_int_equal(store__exec(e->c, "DETACH DATABASE f", NULL), 0);
+            free(script);
+            free(path);
+        }
+        free(url);
+    }
+    if (pg_url()) /* the fixture's teardown closes a store of its own */
+        pg_reset(pg_url());
+}
+
+/* A new SQLite store carries gpuaas' application_id; one made before it had one gets it. */
+static void test_sqlite_application_id(void **state)
+{
+    struct env *e = *state;
+
+    if (pg_url())
+        return;
+    assert_int_equal(sqlite_int(e->c, "PRAGMA application_id"), 0x47504153);
+    assert_int_equal(store__exec(e->c, "PRAGMA application_id = 0", NULL), 0);
+    reopen(e, &test_opt);
+    assert_int_equal(sqlite_int(e->c, "PRAGMA application_id"), 0x47504153);
+}
+
+/* A file of 0 bytes holds nothing to lose: it is taken as a new store (a pre-made, owned file). */
+static void test_sqlite_empty_file_is_new(void **state)
+{
+    struct env *e = *state;
+    char *path = xasprintf("%s/empty.db", e->dir);
+    char *url = xasprintf("sqlite:%s", path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    struct store *s;
+    struct store_conn *c;
+
+    if (pg_url()) {
+        close(fd);
+        unlink(path);
+        free(path);
+        free(url);
+        return;
+    }
+    assert_true(fd >= 0);
+    close(fd);
+    s = open_ok(url, &test_opt);
+    c = store_conn_get(s);
+    assert_int_equal(sqlite_int(c, "PRAGMA application_id"), 0x47504153);
+    assert_int_equal(store_schema_version(s), store_schema_latest());
+    store_conn_put(c);
+    store_close(s);
+    free(url);
+    free(path);
+}
+
+static unsigned mode_of(const char *dir, const char *name)
+{
+    char *p = xasprintf("%s/%s", dir, name);
+    struct stat st;
+
+    if (stat(p, &st) != 0)
+        fail_msg("stat %s: %s", p, strerror(errno));
+    free(p);
+    return (unsigned)(st.st_mode & 0777);
+}
+
+/* The store's files are 0600 whatever the umask; an existing store's looser modes are tightened. */
+static void test_sqlite_files_private(void **state)
+{
+    struct env *e = *state;
+    char *p;
+
+    if (pg_url())
+        return;
+    /* a write, so the -wal and -shm files exist */
+    assert_int_equal(store_meta_set(e->c, "k", "v", NULL), 0);
+    assert_int_equal(mode_of(e->dir, "test.db"), 0600);
+    assert_int_equal(mode_of(e->dir, "test.db-wal"), 0600);
+    assert_int_equal(mode_of(e->dir, "test.db-shm"), 0600);
+    close_env_store(e);
+    p = xasprintf("%s/test.db", e->dir);
+    assert_int_equal(chmod(p, 0644), 0);
+    free(p);
+    reopen(e, &test_opt);
+    assert_int_equal(mode_of(e->dir, "test.db"), 0600);
+}
+
+/* A store file removed or replaced under an open store: every change is refused. */
+static void test_sqlite_file_removed_or_replaced(void **state)
+{
+    struct env *e = *state;
+    struct error_info ei = {0};
+    char *path = xasprintf("%s/test.db", e->dir);
+    char *other = xasprintf("%s/other.db", e->dir);
+    struct store *s = NULL;
+
+    if (pg_url()) {
+        assert_int_equal(store_check(e->s, &ei), 0);
+        free(path);
+        free(other);
+        return;
+    }
+    assert_int_equal(store_check(e->s, &ei), 0);
+    assert_int_equal(rename(path, other), 0);
+    assert_err(store_check(e->s, &ei), ERR_UNAVAILABLE, &ei, "was removed");
+    memset(&ei, 0, sizeof(ei));
+    assert_err(store_begin(e->c, &ei), ERR_UNAVAILABLE, &ei, "test.db' was removed");
+
+    /* another file in its place */
+    {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fclose(f);
+    }
+    memset(&ei, 0, sizeof(ei));
+    assert_err(store_begin(e->c, &ei), ERR_UNAVAILABLE, &ei, "was replaced");
+
+    /* with the file gone but its write-ahead log still there, no empty store is started */
+    close_env_store(e);
+    unlink(path);
+    {
+        char *wal = xasprintf("%s-wal", path);
+        FILE *f = fopen(wal, "w");
+        assert_non_null(f);
+        fputs("left over", f);
+        fclose(f);
+        free(wal);
+    }
+    memset(&ei, 0, sizeof(ei));
+    assert_err(store_open(e->url, &test_opt, &s, &ei), ERR_STORE, &ei, "write-ahead log");
+    assert_null(s);
+    assert_int_equal(access(path, F_OK), -1);
+    /* the fixture's teardown wants a store */
+    assert_int_equal(rename(other, path), 0);
+    {
+        char *wal = xasprintf("%s-wal", path);
+        unlink(wal);
+        free(wal);
+    }
+    e->s = open_ok(e->url, &test_opt);
+    e->c = store_conn_get(e->s);
+    free(path);
+    free(other);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1590,6 +1817,11 @@ int main(void)
         T(test_sqlite_memory),
         T(test_pg_reconnects),
         T(test_failed_commit_rolls_back),
+        T(test_refuses_foreign_database),
+        T(test_sqlite_application_id),
+        T(test_sqlite_empty_file_is_new),
+        T(test_sqlite_files_private),
+        T(test_sqlite_file_removed_or_replaced),
     };
 #undef T
 
