@@ -37,10 +37,11 @@ finished=$(jq -r .finished_at <<<"$BODY")
 wait_state "$queued" running 15
 
 # Every allocation: one per GPU per run, each closed at most once, never before it started.
-sqlite3 "$TMP/gpuaas.db" "SELECT workload_id, count(*), sum(ended_ms IS NULL) FROM allocations GROUP BY workload_id;" >"$TMP/alloc"
-while IFS='|' read -r wid n open; do
+# One read gives both the allocations and the state: work may end between two reads.
+sqlite3 "$TMP/gpuaas.db" "SELECT a.workload_id, count(*), sum(a.ended_ms IS NULL), w.state \
+  FROM allocations a JOIN workloads w ON w.id = a.workload_id GROUP BY a.workload_id;" >"$TMP/alloc"
+while IFS='|' read -r wid n open st; do
   [ "$n" = 4 ] || fail "workload $wid has $n allocations, not 4 (one per GPU)"
-  st=$(state_of "$wid")
   if [ "$st" = running ]; then want=4; else want=0; fi
   [ "$open" = "$want" ] || fail "workload $wid ($st) has $open open allocations, want $want"
 done <"$TMP/alloc"
