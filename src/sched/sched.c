@@ -427,6 +427,13 @@ int sched_set_pool(struct sched *s, const struct sched_pool_spec *spec)
     return 0;
 }
 
+bool sched__owns_pool(const struct sched *s, const struct project *p, int32_t pool)
+{
+    const struct pool *pl = &s->pools[pool];
+    return pl->owner_project_id == p->id ||
+           (pl->owner_org_id != 0 && pl->owner_org_id == p->org_id);
+}
+
 bool sched__project_may_use_pool(const struct sched *s, const struct project *p, int32_t pool)
 {
     const struct pool *pl;
@@ -666,6 +673,8 @@ void sched__queue_insert(struct sched *s, int32_t w)
         if (q->queued++ == 0)
             ivec_push(&s->classes[wl->cls].waiting, wl->project);
         q->wants_capacity = true;
+    } else {
+        p->queued_cpu++;
     }
     sched__mark_dirty(s, wl->project);
 }
@@ -681,6 +690,8 @@ void sched__queue_remove(struct sched *s, int32_t w)
     p->queue.n--;
     if (wl->cls != NONE)
         sched__quota(p, wl->cls, true)->queued--;
+    else
+        p->queued_cpu--;
 }
 
 /* ---- usage ---- */
@@ -742,6 +753,11 @@ static int32_t workload_new(struct sched *s, const struct sched_workload_spec *s
         w = GROW(s->wls, s->n_wls, s->cap_wls);
     }
     s->wls[w].spec = *spec;
+    /* Clamped so that start + minimum runtime and decision + grace never overflow. */
+    if (s->wls[w].spec.min_runtime_ms > SCHED_MAX_DURATION_MS)
+        s->wls[w].spec.min_runtime_ms = SCHED_MAX_DURATION_MS;
+    if (s->wls[w].spec.grace_ms > SCHED_MAX_DURATION_MS)
+        s->wls[w].spec.grace_ms = SCHED_MAX_DURATION_MS;
     s->wls[w].project = idmap_get(&s->project_ids, spec->project_id);
     s->wls[w].cls = spec->class_id ? idmap_get(&s->class_ids, spec->class_id) : NONE;
     s->wls[w].in_use = true;
@@ -1136,8 +1152,9 @@ void sched_reason_format(const struct sched_reason *r, char *buf, size_t size)
     case SCHED_WAIT_GUARANTEE:
         snprintf(buf, size,
                  "waiting for %" PRId64 " milli-GPU of class %" PRId64
-                 ": owned (P1) work of the project is at its guarantee %" PRId64 "/%" PRId64,
-                 r->need, r->class_id, r->used, r->cap);
+                 ": owned (P1) work of the project would exceed its guarantee (%" PRId64
+                 " in use + %" PRId64 " > %" PRId64 ")",
+                 r->need, r->class_id, r->used, r->need, r->cap);
         break;
     case SCHED_WAIT_LIMIT:
         snprintf(buf, size,
@@ -1152,10 +1169,18 @@ void sched_reason_format(const struct sched_reason *r, char *buf, size_t size)
                  r->need, r->class_id, r->used, r->cap);
         break;
     case SCHED_WAIT_CAPACITY:
-        snprintf(buf, size,
-                 "waiting for %" PRId64 " milli-GPU of class %" PRId64
-                 ": no room; the most one replica could get now is %" PRId64,
-                 r->need, r->class_id, r->cap);
+        if (r->preemptible_at_ms > 0)
+            snprintf(buf, size,
+                     "waiting for %" PRId64 " milli-GPU of class %" PRId64
+                     ": no room; the most one replica could get now is %" PRId64
+                     "; borrowed work in its way becomes preemptible at %" PRId64
+                     " ms (minimum runtime)",
+                     r->need, r->class_id, r->cap, r->preemptible_at_ms);
+        else
+            snprintf(buf, size,
+                     "waiting for %" PRId64 " milli-GPU of class %" PRId64
+                     ": no room; the most one replica could get now is %" PRId64,
+                     r->need, r->class_id, r->cap);
         break;
     case SCHED_WAIT_RECLAIM:
         snprintf(buf, size,
@@ -1183,7 +1208,7 @@ void sched_reason_format(const struct sched_reason *r, char *buf, size_t size)
         snprintf(buf, size,
                  "no node can ever hold one replica (%" PRId64 " milli-GPU of class %" PRId64
                  " with its labels and pools)",
-                 r->need, r->class_id);
+                 r->per_replica, r->class_id);
         break;
     }
 }
