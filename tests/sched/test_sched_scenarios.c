@@ -1789,9 +1789,9 @@ static void test_reclaim_priority_across_nodes(void **state)
 
 /*
  * Priorities are per project: a borrower's high priority does not move the
- * reclaim onto the owner's own P2 work. A runs P2 at priority -1 on one node
- * of its pool, B borrows the other at priority 0; A's P1 takes B's.
- * Before: A's own P2 went, as the lower priority.
+ * reclaim onto the owner's own P2 work. B borrows one node of A's pool at
+ * priority 0, then A runs P2 at priority -1 on the other; A's P1 takes B's.
+ * Before: A's own P2 went (less work lost).
  */
 static void test_reclaim_borrower_before_own_p2(void **state)
 {
@@ -1799,11 +1799,11 @@ static void test_reclaim_borrower_before_own_p2(void **state)
     int64_t v[4];
     (void)state;
     setup_two_borrowers(&f);
-    struct sched_workload_spec own = wl(1, 10, SCHED_P2, 1, C1, 1000, 100);
+    struct sched_workload_spec b = wl(2, 20, SCHED_P2, 1, C1, 1000, 100);
+    struct sched_workload_spec own = wl(1, 10, SCHED_P2, 1, C1, 1000, 200);
     own.priority = -1;
-    struct sched_workload_spec b = wl(2, 20, SCHED_P2, 1, C1, 1000, 200);
-    run_b(&f, &own, 100);
-    run_b(&f, &b, 200);
+    run_b(&f, &b, 100);
+    run_b(&f, &own, 200); /* the newer, with less work lost */
     submit1(&f, 100, 10, SCHED_P1, C1, 1000, 1000);
     pass(&f, 1000);
     assert_int_equal(victims_of_pass(&f, v, 4), 1);
