@@ -1169,23 +1169,23 @@ static int32_t first_p2(const struct sched *s, const struct project *p)
     return lo;
 }
 
-/* The count of blocked workloads seen in w's class (CPU-only work counts as a class of its own). */
-static int32_t *blocked_count(struct sched *s, int32_t w)
+/* Blocked workloads seen in a class of p (NONE: CPU-only work, a class of its own). */
+static int32_t *blocked_count(struct project *p, int32_t cls)
 {
-    struct workload *wl = &s->wls[w];
-    struct project *p = &s->projects[wl->project];
-    return wl->cls == NONE ? &p->blocked : &sched__quota(p, wl->cls, true)->blocked;
+    return cls == NONE ? &p->blocked : &sched__quota(p, cls, true)->blocked;
 }
 
-/* Starts a phase: no class of p has blocked work yet; counts the classes it has queued work in. */
-static void scan_start(struct project *p, int32_t cursor)
+/* Starts a phase: no class of p has blocked work yet; counts the classes it has such work in. */
+static void scan_start(struct project *p, enum sched_class pclass, int32_t cursor)
 {
     p->cursor = cursor;
-    p->blocked = 0;
-    p->open_classes = p->queued_cpu > 0;
+    /* A class this pass does not look at counts as blocked from the start. */
+    p->blocked = p->examine_cpu ? 0 : INT32_MAX;
+    p->open_classes = p->examine_cpu && p->queued_cpu[pclass - 1] > 0;
     for (int32_t k = 0; k < p->n_quotas; k++) {
-        p->quotas[k].blocked = 0;
-        p->open_classes += p->quotas[k].queued > 0;
+        struct quota *q = &p->quotas[k];
+        q->blocked = q->examine ? 0 : INT32_MAX;
+        p->open_classes += q->examine && q->queued_in[pclass - 1] > 0;
     }
 }
 
@@ -1202,17 +1202,17 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
     struct project *p = &s->projects[pi];
     bool any = false;
     while (p->cursor < p->queue.n && p->open_classes > 0) {
-        int32_t w = p->queue.v[p->cursor];
-        int32_t *blocked;
-        if (s->wls[w].spec.pclass != pclass)
+        int32_t key = p->queue_key.v[p->cursor], *blocked;
+        if ((key & 1) != (pclass == SCHED_P2))
             break;
-        blocked = blocked_count(s, w);
+        blocked = blocked_count(p, (key >> 1) - 1);
         if (*blocked > s->cfg.lookahead) {
-            p->stopped_early = true; /* left unexamined behind its class's lookahead */
+            /* left unexamined behind its class's lookahead (not for a class not looked at) */
+            p->stopped_early |= *blocked != INT32_MAX;
             p->cursor++;
             continue;
         }
-        if (try_admit(s, w, now, d)) {
+        if (try_admit(s, p->queue.v[p->cursor], now, d)) {
             any = true; /* the queue moved up: the cursor now points at the next one */
             if (one_only)
                 break;
@@ -1299,8 +1299,15 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     sched__fire_timers(s, now_ms);
     todo = s->dirty;
     memset(&s->dirty, 0, sizeof(s->dirty));
-    for (int32_t i = 0; i < todo.n; i++)
-        s->projects[todo.v[i]].dirty = false;
+    for (int32_t i = 0; i < todo.n; i++) {
+        struct project *p = &s->projects[todo.v[i]];
+        p->examine_cpu = p->dirty_all;
+        for (int32_t k = 0; k < p->n_quotas; k++) {
+            p->quotas[k].examine = p->dirty_all || p->quotas[k].dirty;
+            p->quotas[k].dirty = false;
+        }
+        p->dirty = p->dirty_all = false;
+    }
 
     /* Preemptors whose victims have all released go first: the capacity is theirs. */
     for (int32_t i = 0; i < s->ready.n; i++) {
@@ -1317,12 +1324,14 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
         p->stopped_early = false;
-        for (int32_t k = 0; k < p->n_quotas; k++)
-            p->quotas[k].wants_capacity = false;
+        for (int32_t k = 0; k < p->n_quotas; k++) {
+            if (p->quotas[k].examine)
+                p->quotas[k].wants_capacity = false;
+        }
     }
     /* Owned work first, project by project. */
     for (int32_t i = 0; i < todo.n; i++) {
-        scan_start(&s->projects[todo.v[i]], 0);
+        scan_start(&s->projects[todo.v[i]], SCHED_P1, 0);
         scan_project(s, todo.v[i], SCHED_P1, false, now_ms, d);
     }
     /* Then borrowed capacity, by weighted fair share, one workload per turn. */
@@ -1330,7 +1339,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     h.n = 0;
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
-        scan_start(p, first_p2(s, p));
+        scan_start(p, SCHED_P2, first_p2(s, p));
         if (p->cursor < p->queue.n) {
             p->share_key = borrowed_share(s, p);
             heap_push(s, &h, todo.v[i]);
