@@ -138,17 +138,38 @@ bool place__node_fits_labels(const struct node *n, const struct sched_workload_s
     return true;
 }
 
+/* Whether node n holds devices of a pool project a owns and project b does not. */
+static bool node_owned_by_not(const struct sched *s, int32_t n, int32_t a, int32_t b)
+{
+    const struct node *nd = &s->nodes[n];
+    for (int32_t i = 0; i < nd->slots.n; i++) {
+        int32_t pool = s->slots[nd->slots.v[i]].pool;
+        if (pool != NONE && sched__owns_pool(s, &s->projects[a], pool) &&
+            !sched__owns_pool(s, &s->projects[b], pool))
+            return true;
+    }
+    return false;
+}
+
 bool place__node_usable(const struct sched *s, int32_t w, int32_t n)
 {
     const struct node *nd = &s->nodes[n];
     const struct workload *wl = &s->wls[w];
+    const struct workload *holder;
     if (nd->state != SCHED_NODE_READY || !place__node_fits_labels(nd, &wl->spec))
         return false;
-    /* A node held for other work is off limits, except P2 holds for P1 work. */
-    if (nd->reserved_for != NONE && nd->reserved_for != w &&
-        !(s->wls[nd->reserved_for].spec.pclass == SCHED_P2 && wl->spec.pclass == SCHED_P1))
-        return false;
-    return true;
+    if (nd->reserved_for == NONE || nd->reserved_for == w)
+        return true;
+    /*
+     * A node held for other work is off limits, except P2 holds for P1 work,
+     * and a borrower's holds on its pool for the owner's P1 work (an owner
+     * can always take its pool back).
+     */
+    holder = &s->wls[nd->reserved_for];
+    return wl->spec.pclass == SCHED_P1 &&
+           (holder->spec.pclass == SCHED_P2 ||
+            (holder->project != wl->project &&
+             node_owned_by_not(s, n, wl->project, holder->project)));
 }
 
 bool place__gpu_usable(const struct sched *s, int32_t w, int32_t g)

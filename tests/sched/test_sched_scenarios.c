@@ -1963,6 +1963,42 @@ static void test_reason_per_replica_and_guarantee(void **state)
     fx_release(&f);
 }
 
+/*
+ * A borrower's hold does not keep an owner off its pool: A (10) owns node 1
+ * (pool 7, 1 GPU, open to B), node 2 (no pool, 1 GPU) runs C's owned work.
+ * B (guarantee 2) queues an owned gang of 2 x 1 GPU, which blocks long
+ * enough to get both nodes held for it. A's owned work for its 1 GPU still
+ * starts. Before: "capacity is held for" B's gang, for as long as it waits.
+ */
+static void test_owner_not_kept_off_by_borrower_hold(void **state)
+{
+    struct fx f;
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    project(&f, 30, 3, 1);
+    int64_t acc[1] = {20};
+    pool_owned(&f, 7, 10, acc, 1);
+    add_node(&f, 1, 1, C1, 7);
+    add_node(&f, 2, 1, C1, 0);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, -1, -1), 0);
+    assert_int_equal(sched_set_quota(f.s, 20, C1, 2000, -1), 0);
+    assert_int_equal(sched_set_quota(f.s, 30, C1, 1000, -1), 0);
+    submit1(&f, 1, 30, SCHED_P1, C1, 1000, 0);
+    pass(&f, 0);
+    assert_int_equal(admit_node(&f, must_admit(&f, 1)), 2);
+    struct sched_workload_spec gang = wl(2, 20, SCHED_P1, 2, C1, 1000, 100);
+    submit(&f, &gang, 100);
+    pass(&f, 100);
+    pass(&f, 70000); /* blocked past reserve_after: nodes are held for it */
+    assert_state(&f, 2, SCHED_QUEUED);
+    submit1(&f, 3, 10, SCHED_P1, C1, 1000, 71000);
+    pass(&f, 71000);
+    assert_int_equal(admit_node(&f, must_admit(&f, 3)), 1);
+    fx_release(&f);
+}
+
 static void test_invalid_input(void **state)
 {
     struct sched_config cfg;
@@ -2050,6 +2086,7 @@ int main(void)
         cmocka_unit_test(test_reclaim_no_idle_freed_gpus),
         cmocka_unit_test(test_reason_says_when_preemptible),
         cmocka_unit_test(test_reason_per_replica_and_guarantee),
+        cmocka_unit_test(test_owner_not_kept_off_by_borrower_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
