@@ -166,10 +166,9 @@ bool place__node_usable(const struct sched *s, int32_t w, int32_t n)
      * can always take its pool back).
      */
     holder = &s->wls[nd->reserved_for];
-    return wl->spec.pclass == SCHED_P1 &&
-           (holder->spec.pclass == SCHED_P2 ||
-            (holder->project != wl->project &&
-             node_owned_by_not(s, n, wl->project, holder->project)));
+    return wl->spec.pclass == SCHED_P1 && (holder->spec.pclass == SCHED_P2 ||
+                                           (holder->project != wl->project &&
+                                            node_owned_by_not(s, n, wl->project, holder->project)));
 }
 
 bool place__gpu_usable(const struct sched *s, int32_t w, int32_t g)

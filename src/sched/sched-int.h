@@ -135,12 +135,12 @@ struct quota {
     int32_t reclaim_fail_milli;
     /* The earliest minimum runtime's end that stood in the way of that reclaim (0: none). */
     int64_t reclaim_protected_until;
-    int64_t limit;   /* < 0: none */
-    int64_t p1, p2;  /* held: running and preempting work */
-    int32_t blocked; /* pass scratch: blocked workloads of this class seen in one phase */
-    bool dirty;      /* the next pass is to look at this class's queued work */
-    bool examine;    /* pass scratch: this pass looks at it */
-    int32_t queued;  /* queued workloads of this class */
+    int64_t limit;        /* < 0: none */
+    int64_t p1, p2;       /* held: running and preempting work */
+    int32_t blocked;      /* pass scratch: blocked workloads of this class seen in one phase */
+    bool dirty;           /* the next pass is to look at this class's queued work */
+    bool examine;         /* pass scratch: this pass looks at it */
+    int32_t queued;       /* queued workloads of this class */
     int32_t queued_in[2]; /* of which P1, P2 */
     /*
      * Some queued work of this class may be waiting for room (not for quota):
@@ -155,15 +155,15 @@ struct project {
     int weight;
     struct quota *quotas;
     int32_t n_quotas, cap_quotas;
-    struct ivec queue;  /* workload indices in queue order */
+    struct ivec queue;     /* workload indices in queue order */
     int32_t queued_cpu[2]; /* queued CPU-only workloads, P1 and P2 */
     struct ivec queue_key; /* per entry: sched__queue_key (scans skip without the workload) */
-    struct ivec pools;  /* pools it may use (NONE: no pool), valid at fleet generation pools_gen */
+    struct ivec pools; /* pools it may use (NONE: no pool), valid at fleet generation pools_gen */
     uint32_t pools_gen;
     bool dirty;     /* in the next pass's list */
     bool dirty_all; /* every class is to be looked at, not only those marked */
     /* scratch for one pass */
-    bool examine_cpu; /* its CPU-only work is looked at */
+    bool examine_cpu;        /* its CPU-only work is looked at */
     int32_t cursor, blocked; /* blocked: of its CPU-only work */
     int32_t open_classes; /* classes (CPU-only counts as one) not yet blocked past the lookahead */
     bool stopped_early;   /* a scan ended at the lookahead with work left unexamined */
