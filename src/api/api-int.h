@@ -251,6 +251,11 @@ void billing_route_cost(struct req *r);
 bool billing_route_invoice_action(struct req *r, int64_t id, const char *tail);
 /* Extra rules for creating a price version. */
 int billing_check_price(struct req *r, const struct row *row, struct error_info *ei);
+/*
+ * A guarantee above what the project's (or its organization's) pools own in
+ * that class: ERR_FORBIDDEN unless the caller is a global admin.
+ */
+int quota_check_backing(struct req *r, const struct row *row, struct error_info *ei);
 /* Refuses opportunistic work once an enforced budget is spent. */
 int billing_check_submit(struct req *r, const struct row *row, struct error_info *ei);
 

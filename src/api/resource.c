@@ -590,6 +590,8 @@ static int check_create_rules(struct req *r, const struct resource_def *def, str
         return rbac_org_check_parent(r, 0, ref_or_zero(def, row, "parent_id"), ei);
     if (def == &model_prices)
         return billing_check_price(r, row, ei);
+    if (def == &model_quotas)
+        return quota_check_backing(r, row, ei);
     return 0;
 }
 
@@ -734,6 +736,8 @@ void resource_update(struct req *r, const struct resource_def *def, int64_t id)
     }
     if (rc >= 0)
         rc = rbac_keep_an_admin(r, def, &before, &after, &ei);
+    if (rc >= 0 && def == &model_quotas && patch.v[model_field_index(def, "guaranteed_milli")].set)
+        rc = quota_check_backing(r, &after, &ei);
     if (rc >= 0)
         rc = store_update(req_db(r), def, id, &after, &ei);
     if (rc >= 0)

@@ -3227,8 +3227,8 @@ int engine_cancel(struct engine *e, int64_t workload_id, struct error_info *ei)
     return rc;
 }
 
-static void reason_text(const struct engine *e, const struct sched_reason *r, char *buf,
-                        size_t size)
+static void reason_text(const struct engine *e, const struct sched_reason *r, int64_t now,
+                        char *buf, size_t size)
 {
     struct arena a;
     const char *cls = class_name(e, r->class_id);
@@ -3242,8 +3242,10 @@ static void reason_text(const struct engine *e, const struct sched_reason *r, ch
                      gpus_text(&a, r->need), cls, gpus_text(&a, r->cap));
         else
             snprintf(buf, size,
-                     "waiting for %s %s: owned (P1) work of the project is at its guarantee %s/%s",
-                     gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
+                     "waiting for %s %s: owned (P1) work of the project would exceed its "
+                     "guarantee (%s in use + %s asked > %s)",
+                     gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->need),
+                     gpus_text(&a, r->cap));
         break;
     case SCHED_WAIT_LIMIT:
         if (r->need > r->cap)
@@ -3264,9 +3266,17 @@ static void reason_text(const struct engine *e, const struct sched_reason *r, ch
                      gpus_text(&a, r->need), cls, gpus_text(&a, r->used), gpus_text(&a, r->cap));
         break;
     case SCHED_WAIT_CAPACITY:
-        snprintf(buf, size,
-                 "waiting for %s %s: no room now (the most one replica could get is %s)",
-                 gpus_text(&a, r->need), cls, gpus_text(&a, r->cap));
+        if (r->preemptible_at_ms > 0)
+            snprintf(buf, size,
+                     "waiting for %s %s: no room now (the most one replica could get is %s); "
+                     "borrowed work in its way becomes preemptible in %" PRId64
+                     " s (minimum runtime)",
+                     gpus_text(&a, r->need), cls, gpus_text(&a, r->cap),
+                     r->preemptible_at_ms > now ? (r->preemptible_at_ms - now + 999) / 1000 : 0);
+        else
+            snprintf(buf, size,
+                     "waiting for %s %s: no room now (the most one replica could get is %s)",
+                     gpus_text(&a, r->need), cls, gpus_text(&a, r->cap));
         break;
     case SCHED_WAIT_RECLAIM:
         snprintf(buf, size,
@@ -3281,7 +3291,7 @@ static void reason_text(const struct engine *e, const struct sched_reason *r, ch
         snprintf(buf, size,
                  "no node can ever run it: %s %s per replica with its labels and pools does not "
                  "exist in the fleet",
-                 gpus_text(&a, r->need), cls);
+                 gpus_text(&a, r->per_replica), cls);
         break;
     default:
         sched_reason_format(r, buf, size);
@@ -3319,7 +3329,7 @@ int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending 
     if (rc == 0 && info.state == SCHED_QUEUED) {
         ret->queued = true;
         ret->position = info.queue_position;
-        reason_text(e, &info.reason, ret->reason, sizeof(ret->reason));
+        reason_text(e, &info.reason, time_now_ms(), ret->reason, sizeof(ret->reason));
     }
     pthread_mutex_unlock(&e->lock);
     return rc < 0 ? ERR_NOT_FOUND : 0;

@@ -211,7 +211,7 @@ static int64_t lost_ms(const struct workload *v, int64_t now)
     return now > since ? now - since : 0;
 }
 
-/* Victim preference: lowest priority, then least work lost, then newest. */
+/* Within one project: lowest priority, then least work lost, then newest. */
 static bool cheaper(const struct workload *a, const struct workload *b, int64_t now)
 {
     if (a->spec.priority != b->spec.priority)
@@ -221,27 +221,144 @@ static bool cheaper(const struct workload *a, const struct workload *b, int64_t 
     return a->started_ms > b->started_ms;
 }
 
-/* Whether v may be preempted for w now (ignoring what is already chosen). */
-static bool victim_ok(struct sched *s, int32_t w, int32_t v, int64_t now)
+/* Whether v holds a device of a pool that project owns and v's project does not. */
+static bool on_pool_of(const struct sched *s, int32_t v, int32_t project)
+{
+    const struct workload *vl = &s->wls[v];
+    const struct project *owner = &s->projects[project], *user = &s->projects[vl->project];
+    for (int32_t i = 0; i < vl->n_assigns; i++) {
+        int32_t g = vl->at[2 * i + 1];
+        int32_t pool = g == NONE ? NONE : s->gpus[g].pool;
+        if (pool != NONE && sched__owns_pool(s, owner, pool) && !sched__owns_pool(s, user, pool))
+            return true;
+    }
+    return false;
+}
+
+/* Whether w holds a device of a pool its project owns (want) or does not own (!want). */
+static bool on_pool_owned(const struct sched *s, int32_t w, bool want)
+{
+    const struct workload *wl = &s->wls[w];
+    for (int32_t i = 0; i < wl->n_assigns; i++) {
+        int32_t g = wl->at[2 * i + 1];
+        int32_t pool = g == NONE ? NONE : s->gpus[g].pool;
+        if (pool != NONE && sched__owns_pool(s, &s->projects[wl->project], pool) == want)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Who may be a victim of the P1 workload w, and why. An owner takes back
+ * whatever runs on its pools for others (P1 work there is borrowing too);
+ * elsewhere only P2 work of projects borrowing beyond their guarantee goes,
+ * never work on its own project's pools; and w's own project's P2 work.
+ */
+enum victim_kind { VK_NONE, VK_OWNER, VK_BORROWER, VK_OWN };
+
+static enum victim_kind victim_kind(const struct sched *s, int32_t w, int32_t v)
 {
     const struct workload *wl = &s->wls[w], *vl = &s->wls[v];
-    if (vl->state != SCHED_RUNNING || vl->spec.pclass != SCHED_P2 || vl->cls != wl->cls ||
-        chosen(s, v))
-        return false;
-    if (now - vl->started_ms < vl->spec.min_runtime_ms) {
-        sched__wake_at(s, vl->started_ms + vl->spec.min_runtime_ms, wl->project);
-        return false;
-    }
+    if (vl->state != SCHED_RUNNING || vl->cls != wl->cls || chosen(s, v))
+        return VK_NONE;
     if (vl->project == wl->project)
-        return true;
-    /*
-     * Another project's work only while that project is still borrowing, and
-     * only for a preemptor whose project, once admitted, is within its
-     * guarantee: a project at or above its guarantee takes nothing from others.
-     */
+        return vl->spec.pclass == SCHED_P2 ? VK_OWN : VK_NONE;
+    if (on_pool_of(s, v, wl->project))
+        return VK_OWNER;
+    if (vl->spec.pclass == SCHED_P2 && !on_pool_owned(s, v, true))
+        return VK_BORROWER;
+    return VK_NONE;
+}
+
+static int64_t add_sat(int64_t a, int64_t b)
+{
+    return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* Whether v's minimum runtime still protects it; if so, w is looked at again when it ends. */
+static bool protected_now(struct sched *s, int32_t w, int32_t v, int64_t now)
+{
+    const struct workload *vl = &s->wls[v];
+    int64_t until = add_sat(vl->started_ms, vl->spec.min_runtime_ms);
+    if (now >= until)
+        return false;
+    sched__wake_at(s, until, s->wls[w].project);
+    if (s->protected_until == 0 || until < s->protected_until)
+        s->protected_until = until;
+    return true;
+}
+
+/*
+ * The rules that depend on usage, which the victims already taken change: a
+ * borrower's work goes only while its project is still borrowing, and only
+ * for a preemptor whose project, once admitted, is within its guarantee.
+ */
+static bool borrower_allowed(struct sched *s, int32_t w, int32_t v)
+{
+    const struct workload *wl = &s->wls[w], *vl = &s->wls[v];
     return *vused_of(s, vl->project, vl->cls) > vguaranteed_of(s, vl->project, vl->cls) &&
            *vused_of(s, wl->project, wl->cls) + need_of(wl) <=
                vguaranteed_of(s, wl->project, wl->cls);
+}
+
+/*
+ * How willingly a victim is taken (DESIGN 3, "priorities are per project"):
+ * others' work before the preemptor's own, P2 before P1; among others, the
+ * project borrowing most above its guarantee first; then lowest priority,
+ * least work lost, newest.
+ */
+struct vkey {
+    int rank;
+    int64_t excess, lost, started, id, need;
+    int32_t priority;
+};
+
+static struct vkey vkey_of(struct sched *s, int32_t v, enum victim_kind kind, int64_t now)
+{
+    const struct workload *vl = &s->wls[v];
+    struct vkey k = {.rank = kind == VK_OWN                ? 2
+                             : vl->spec.pclass == SCHED_P1 ? 1
+                                                           : 0,
+                     .lost = lost_ms(vl, now),
+                     .started = vl->started_ms,
+                     .id = vl->spec.id,
+                     .need = need_of(vl),
+                     .priority = vl->spec.priority};
+    k.excess = *vused_of(s, vl->project, vl->cls) - vguaranteed_of(s, vl->project, vl->cls);
+    return k;
+}
+
+/* Which is taken first by who and how much: kind, borrowing, then priority. */
+static int tier_cmp(const struct vkey *a, const struct vkey *b)
+{
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    if (a->excess != b->excess)
+        return a->excess > b->excess ? -1 : 1;
+    if (a->priority != b->priority)
+        return a->priority < b->priority ? -1 : 1;
+    return 0;
+}
+
+/* The order of taking: by tier, then least work lost, then newest. */
+static bool key_before(const struct vkey *a, const struct vkey *b)
+{
+    int c = tier_cmp(a, b);
+    if (c != 0)
+        return c < 0;
+    if (a->lost != b->lost)
+        return a->lost < b->lost;
+    if (a->started != b->started)
+        return a->started > b->started;
+    return a->id > b->id;
+}
+
+static bool victim_first(const struct vkey *a, const struct vkey *b, bool by_size)
+{
+    int c = tier_cmp(a, b);
+    if (by_size && c == 0 && a->need != b->need)
+        return a->need > b->need;
+    return key_before(a, b);
 }
 
 /* Virtually frees (sign -1: takes back) everything v holds. */
@@ -262,6 +379,7 @@ static void virtual_free(struct sched *s, int32_t v, int sign)
         }
     }
     *vused_of(s, vl->project, vl->cls) -= sign * need_of(vl);
+    s->wl_stamp[v] = sign > 0 ? s->epoch : 0;
 }
 
 /* Whether one replica of w fits on node n in the virtual view; picks its devices. */
@@ -294,45 +412,99 @@ static bool node_in_own_pool(const struct sched *s, int32_t w, int32_t n)
     const struct node *nd = &s->nodes[n];
     for (int32_t i = 0; i < nd->slots.n; i++) {
         int32_t pool = s->slots[nd->slots.v[i]].pool;
-        if (pool != NONE && s->pools[pool].owner_project_id == s->wls[w].spec.project_id)
+        if (pool != NONE && sched__owns_pool(s, &s->projects[s->wls[w].project], pool))
             return true;
     }
     return false;
 }
 
+#define PICK_MAX 64
+
 struct pick {
     int32_t node;
     int32_t n_victims;
-    bool own;       /* the node holds devices of the preemptor's own pools */
-    int64_t lost;
-    int32_t victims[64];
+    bool own;          /* the node holds devices of the preemptor's own pools */
+    int64_t lost;      /* work lost, milli-GPU x ms */
+    int64_t freed;     /* milli-GPU the victims hold */
+    struct vkey worst; /* the most protected victim */
+    int32_t victims[PICK_MAX];
+    int8_t kinds[PICK_MAX];
 };
 
+/* Whether the borrower rule holds for every borrower's work among the victims. */
+static bool borrowers_ok(struct sched *s, int32_t w, const int8_t *kinds, int32_t n)
+{
+    const struct workload *wl = &s->wls[w];
+    for (int32_t i = 0; i < n; i++) {
+        if (kinds[i] == VK_BORROWER)
+            return *vused_of(s, wl->project, wl->cls) + need_of(wl) <=
+                   vguaranteed_of(s, wl->project, wl->cls);
+    }
+    return true;
+}
+
+/* Drops from pk the victims the replica can do without, most protected first. */
+static void prune_pick(struct sched *s, int32_t w, struct pick *pk)
+{
+    int32_t gpus[SCHED_MAX_GPUS_PER_NODE];
+    for (int32_t i = pk->n_victims - 1; i >= 0 && pk->n_victims > 1; i--) {
+        int32_t v = pk->victims[i];
+        int8_t kind = pk->kinds[i];
+        virtual_free(s, v, -1);
+        memmove(pk->victims + i, pk->victims + i + 1,
+                (size_t)(pk->n_victims - i - 1) * sizeof(pk->victims[0]));
+        memmove(pk->kinds + i, pk->kinds + i + 1, (size_t)(pk->n_victims - i - 1));
+        pk->n_victims--;
+        if (vfits(s, w, pk->node, s->wls[w].cls, gpus) &&
+            borrowers_ok(s, w, pk->kinds, pk->n_victims))
+            continue;
+        /* needed after all: put it back where it was */
+        memmove(pk->victims + i + 1, pk->victims + i,
+                (size_t)(pk->n_victims - i) * sizeof(pk->victims[0]));
+        memmove(pk->kinds + i + 1, pk->kinds + i, (size_t)(pk->n_victims - i));
+        pk->victims[i] = v;
+        pk->kinds[i] = kind;
+        pk->n_victims++;
+        virtual_free(s, v, +1);
+    }
+}
+
 /*
- * Tries to make one replica of w fit on node n by adding victims in the
- * given order; on success fills pk (victims are left virtually freed: the
- * caller undoes them). by_size orders bigger victims first (fewest victims).
+ * Tries to make one replica of w fit on node n by taking victims in the
+ * order they are to be taken (by_size: the bigger first within a tier, for
+ * fewer victims), then drops those it turned out not to need;
+ * on success fills pk (victims are left virtually freed: the caller undoes
+ * them).
  */
 static bool try_node(struct sched *s, int32_t w, int32_t n, bool by_size, int64_t now,
                      struct pick *pk)
 {
     struct node *nd = &s->nodes[n];
-    int32_t cand[64], n_cand = 0, gpus[SCHED_MAX_GPUS_PER_NODE];
+    struct {
+        int32_t v;
+        int8_t kind;
+        bool taken;
+        struct vkey key;
+    } cand[PICK_MAX];
+    int32_t n_cand = 0, gpus[SCHED_MAX_GPUS_PER_NODE];
+    bool fits, progress = true;
 
-    for (int32_t i = 0; i < nd->running.n && n_cand < 64; i++) {
-        if (victim_ok(s, w, nd->running.v[i], now))
-            cand[n_cand++] = nd->running.v[i];
+    for (int32_t i = 0; i < nd->running.n && n_cand < PICK_MAX; i++) {
+        int32_t v = nd->running.v[i];
+        enum victim_kind kind = victim_kind(s, w, v);
+        if (kind == VK_NONE || protected_now(s, w, v, now))
+            continue;
+        cand[n_cand].v = v;
+        cand[n_cand].kind = (int8_t)kind;
+        cand[n_cand].taken = false;
+        cand[n_cand].key = vkey_of(s, v, kind, now);
+        n_cand++;
     }
     /* insertion sort: nodes hold few workloads */
     for (int32_t i = 1; i < n_cand; i++) {
-        int32_t x = cand[i], j = i - 1;
-        while (j >= 0) {
-            const struct workload *a = &s->wls[x], *b = &s->wls[cand[j]];
-            bool before = by_size ? (need_of(a) != need_of(b) ? need_of(a) > need_of(b)
-                                                               : cheaper(a, b, now))
-                                  : cheaper(a, b, now);
-            if (!before)
-                break;
+        __typeof__(cand[0]) x = cand[i];
+        int32_t j = i - 1;
+        while (j >= 0 && victim_first(&x.key, &cand[j].key, by_size)) {
             cand[j + 1] = cand[j];
             j--;
         }
@@ -341,39 +513,62 @@ static bool try_node(struct sched *s, int32_t w, int32_t n, bool by_size, int64_
     pk->node = n;
     pk->n_victims = 0;
     pk->own = node_in_own_pool(s, w, n);
-    pk->lost = 0;
-    for (int32_t i = 0; i <= n_cand; i++) {
-        if (vfits(s, w, n, s->wls[w].cls, gpus))
-            return true;
-        if (i == n_cand)
-            break;
-        /*
-         * Another project's work stops being a victim once that project is back
-         * at its guarantee: only victims taken here can have changed that.
-         */
-        if (pk->n_victims > 0 && !victim_ok(s, w, cand[i], now))
-            continue;
-        virtual_free(s, cand[i], +1);
-        s->wl_stamp[cand[i]] = s->epoch;
-        pk->victims[pk->n_victims++] = cand[i];
-        pk->lost += lost_ms(&s->wls[cand[i]], now) * need_of(&s->wls[cand[i]]);
+    fits = vfits(s, w, n, s->wls[w].cls, gpus);
+    /* A borrower's work may become allowed once the preemptor's own work is taken: sweep again. */
+    while (!fits && progress) {
+        progress = false;
+        for (int32_t i = 0; i < n_cand && !fits; i++) {
+            if (cand[i].taken ||
+                (cand[i].kind == VK_BORROWER && !borrower_allowed(s, w, cand[i].v)))
+                continue;
+            virtual_free(s, cand[i].v, +1);
+            cand[i].taken = progress = true;
+            pk->kinds[pk->n_victims] = cand[i].kind;
+            pk->victims[pk->n_victims++] = cand[i].v;
+            fits = vfits(s, w, n, s->wls[w].cls, gpus);
+        }
     }
-    return false;
+    if (!fits)
+        return false;
+    prune_pick(s, w, pk);
+    pk->lost = pk->freed = 0;
+    for (int32_t i = 0; i < pk->n_victims; i++) {
+        const struct workload *vl = &s->wls[pk->victims[i]];
+        struct vkey key = {0};
+        for (int32_t k = 0; k < n_cand; k++) {
+            if (cand[k].v == pk->victims[i])
+                key = cand[k].key;
+        }
+        pk->lost += lost_ms(vl, now) * need_of(vl);
+        pk->freed += need_of(vl);
+        if (i == 0 || key_before(&pk->worst, &key))
+            pk->worst = key;
+    }
+    return true;
 }
 
 static void undo_pick(struct sched *s, const struct pick *pk)
 {
-    for (int32_t i = pk->n_victims - 1; i >= 0; i--) {
+    for (int32_t i = pk->n_victims - 1; i >= 0; i--)
         virtual_free(s, pk->victims[i], -1);
-        s->wl_stamp[pk->victims[i]] = 0;
-    }
 }
 
-/* Fewest victims, then the preemptor's own pools, then the least work lost. */
+/*
+ * The better way to make room: the one whose most protected victim is of
+ * the lower tier (so priority and borrowing count across nodes), then fewer
+ * victims, then fewer GPUs freed beyond the need, then the preemptor's own
+ * pools, then the least work lost.
+ */
 static bool better(const struct pick *a, const struct pick *b)
 {
+    if ((a->n_victims == 0) != (b->n_victims == 0))
+        return a->n_victims == 0;
+    if (a->n_victims > 0 && tier_cmp(&a->worst, &b->worst) != 0)
+        return tier_cmp(&a->worst, &b->worst) < 0;
     if (a->n_victims != b->n_victims)
         return a->n_victims < b->n_victims;
+    if (a->freed != b->freed)
+        return a->freed < b->freed;
     if (a->own != b->own)
         return a->own;
     return a->lost < b->lost;
@@ -407,7 +602,7 @@ static bool pick_for_limit(struct sched *s, int32_t w, int64_t over, int64_t now
             const struct node *nd = &s->nodes[s->slots[c->slots.v[i]].node];
             for (int32_t k = 0; k < nd->running.n; k++) {
                 int32_t v = nd->running.v[k];
-                if (s->wls[v].project == wl->project && victim_ok(s, w, v, now) &&
+                if (victim_kind(s, w, v) == VK_OWN && !protected_now(s, w, v, now) &&
                     (best == NONE || cheaper(&s->wls[v], &s->wls[best], now)))
                     best = v;
             }
@@ -415,7 +610,6 @@ static bool pick_for_limit(struct sched *s, int32_t w, int64_t over, int64_t now
         if (best == NONE)
             return false;
         virtual_free(s, best, +1);
-        s->wl_stamp[best] = s->epoch;
         ivec_push(victims, best);
         over -= need_of(&s->wls[best]);
     }
@@ -499,35 +693,86 @@ static int cmp_pick(const void *a, const void *b)
 }
 
 /*
+ * Whether the plan still works without victim skip: every replica on its
+ * planned node, with the others freed (and the borrower rule kept). Leaves
+ * the virtual view as that check built it.
+ */
+static bool plan_holds(struct sched *s, int32_t w, const struct ivec *victims,
+                       const struct ivec *kinds, int32_t skip, const struct ivec *nodes)
+{
+    int32_t gpus[SCHED_MAX_GPUS_PER_NODE];
+    bool any_borrower = false;
+    scratch_fit(s); /* a fresh virtual view */
+    for (int32_t i = 0; i < victims->n; i++) {
+        if (i == skip)
+            continue;
+        virtual_free(s, victims->v[i], +1);
+        any_borrower |= kinds->v[i] == VK_BORROWER;
+    }
+    if (any_borrower) {
+        int8_t k = VK_BORROWER;
+        if (!borrowers_ok(s, w, &k, 1))
+            return false;
+    }
+    for (int32_t r = 0; r < nodes->n; r++) {
+        if (!vfits(s, w, nodes->v[r], s->wls[w].cls, gpus))
+            return false;
+        vtake_replica(s, w, nodes->v[r]);
+    }
+    return true;
+}
+
+/*
+ * Drops the victims a gang's plan does not need (a victim taken for one
+ * replica may have made room for a later one as well), most protected
+ * first; victims before `first` (those the limit needs) stay.
+ */
+static void prune_plan(struct sched *s, int32_t w, int32_t first, struct ivec *victims,
+                       struct ivec *kinds, const struct ivec *nodes)
+{
+    for (int32_t i = victims->n - 1; i >= first && victims->n > 1; i--) {
+        if (!plan_holds(s, w, victims, kinds, i, nodes))
+            continue;
+        memmove(victims->v + i, victims->v + i + 1, (size_t)(victims->n - i - 1) * sizeof(int32_t));
+        memmove(kinds->v + i, kinds->v + i + 1, (size_t)(kinds->n - i - 1) * sizeof(int32_t));
+        victims->n--;
+        kinds->n--;
+    }
+}
+
+/*
  * Plans victims for every replica of w, optionally within one topology block:
- * first its own P2 work that must make way (limit, or to bring its project
- * back within its guarantee before it may take others' work), then per
- * replica the node where the fewest, cheapest victims make room. Returns
- * false when no plan exists; the plan is in victims and nodes, and its cost
- * in *ret_lost.
+ * first its own P2 work that must make way for its limit, then per replica
+ * the node where the least protected victims make room, then drops the
+ * victims the whole plan turns out not to need. Returns false when no plan
+ * exists; the plan is in victims and nodes, and its cost in *ret_lost.
  */
 static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t block,
                          int64_t now, struct ivec *victims, struct ivec *nodes, int64_t *ret_lost)
 {
     struct workload *wl = &s->wls[w];
     const struct cls *c = &s->classes[wl->cls];
-    int64_t over_guarantee = held_of(s, wl->project, wl->cls) + need_of(wl) -
-                             guaranteed_of(s, wl->project, wl->cls);
-    int64_t own = over_limit > over_guarantee ? over_limit : over_guarantee;
+    struct ivec kinds = {0};
+    int32_t n_limit;
 
     scratch_fit(s);
     victims->n = nodes->n = 0;
     *ret_lost = 0;
-    /* Own P2 work: required for the limit; for the guarantee, as much as there is. */
-    if (own > 0 && !pick_for_limit(s, w, own, now, victims) && over_limit > 0)
+    /* Own P2 work that the limit needs gone. */
+    if (over_limit > 0 && !pick_for_limit(s, w, over_limit, now, victims))
         return false;
+    n_limit = victims->n;
+    for (int32_t i = 0; i < n_limit; i++)
+        ivec_push(&kinds, VK_OWN);
     /* Within one block, only that block's slots; else every slot of the class. */
     const int32_t *slots = c->slots.v;
     int32_t n_slots = c->slots.n;
     if (block) {
         int32_t bi = place__block_index(s, wl->cls, block);
-        if (bi == NONE)
+        if (bi == NONE) {
+            ivec_release(&kinds);
             return false;
+        }
         slots = c->block_slots + c->block_start[bi];
         n_slots = c->block_start[bi + 1] - c->block_start[bi];
     }
@@ -549,13 +794,6 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
                     if (gang)
                         ranked[n_ranked++] = cur;
                 }
-                /*
-                 * One victim on one of its own nodes is as good as it gets (no
-                 * victim at all means it fits, which placement tried): stop
-                 * looking, unless a gang wants the ranking for its next replicas.
-                 */
-                if (!gang && best.node != NONE && best.n_victims <= 1 && best.own)
-                    break;
             }
             if (gang)
                 qsort(ranked, (size_t)n_ranked, sizeof(*ranked), cmp_pick);
@@ -587,18 +825,23 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
         }
         if (best.node == NONE) {
             free(ranked);
+            ivec_release(&kinds);
             return false;
         }
         for (int32_t i = 0; i < best.n_victims; i++) {
             virtual_free(s, best.victims[i], +1);
-            s->wl_stamp[best.victims[i]] = s->epoch;
             ivec_push(victims, best.victims[i]);
+            ivec_push(&kinds, best.kinds[i]);
         }
-        *ret_lost += best.lost;
         vtake_replica(s, w, best.node);
         ivec_push(nodes, best.node);
     }
     free(ranked);
+    if (gang || n_limit > 0)
+        prune_plan(s, w, n_limit, victims, &kinds, nodes);
+    ivec_release(&kinds);
+    for (int32_t i = 0; i < victims->n; i++)
+        *ret_lost += lost_ms(&s->wls[victims->v[i]], now) * need_of(&s->wls[victims->v[i]]);
     return victims->n > 0; /* no victim: it fits as it is, placement will take it */
 }
 
@@ -653,6 +896,7 @@ static bool reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
         wl->reason = (struct sched_reason){.code = SCHED_WAIT_RECLAIM,
                                            .class_id = wl->spec.class_id,
                                            .need = need_of(wl),
+                                           .per_replica = wl->spec.gpu_milli,
                                            .count = best_victims.n};
     }
     ivec_release(&victims);
@@ -680,8 +924,9 @@ static void admit(struct sched *s, int32_t w, int64_t now, struct sched_decision
     ad->workload_id = wl->spec.id;
     ad->first_assign = d->n_assigns;
     ad->n_assigns = (size_t)wl->n_assigns;
-    ad->borrowed = wl->cls != NONE && held_of(s, wl->project, wl->cls) >
-                                          guaranteed_of(s, wl->project, wl->cls);
+    ad->borrowed = wl->cls != NONE &&
+                   (held_of(s, wl->project, wl->cls) > guaranteed_of(s, wl->project, wl->cls) ||
+                    on_pool_owned(s, w, false));
     for (int32_t i = 0; i < wl->n_assigns; i++)
         *PUSH(d, assigns, d->n_assigns, d->cap_assigns) = wl->assigns[i];
 }
@@ -691,6 +936,7 @@ static void wait_for(struct workload *wl, enum sched_reason_code code, int64_t u
     wl->reason = (struct sched_reason){.code = code,
                                        .class_id = wl->spec.class_id,
                                        .need = need_of(wl),
+                                       .per_replica = wl->spec.gpu_milli,
                                        .used = used,
                                        .cap = cap};
 }
@@ -765,6 +1011,7 @@ static struct quota *plain_memo(struct sched *s, const struct workload *wl)
         q->fail_pass = s->pass_no;
         memset(q->fail, 0, sizeof(q->fail));
         q->reclaim_fail_milli = INT32_MAX;
+        q->reclaim_protected_until = 0;
     }
     return q;
 }
@@ -832,12 +1079,17 @@ static bool try_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t 
     const struct workload *wl = &s->wls[w];
     struct quota *q = over_limit == 0 ? plain_memo(s, wl) : NULL;
     bool single = wl->spec.replicas == 1 && !wl->spec.same_block;
-    if (q && single && wl->spec.gpu_milli >= q->reclaim_fail_milli)
+    if (q && single && wl->spec.gpu_milli >= q->reclaim_fail_milli) {
+        s->protected_until = q->reclaim_protected_until;
         return false;
+    }
+    s->protected_until = 0;
     if (reclaim(s, w, over_limit, now, d))
         return true;
-    if (q && single && wl->spec.gpu_milli < q->reclaim_fail_milli)
+    if (q && single && wl->spec.gpu_milli < q->reclaim_fail_milli) {
         q->reclaim_fail_milli = wl->spec.gpu_milli;
+        q->reclaim_protected_until = s->protected_until;
+    }
     return false;
 }
 
@@ -886,6 +1138,7 @@ static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_deci
         }
         remember_no_fit(s, w);
     }
+    s->protected_until = 0;
     if (wl->spec.pclass == SCHED_P1 && wl->cls != NONE && try_reclaim(s, w, over_limit, now, d))
         return false;
     if (over_limit > 0) {
@@ -894,6 +1147,9 @@ static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_deci
         return false;
     }
     blocked_on_capacity(s, w, now);
+    /* Say when the work in its way stops being protected by its minimum runtime. */
+    if (wl->reason.code == SCHED_WAIT_CAPACITY)
+        wl->reason.preemptible_at_ms = s->protected_until;
     return false;
 }
 
@@ -913,30 +1169,60 @@ static int32_t first_p2(const struct sched *s, const struct project *p)
     return lo;
 }
 
+/* Blocked workloads seen in a class of p (NONE: CPU-only work, a class of its own). */
+static int32_t *blocked_count(struct project *p, int32_t cls)
+{
+    return cls == NONE ? &p->blocked : &sched__quota(p, cls, true)->blocked;
+}
+
+/* Starts a phase: no class of p has blocked work yet; counts the classes it has such work in. */
+static void scan_start(struct project *p, enum sched_class pclass, int32_t cursor)
+{
+    p->cursor = cursor;
+    /* A class this pass does not look at counts as blocked from the start. */
+    p->blocked = p->examine_cpu ? 0 : INT32_MAX;
+    p->open_classes = p->examine_cpu && p->queued_cpu[pclass - 1] > 0;
+    for (int32_t k = 0; k < p->n_quotas; k++) {
+        struct quota *q = &p->quotas[k];
+        q->blocked = q->examine ? 0 : INT32_MAX;
+        p->open_classes += q->examine && q->queued_in[pclass - 1] > 0;
+    }
+}
+
 /*
  * Looks at p's queue from p->cursor for work of class pclass, admitting what
- * fits, until `lookahead` workloads were found blocked or (one_only) one was
- * admitted. Returns whether anything was admitted.
+ * fits, until (one_only) one was admitted, or `lookahead` workloads were
+ * found blocked in every GPU class it waits for: a class whose work is
+ * blocked (a capped quota, no room) does not hold up the project's work in
+ * other classes. Returns whether anything was admitted.
  */
 static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, bool one_only,
                          int64_t now, struct sched_decisions *d)
 {
     struct project *p = &s->projects[pi];
     bool any = false;
-    while (p->cursor < p->queue.n && p->blocked <= s->cfg.lookahead) {
-        int32_t w = p->queue.v[p->cursor];
-        if (s->wls[w].spec.pclass != pclass)
+    while (p->cursor < p->queue.n && p->open_classes > 0) {
+        int32_t key = p->queue_key.v[p->cursor], *blocked;
+        if ((key & 1) != (pclass == SCHED_P2))
             break;
-        if (try_admit(s, w, now, d)) {
+        blocked = blocked_count(p, (key >> 1) - 1);
+        if (*blocked > s->cfg.lookahead) {
+            /* left unexamined behind its class's lookahead (not for a class not looked at) */
+            p->stopped_early |= *blocked != INT32_MAX;
+            p->cursor++;
+            continue;
+        }
+        if (try_admit(s, p->queue.v[p->cursor], now, d)) {
             any = true; /* the queue moved up: the cursor now points at the next one */
             if (one_only)
                 break;
         } else {
-            p->blocked++;
+            if (++*blocked > s->cfg.lookahead)
+                p->open_classes--;
             p->cursor++;
         }
     }
-    if (p->blocked > s->cfg.lookahead && p->cursor < p->queue.n &&
+    if (p->open_classes <= 0 && p->cursor < p->queue.n &&
         s->wls[p->queue.v[p->cursor]].spec.pclass == pclass)
         p->stopped_early = true;
     return any;
@@ -1013,8 +1299,15 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     sched__fire_timers(s, now_ms);
     todo = s->dirty;
     memset(&s->dirty, 0, sizeof(s->dirty));
-    for (int32_t i = 0; i < todo.n; i++)
-        s->projects[todo.v[i]].dirty = false;
+    for (int32_t i = 0; i < todo.n; i++) {
+        struct project *p = &s->projects[todo.v[i]];
+        p->examine_cpu = p->dirty_all;
+        for (int32_t k = 0; k < p->n_quotas; k++) {
+            p->quotas[k].examine = p->dirty_all || p->quotas[k].dirty;
+            p->quotas[k].dirty = false;
+        }
+        p->dirty = p->dirty_all = false;
+    }
 
     /* Preemptors whose victims have all released go first: the capacity is theirs. */
     for (int32_t i = 0; i < s->ready.n; i++) {
@@ -1031,14 +1324,14 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
         p->stopped_early = false;
-        for (int32_t k = 0; k < p->n_quotas; k++)
-            p->quotas[k].wants_capacity = false;
+        for (int32_t k = 0; k < p->n_quotas; k++) {
+            if (p->quotas[k].examine)
+                p->quotas[k].wants_capacity = false;
+        }
     }
     /* Owned work first, project by project. */
     for (int32_t i = 0; i < todo.n; i++) {
-        struct project *p = &s->projects[todo.v[i]];
-        p->cursor = 0;
-        p->blocked = 0;
+        scan_start(&s->projects[todo.v[i]], SCHED_P1, 0);
         scan_project(s, todo.v[i], SCHED_P1, false, now_ms, d);
     }
     /* Then borrowed capacity, by weighted fair share, one workload per turn. */
@@ -1046,8 +1339,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     h.n = 0;
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
-        p->cursor = first_p2(s, p);
-        p->blocked = 0;
+        scan_start(p, SCHED_P2, first_p2(s, p));
         if (p->cursor < p->queue.n) {
             p->share_key = borrowed_share(s, p);
             heap_push(s, &h, todo.v[i]);

@@ -138,17 +138,37 @@ bool place__node_fits_labels(const struct node *n, const struct sched_workload_s
     return true;
 }
 
+/* Whether node n holds devices of a pool project a owns and project b does not. */
+static bool node_owned_by_not(const struct sched *s, int32_t n, int32_t a, int32_t b)
+{
+    const struct node *nd = &s->nodes[n];
+    for (int32_t i = 0; i < nd->slots.n; i++) {
+        int32_t pool = s->slots[nd->slots.v[i]].pool;
+        if (pool != NONE && sched__owns_pool(s, &s->projects[a], pool) &&
+            !sched__owns_pool(s, &s->projects[b], pool))
+            return true;
+    }
+    return false;
+}
+
 bool place__node_usable(const struct sched *s, int32_t w, int32_t n)
 {
     const struct node *nd = &s->nodes[n];
     const struct workload *wl = &s->wls[w];
+    const struct workload *holder;
     if (nd->state != SCHED_NODE_READY || !place__node_fits_labels(nd, &wl->spec))
         return false;
-    /* A node held for other work is off limits, except P2 holds for P1 work. */
-    if (nd->reserved_for != NONE && nd->reserved_for != w &&
-        !(s->wls[nd->reserved_for].spec.pclass == SCHED_P2 && wl->spec.pclass == SCHED_P1))
-        return false;
-    return true;
+    if (nd->reserved_for == NONE || nd->reserved_for == w)
+        return true;
+    /*
+     * A node held for other work is off limits, except P2 holds for P1 work,
+     * and a borrower's holds on its pool for the owner's P1 work (an owner
+     * can always take its pool back).
+     */
+    holder = &s->wls[nd->reserved_for];
+    return wl->spec.pclass == SCHED_P1 && (holder->spec.pclass == SCHED_P2 ||
+                                           (holder->project != wl->project &&
+                                            node_owned_by_not(s, n, wl->project, holder->project)));
 }
 
 bool place__gpu_usable(const struct sched *s, int32_t w, int32_t g)
@@ -176,9 +196,9 @@ static bool node_has_room(const struct node *nd, const struct sched_workload_spe
 
 struct gang {
     int32_t w;
-    int64_t block;  /* 0: any */
-    bool own_pools; /* only devices of pools the workload's project owns */
-    int32_t *bins;  /* pools (NONE: no pool) whose devices the gang may use */
+    int64_t block; /* 0: any */
+    int tier;      /* 0: pools its project owns; 1: those and no pool; 2: any it may use */
+    int32_t *bins; /* pools (NONE: no pool) whose devices the gang may use */
     int32_t n_bins;
     struct sched_assign *as;
     int32_t n_as;
@@ -233,19 +253,22 @@ static const struct ivec *project_pools(struct sched *s, int32_t project)
     return &p->pools;
 }
 
-/* Which bins a gang may use: pools its project may use, its filter allows, and (own_pools) it owns. */
+/* Which bins a gang may use: pools its project may use, its filter allows, and its tier allows. */
 static void gang_bins(struct sched *s, struct gang *gg)
 {
     const struct workload *wl = &s->wls[gg->w];
     const struct ivec *pools = project_pools(s, wl->project);
+    const struct project *pr = &s->projects[wl->project];
     gg->n_bins = 0;
     for (int32_t i = 0; i < pools->n; i++) {
         int32_t p = pools->v[i];
         bool ok = wl->spec.n_pools == 0;
         for (int k = 0; k < wl->spec.n_pools && !ok; k++)
             ok = p != NONE && s->pools[p].id == wl->spec.pool_ids[k];
-        if (ok && gg->own_pools)
-            ok = p != NONE && s->pools[p].owner_project_id == wl->spec.project_id;
+        if (ok && gg->tier == 0)
+            ok = p != NONE && sched__owns_pool(s, pr, p);
+        else if (ok && gg->tier == 1)
+            ok = p == NONE || sched__owns_pool(s, pr, p);
         if (ok)
             gg->bins[gg->n_bins++] = p;
     }
@@ -663,13 +686,17 @@ bool place__gang(struct sched *s, int32_t w)
     gg.replica_node = s->gang_nodes;
     gg.bins = s->gang_bins;
     /*
-     * Work goes to its own project's pools first and borrows only when they
-     * are full: owned capacity is used where it is owned, and borrowed
-     * capacity stays free for its owners as long as possible.
+     * Work goes to its own project's pools first, then to devices in no
+     * pool, and borrows others' pools only when those are full: owned
+     * capacity is used where it is owned, and borrowed capacity stays free
+     * for its owners as long as possible (work there is preemptible by them).
      */
-    for (int own = wl->cls != NONE; own >= 0 && !ok; own--) {
-        gg.own_pools = own;
+    for (int tier = wl->cls != NONE ? 0 : 2, last_bins = -1; tier <= 2 && !ok; tier++) {
+        gg.tier = tier;
         gang_bins(s, &gg);
+        if (gg.n_bins == 0 || gg.n_bins == last_bins)
+            continue; /* nothing of this tier, or nothing the last tier did not try */
+        last_bins = gg.n_bins;
         if (wl->spec.same_block && wl->spec.replicas > 1 && wl->cls != NONE) {
             int32_t n_blocks;
             const int64_t *blocks = place__blocks(s, wl->cls, &n_blocks);
@@ -786,7 +813,8 @@ bool place__ever_fits(const struct sched *s, int32_t w)
         return false;
     {
         /* A slot's devices share one pool: whether the workload may use them is one question. */
-        struct gang gg = {.w = w, .bins = xcalloc((size_t)s->n_pools + 1, sizeof(int32_t))};
+        struct gang gg = {
+            .w = w, .tier = 2, .bins = xcalloc((size_t)s->n_pools + 1, sizeof(int32_t))};
         bool fits = false;
         gang_bins((struct sched *)s, &gg);
         for (int32_t i = 0; i < c->slots.n && !fits; i++) {

@@ -133,9 +133,15 @@ struct quota {
     } fail[2][4]; /* per class P1/P2: requests that found no room (milli 0: unused) */
     /* Likewise for reclaim: the smallest single replica no victims could make room for. */
     int32_t reclaim_fail_milli;
-    int64_t limit;      /* < 0: none */
-    int64_t p1, p2;     /* held: running and preempting work */
-    int32_t queued;     /* queued workloads of this class */
+    /* The earliest minimum runtime's end that stood in the way of that reclaim (0: none). */
+    int64_t reclaim_protected_until;
+    int64_t limit;        /* < 0: none */
+    int64_t p1, p2;       /* held: running and preempting work */
+    int32_t blocked;      /* pass scratch: blocked workloads of this class seen in one phase */
+    bool dirty;           /* the next pass is to look at this class's queued work */
+    bool examine;         /* pass scratch: this pass looks at it */
+    int32_t queued;       /* queued workloads of this class */
+    int32_t queued_in[2]; /* of which P1, P2 */
     /*
      * Some queued work of this class may be waiting for room (not for quota):
      * freed capacity in the class is a reason to look at the project again.
@@ -149,14 +155,19 @@ struct project {
     int weight;
     struct quota *quotas;
     int32_t n_quotas, cap_quotas;
-    struct ivec queue; /* workload indices in queue order */
+    struct ivec queue;     /* workload indices in queue order */
+    int32_t queued_cpu[2]; /* queued CPU-only workloads, P1 and P2 */
+    struct ivec queue_key; /* per entry: sched__queue_key (scans skip without the workload) */
     struct ivec pools; /* pools it may use (NONE: no pool), valid at fleet generation pools_gen */
     uint32_t pools_gen;
-    bool dirty;
+    bool dirty;     /* in the next pass's list */
+    bool dirty_all; /* every class is to be looked at, not only those marked */
     /* scratch for one pass */
-    int32_t cursor, blocked;
-    bool stopped_early; /* a scan ended at the lookahead with work left unexamined */
-    int64_t wake_at;    /* its earliest pending timer, 0 for none */
+    bool examine_cpu;        /* its CPU-only work is looked at */
+    int32_t cursor, blocked; /* blocked: of its CPU-only work */
+    int32_t open_classes; /* classes (CPU-only counts as one) not yet blocked past the lookahead */
+    bool stopped_early;   /* a scan ended at the lookahead with work left unexamined */
+    int64_t wake_at;      /* its earliest pending timer, 0 for none */
     double share_key;
 };
 
@@ -234,6 +245,7 @@ struct sched {
     int *view_pick;
     /* scratch for preemption: values valid where their stamp equals epoch */
     uint32_t epoch;
+    int64_t protected_until; /* earliest end of a minimum runtime that kept a victim, 0: none */
     uint32_t *gpu_stamp, *node_stamp, *wl_stamp, *proj_stamp;
     int32_t *vfree;
     int64_t *vcpu, *vmem, *vused, *vguar;
@@ -245,14 +257,25 @@ struct sched {
 struct quota *sched__quota(struct project *p, int32_t cls, bool create);
 int64_t sched__guaranteed(const struct sched *s, const struct project *p, const struct quota *q);
 struct org_cap *sched__org_cap(struct sched *s, int32_t org, int32_t cls, bool create);
+/* The next pass looks at the project's work of every class. */
 void sched__mark_dirty(struct sched *s, int32_t project);
+/* The next pass looks at the project's work of one class (and of those marked otherwise). */
+void sched__mark_class_dirty(struct sched *s, int32_t project, int32_t cls);
+/* Devices of a class were freed: projects waiting for room in it are looked at again. */
 void sched__class_freed(struct sched *s, int32_t cls);
 /* Looks at project again at when_ms (a reservation falls due, a victim's minimum runtime ends). */
 void sched__wake_at(struct sched *s, int64_t when_ms, int32_t project);
 /* Marks dirty every project whose timer is due at now_ms. */
 void sched__fire_timers(struct sched *s, int64_t now_ms);
+/* Whether p (or its organization) owns the pool: work there is owned only for its owner. */
+bool sched__owns_pool(const struct sched *s, const struct project *p, int32_t pool);
 bool sched__project_may_use_pool(const struct sched *s, const struct project *p, int32_t pool);
 void sched__queue_remove(struct sched *s, int32_t w);
+/* A queued workload's class and priority class in one int: (cls + 1) * 2 + (P2 ? 1 : 0). */
+static inline int32_t sched__queue_key(const struct workload *wl)
+{
+    return (wl->cls + 1) * 2 + (wl->spec.pclass == SCHED_P2);
+}
 void sched__queue_insert(struct sched *s, int32_t w);
 void sched__unreserve(struct sched *s, int32_t w);
 /* Usage bookkeeping when a workload starts or stops holding its GPUs. */

@@ -170,6 +170,7 @@ void sched_free(struct sched *s)
     for (int32_t i = 0; i < s->n_projects; i++) {
         free(s->projects[i].quotas);
         ivec_release(&s->projects[i].queue);
+        ivec_release(&s->projects[i].queue_key);
         ivec_release(&s->projects[i].pools);
     }
     for (int32_t i = 0; i < s->n_orgs; i++)
@@ -427,6 +428,13 @@ int sched_set_pool(struct sched *s, const struct sched_pool_spec *spec)
     return 0;
 }
 
+bool sched__owns_pool(const struct sched *s, const struct project *p, int32_t pool)
+{
+    const struct pool *pl = &s->pools[pool];
+    return pl->owner_project_id == p->id ||
+           (pl->owner_org_id != 0 && pl->owner_org_id == p->org_id);
+}
+
 bool sched__project_may_use_pool(const struct sched *s, const struct project *p, int32_t pool)
 {
     const struct pool *pl;
@@ -548,6 +556,16 @@ int sched_set_org_cap(struct sched *s, int64_t org_id, int64_t class_id, int64_t
 
 void sched__mark_dirty(struct sched *s, int32_t project)
 {
+    s->projects[project].dirty_all = true;
+    if (!s->projects[project].dirty) {
+        s->projects[project].dirty = true;
+        ivec_push(&s->dirty, project);
+    }
+}
+
+void sched__mark_class_dirty(struct sched *s, int32_t project, int32_t cls)
+{
+    sched__quota(&s->projects[project], cls, true)->dirty = true;
     if (!s->projects[project].dirty) {
         s->projects[project].dirty = true;
         ivec_push(&s->dirty, project);
@@ -567,7 +585,7 @@ void sched__class_freed(struct sched *s, int32_t cls)
         waiting->v[k++] = waiting->v[i];
         /* Work that waits for its quota, not for room, has nothing to gain. */
         if (q->wants_capacity)
-            sched__mark_dirty(s, waiting->v[i]);
+            sched__mark_class_dirty(s, waiting->v[i], cls);
     }
     waiting->n = k;
 }
@@ -660,12 +678,19 @@ void sched__queue_insert(struct sched *s, int32_t w)
     ivec_push(&p->queue, 0);
     memmove(p->queue.v + pos + 1, p->queue.v + pos, (size_t)(p->queue.n - 1 - pos) * sizeof(int32_t));
     p->queue.v[pos] = w;
+    ivec_push(&p->queue_key, 0);
+    memmove(p->queue_key.v + pos + 1, p->queue_key.v + pos,
+            (size_t)(p->queue_key.n - 1 - pos) * sizeof(int32_t));
+    p->queue_key.v[pos] = sched__queue_key(wl);
     wl->state = SCHED_QUEUED;
     if (wl->cls != NONE) {
         struct quota *q = sched__quota(p, wl->cls, true);
         if (q->queued++ == 0)
             ivec_push(&s->classes[wl->cls].waiting, wl->project);
+        q->queued_in[wl->spec.pclass - 1]++;
         q->wants_capacity = true;
+    } else {
+        p->queued_cpu[wl->spec.pclass - 1]++;
     }
     sched__mark_dirty(s, wl->project);
 }
@@ -679,8 +704,16 @@ void sched__queue_remove(struct sched *s, int32_t w)
     assert(pos < p->queue.n && p->queue.v[pos] == w);
     memmove(p->queue.v + pos, p->queue.v + pos + 1, (size_t)(p->queue.n - pos - 1) * sizeof(int32_t));
     p->queue.n--;
-    if (wl->cls != NONE)
-        sched__quota(p, wl->cls, true)->queued--;
+    memmove(p->queue_key.v + pos, p->queue_key.v + pos + 1,
+            (size_t)(p->queue_key.n - pos - 1) * sizeof(int32_t));
+    p->queue_key.n--;
+    if (wl->cls != NONE) {
+        struct quota *q = sched__quota(p, wl->cls, true);
+        q->queued--;
+        q->queued_in[wl->spec.pclass - 1]--;
+    } else {
+        p->queued_cpu[wl->spec.pclass - 1]--;
+    }
 }
 
 /* ---- usage ---- */
@@ -742,6 +775,11 @@ static int32_t workload_new(struct sched *s, const struct sched_workload_spec *s
         w = GROW(s->wls, s->n_wls, s->cap_wls);
     }
     s->wls[w].spec = *spec;
+    /* Clamped so that start + minimum runtime and decision + grace never overflow. */
+    if (s->wls[w].spec.min_runtime_ms > SCHED_MAX_DURATION_MS)
+        s->wls[w].spec.min_runtime_ms = SCHED_MAX_DURATION_MS;
+    if (s->wls[w].spec.grace_ms > SCHED_MAX_DURATION_MS)
+        s->wls[w].spec.grace_ms = SCHED_MAX_DURATION_MS;
     s->wls[w].project = idmap_get(&s->project_ids, spec->project_id);
     s->wls[w].cls = spec->class_id ? idmap_get(&s->class_ids, spec->class_id) : NONE;
     s->wls[w].in_use = true;
@@ -792,12 +830,17 @@ static void stop_holding(struct sched *s, int32_t w)
     if (wl->cls != NONE) {
         /* Its project (and organization) now hold less: quota-bound work may go too. */
         int64_t org = s->projects[wl->project].org_id;
+        /*
+         * Only work of this class is looked at again: what it frees is its
+         * class's devices (the CPU and memory freed beside them are found by
+         * other classes' work at their next event or timer, as before).
+         */
         for (int32_t i = 0; i < s->n_projects; i++) {
             struct quota *q = s->projects[i].org_id == org
                                   ? sched__quota(&s->projects[i], wl->cls, false)
                                   : NULL;
             if (i == wl->project || (q && q->queued > 0))
-                sched__mark_dirty(s, i);
+                sched__mark_class_dirty(s, i, wl->cls);
         }
         sched__class_freed(s, wl->cls);
     } else {
@@ -1136,8 +1179,9 @@ void sched_reason_format(const struct sched_reason *r, char *buf, size_t size)
     case SCHED_WAIT_GUARANTEE:
         snprintf(buf, size,
                  "waiting for %" PRId64 " milli-GPU of class %" PRId64
-                 ": owned (P1) work of the project is at its guarantee %" PRId64 "/%" PRId64,
-                 r->need, r->class_id, r->used, r->cap);
+                 ": owned (P1) work of the project would exceed its guarantee (%" PRId64
+                 " in use + %" PRId64 " > %" PRId64 ")",
+                 r->need, r->class_id, r->used, r->need, r->cap);
         break;
     case SCHED_WAIT_LIMIT:
         snprintf(buf, size,
@@ -1152,10 +1196,18 @@ void sched_reason_format(const struct sched_reason *r, char *buf, size_t size)
                  r->need, r->class_id, r->used, r->cap);
         break;
     case SCHED_WAIT_CAPACITY:
-        snprintf(buf, size,
-                 "waiting for %" PRId64 " milli-GPU of class %" PRId64
-                 ": no room; the most one replica could get now is %" PRId64,
-                 r->need, r->class_id, r->cap);
+        if (r->preemptible_at_ms > 0)
+            snprintf(buf, size,
+                     "waiting for %" PRId64 " milli-GPU of class %" PRId64
+                     ": no room; the most one replica could get now is %" PRId64
+                     "; borrowed work in its way becomes preemptible at %" PRId64
+                     " ms (minimum runtime)",
+                     r->need, r->class_id, r->cap, r->preemptible_at_ms);
+        else
+            snprintf(buf, size,
+                     "waiting for %" PRId64 " milli-GPU of class %" PRId64
+                     ": no room; the most one replica could get now is %" PRId64,
+                     r->need, r->class_id, r->cap);
         break;
     case SCHED_WAIT_RECLAIM:
         snprintf(buf, size,
@@ -1183,7 +1235,7 @@ void sched_reason_format(const struct sched_reason *r, char *buf, size_t size)
         snprintf(buf, size,
                  "no node can ever hold one replica (%" PRId64 " milli-GPU of class %" PRId64
                  " with its labels and pools)",
-                 r->need, r->class_id);
+                 r->per_replica, r->class_id);
         break;
     }
 }

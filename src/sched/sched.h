@@ -11,10 +11,14 @@
  *   a share of one device (1..999) or whole devices (a multiple of 1000, all
  *   on one node). MIG instances are devices of their own class.
  * - P1 ("owned") work runs within its project's guarantee for the GPU class
- *   and is never preempted; P2 ("opportunistic") work runs on idle capacity
+ *   and is never preempted, except by a pool's owner where it runs on that
+ *   owner's pool; P2 ("opportunistic") work runs on idle capacity
  *   the project may access, up to its limit, and may be preempted.
  * - A project is "borrowing" in a class while its usage there (P1 + P2) is
- *   above its guarantee.
+ *   above its guarantee, and wherever it runs on a pool that neither it nor
+ *   its organization owns: work on a pool is owned only for that pool's
+ *   owner, who can always take the pool's capacity back (P1 work placed on
+ *   someone else's pool is preemptible by the owner).
  *
  * Ownership: struct sched owns everything it is given (specs are copied).
  * Decision buffers belong to the caller (sched_decisions_init/_release).
@@ -34,6 +38,9 @@ struct sched;
 #define SCHED_MAX_POOLS 8     /* pools a workload may be restricted to */
 #define SCHED_MAX_REPLICAS 256
 #define SCHED_MAX_GPUS_PER_NODE 64
+/* Minimum runtimes and graces above this (about 35,000 years) are taken as this: time sums never
+ * overflow. */
+#define SCHED_MAX_DURATION_MS (INT64_C(1) << 50)
 
 /* ---- configuration ---- */
 
@@ -166,10 +173,10 @@ struct sched_workload_spec {
     int n_selector;
     int64_t pool_ids[SCHED_MAX_POOLS]; /* pools it may run on; none means any it may use */
     int n_pools;
-    bool same_block;      /* all replicas in one topology block */
-    int64_t min_runtime_ms; /* P2: not preempted before running this long */
-    int64_t grace_ms;     /* < 0: the configured default */
-    bool requeue;         /* back to the queue (original order) when preempted */
+    bool same_block;        /* all replicas in one topology block */
+    int64_t min_runtime_ms; /* not preempted before running this long (clamped, see above) */
+    int64_t grace_ms;       /* < 0: the configured default (clamped, see above) */
+    bool requeue;           /* back to the queue (original order) when preempted */
 };
 
 /* States of a workload as the scheduler sees it. */
@@ -234,7 +241,7 @@ struct sched_admit {
     int64_t workload_id;
     size_t first_assign; /* into sched_decisions.assigns */
     size_t n_assigns;
-    bool borrowed; /* admitted beyond its project's guarantee */
+    bool borrowed; /* admitted beyond its project's guarantee, or on a pool it does not own */
 };
 
 enum sched_rule {
@@ -318,11 +325,18 @@ enum sched_reason_code {
 struct sched_reason {
     enum sched_reason_code code;
     int64_t class_id;
-    int64_t need;  /* what it asks, all replicas */
+    int64_t need;        /* what it asks, all replicas */
+    int64_t per_replica; /* what one replica asks */
     int64_t used;
     int64_t cap;
     int64_t count;
     int64_t other_id; /* SCHED_WAIT_RESERVED: the workload capacity is held for */
+    /*
+     * P1 work waiting for room (SCHED_WAIT_CAPACITY): when the earliest
+     * running work that is protected by its minimum runtime, and that it
+     * could otherwise take back, becomes preemptible (ms); 0 when none.
+     */
+    int64_t preemptible_at_ms;
 };
 
 struct sched_workload_info {

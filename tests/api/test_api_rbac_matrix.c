@@ -479,6 +479,7 @@ struct cell {
 #define N_FLA "{\"name\":\"v{{n}}\"}"
 #define N_POO(owner) "{\"name\":\"v{{n}}\"," owner "}"
 #define N_QUO(prj) "{\"project_id\":" prj ",\"gpu_class_id\":{{gc2}},\"limit_milli\":1000}"
+#define G_QUO(prj) "{\"project_id\":" prj ",\"gpu_class_id\":{{gc2}},\"guaranteed_milli\":1000}"
 #define N_OQU(org) "{\"org_id\":" org ",\"gpu_class_id\":{{gc2}},\"limit_milli\":1000}"
 
 static const struct cell cells[] = {
@@ -691,6 +692,10 @@ static const struct cell cells[] = {
     {"quotas", 'C', NULL, N_QUO("{{pa}}"), {201, 201, 403, 403, 403, 400, 400}},
     {"quotas", 'C', NULL, N_QUO("{{pa1}}"), {201, 201, 400, 400, 400, 400, 400}},
     {"quotas", 'C', NULL, N_QUO("{{pb}}"), {201, 400, 400, 400, 400, 403, 400}},
+    /* a guarantee above what pa's pools own (1 GPU of gc1, none of gc2): global admin only */
+    {"quotas", 'C', NULL, G_QUO("{{pa}}"), {201, 403, 403, 403, 403, 400, 400}},
+    {"quotas", 'U', "q_pa", "{\"guaranteed_milli\":1000}", {200, 200, 403, 403, 403, 404, 404}},
+    {"quotas", 'U', "q_pa", "{\"guaranteed_milli\":2000}", {200, 403, 403, 403, 403, 404, 404}},
     {"quotas", 'D', NULL, N_QUO("{{pa}}"), {204, 204, 403, 403, 403, 404, 404}},
     {"quotas", 'D', NULL, N_QUO("{{pa1}}"), {204, 204, 404, 404, 404, 404, 404}},
     {"quotas", 'D', NULL, N_QUO("{{pb}}"), {204, 404, 404, 404, 404, 403, 404}},

@@ -318,6 +318,34 @@ static int64_t m_org_held(const struct world *w, int o, int c)
     return sum;
 }
 
+static bool m_owns_pool(const struct world *w, int p, int pool)
+{
+    const struct m_pool *po = &w->pools[pool];
+    return po->owner_proj == p || (po->owner_org >= 0 && po->owner_org == w->proj[p].org);
+}
+
+/* Whether y holds a device of a pool that project p owns and y's project does not. */
+static bool m_on_pool_of(const struct world *w, const struct m_wl *y, int p)
+{
+    for (int i = 0; i < y->n_as; i++) {
+        int g = y->as[i].gpu;
+        int pool = g >= 0 ? w->gpus[g].pool : -1;
+        if (pool >= 0 && m_owns_pool(w, p, pool) && !m_owns_pool(w, y->proj, pool))
+            return true;
+    }
+    return false;
+}
+
+static bool m_on_own_pool(const struct world *w, const struct m_wl *y)
+{
+    for (int i = 0; i < y->n_as; i++) {
+        int g = y->as[i].gpu;
+        if (g >= 0 && w->gpus[g].pool >= 0 && m_owns_pool(w, y->proj, w->gpus[g].pool))
+            return true;
+    }
+    return false;
+}
+
 static bool m_may_use_pool(const struct world *w, int p, int pool)
 {
     const struct m_pool *po = &w->pools[pool];
@@ -754,7 +782,10 @@ static void apply_preemption(struct world *w, const struct sched_preemption *pe)
         if (!check(w, vi >= 0, "unknown victim %" PRId64, v->workload_id))
             return;
         struct m_wl *y = &w->wl[vi];
-        check(w, y->spec.pclass == SCHED_P2, "P1 workload %" PRId64 " is a victim", y->spec.id);
+        /* An owner takes back anything on its pools; elsewhere P1 work is never a victim. */
+        bool owner_reclaim = y->proj != p && m_on_pool_of(w, y, p);
+        check(w, y->spec.pclass == SCHED_P2 || owner_reclaim,
+              "P1 workload %" PRId64 " is a victim off the preemptor's pools", y->spec.id);
         check(w, y->state == M_RUNNING, "victim %" PRId64 " was not running (state %d)",
               y->spec.id, (int)y->state);
         check(w, y->cls == c, "victim %" PRId64 " of another class", y->spec.id);
@@ -772,13 +803,15 @@ static void apply_preemption(struct world *w, const struct sched_preemption *pe)
         if (y->proj == p)
             own += v->gpu_milli;
         if (y->proj != p) {
-            others = true;
             const struct sched_quota_snapshot *qv = find_snapshot(w, pe, y->spec.project_id);
+            others |= !owner_reclaim;
+            check(w, owner_reclaim || !m_on_own_pool(w, y),
+                  "victim %" PRId64 " taken from its own project's pool", y->spec.id);
             if (check(w, qv != NULL, "no quota snapshot of victim project %" PRId64,
                       y->spec.project_id)) {
                 int64_t vg = m_guarantee(w, y->proj, c);
                 check(w, qv->guaranteed == vg, "victim project snapshot guaranteed");
-                check(w, qv->used > vg,
+                check(w, owner_reclaim || qv->used > vg,
                       "victim %" PRId64 " of project %" PRId64 " not borrowing (used %" PRId64
                       ", guaranteed %" PRId64 ")",
                       y->spec.id, y->spec.project_id, qv->used, vg);

@@ -969,15 +969,22 @@ static void test_min_runtime_protects(void **state)
 }
 
 /*
- * P1 work is never a victim: B (guarantee 4) runs P1 on 4 GPUs and P2 on
- * the other 4 of A's node. A's P1 for 8 cannot be served by preempting B's
- * P2 alone, so nothing is preempted; A's P1 for 4 takes B's P2.
+ * P1 work is never a victim off the preemptor's own pools: node 1 is in no
+ * pool; A (guarantee 8) and B (guarantee 4) share it. B runs P1 on 4 GPUs
+ * and P2 on the other 4. A's P1 for 8 cannot be served by preempting B's P2
+ * alone, so nothing is preempted; A's P1 for 4 takes B's P2. (Before owned
+ * meant owned there, this test had B's P1 on A's pool: see
+ * test_owner_reclaims_p1_on_its_pool.)
  */
 static void test_p1_never_victim(void **state)
 {
     struct fx f;
     (void)state;
-    setup_owner_and_borrower(&f);
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    add_node(&f, 1, 8, C1, 0);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, 8000, -1), 0);
     assert_int_equal(sched_set_quota(f.s, 20, C1, 4000, -1), 0);
     assert_int_equal(sched_class_guaranteed(f.s, C1), 12000);
     struct sched_workload_spec b1 = wl(1, 20, SCHED_P1, 1, C1, 4000, 1000);
@@ -1597,6 +1604,401 @@ static void test_reason_from_pass(void **state)
     fx_release(&f);
 }
 
+/* ---- issue 14: owned means owned there, victims the placement needs ---- */
+
+/* The victims of the one preemption of the last pass, as ids (asserting there is one). */
+static size_t victims_of_pass(const struct fx *f, int64_t *ret, size_t max)
+{
+    assert_int_equal(f->d.n_preemptions, 1);
+    const struct sched_preemption *p = &f->d.preemptions[0];
+    assert_true(p->n_victims <= max);
+    for (size_t i = 0; i < p->n_victims; i++)
+        ret[i] = f->d.victims[p->first_victim + i].workload_id;
+    return p->n_victims;
+}
+
+/*
+ * An org-admin's guarantee does not take another tenant's pool: B (20) may
+ * borrow A's (10) pool 7 (node 1, 8 GPUs) and has an explicit guarantee of
+ * 8 GPUs but owns none. B's owned work runs there, but as borrowed; A's own
+ * P1 work then takes its pool back from it (before: B's P1 was recorded
+ * not borrowed and A waited for ever).
+ */
+static void test_owner_reclaims_p1_on_its_pool(void **state)
+{
+    struct fx f;
+    int64_t v[4];
+    (void)state;
+    setup_owner_and_borrower(&f);
+    assert_int_equal(sched_set_quota(f.s, 20, C1, 8000, -1), 0);
+    submit1(&f, 1, 20, SCHED_P1, C1, 8000, 1000);
+    pass(&f, 1000);
+    assert_true(must_admit(&f, 1)->borrowed);
+
+    submit1(&f, 100, 10, SCHED_P1, C1, 4000, 2000);
+    pass(&f, 2000);
+    assert_int_equal(victims_of_pass(&f, v, 4), 1);
+    assert_int_equal(v[0], 1);
+    assert_reason(&f, 100, SCHED_WAIT_RECLAIM);
+    assert_int_equal(sched_released(f.s, 1, 3000), 0);
+    pass(&f, 3000);
+    assert_false(must_admit(&f, 100)->borrowed);
+    fx_release(&f);
+}
+
+/*
+ * The same hole without any admin: A (10) owns pool 7 (node 1, 2 GPUs), B
+ * (20) owns pool 8 (node 2, 2 GPUs) and lends it to A; C (30) borrows A's
+ * pool whole. A's P1 work finds its own pool full and lands on B's pool:
+ * borrowing there. B's own P1 work then takes it back (before: recorded
+ * not borrowed, and B waited "no room" for ever).
+ */
+static void test_p1_on_lent_pool_is_borrowed(void **state)
+{
+    struct fx f;
+    int64_t v[4];
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    project(&f, 30, 3, 1);
+    int64_t acc_a[1] = {30}, acc_b[1] = {10};
+    pool_owned(&f, 7, 10, acc_a, 1);
+    pool_owned(&f, 8, 20, acc_b, 1);
+    add_node(&f, 1, 2, C1, 7);
+    add_node(&f, 2, 2, C1, 8);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, -1, -1), 0);
+    assert_int_equal(sched_set_quota(f.s, 20, C1, -1, -1), 0);
+    submit1(&f, 1, 30, SCHED_P2, C1, 2000, 100);
+    pass(&f, 100);
+    assert_int_equal(admit_node(&f, must_admit(&f, 1)), 1);
+    submit1(&f, 2, 10, SCHED_P1, C1, 1000, 200);
+    pass(&f, 200);
+    const struct sched_admit *a = must_admit(&f, 2);
+    assert_int_equal(admit_node(&f, a), 2);
+    assert_true(a->borrowed);
+
+    submit1(&f, 3, 20, SCHED_P1, C1, 2000, 300);
+    pass(&f, 300);
+    assert_int_equal(victims_of_pass(&f, v, 4), 1);
+    assert_int_equal(v[0], 2);
+    fx_release(&f);
+}
+
+/*
+ * One capped class does not block the project's other classes: limit of 1
+ * GPU in C1, none in C2; 20 single-GPU C1 workloads, then 5 of C2 with 16
+ * C2 GPUs free. Before: the C2 work stayed "behind 19 earlier workload(s)".
+ */
+static void test_capped_class_does_not_block_other_class(void **state)
+{
+    struct fx f;
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    add_node(&f, 1, 8, C1, 0);
+    add_node(&f, 2, 8, C2, 0);
+    add_node(&f, 3, 8, C2, 0);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, 0, 1000), 0);
+    for (int64_t id = 1; id <= 20; id++)
+        submit1(&f, id, 10, SCHED_P2, C1, 1000, id);
+    for (int64_t id = 21; id <= 25; id++)
+        submit1(&f, id, 10, SCHED_P2, C2, 1000, id);
+    pass(&f, 100);
+    must_admit(&f, 1);
+    for (int64_t id = 21; id <= 25; id++)
+        must_admit(&f, id);
+    assert_int_equal(f.d.n_admits, 6);
+    assert_reason(&f, 2, SCHED_WAIT_LIMIT);
+    fx_release(&f);
+}
+
+/*
+ * Own victims only as the placement needs: node 1 (6 GPUs) is A's pool; A
+ * runs low (P2, 1 GPU, priority -1), mid (P2, 2 GPUs, priority 0) and high
+ * (P1, 3 GPUs). A's P1 gang of 2 x 1 GPU needs 2 GPUs: mid alone frees them.
+ * Before: low and mid both went (3 GPUs for 2).
+ */
+static void test_reclaim_own_victims_as_needed(void **state)
+{
+    struct fx f;
+    int64_t v[4];
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    pool_owned(&f, 7, 10, NULL, 0);
+    add_node(&f, 1, 6, C1, 7);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, -1, -1), 0);
+    struct sched_workload_spec low = wl(1, 10, SCHED_P2, 1, C1, 1000, 100);
+    low.priority = -1;
+    struct sched_workload_spec mid = wl(2, 10, SCHED_P2, 1, C1, 2000, 100);
+    struct sched_workload_spec high = wl(3, 10, SCHED_P1, 1, C1, 3000, 100);
+    high.priority = 1;
+    submit(&f, &low, 100);
+    submit(&f, &mid, 100);
+    submit(&f, &high, 100);
+    pass(&f, 100);
+    assert_int_equal(f.d.n_admits, 3);
+    struct sched_workload_spec gang = wl(4, 10, SCHED_P1, 2, C1, 1000, 1000);
+    submit(&f, &gang, 1000);
+    pass(&f, 1000);
+    assert_int_equal(victims_of_pass(&f, v, 4), 1);
+    assert_int_equal(v[0], 2);
+    assert_int_equal(f.d.preemptions[0].gpu_milli_reclaimed, 2000);
+    assert_state(&f, 1, SCHED_RUNNING);
+    fx_release(&f);
+}
+
+/* Two 1-GPU nodes in A's pool 7, lent to B (20) and C (30). */
+static void setup_two_borrowers(struct fx *f)
+{
+    fx_init(f);
+    project(f, 10, 1, 1);
+    project(f, 20, 2, 1);
+    project(f, 30, 3, 1);
+    int64_t acc[2] = {20, 30};
+    pool_owned(f, 7, 10, acc, 2);
+    add_node(f, 1, 1, C1, 7);
+    add_node(f, 2, 1, C1, 7);
+    assert_int_equal(sched_set_quota(f->s, 10, C1, -1, -1), 0);
+}
+
+/*
+ * Victim priority counts across nodes: C runs P2 at priority -1000, then B
+ * at priority 1000, each on one node, both borrowing 1 GPU. A's P1 for one
+ * GPU takes C's. Before: B's (the newer, on the node looked at first).
+ */
+static void test_reclaim_priority_across_nodes(void **state)
+{
+    struct fx f;
+    int64_t v[4];
+    (void)state;
+    setup_two_borrowers(&f);
+    struct sched_workload_spec c = wl(1, 30, SCHED_P2, 1, C1, 1000, 100);
+    c.priority = -1000;
+    struct sched_workload_spec b = wl(2, 20, SCHED_P2, 1, C1, 1000, 200);
+    b.priority = 1000;
+    run_b(&f, &c, 100);
+    run_b(&f, &b, 200);
+    submit1(&f, 100, 10, SCHED_P1, C1, 1000, 1000);
+    pass(&f, 1000);
+    assert_int_equal(victims_of_pass(&f, v, 4), 1);
+    assert_int_equal(v[0], 1);
+    fx_release(&f);
+}
+
+/*
+ * Priorities are per project: a borrower's high priority does not move the
+ * reclaim onto the owner's own P2 work. B borrows one node of A's pool at
+ * priority 0, then A runs P2 at priority -1 on the other; A's P1 takes B's.
+ * Before: A's own P2 went (less work lost).
+ */
+static void test_reclaim_borrower_before_own_p2(void **state)
+{
+    struct fx f;
+    int64_t v[4];
+    (void)state;
+    setup_two_borrowers(&f);
+    struct sched_workload_spec b = wl(2, 20, SCHED_P2, 1, C1, 1000, 100);
+    struct sched_workload_spec own = wl(1, 10, SCHED_P2, 1, C1, 1000, 200);
+    own.priority = -1;
+    run_b(&f, &b, 100);
+    run_b(&f, &own, 200); /* the newer, with less work lost */
+    submit1(&f, 100, 10, SCHED_P1, C1, 1000, 1000);
+    pass(&f, 1000);
+    assert_int_equal(victims_of_pass(&f, v, 4), 1);
+    assert_int_equal(v[0], 2);
+    fx_release(&f);
+}
+
+/*
+ * The borrower borrowing most above its guarantee goes first: B borrows 1
+ * GPU, C borrows 2 (one on each of two nodes); whatever their priorities,
+ * A's P1 for one GPU takes C's work.
+ */
+static void test_reclaim_biggest_borrower_first(void **state)
+{
+    struct fx f;
+    int64_t v[4];
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    project(&f, 30, 3, 1);
+    int64_t acc[2] = {20, 30};
+    pool_owned(&f, 7, 10, acc, 2);
+    add_node(&f, 1, 1, C1, 7);
+    add_node(&f, 2, 1, C1, 7);
+    add_node(&f, 3, 1, C1, 7);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, -1, -1), 0);
+    struct sched_workload_spec b = wl(1, 20, SCHED_P2, 1, C1, 1000, 100);
+    b.priority = -5;
+    struct sched_workload_spec c1 = wl(2, 30, SCHED_P2, 1, C1, 1000, 200);
+    c1.priority = 5;
+    struct sched_workload_spec c2 = wl(3, 30, SCHED_P2, 1, C1, 1000, 300);
+    c2.priority = 7;
+    run_b(&f, &b, 100);
+    run_b(&f, &c1, 200);
+    run_b(&f, &c2, 300);
+    submit1(&f, 100, 10, SCHED_P1, C1, 1000, 1000);
+    pass(&f, 1000);
+    assert_int_equal(victims_of_pass(&f, v, 4), 1);
+    assert_int_equal(v[0], 2); /* C's lower priority of its two */
+    fx_release(&f);
+}
+
+/*
+ * No freed GPU left idle for a cheaper node preference: node 1 (4 GPUs, A's
+ * pool 7) holds B's 4-GPU job at priority 9; node 2 (1 GPU, pool 8 of D,
+ * open to A and B) holds B's 1-GPU job at priority 0. A (guarantee 5
+ * explicit) wants 1 GPU: B's 1-GPU job goes, not the 4-GPU one.
+ */
+static void test_reclaim_no_idle_freed_gpus(void **state)
+{
+    struct fx f;
+    int64_t v[4];
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    project(&f, 40, 4, 1);
+    int64_t acc7[1] = {20}, acc8[2] = {10, 20};
+    pool_owned(&f, 7, 10, acc7, 1);
+    pool_owned(&f, 8, 40, acc8, 2);
+    add_node(&f, 1, 4, C1, 7);
+    add_node(&f, 2, 1, C1, 8);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, 5000, -1), 0);
+    struct sched_workload_spec big = wl(1, 20, SCHED_P2, 1, C1, 4000, 100);
+    big.priority = 9;
+    struct sched_workload_spec small = wl(2, 20, SCHED_P2, 1, C1, 1000, 200);
+    run_b(&f, &big, 100);
+    run_b(&f, &small, 200);
+    submit1(&f, 100, 10, SCHED_P1, C1, 1000, 1000);
+    pass(&f, 1000);
+    assert_int_equal(victims_of_pass(&f, v, 4), 1);
+    assert_int_equal(v[0], 2);
+    fx_release(&f);
+}
+
+/*
+ * The wait reason says when protected work becomes preemptible, and huge
+ * minimum runtimes do not overflow: B's two jobs on A's node have minimum
+ * runtimes of 100 s and (near) forever; A's P1 for 8 GPUs waits for room
+ * until t = 101 s, which its reason says.
+ */
+static void test_reason_says_when_preemptible(void **state)
+{
+    struct fx f;
+    char buf[512];
+    (void)state;
+    setup_owner_and_borrower(&f);
+    struct sched_workload_spec b1 = wl(1, 20, SCHED_P2, 1, C1, 4000, 1000);
+    b1.min_runtime_ms = 100000;
+    struct sched_workload_spec b2 = wl(2, 20, SCHED_P2, 1, C1, 4000, 1000);
+    b2.min_runtime_ms = INT64_MAX;
+    b2.grace_ms = INT64_MAX;
+    run_b(&f, &b1, 1000);
+    run_b(&f, &b2, 1000);
+    submit1(&f, 100, 10, SCHED_P1, C1, 4000, 10000);
+    pass(&f, 10000);
+    assert_int_equal(f.d.n_preemptions, 0);
+    struct sched_workload_info wi = info(&f, 100);
+    assert_int_equal(wi.reason.code, SCHED_WAIT_CAPACITY);
+    assert_int_equal(wi.reason.preemptible_at_ms, 101000);
+    sched_reason_format(&wi.reason, buf, sizeof buf);
+    assert_non_null(strstr(buf, "preemptible at 101000"));
+    pass(&f, 101000);
+    assert_int_equal(f.d.n_preemptions, 1);
+    assert_int_equal(f.d.victims[0].workload_id, 1);
+    fx_release(&f);
+
+    /* Near-forever minimum runtimes are clamped, never negative or wrapped. */
+    setup_owner_and_borrower(&f);
+    b1.min_runtime_ms = INT64_MAX;
+    run_b(&f, &b1, 1000);
+    run_b(&f, &b2, 1000);
+    submit1(&f, 100, 10, SCHED_P1, C1, 4000, 10000);
+    pass(&f, 10000);
+    wi = info(&f, 100);
+    assert_int_equal(wi.reason.code, SCHED_WAIT_CAPACITY);
+    assert_int_equal(wi.reason.preemptible_at_ms, 1000 + SCHED_MAX_DURATION_MS);
+    pass(&f, 20000);
+    assert_int_equal(f.d.n_preemptions, 0);
+    fx_release(&f);
+}
+
+/*
+ * Reasons say what was asked: 4 replicas of one GPU that no node can hold
+ * (labels) need 1 GPU per replica, not 4; a P1 request of 4 with 4 of 6 in
+ * use would exceed the guarantee, it is not at it.
+ */
+static void test_reason_per_replica_and_guarantee(void **state)
+{
+    struct fx f;
+    char buf[512];
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    add_node(&f, 1, 8, C1, 0);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, 6000, -1), 0);
+    struct sched_workload_spec lab = wl(1, 10, SCHED_P2, 4, C1, 1000, 0);
+    lab.selector[0] = 99;
+    lab.n_selector = 1;
+    submit(&f, &lab, 0);
+    struct sched_workload_spec p1 = wl(2, 10, SCHED_P1, 1, C1, 4000, 0);
+    submit(&f, &p1, 0);
+    struct sched_workload_spec p1b = wl(3, 10, SCHED_P1, 1, C1, 4000, 0);
+    submit(&f, &p1b, 0);
+    pass(&f, 10);
+    struct sched_workload_info wi = info(&f, 1);
+    assert_int_equal(wi.reason.code, SCHED_WAIT_NO_NODES);
+    assert_int_equal(wi.reason.per_replica, 1000);
+    sched_reason_format(&wi.reason, buf, sizeof buf);
+    assert_non_null(strstr(buf, "(1000 milli-GPU"));
+    wi = info(&f, 3);
+    assert_int_equal(wi.reason.code, SCHED_WAIT_GUARANTEE);
+    sched_reason_format(&wi.reason, buf, sizeof buf);
+    assert_null(strstr(buf, "at its guarantee"));
+    assert_non_null(strstr(buf, "would exceed its guarantee (4000 in use + 4000 > 6000)"));
+    fx_release(&f);
+}
+
+/*
+ * A borrower's hold does not keep an owner off its pool: A (10) owns node 1
+ * (pool 7, 1 GPU, open to B), node 2 (no pool, 1 GPU) runs C's owned work.
+ * B (guarantee 2) queues an owned gang of 2 x 1 GPU, which blocks long
+ * enough to get both nodes held for it. A's owned work for its 1 GPU still
+ * starts. Before: "capacity is held for" B's gang, for as long as it waits.
+ */
+static void test_owner_not_kept_off_by_borrower_hold(void **state)
+{
+    struct fx f;
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    project(&f, 30, 3, 1);
+    int64_t acc[1] = {20};
+    pool_owned(&f, 7, 10, acc, 1);
+    add_node(&f, 1, 1, C1, 7);
+    add_node(&f, 2, 1, C1, 0);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, -1, -1), 0);
+    assert_int_equal(sched_set_quota(f.s, 20, C1, 2000, -1), 0);
+    assert_int_equal(sched_set_quota(f.s, 30, C1, 1000, -1), 0);
+    submit1(&f, 1, 30, SCHED_P1, C1, 1000, 0);
+    pass(&f, 0);
+    assert_int_equal(admit_node(&f, must_admit(&f, 1)), 2);
+    struct sched_workload_spec gang = wl(2, 20, SCHED_P1, 2, C1, 1000, 100);
+    submit(&f, &gang, 100);
+    pass(&f, 100);
+    pass(&f, 70000); /* blocked past reserve_after: nodes are held for it */
+    assert_state(&f, 2, SCHED_QUEUED);
+    submit1(&f, 3, 10, SCHED_P1, C1, 1000, 71000);
+    pass(&f, 71000);
+    assert_int_equal(admit_node(&f, must_admit(&f, 3)), 1);
+    fx_release(&f);
+}
+
 static void test_invalid_input(void **state)
 {
     struct sched_config cfg;
@@ -1674,6 +2076,17 @@ int main(void)
         cmocka_unit_test(test_reason_format),
         cmocka_unit_test(test_reason_from_pass),
         cmocka_unit_test(test_invalid_input),
+        cmocka_unit_test(test_owner_reclaims_p1_on_its_pool),
+        cmocka_unit_test(test_p1_on_lent_pool_is_borrowed),
+        cmocka_unit_test(test_capped_class_does_not_block_other_class),
+        cmocka_unit_test(test_reclaim_own_victims_as_needed),
+        cmocka_unit_test(test_reclaim_priority_across_nodes),
+        cmocka_unit_test(test_reclaim_borrower_before_own_p2),
+        cmocka_unit_test(test_reclaim_biggest_borrower_first),
+        cmocka_unit_test(test_reclaim_no_idle_freed_gpus),
+        cmocka_unit_test(test_reason_says_when_preemptible),
+        cmocka_unit_test(test_reason_per_replica_and_guarantee),
+        cmocka_unit_test(test_owner_not_kept_off_by_borrower_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
