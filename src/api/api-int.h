@@ -214,6 +214,12 @@ json_t *resource_encode(struct req *r, const struct resource_def *def, const str
  */
 int workloads_prepare_submit(struct req *r, struct row *row, struct row *ret_earlier,
                              struct error_info *ei);
+/*
+ * The earlier workload submitted with row's idempotency key in its project:
+ * 1 with *ret, 0 when there is none (or row has no key), or an error.
+ */
+int workloads_find_earlier(struct req *r, const struct row *row, struct row *ret,
+                           struct error_info *ei);
 /* In the submit's transaction: its "submitted" event. */
 int workloads_submitted_event(struct req *r, const struct row *row, struct error_info *ei);
 /* POST /v1/workloads/<id>/cancel: a member of its project asks the engine to cancel it. */

@@ -667,6 +667,19 @@ void resource_create(struct req *r, const struct resource_def *def)
         rc = commit_change(r, def, ACT_CREATE, &row, &ei);
     if (rc < 0) {
         store_rollback(req_db(r));
+        if (rc == ERR_CONFLICT && def == &model_workloads) {
+            /*
+             * A racing submit with the same key won the unique index, and so is
+             * committed: the same submit again, answered with that one.
+             */
+            struct row earlier;
+            struct error_info ei2 = {0};
+            int found = workloads_find_earlier(r, &row, &earlier, &ei2);
+            if (found > 0) {
+                req_reply_json(r, 200, resource_encode(r, def, &earlier));
+                return;
+            }
+        }
         goto fail;
     }
     if (def == &model_workloads && r->api->opt.engine)

@@ -20,7 +20,7 @@
 
 
 /* The earlier workload submitted with the same idempotency key in the project, if any. */
-static int find_idempotent(struct req *r, const struct row *row, struct row *ret,
+int workloads_find_earlier(struct req *r, const struct row *row, struct row *ret,
                            struct error_info *ei)
 {
     const struct resource_def *d = &model_workloads;
@@ -123,7 +123,7 @@ void workloads_cancel(struct req *r, int64_t id)
 int workloads_prepare_submit(struct req *r, struct row *row, struct row *ret_earlier,
                              struct error_info *ei)
 {
-    int rc = find_idempotent(r, row, ret_earlier, ei);
+    int rc = workloads_find_earlier(r, row, ret_earlier, ei);
     if (rc != 0)
         return rc;
     rc = prepare(r, row, ei);
