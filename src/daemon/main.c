@@ -258,6 +258,8 @@ int main(int argc, char **argv)
     aopt.port = cfg.listen_port;
     aopt.threads = cfg.threads;
     aopt.max_body_bytes = (size_t)cfg.max_body_bytes;
+    aopt.max_min_runtime_s = cfg.max_min_runtime_s;
+    aopt.max_grace_s = cfg.max_grace_s;
     aopt.max_connections = cfg.max_connections;
     aopt.engine = engine;
     aopt.issuer = cfg.issuer;

@@ -249,6 +249,42 @@ static void test_idempotent_submit_race(void **state)
     testsrv_stop(s);
 }
 
+/* The submit's error message and field, for a request that must fail with 400. */
+static void expect_400_on(struct world *w, const char *extra, const char *field,
+                          const char *in_message)
+{
+    char *b = body(w, w->pa, extra);
+    long got;
+    json_t *j;
+    testsrv_req(w->srv, "POST", "/v1/workloads", w->tok_member_a, b, &got, &j);
+    assert_int_equal(got, 400);
+    assert_string_equal(testsrv_err_field(j), field);
+    if (!strstr(testsrv_err_message(j), in_message))
+        fail_msg("message '%s' does not say '%s'", testsrv_err_message(j), in_message);
+    json_decref(j);
+    free(b);
+}
+
+/* Times that hold GPUs against a reclaim are bounded (defaults: 1 h, 10 min), so borrowers cannot
+ * make themselves unpreemptible. */
+static void test_user_times_bounded(void **state)
+{
+    struct world *w = *state;
+    char *b;
+    expect_400_on(w, ",\"min_runtime_s\":1099511627776", "min_runtime_s", "max-min-runtime-s");
+    expect_400_on(w, ",\"min_runtime_s\":3601", "min_runtime_s", "bound of 3600 s");
+    expect_400_on(w, ",\"grace_s\":601", "grace_s", "bound of 600 s (setting max-grace-s)");
+    expect_400_on(w, ",\"grace_s\":86400", "grace_s", "max-grace-s");
+    expect_400_on(w, ",\"min_runtime_s\":120,\"max_runtime_s\":60", "min_runtime_s",
+                  "above max_runtime_s 60");
+    b = body(w, w->pa, ",\"min_runtime_s\":3600,\"grace_s\":600,\"max_runtime_s\":3600");
+    testsrv_expect(w->srv, "POST", "/v1/workloads", w->tok_member_a, b, 201);
+    free(b);
+    b = body(w, w->pa, ",\"grace_s\":null");
+    testsrv_expect(w->srv, "POST", "/v1/workloads", w->tok_member_a, b, 201);
+    free(b);
+}
+
 static void test_bad_submits(void **state)
 {
     struct world *w = *state;
@@ -309,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_idempotent_submit),
         cmocka_unit_test(test_idempotent_submit_race),
         cmocka_unit_test(test_bad_submits),
+        cmocka_unit_test(test_user_times_bounded),
         cmocka_unit_test(test_pending_reason_is_live),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
