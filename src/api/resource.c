@@ -171,8 +171,11 @@ static bool ref_exists(struct req *r, const struct resource_def *target, int64_t
         return rbac_sees_project(r, id);
     if (store_get(req_db(r), target, id, &r->arena, &row, NULL) < 0)
         return false;
-    /* Users are referenced by id to grant them roles: existence is enough. */
-    return target == &model_users || may(r, target, &row, ACT_READ);
+    /*
+     * Users too: a binding that could name any user would make them visible
+     * (name, email) to whoever made it, and tell which ids exist.
+     */
+    return may(r, target, &row, ACT_READ);
 }
 
 static int check_refs(struct req *r, const struct resource_def *def, const struct row *row,
