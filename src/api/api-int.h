@@ -236,6 +236,19 @@ int resource_audit(struct req *r, struct store_conn *db, const char *action,
                    const struct resource_def *def, int64_t object_id, const struct row *before,
                    const struct row *after, struct error_info *ei);
 
+/* ---- preemptions.c: the ledger, seen by the preemptor's and the victims' tenants ---- */
+
+/* Whether the caller may read a ledger entry: admin, or viewer of its or a victim's project. */
+bool preemptions_visible(struct req *r, const struct row *row);
+/* Redacts from an entry's JSON what belongs to projects the caller cannot see. */
+void preemptions_redact(struct req *r, const struct row *row, json_t *j);
+/*
+ * The first f->limit entries matching f (its equality filters and after_id)
+ * that the caller may read, in id order, in the request's arena.
+ */
+int preemptions_list_visible(struct req *r, struct store_filter *f, struct row **ret, size_t *ret_n,
+                             struct error_info *ei);
+
 /* ---- billing.c: invoices, usage, the ledger check, price and budget rules ---- */
 
 void billing_route_issue(struct req *r);

@@ -153,6 +153,9 @@ static bool may(struct req *r, const struct resource_def *def, const struct row 
         enum role role = org ? rbac_role_on_org(r, org) : r->who->admin ? ROLE_ADMIN : ROLE_NONE;
         return role >= def->need[act];
     }
+    /* The ledger: the victims' tenants read the entries too (redacted when encoded). */
+    if (def == &model_preemptions && act == ACT_READ)
+        return preemptions_visible(r, row);
     /* Everyone may read their own role bindings. */
     if (def == &model_role_bindings && act == ACT_READ &&
         ref_or_zero(def, row, "user_id") == r->who->user_id)
@@ -340,6 +343,8 @@ json_t *resource_encode(struct req *r, const struct resource_def *def, const str
     json_t *j = model_encode(def, row);
     if (def == &model_workloads)
         workloads_decorate(r, row, j);
+    if (def == &model_preemptions)
+        preemptions_redact(r, row, j);
     return j;
 }
 
@@ -506,10 +511,14 @@ void resource_list(struct req *r, const struct resource_def *def)
     store_filter_init(&f);
     f.limit = LIST_DEFAULT_LIMIT;
     rc = req_each_arg(r, list_arg, &la);
-    if (rc >= 0)
+    if (rc >= 0 && def == &model_preemptions && !r->who->admin) {
+        /* Who may read an entry depends on its victims, which no filter can say. */
+        rc = preemptions_list_visible(r, &f, &rows, &n, &ei);
+    } else if (rc >= 0) {
         rc = restrict_to_visible(r, def, &f, &ei);
-    if (rc >= 0)
-        rc = store_list(req_db(r), def, &f, &r->arena, &rows, &n, &ei);
+        if (rc >= 0)
+            rc = store_list(req_db(r), def, &f, &r->arena, &rows, &n, &ei);
+    }
     if (rc < 0) {
         req_reply_error(r, rc, &ei);
         return;
