@@ -57,6 +57,7 @@ struct principal {
     size_t n_bindings;
     int64_t token_id;
     int64_t token_expires_at; /* 0 when none */
+    char token_hash[65];      /* TOKEN_HASH_HEX + 1: what auth_by_hash takes */
 };
 
 struct auth_cache;
@@ -138,6 +139,11 @@ void auth_token_new(char **ret_token, char ret_hash[TOKEN_HASH_HEX + 1], char re
 void auth_token_hash(const char *token, char ret_hash[TOKEN_HASH_HEX + 1]);
 /* Authenticates r from its Authorization header; sets r->who or returns ERR_UNAUTHENTICATED. */
 int auth_authenticate(struct req *r, struct error_info *ei);
+/*
+ * The same for a token known by its hash (a stream checking its caller
+ * again): sets r->who, as the store says now, or returns ERR_UNAUTHENTICATED.
+ */
+int auth_by_hash(struct req *r, const char *hash, struct error_info *ei);
 
 /* ---- rbac.c ---- */
 
