@@ -397,7 +397,6 @@ void billing_route_usage(struct req *r)
                              "items", items, "totals", totals));
 }
 
-/* Price versions: consistent digits per currency, and issued months stay reproducible. */
 /*
  * A price version starts now or later: one starting earlier would re-rate
  * usage already metered at the price then in force. "Now" allows for the
@@ -419,6 +418,7 @@ static int check_price_not_past(struct req *r, int64_t from_s, struct error_info
                        from, now);
 }
 
+/* Price versions: not in the past, consistent digits per currency, issued months reproducible. */
 int billing_check_price(struct req *r, const struct row *row, struct error_info *ei)
 {
     const struct resource_def *d = &model_prices;

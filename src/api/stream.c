@@ -172,8 +172,11 @@ static bool same_roles(const struct sse_stream *s, const struct principal *who)
         return false;
     for (size_t i = 0; i < s->n_bindings; i++) {
         bool found = false;
-        for (size_t k = 0; k < who->n_bindings && !found; k++)
-            found = memcmp(&s->bindings[i], &who->bindings[k], sizeof(struct binding)) == 0;
+        const struct binding *b = &s->bindings[i];
+        for (size_t k = 0; k < who->n_bindings && !found; k++) {
+            const struct binding *c = &who->bindings[k];
+            found = b->role == c->role && b->org_id == c->org_id && b->project_id == c->project_id;
+        }
         if (!found)
             return false;
     }
