@@ -80,8 +80,8 @@ static int prepare(struct req *r, struct row *row, struct error_info *ei)
     struct row flavor;
     int rc = check_user_times(r, row, ei);
     if (rc >= 0)
-        rc = store_get(req_db(r), &model_flavors, model_get_int(d, row, "flavor_id"),
-                       &r->arena, &flavor, ei);
+        rc = store_get(req_db(r), &model_flavors, model_get_int(d, row, "flavor_id"), &r->arena,
+                       &flavor, ei);
     if (rc < 0)
         return rc;
     if (!model_get_int(&model_flavors, &flavor, "active"))
