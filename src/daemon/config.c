@@ -56,8 +56,7 @@ static const struct opt options[] = {
     INT("max-min-runtime-s", max_min_runtime_s, 0, 604800,
         "most min_runtime_s a workload may ask for: how long borrowed work can hold off a "
         "reclaim (default 3600)"),
-    INT("max-grace-s", max_grace_s, 0, 86400,
-        "most grace_s a workload may ask for (default 600)"),
+    INT("max-grace-s", max_grace_s, 0, 86400, "most grace_s a workload may ask for (default 600)"),
     INT("reserve-after-s", reserve_after_s, 0, 864000,
         "a queue head blocked this long gets capacity held for it (default 600)"),
     STR("log-dir", log_dir, "local clusters: workload logs and state files (default gpuaas-logs)"),
