@@ -272,7 +272,7 @@ static void test_issued_invoices_cannot_change(void **state)
     testsrv_expect(s, "POST", "/v1/prices", f->admin, body, 400);
     testsrv_expect(s, "PATCH", "/v1/prices/1", f->admin, "{\"price_per_hour_micros\":1}", 405);
     testsrv_expect(s, "DELETE", "/v1/prices/1", f->admin, NULL, 405);
-    price_from(f, 3600, 1, 201);
+    json_decref(price_from(f, 3600, 1, 201));
 
     after = invoice_text(f, id);
     assert_string_equal(before, after);
