@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workloads.c: what the API adds to the generic resource handling for
- * workloads: a submit is checked against its flavor, answered with the
+ * workloads: a submit is checked against its flavor and the operator's
+ * bounds on the times it may hold GPUs against a reclaim, answered with the
  * earlier workload when its idempotency key was used before, gets its
  * server-decided fields and a "submitted" event, and is handed to the
  * engine; a cancel goes to the engine and is audited; queued workloads are
