@@ -57,6 +57,7 @@ struct principal {
     size_t n_bindings;
     int64_t token_id;
     int64_t token_expires_at; /* 0 when none */
+    char token_hash[65];      /* TOKEN_HASH_HEX + 1: what auth_by_hash takes */
 };
 
 struct auth_cache;
@@ -140,6 +141,11 @@ void auth_token_new(char **ret_token, char ret_hash[TOKEN_HASH_HEX + 1], char re
 void auth_token_hash(const char *token, char ret_hash[TOKEN_HASH_HEX + 1]);
 /* Authenticates r from its Authorization header; sets r->who or returns ERR_UNAUTHENTICATED. */
 int auth_authenticate(struct req *r, struct error_info *ei);
+/*
+ * The same for a token known by its hash (a stream checking its caller
+ * again): sets r->who, as the store says now, or returns ERR_UNAUTHENTICATED.
+ */
+int auth_by_hash(struct req *r, const char *hash, struct error_info *ei);
 
 /* ---- rbac.c ---- */
 
@@ -224,6 +230,12 @@ json_t *resource_encode(struct req *r, const struct resource_def *def, const str
  */
 int workloads_prepare_submit(struct req *r, struct row *row, struct row *ret_earlier,
                              struct error_info *ei);
+/*
+ * The earlier workload submitted with row's idempotency key in its project:
+ * 1 with *ret, 0 when there is none (or row has no key), or an error.
+ */
+int workloads_find_earlier(struct req *r, const struct row *row, struct row *ret,
+                           struct error_info *ei);
 /* In the submit's transaction: its "submitted" event. */
 int workloads_submitted_event(struct req *r, const struct row *row, struct error_info *ei);
 /* POST /v1/workloads/<id>/cancel: a member of its project asks the engine to cancel it. */
@@ -239,6 +251,19 @@ void workloads_decorate(struct req *r, const struct row *row, json_t *j);
 int resource_audit(struct req *r, struct store_conn *db, const char *action,
                    const struct resource_def *def, int64_t object_id, const struct row *before,
                    const struct row *after, struct error_info *ei);
+
+/* ---- preemptions.c: the ledger, seen by the preemptor's and the victims' tenants ---- */
+
+/* Whether the caller may read a ledger entry: admin, or viewer of its or a victim's project. */
+bool preemptions_visible(struct req *r, const struct row *row);
+/* Redacts from an entry's JSON what belongs to projects the caller cannot see. */
+void preemptions_redact(struct req *r, const struct row *row, json_t *j);
+/*
+ * The first f->limit entries matching f (its equality filters and after_id)
+ * that the caller may read, in id order, in the request's arena.
+ */
+int preemptions_list_visible(struct req *r, struct store_filter *f, struct row **ret, size_t *ret_n,
+                             struct error_info *ei);
 
 /* ---- billing.c: invoices, usage, the ledger check, price and budget rules ---- */
 

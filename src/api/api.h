@@ -30,7 +30,17 @@ struct api_options {
     struct engine *engine;  /* runs submitted work; NULL: work stays queued (tests) */
     const char *issuer;     /* who issues invoices, printed on them */
     struct collector *collector; /* GPU telemetry; NULL: none configured */
+    /*
+     * The most a submit may ask for as min_runtime_s and grace_s: together they
+     * bound how long an owner waits to reclaim its GPUs from borrowers.
+     */
+    int64_t max_min_runtime_s;
+    int64_t max_grace_s;
 };
+
+/* Defaults of max_min_runtime_s and max_grace_s (docs/configuration.md says why). */
+#define API_DEFAULT_MAX_MIN_RUNTIME_S 3600
+#define API_DEFAULT_MAX_GRACE_S 600
 
 /* Defaults suitable for a small server. */
 void api_options_init(struct api_options *opt);

@@ -154,6 +154,7 @@ static int load_principal(struct req *r, const char *hash, struct principal *who
     }
     who->token_id = model_row_id(&rows[0]);
     who->user_id = model_get_int(&model_tokens, &rows[0], "user_id");
+    snprintf(who->token_hash, sizeof(who->token_hash), "%s", hash);
     rc = store_get(db, &model_users, who->user_id, &r->arena, &user, ei);
     if (rc == ERR_NOT_FOUND)
         return errinfo_set(ei, ERR_UNAUTHENTICATED, NULL, "the token's user no longer exists");
@@ -188,9 +189,6 @@ int auth_authenticate(struct req *r, struct error_info *ei)
 {
     const char *h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");
     char hash[TOKEN_HASH_HEX + 1];
-    struct principal *who;
-    uint64_t gen;
-    int rc;
 
     if (!h || strncasecmp(h, "Bearer ", 7) != 0 || !h[7])
         return errinfo_set(ei, ERR_UNAUTHENTICATED, NULL,
@@ -199,6 +197,15 @@ int auth_authenticate(struct req *r, struct error_info *ei)
     if (strncmp(h, TOKEN_PREFIX, strlen(TOKEN_PREFIX)) != 0 || strlen(h) > 128)
         return errinfo_set(ei, ERR_UNAUTHENTICATED, NULL, "malformed token");
     auth_token_hash(h, hash);
+    return auth_by_hash(r, hash, ei);
+}
+
+int auth_by_hash(struct req *r, const char *hash, struct error_info *ei)
+{
+    struct principal *who;
+    uint64_t gen;
+    int rc;
+
     who = arena_alloc(&r->arena, sizeof(*who));
     if (!cache_lookup(r, hash, who)) {
         /* Read the generation first: a change during the load makes the entry stale. */

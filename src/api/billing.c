@@ -397,7 +397,28 @@ void billing_route_usage(struct req *r)
                              "items", items, "totals", totals));
 }
 
-/* Price versions: consistent digits per currency, and issued months stay reproducible. */
+/*
+ * A price version starts now or later: one starting earlier would re-rate
+ * usage already metered at the price then in force. "Now" allows for the
+ * admin's clock being a little behind the server's.
+ */
+#define PRICE_CLOCK_SKEW_S 5
+
+static int check_price_not_past(struct req *r, int64_t from_s, struct error_info *ei)
+{
+    char from[40], now[40];
+    if (from_s >= r->now - PRICE_CLOCK_SKEW_S)
+        return 0;
+    time_format_rfc3339(from_s, from, sizeof(from));
+    time_format_rfc3339(r->now, now, sizeof(now));
+    return errinfo_set(ei, ERR_INVALID, "effective_from",
+                       "effective_from %s is in the past (now is %s): a price may start now or "
+                       "later, never re-rate usage already metered; correct an issued invoice "
+                       "with a credit note",
+                       from, now);
+}
+
+/* Price versions: not in the past, consistent digits per currency, issued months reproducible. */
 int billing_check_price(struct req *r, const struct row *row, struct error_info *ei)
 {
     const struct resource_def *d = &model_prices;
@@ -407,8 +428,10 @@ int billing_check_price(struct req *r, const struct row *row, struct error_info 
     struct store_filter f;
     struct row *rows;
     size_t n;
-    int rc;
+    int rc = check_price_not_past(r, from_ms / 1000, ei);
 
+    if (rc < 0)
+        return rc;
     store_filter_init(&f);
     f.limit = 1;
     store_filter_eq_str(&f, model_field_index(d, "currency"), cur);

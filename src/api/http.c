@@ -40,6 +40,8 @@ void api_options_init(struct api_options *opt)
     opt->engine = NULL;
     opt->issuer = "gpuaas";
     opt->collector = NULL;
+    opt->max_min_runtime_s = API_DEFAULT_MAX_MIN_RUNTIME_S;
+    opt->max_grace_s = API_DEFAULT_MAX_GRACE_S;
 }
 
 /* ---- the guard: header deadlines, and a rate limit on the server's complaints ---- */

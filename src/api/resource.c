@@ -153,6 +153,9 @@ static bool may(struct req *r, const struct resource_def *def, const struct row 
         enum role role = org ? rbac_role_on_org(r, org) : r->who->admin ? ROLE_ADMIN : ROLE_NONE;
         return role >= def->need[act];
     }
+    /* The ledger: the victims' tenants read the entries too (redacted when encoded). */
+    if (def == &model_preemptions && act == ACT_READ)
+        return preemptions_visible(r, row);
     /* Everyone may read their own role bindings. */
     if (def == &model_role_bindings && act == ACT_READ &&
         ref_or_zero(def, row, "user_id") == r->who->user_id)
@@ -171,8 +174,11 @@ static bool ref_exists(struct req *r, const struct resource_def *target, int64_t
         return rbac_sees_project(r, id);
     if (store_get(req_db(r), target, id, &r->arena, &row, NULL) < 0)
         return false;
-    /* Users are referenced by id to grant them roles: existence is enough. */
-    return target == &model_users || may(r, target, &row, ACT_READ);
+    /*
+     * Users too: a binding that could name any user would make them visible
+     * (name, email) to whoever made it, and tell which ids exist.
+     */
+    return may(r, target, &row, ACT_READ);
 }
 
 static int check_refs(struct req *r, const struct resource_def *def, const struct row *row,
@@ -337,6 +343,8 @@ json_t *resource_encode(struct req *r, const struct resource_def *def, const str
     json_t *j = model_encode(def, row);
     if (def == &model_workloads)
         workloads_decorate(r, row, j);
+    if (def == &model_preemptions)
+        preemptions_redact(r, row, j);
     return j;
 }
 
@@ -503,10 +511,14 @@ void resource_list(struct req *r, const struct resource_def *def)
     store_filter_init(&f);
     f.limit = LIST_DEFAULT_LIMIT;
     rc = req_each_arg(r, list_arg, &la);
-    if (rc >= 0)
+    if (rc >= 0 && def == &model_preemptions && !r->who->admin) {
+        /* Who may read an entry depends on its victims, which no filter can say. */
+        rc = preemptions_list_visible(r, &f, &rows, &n, &ei);
+    } else if (rc >= 0) {
         rc = restrict_to_visible(r, def, &f, &ei);
-    if (rc >= 0)
-        rc = store_list(req_db(r), def, &f, &r->arena, &rows, &n, &ei);
+        if (rc >= 0)
+            rc = store_list(req_db(r), def, &f, &r->arena, &rows, &n, &ei);
+    }
     if (rc < 0) {
         req_reply_error(r, rc, &ei);
         return;
@@ -669,6 +681,19 @@ void resource_create(struct req *r, const struct resource_def *def)
         rc = commit_change(r, def, ACT_CREATE, &row, &ei);
     if (rc < 0) {
         store_rollback(req_db(r));
+        if (rc == ERR_CONFLICT && def == &model_workloads) {
+            /*
+             * A racing submit with the same key won the unique index, and so is
+             * committed: the same submit again, answered with that one.
+             */
+            struct row earlier;
+            struct error_info ei2 = {0};
+            int found = workloads_find_earlier(r, &row, &earlier, &ei2);
+            if (found > 0) {
+                req_reply_json(r, 200, resource_encode(r, def, &earlier));
+                return;
+            }
+        }
         goto fail;
     }
     if (def == &model_workloads && r->api->opt.engine)

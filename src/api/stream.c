@@ -7,8 +7,15 @@
  * a client resumes with Last-Event-ID (browsers' EventSource do this by
  * themselves) or ?after=ID; without either the stream starts with the next
  * event. A comment line every 15 s keeps proxies from closing an idle
- * stream, and a stream ends after 10 minutes so that a reconnect checks the
- * token and the roles again.
+ * stream, and a stream ends after 10 minutes.
+ *
+ * The caller is checked again before every batch and keepalive whenever
+ * anything that can change what a token stands for has changed (the API's
+ * generation), the tenancy moved, or the token's expiry passed: a token that
+ * no longer authenticates (revoked, expired, its user disabled or deleted) or
+ * whose roles changed ends the stream at once, before it delivers anything
+ * more (a reconnect is checked like any request); otherwise what it may see
+ * is computed again, so events are filtered by what the caller may see now.
  *
  * Threads: the content reader runs on libmicrohttpd's workers and must not
  * block them, so when it has nothing to send it suspends its connection; a
@@ -35,6 +42,12 @@ struct sse_stream {
     bool admin;
     int64_t *projects; /* visible projects, sorted; ignored for admins */
     size_t n_projects;
+    /* the caller as checked last: its token, its roles, and what they were checked against */
+    char token_hash[65];
+    int64_t token_expires_at; /* 0: none */
+    struct binding *bindings;
+    size_t n_bindings;
+    uint64_t generation, tenancy_version;
     int64_t project_id, workload_id; /* filters; 0: none */
     int64_t last_id;
     int64_t opened_ms, written_ms;
@@ -117,6 +130,92 @@ static int cmp_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static uint64_t tenancy_version(struct api *api)
+{
+    uint64_t v;
+    pthread_rwlock_rdlock(&api->tenancy.lock);
+    v = api->tenancy.version;
+    pthread_rwlock_unlock(&api->tenancy.lock);
+    return v;
+}
+
+/* Remembers who the stream serves and what it may see, as r's caller is now. */
+static void take_principal(struct sse_stream *s, struct req *r)
+{
+    int64_t *ids = NULL;
+    size_t n = 0;
+
+    s->admin = r->who->admin;
+    snprintf(s->token_hash, sizeof(s->token_hash), "%s", r->who->token_hash);
+    s->token_expires_at = r->who->token_expires_at;
+    free(s->bindings);
+    s->bindings = xcalloc(r->who->n_bindings + 1, sizeof(struct binding));
+    if (r->who->n_bindings)
+        memcpy(s->bindings, r->who->bindings, r->who->n_bindings * sizeof(struct binding));
+    s->n_bindings = r->who->n_bindings;
+    free(s->projects);
+    s->projects = NULL;
+    s->n_projects = 0;
+    if (!s->admin) {
+        rbac_visible_projects(r, &ids, &n);
+        s->projects = xcalloc(n + 1, sizeof(int64_t));
+        if (n)
+            memcpy(s->projects, ids, n * sizeof(int64_t));
+        qsort(s->projects, n, sizeof(int64_t), cmp_id);
+        s->n_projects = n;
+    }
+}
+
+static bool same_roles(const struct sse_stream *s, const struct principal *who)
+{
+    if (s->admin != who->admin || s->n_bindings != who->n_bindings)
+        return false;
+    for (size_t i = 0; i < s->n_bindings; i++) {
+        bool found = false;
+        const struct binding *b = &s->bindings[i];
+        for (size_t k = 0; k < who->n_bindings && !found; k++) {
+            const struct binding *c = &who->bindings[k];
+            found = b->role == c->role && b->org_id == c->org_id && b->project_id == c->project_id;
+        }
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Checks the stream's caller again when something it depends on may have
+ * changed. false: the stream must end (the token no longer authenticates, or
+ * its roles changed); true: go on, with what it may see brought up to date.
+ */
+static bool caller_still_valid(struct sse_stream *s, int64_t now_ms)
+{
+    uint64_t gen = atomic_load(&s->api->generation), tv = tenancy_version(s->api);
+    struct error_info ei = {0};
+    struct req q = {0};
+    bool ok;
+
+    if (gen == s->generation && tv == s->tenancy_version &&
+        (s->token_expires_at == 0 || s->token_expires_at > now_ms / 1000))
+        return true;
+    q.api = s->api;
+    q.now = now_ms / 1000;
+    arena_init(&q.arena);
+    ok = auth_by_hash(&q, s->token_hash, &ei) >= 0 && rbac_refresh(&q, &ei) >= 0 &&
+         same_roles(s, q.who);
+    if (ok && s->project_id && !s->admin && rbac_role_on_project(&q, s->project_id) < ROLE_VIEWER)
+        ok = false;
+    if (ok) {
+        take_principal(s, &q);
+        s->generation = gen;
+        s->tenancy_version = tv;
+    }
+    if (q.db)
+        store_conn_put(q.db);
+    arena_release(&q.arena);
+    return ok;
+}
+
 /* Reads the next events after last_id into pending; returns how many. */
 static int fetch(struct sse_stream *s)
 {
@@ -166,7 +265,7 @@ static ssize_t read_stream(void *cls, uint64_t pos, char *out, size_t max)
     if (s->sent == s->pending.len) {
         buf_reset(&s->pending);
         s->sent = 0;
-        if (now - s->opened_ms >= LIFETIME_MS)
+        if (now - s->opened_ms >= LIFETIME_MS || !caller_still_valid(s, now))
             return MHD_CONTENT_READER_END_OF_STREAM;
         if (fetch(s) == 0 && now - s->written_ms >= KEEPALIVE_MS)
             buf_puts(&s->pending, ": keepalive\n\n");
@@ -209,6 +308,7 @@ static void free_stream(void *cls)
     pthread_mutex_unlock(&h->lock);
     buf_release(&s->pending);
     free(s->projects);
+    free(s->bindings);
     free(s);
 }
 
@@ -232,13 +332,14 @@ void stream_events(struct req *r)
     struct error_info ei = {0};
     const char *last = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
     struct sse_stream *s = xcalloc(1, sizeof(*s));
-    int64_t *ids = NULL, after = -1;
-    size_t n = 0;
+    int64_t after = -1;
     int rc;
 
     s->api = r->api;
     s->conn = r->conn;
     s->admin = r->who->admin;
+    /* The caller may have changed since it was authenticated: the first refill checks it. */
+    s->generation = UINT64_MAX;
     rc = id_arg(r, "project_id", &s->project_id, &ei);
     if (rc >= 0)
         rc = id_arg(r, "workload_id", &s->workload_id, &ei);
@@ -255,14 +356,7 @@ void stream_events(struct req *r)
         req_reply_error(r, rc, &ei);
         return;
     }
-    if (!s->admin) {
-        rbac_visible_projects(r, &ids, &n);
-        s->projects = xcalloc(n + 1, sizeof(int64_t));
-        if (n)
-            memcpy(s->projects, ids, n * sizeof(int64_t));
-        qsort(s->projects, n, sizeof(int64_t), cmp_id);
-        s->n_projects = n;
-    }
+    take_principal(s, r);
     s->last_id = after;
     s->opened_ms = s->written_ms = time_now_ms();
     buf_init(&s->pending, 4u << 20);

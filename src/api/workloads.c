@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * workloads.c: what the API adds to the generic resource handling for
- * workloads: a submit is checked against its flavor, answered with the
+ * workloads: a submit is checked against its flavor and the operator's
+ * bounds on the times it may hold GPUs against a reclaim, answered with the
  * earlier workload when its idempotency key was used before, gets its
  * server-decided fields and a "submitted" event, and is handed to the
  * engine; a cancel goes to the engine and is audited; queued workloads are
@@ -20,7 +21,7 @@
 
 
 /* The earlier workload submitted with the same idempotency key in the project, if any. */
-static int find_idempotent(struct req *r, const struct row *row, struct row *ret,
+int workloads_find_earlier(struct req *r, const struct row *row, struct row *ret,
                            struct error_info *ei)
 {
     const struct resource_def *d = &model_workloads;
@@ -45,12 +46,42 @@ static int find_idempotent(struct req *r, const struct row *row, struct row *ret
     return 1;
 }
 
+/*
+ * The times a submitter chooses that hold GPUs against a reclaim are bounded
+ * by the operator, so no borrower can make itself unpreemptible.
+ */
+static int check_user_times(struct req *r, const struct row *row, struct error_info *ei)
+{
+    const struct resource_def *d = &model_workloads;
+    int64_t min_run = model_get_int(d, row, "min_runtime_s");
+    const struct value *grace = model_get(d, row, "grace_s");
+    const struct value *max_run = model_get(d, row, "max_runtime_s");
+
+    if (min_run > r->api->opt.max_min_runtime_s)
+        return errinfo_set(ei, ERR_INVALID, "min_runtime_s",
+                           "min_runtime_s %" PRId64 " is above this server's bound of %" PRId64
+                           " s (setting max-min-runtime-s)",
+                           min_run, r->api->opt.max_min_runtime_s);
+    if (!grace->null && grace->set && grace->i > r->api->opt.max_grace_s)
+        return errinfo_set(ei, ERR_INVALID, "grace_s",
+                           "grace_s %" PRId64 " is above this server's bound of %" PRId64
+                           " s (setting max-grace-s)",
+                           grace->i, r->api->opt.max_grace_s);
+    if (!max_run->null && max_run->set && min_run > max_run->i)
+        return errinfo_set(ei, ERR_INVALID, "min_runtime_s",
+                           "min_runtime_s %" PRId64 " is above max_runtime_s %" PRId64, min_run,
+                           max_run->i);
+    return 0;
+}
+
 /* Sets what the server decides about a new workload; checks its flavor is offered. */
 static int prepare(struct req *r, struct row *row, struct error_info *ei)
 {
     const struct resource_def *d = &model_workloads;
     struct row flavor;
-    int rc = store_get(req_db(r), &model_flavors, model_get_int(d, row, "flavor_id"), &r->arena,
+    int rc = check_user_times(r, row, ei);
+    if (rc >= 0)
+        rc = store_get(req_db(r), &model_flavors, model_get_int(d, row, "flavor_id"), &r->arena,
                        &flavor, ei);
     if (rc < 0)
         return rc;
@@ -123,7 +154,7 @@ void workloads_cancel(struct req *r, int64_t id)
 int workloads_prepare_submit(struct req *r, struct row *row, struct row *ret_earlier,
                              struct error_info *ei)
 {
-    int rc = find_idempotent(r, row, ret_earlier, ei);
+    int rc = workloads_find_earlier(r, row, ret_earlier, ei);
     if (rc != 0)
         return rc;
     rc = prepare(r, row, ei);

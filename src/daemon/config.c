@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 
+#include "api/api.h"
 #include "base/parse.h"
 #include "daemon/config.h"
 #include "inventory/inventory.h"
@@ -59,6 +60,10 @@ static const struct opt options[] = {
     INT("sim-speed", sim_speed, 1, 1000000,
         "simulated clusters run this many times faster than real time (default 1)"),
     INT("grace-s", grace_s, 0, 86400, "default preemption grace in seconds (default 30)"),
+    INT("max-min-runtime-s", max_min_runtime_s, 0, 604800,
+        "most min_runtime_s a workload may ask for: how long borrowed work can hold off a "
+        "reclaim (default 3600)"),
+    INT("max-grace-s", max_grace_s, 0, 86400, "most grace_s a workload may ask for (default 600)"),
     INT("reserve-after-s", reserve_after_s, 0, 864000,
         "a queue head blocked this long gets capacity held for it (default 600)"),
     STR("log-dir", log_dir, "local clusters: workload logs and state files (default gpuaas-logs)"),
@@ -138,6 +143,8 @@ static void defaults(struct config *cfg)
     snprintf(cfg->sim_cluster, sizeof(cfg->sim_cluster), "sim");
     cfg->sim_speed = 1;
     cfg->grace_s = 30;
+    cfg->max_min_runtime_s = API_DEFAULT_MAX_MIN_RUNTIME_S;
+    cfg->max_grace_s = API_DEFAULT_MAX_GRACE_S;
     cfg->reserve_after_s = 600;
     snprintf(cfg->log_dir, sizeof(cfg->log_dir), "gpuaas-logs");
     cfg->log_retention_days = 30;

@@ -34,6 +34,8 @@ struct config {
     char sim_cluster[64];            /* its cluster name */
     int sim_speed;                   /* simulated time runs this much faster */
     int grace_s;                     /* default preemption grace */
+    int max_min_runtime_s;           /* most min_runtime_s a submit may ask for */
+    int max_grace_s;                 /* most grace_s a submit may ask for */
     int reserve_after_s;             /* head-of-line reservation delay */
     char log_dir[1024];              /* local clusters: workload logs */
     int log_retention_days;          /* files of work ended this long ago go; 0: kept */

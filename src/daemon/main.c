@@ -316,6 +316,8 @@ int main(int argc, char **argv)
     aopt.port = cfg.listen_port;
     aopt.threads = cfg.threads;
     aopt.max_body_bytes = (size_t)cfg.max_body_bytes;
+    aopt.max_min_runtime_s = cfg.max_min_runtime_s;
+    aopt.max_grace_s = cfg.max_grace_s;
     aopt.max_connections = cfg.max_connections;
     aopt.per_ip_connections = cfg.per_ip_connections;
     aopt.conn_timeout_s = cfg.idle_timeout_s;

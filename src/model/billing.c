@@ -51,8 +51,8 @@ static const struct field_def price_fields[] = {
      "multiplier for opportunistic (P2) work in parts per million (600000 = 0.6)"},
     {"effective_from", NULL, FT_TIME, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, NULL, 0,
      NULL,
-     "from when this version applies, until the flavor's next version; never before the end of "
-     "an issued invoice's period"},
+     "from when this version applies, until the flavor's next version; now or later, never "
+     "before the end of an issued invoice's period"},
     F_CREATED,
 };
 

@@ -49,9 +49,11 @@ static const struct field_def workload_fields[] = {
     {"max_runtime_s", NULL, FT_INT, FF_IMMUTABLE | FF_NULLABLE, 1, INT64_C(1) << 40, NULL, NULL, 0,
      NULL, "stopped after running this long; null for no limit"},
     {"min_runtime_s", NULL, FT_INT, FF_IMMUTABLE, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
-     "opportunistic work is not preempted before running this long"},
+     "opportunistic work is not preempted before running this long; at most the server's "
+     "max-min-runtime-s (default 3600) and max_runtime_s"},
     {"grace_s", NULL, FT_INT, FF_IMMUTABLE | FF_NULLABLE, 0, 86400, NULL, NULL, 0, NULL,
-     "time between the stop signal and the kill; null for the default"},
+     "time between the stop signal and the kill; null for the default; at most the server's "
+     "max-grace-s (default 600)"},
     {"requeue", NULL, FT_BOOL, FF_IMMUTABLE, 0, 1, NULL, NULL, 1, NULL,
      "back to the queue, in its original place, when preempted"},
     {"idempotency_key", NULL, FT_STRING, FF_IMMUTABLE | FF_NULLABLE | FF_FILTER, 1, 128, NULL,

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <cmocka.h>
 
+#include "base/timeutil.h"
 #include "billing/billing.h"
 #include "support/testsrv.h"
 
@@ -78,7 +79,8 @@ static int setup(void **state)
     f->project = testsrv_create(s, f->admin, "projects",
                                 "{\"org_id\":%" PRId64 ",\"name\":\"vision\"}", f->org);
     f->flavor = testsrv_create(s, f->admin, "flavors", "{\"name\":\"cpu.small\"}");
-    testsrv_create(s, f->admin, "prices",
+    /* in force since before the usage (the API takes no price that starts in the past) */
+    testsrv_insert(s, &model_prices,
                    "{\"flavor_id\":%" PRId64 ",\"price_per_hour_micros\":2000000,"
                    "\"effective_from\":\"2026-01-01T00:00:00Z\"}",
                    f->flavor);
@@ -159,6 +161,85 @@ static bool reproduced(struct fixture *f, int64_t id)
     return same;
 }
 
+/* POST /v1/prices for f->flavor starting `offset_s` from now; asserts the status. */
+static json_t *price_from(struct fixture *f, int64_t offset_s, int64_t micros, long want)
+{
+    char body[200], from[40];
+    long got;
+    json_t *j;
+    time_format_rfc3339(time_now_s() + offset_s, from, sizeof(from));
+    snprintf(body, sizeof(body),
+             "{\"flavor_id\":%" PRId64 ",\"price_per_hour_micros\":%" PRId64
+             ",\"effective_from\":\"%s\"}",
+             f->flavor, micros, from);
+    testsrv_req(f->srv, "POST", "/v1/prices", f->admin, body, &got, &j);
+    if (got != want)
+        fail_msg("price from %s: %ld, not %ld: %s", from, got, want, f->srv->body);
+    return j;
+}
+
+/* The amount /v1/usage rates for the fixture's project in a period. */
+static int64_t usage_amount(struct fixture *f, const char *period)
+{
+    char path[96];
+    long got;
+    json_t *j;
+    int64_t sum = 0;
+    size_t i;
+    json_t *item;
+    snprintf(path, sizeof(path), "/v1/usage?project_id=%" PRId64 "&period=%s", f->project, period);
+    testsrv_req(f->srv, "GET", path, f->admin, NULL, &got, &j);
+    assert_int_equal(got, 200);
+    json_array_foreach(json_object_get(j, "items"), i, item)
+    {
+        sum += json_integer_value(json_object_get(item, "amount_micros"));
+    }
+    json_decref(j);
+    return sum;
+}
+
+/*
+ * A price may not start in the past: one starting earlier in the running
+ * month would re-rate usage already metered (it re-rated it to 0.00).
+ */
+static void test_price_never_in_the_past(void **state)
+{
+    struct fixture *f = *state;
+    struct store_conn *c = store_conn_get(f->srv->store);
+    struct error_info ei = {0};
+    struct arena a;
+    char period[16];
+    int64_t now_ms = time_now_ms(), before;
+    json_t *j;
+
+    /* an hour of this month already metered, ended a minute ago */
+    arena_init(&a);
+    assert_int_equal(store_begin(c, &ei), 0);
+    assert_int_equal(
+        billing_meter_run(c, f->workload, now_ms - 61 * 60000, 1, now_ms - 60000, now_ms, &a, &ei),
+        0);
+    assert_int_equal(store_commit(c, &ei), 0);
+    store_conn_put(c);
+    arena_release(&a);
+    billing_format_period(now_ms - 60000, period);
+    before = usage_amount(f, period);
+    assert_true(before > 0);
+
+    j = price_from(f, -30 * 60, 0, 400);
+    assert_string_equal(testsrv_err_field(j), "effective_from");
+    assert_non_null(strstr(testsrv_err_message(j), "is in the past"));
+    json_decref(j);
+    json_decref(price_from(f, -86400, 0, 400));
+    json_decref(price_from(f, -60, 0, 400));
+    assert_int_equal(usage_amount(f, period), before);
+    assert_int_equal(testsrv_count(f->srv, f->admin, "/v1/prices"), 1);
+
+    /* now (an admin's clock a second or two behind included) and later are fine */
+    json_decref(price_from(f, -2, 3000000, 201));
+    json_decref(price_from(f, 86400, 1, 201));
+    assert_int_equal(usage_amount(f, period), before);
+}
+
 static void test_issued_invoices_cannot_change(void **state)
 {
     struct fixture *f = *state;
@@ -188,14 +269,10 @@ static void test_issued_invoices_cannot_change(void **state)
              "{\"flavor_id\":%" PRId64 ",\"price_per_hour_micros\":1,"
              "\"effective_from\":\"2026-10-15T00:00:00Z\"}",
              f->flavor);
-    testsrv_expect(s, "POST", "/v1/prices", f->admin, body, 409);
+    testsrv_expect(s, "POST", "/v1/prices", f->admin, body, 400);
     testsrv_expect(s, "PATCH", "/v1/prices/1", f->admin, "{\"price_per_hour_micros\":1}", 405);
     testsrv_expect(s, "DELETE", "/v1/prices/1", f->admin, NULL, 405);
-    snprintf(body, sizeof(body),
-             "{\"flavor_id\":%" PRId64 ",\"price_per_hour_micros\":1,"
-             "\"effective_from\":\"2026-11-01T00:00:00Z\"}",
-             f->flavor);
-    testsrv_expect(s, "POST", "/v1/prices", f->admin, body, 201);
+    json_decref(price_from(f, 3600, 1, 201));
 
     after = invoice_text(f, id);
     assert_string_equal(before, after);
@@ -516,6 +593,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cost_rounded_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cost_of_a_pool_lent_to_a_hidden_tenant, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_price_never_in_the_past, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

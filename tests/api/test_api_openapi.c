@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "base/alloc.h"
+#include "base/timeutil.h"
 #include "model/model.h"
 #include "store/store.h"
 #include "support/testsrv.h"
@@ -251,8 +252,9 @@ static int setup(void **state)
            testsrv_create(s, t, "workloads",
                           "{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64 "}", prj,
                           get_id(f, "flavors")));
+    /* in force before the fixture's usage: the API takes no price that starts in the past */
     set_id(f, "prices",
-           testsrv_create(s, t, "prices",
+           testsrv_insert(s, &model_prices,
                           "{\"flavor_id\":%" PRId64
                           ",\"price_per_hour_micros\":1000000,\"effective_from\":"
                           "\"2026-01-01T00:00:00Z\"}",
@@ -465,10 +467,13 @@ static char *create_body(struct fixture *f, const char *res, int n)
         return xasprintf("{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64
                          ",\"name\":\"w-%d\"}",
                          prj, get_id(f, "flavors"), n);
-    if (strcmp(res, "prices") == 0) /* after every issued period, a day apart */
+    if (strcmp(res, "prices") == 0) { /* from tomorrow on, a day apart */
+        char from[40];
+        time_format_rfc3339(time_now_s() + 86400 * (1 + n), from, sizeof(from));
         return xasprintf("{\"flavor_id\":%" PRId64 ",\"price_per_hour_micros\":%d,"
-                         "\"effective_from\":\"2027-01-%02dT00:00:00Z\"}",
-                         get_id(f, "flavors"), 1000 + n, 1 + n % 28);
+                         "\"effective_from\":\"%s\"}",
+                         get_id(f, "flavors"), 1000 + n, from);
+    }
     if (strcmp(res, "budgets") == 0)
         return xasprintf("{\"project_id\":%" PRId64 ",\"gpu_hours\":%d}", prj, 1 + n);
     if (strcmp(res, "invoices/issue") == 0) /* the fixture usage is in 2026-10 */

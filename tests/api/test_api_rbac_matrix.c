@@ -154,6 +154,8 @@ static const struct {
     {"b_me", "role-bindings", "{\"user_id\":{{u_me}},\"role\":\"member\",\"project_id\":{{pa}}}"},
     {"b_vi", "role-bindings", "{\"user_id\":{{u_vi}},\"role\":\"viewer\",\"project_id\":{{pa}}}"},
     {"b_mb", "role-bindings", "{\"user_id\":{{u_mb}},\"role\":\"member\",\"project_id\":{{pb}}}"},
+    /* u_v is in pa, so pa's project-admin and A's org-admin see it and may grant it roles */
+    {"b_v", "role-bindings", "{\"user_id\":{{u_v}},\"role\":\"viewer\",\"project_id\":{{pa}}}"},
     {"c1", "clusters", "{\"name\":\"c1\",\"backend\":\"sim\"}"},
     {"n1", "nodes", "{\"cluster_id\":{{c1}},\"name\":\"node-1\",\"cpu_milli\":64000}"},
     {"gc1", "gpu-classes", "{\"name\":\"h100-80gb\",\"vendor\":\"nvidia\",\"memory_mib\":81920}"},
@@ -301,13 +303,13 @@ static const struct list_case list_cases[] = {
     /* users: yourself, plus whoever holds a binding where you are project-admin or more */
     {"users",
      "",
-     {"admin u_oa u_pa u_me u_vi u_mb u_no u_v", "u_oa u_pa u_me u_vi", "u_pa u_me u_vi", "u_me",
-      "u_vi", "u_mb", "u_no"}},
+     {"admin u_oa u_pa u_me u_vi u_mb u_no u_v", "u_oa u_pa u_me u_vi u_v", "u_pa u_me u_vi u_v",
+      "u_me", "u_vi", "u_mb", "u_no"}},
     /* bindings: your own, plus those on scopes where you are project-admin or more */
     {"role-bindings",
      "",
-     {"b_admin b_oa b_pa b_me b_vi b_mb", "b_oa b_pa b_me b_vi", "b_pa b_me b_vi", "b_me", "b_vi",
-      "b_mb", ""}},
+     {"b_admin b_oa b_pa b_me b_vi b_mb b_v", "b_oa b_pa b_me b_vi b_v", "b_pa b_me b_vi b_v",
+      "b_me", "b_vi", "b_mb", ""}},
     {"users", "name=u-me", {"u_me", "u_me", "u_me", "u_me", "", "", ""}},
     {"role-bindings", "user_id={{u_me}}", {"b_me", "b_me", "b_me", "b_me", "", "", ""}},
     {"role-bindings", "role=member", {"b_me b_mb", "b_me", "b_me", "b_me", "", "b_mb", ""}},
@@ -552,22 +554,25 @@ static const struct cell cells[] = {
     {"role-bindings", 'U', "b_admin", P_BND, {405, E, E, E, E, E, E}},
     {"role-bindings", 'U', "b_me", P_BND, {405, 405, 405, 405, E, E, E}},
     {"role-bindings", 'U', "b_mb", P_BND, {405, E, E, E, E, 405, E}},
-    /* create: project-admin or more on the scope, granting no more than your own role */
+    /*
+     * create: project-admin or more on the scope, granting no more than your own role, to a
+     * user you may see (members and viewers do not see u_v: 400)
+     */
     {"role-bindings",
      'C',
      NULL,
      N_BND("member", ",\"project_id\":{{pa}}"),
-     {201, 201, 201, 403, 403, 400, 400}},
+     {201, 201, 201, 400, 400, 400, 400}},
     {"role-bindings",
      'C',
      NULL,
-     N_BND("viewer", ",\"project_id\":{{pa}}"),
-     {201, 201, 201, 403, 403, 400, 400}},
+     N_BND("viewer", ",\"project_id\":{{pa}}"), /* u_v holds it (b_v) */
+     {409, 409, 409, 400, 400, 400, 400}},
     {"role-bindings",
      'C',
      NULL,
      N_BND("project-admin", ",\"project_id\":{{pa}}"),
-     {201, 201, 201, 403, 403, 400, 400}},
+     {201, 201, 201, 400, 400, 400, 400}},
     {"role-bindings",
      'C',
      NULL,
@@ -577,17 +582,17 @@ static const struct cell cells[] = {
      'C',
      NULL,
      N_BND("member", ",\"project_id\":{{pb}}"),
-     {201, 400, 400, 400, 400, 403, 400}},
+     {201, 400, 400, 400, 400, 400, 400}},
     {"role-bindings",
      'C',
      NULL,
      N_BND("org-admin", ",\"org_id\":{{A}}"),
-     {201, 201, 403, 403, 403, 400, 400}},
+     {201, 201, 403, 400, 400, 400, 400}},
     {"role-bindings",
      'C',
      NULL,
      N_BND("viewer", ",\"org_id\":{{A}}"),
-     {201, 201, 403, 403, 403, 400, 400}},
+     {201, 201, 403, 400, 400, 400, 400}},
     {"role-bindings",
      'C',
      NULL,
@@ -597,8 +602,22 @@ static const struct cell cells[] = {
      'C',
      NULL,
      N_BND("org-admin", ",\"org_id\":{{B}}"),
-     {201, 400, 400, 400, 400, 403, 400}},
-    {"role-bindings", 'C', NULL, N_BND("admin", ""), ADMIN_ONLY(201)},
+     {201, 400, 400, 400, 400, 400, 400}},
+    {"role-bindings", 'C', NULL, N_BND("admin", ""), {201, 403, 403, 400, 400, 400, 400}},
+    /*
+     * Bindings name only users the caller may see (else "no user", as for one that does not
+     * exist): a member sees itself but may not grant; nobody but the admin sees u_no.
+     */
+    {"role-bindings",
+     'C',
+     NULL,
+     "{\"user_id\":{{u_me}},\"role\":\"viewer\",\"project_id\":{{pa}}}",
+     {201, 201, 201, 403, 400, 400, 400}},
+    {"role-bindings",
+     'C',
+     NULL,
+     "{\"user_id\":{{u_no}},\"role\":\"member\",\"project_id\":{{pa}}}",
+     {201, 400, 400, 400, 400, 400, 400}},
     {"role-bindings", 'D', "b_admin", NULL, {409, 404, 404, 404, 404, 404, 404}},
     {"role-bindings", 'D', "b_me", NULL, {SKIP, SKIP, SKIP, 403, 404, 404, 404}},
     {"role-bindings", 'D', "b_mb", NULL, {SKIP, 404, 404, 404, 404, 403, 404}},
@@ -637,7 +656,7 @@ static const struct cell cells[] = {
      'C',
      NULL,
      "{\"name\":\"for-me\",\"user_id\":{{u_me}}}",
-     {201, 403, 403, 201, 403, 403, 403}},
+     {201, 403, 403, 201, 400, 400, 400}},
     {"tokens", 'D', NULL, "{\"user_id\":{{u_me}}}", {204, 404, 404, 204, 404, 404, 404}},
     {"tokens", 'D', NULL, "{\"user_id\":{{u_no}}}", {204, 404, 404, 404, 404, 404, 204}},
 
@@ -1006,16 +1025,21 @@ static void test_binding_changes_take_effect(void **state)
 {
     struct world *w = *state;
     struct testsrv *srv = w->srv;
-    char pa[64], pb[64], bpath[64];
+    char pa[64], pb[64], bpath[64], grant[160];
     int64_t bid;
 
     item_path("projects", fx(w, "pa"), pa, sizeof(pa));
     item_path("projects", fx(w, "pb"), pb, sizeof(pb));
     testsrv_expect(srv, "GET", pa, w->tok[NO], NULL, 404);
-    /* the project-admin of pa grants viewer on pa */
-    bid = testsrv_create(srv, w->tok[PA], "role-bindings",
-                         "{\"user_id\":%" PRId64 ",\"role\":\"viewer\",\"project_id\":%" PRId64 "}",
-                         fx(w, "u_no"), fx(w, "pa"));
+    /*
+     * the project-admin of pa cannot name a user it does not see (as if there were none);
+     * an admin brings the user in
+     */
+    snprintf(grant, sizeof(grant),
+             "{\"user_id\":%" PRId64 ",\"role\":\"viewer\",\"project_id\":%" PRId64 "}",
+             fx(w, "u_no"), fx(w, "pa"));
+    testsrv_expect(srv, "POST", "/v1/role-bindings", w->tok[PA], grant, 400);
+    bid = testsrv_create(srv, w->tok[AD], "role-bindings", "%s", grant);
     testsrv_expect(srv, "GET", pa, w->tok[NO], NULL, 200);
     testsrv_expect(srv, "PATCH", pa, w->tok[NO], "{\"description\":\"x\"}", 403);
     testsrv_expect(srv, "GET", pb, w->tok[NO], NULL, 404);
@@ -1032,7 +1056,7 @@ static void test_binding_changes_take_effect(void **state)
     testsrv_expect(srv, "GET", bpath, w->tok[PA], NULL, 404);
 
     /* an org-admin binding on A gives the whole subtree, and goes away with it */
-    bid = testsrv_create(srv, w->tok[OA], "role-bindings",
+    bid = testsrv_create(srv, w->tok[AD], "role-bindings",
                          "{\"user_id\":%" PRId64 ",\"role\":\"org-admin\",\"org_id\":%" PRId64 "}",
                          fx(w, "u_no"), fx(w, "A1"));
     item_path("projects", fx(w, "pa1"), pa, sizeof(pa));

@@ -64,13 +64,10 @@ VIC=$(token_of vic)
 CAROL=$(token_of carol)
 PROJECT_C=$("${g[@]}" -o json project show team-c | jq -r .id)
 ORG=$("${g[@]}" -o json org show acme | jq -r .id)
-for fp in "$FLAVOR_1X:2500000" "$FLAVOR_4X:10000000"; do
-  api POST /v1/prices "$ADMIN_TOKEN" "{\"flavor_id\":${fp%%:*},\"price_per_hour_micros\":${fp#*:},\"effective_from\":\"2020-01-01T00:00:00Z\"}"
-  expect_eq "$HTTP_STATUS" 201 "price version"
-done
 
 # A finished month to invoice: a short owned run of team-a, then (daemon
-# stopped) one more ledger record of 3 GPU-hours in the previous month,
+# stopped) prices in force since 2020 (the API takes none that starts in the
+# past) and one more ledger record of 3 GPU-hours in the previous month,
 # chained exactly as src/billing/ledger.c does: BLAKE2b-256 of the previous
 # hash and the record's canonical bytes.
 old=$(submit "$PROJECT_A" "$FLAVOR_1X" owned 1)
@@ -86,6 +83,10 @@ hex=$(printf '47555231%016x%016x%016x%016x%02x%08x%08x%016x%016x%016x%016x' \
   "$seq" "$ORG" "$PROJECT_A" "$FLAVOR_1X" 0 1 1000 "$start_ms" "$end_ms" "$old" "$start_ms")
 hash=$(printf '%s%s' "$prev" "$hex" | perl -ne 'print pack("H*", $_)' | b2sum -l 256 | cut -c1-64)
 sqlite3 "$TMP/gpuaas.db" "BEGIN;
+  INSERT INTO prices (flavor_id, currency, minor_digits, price_per_hour_micros, owned_mult_ppm,
+    opportunistic_mult_ppm, effective_from, created_at)
+  VALUES ($FLAVOR_1X, 'USD', 2, 2500000, 1000000, 600000, 1577836800, 1577836800),
+    ($FLAVOR_4X, 'USD', 2, 10000000, 1000000, 600000, 1577836800, 1577836800);
   INSERT INTO usage_records (seq, workload_id, org_id, project_id, flavor_id, priority_class,
     replicas, gpu_milli, run_started_ms, started_ms, ended_ms, prev_hash, hash, recorded_ms)
   VALUES ($seq, $old, $ORG, $PROJECT_A, $FLAVOR_1X, 'owned', 1, 1000, $start_ms, $start_ms,

@@ -13,10 +13,15 @@ start_daemon "$TMP/gpuaas.db" --sim-fleet "$FLEET" --grace-s 1
 setup_teams
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
 yesterday=$(date -u -d "-1 day" +%Y-%m-%dT%H:%M:%SZ)
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 month=$(date -u +%Y-%m)
 
-# 3600 EUR per replica-hour: 1 EUR a second owned, 0.60 opportunistic.
+# A price may not start in the past: it would re-rate usage already metered.
 api POST /v1/prices "$ADMIN_TOKEN" "{\"flavor_id\":$FLAVOR_4X,\"currency\":\"EUR\",\"price_per_hour_micros\":3600000000,\"effective_from\":\"$yesterday\"}"
+expect_eq "$HTTP_STATUS" 400 "a price starting yesterday"
+expect_contains "$BODY" "in the past" "the refusal says why"
+# 3600 EUR per replica-hour: 1 EUR a second owned, 0.60 opportunistic.
+api POST /v1/prices "$ADMIN_TOKEN" "{\"flavor_id\":$FLAVOR_4X,\"currency\":\"EUR\",\"price_per_hour_micros\":3600000000,\"effective_from\":\"$now\"}"
 expect_eq "$HTTP_STATUS" 201 "price version"
 api POST /v1/prices "$ADMIN_TOKEN" "{\"flavor_id\":$FLAVOR_4X,\"currency\":\"EUR\",\"minor_digits\":3,\"price_per_hour_micros\":1,\"effective_from\":\"2030-01-01T00:00:00Z\"}"
 expect_eq "$HTTP_STATUS" 400 "a second number of decimals for EUR"

@@ -4,7 +4,7 @@
 # own 8 GPUs; B borrows A's idle GPUs with opportunistic (P2) work; A submits
 # owned (P1) work and has its GPUs back within the grace period; the ledger,
 # both teams' events and the GPU timeline show what happened, and each team
-# sees only its own side.
+# sees only its own side (of the ledger too: the other's parts redacted).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/sim_setup.sh"
 
@@ -79,7 +79,39 @@ expect_contains "$ev_b" "preempted" "B's events show the preemption"
 expect_contains "$ev_b" "requeued" "B's events show the requeue"
 rc=0; "${bob[@]}" events --project team-a >/dev/null 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "B may not read A's events"
-expect_eq "$("${bob[@]}" -o json preemptions list | jq '.items | length')" 0 "B does not see A's ledger"
+
+# Both parties see the ledger entries, each with the other tenant's parts redacted.
+ledger_b=$("${bob[@]}" -o json preemptions list)
+expect_eq "$(jq '.items | length' <<<"$ledger_b")" 2 "B, the victim, sees the entries"
+expect_eq "$(jq '[.items[] | select(.preemptor_id != null or .project_id != null)] | length' <<<"$ledger_b")" \
+  0 "A's workload and project hidden from B"
+expect_eq "$(jq -r '[.items[].quota_before[].project_id, .items[].quota_after[].project_id] | unique | map(tostring) | join(",")' <<<"$ledger_b")" \
+  "$PROJECT_B" "B sees only its own quota"
+expect_eq "$(jq '[.items[].victims[] | select(.project_id == '"$PROJECT_B"')] | length' <<<"$ledger_b")" 8 \
+  "B sees its own victims"
+ledger_a=$("${alice[@]}" -o json preemptions list)
+expect_eq "$(jq '.items | length' <<<"$ledger_a")" 2 "A, the preemptor, sees the entries"
+expect_eq "$(jq '[.items[].victims[] | select(.workload_id != null or .project_id != null)] | length' <<<"$ledger_a")" \
+  0 "B's workloads hidden from A"
+expect_eq "$(jq '[.items[].victims[].gpu_milli] | add' <<<"$ledger_a")" 8000 "A sees the GPUs it took back"
+expect_eq "$(jq -r '[.items[].quota_before[].project_id, .items[].quota_after[].project_id] | unique | map(tostring) | join(",")' <<<"$ledger_a")" \
+  "$PROJECT_A" "A sees only its own quota"
+# The entry a victim's event names can be read by the victim's viewers.
+entry=$(grep -o "ledger entry [0-9]*" <<<"$ev_b" | head -1 | cut -d' ' -f3)
+[ -n "$entry" ] || fail "B's events name no ledger entry: $ev_b"
+api GET "/v1/preemptions/$entry" "${bob[4]}"
+expect_eq "$HTTP_STATUS" 200 "B reads the entry its event names"
+expect_eq "$(jq -r .preemptor_id <<<"$BODY")" null "B's read of it is redacted too"
+"${bob[@]}" preemptions list >/dev/null || fail "B's table of the ledger"
+"${bob[@]}" preemptions show "$entry" >/dev/null || fail "B's view of entry $entry"
+"${admin[@]}" user create carol >/dev/null
+"${admin[@]}" project create team-c --org acme >/dev/null
+"${admin[@]}" role-binding create --user carol --role viewer --project team-c >/dev/null
+carol=$("${admin[@]}" -o json token create --user carol | jq -r .token)
+api GET "/v1/preemptions/$entry" "$carol"
+expect_eq "$HTTP_STATUS" 404 "a third tenant does not see the entry"
+api GET /v1/preemptions "$carol"
+expect_eq "$(jq '.items | length' <<<"$BODY")" 0 "a third tenant's ledger"
 
 # The timeline marks the preempted allocations: one per GPU taken back.
 timeline=$("${admin[@]}" timeline)

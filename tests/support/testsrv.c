@@ -17,6 +17,7 @@
 #include "api/api.h"
 #include "engine/engine.h"
 #include "base/log.h"
+#include "base/timeutil.h"
 #include "store/store.h"
 #include "support/testsrv.h"
 
@@ -358,6 +359,40 @@ int64_t testsrv_create(struct testsrv *srv, const char *token, const char *resou
     id = testsrv_id(j);
     json_decref(j);
     assert_true(id > 0);
+    return id;
+}
+
+int64_t testsrv_insert(struct testsrv *srv, const struct resource_def *def, const char *fmt, ...)
+{
+    struct store_conn *c = store_conn_get(srv->store);
+    struct error_info ei = {0};
+    struct arena a;
+    struct row row;
+    char *text = NULL;
+    json_t *body;
+    int64_t id = 0;
+    va_list ap;
+    int i;
+
+    va_start(ap, fmt);
+    assert_true(vasprintf(&text, fmt, ap) >= 0);
+    va_end(ap);
+    body = json_loads(text, 0, NULL);
+    if (!body)
+        fail_msg("testsrv_insert: not JSON: %s", text);
+    arena_init(&a);
+    if (model_decode(def, body, DECODE_CREATE, &a, &row, &ei) < 0)
+        fail_msg("testsrv_insert: %s", ei.message);
+    if ((i = model_field_index(def, "created_at")) >= 0)
+        model_set_int(&row, i, time_now_s());
+    if ((i = model_field_index(def, "updated_at")) >= 0)
+        model_set_int(&row, i, time_now_s());
+    if (store_insert(c, def, &row, &id, &ei) < 0)
+        fail_msg("testsrv_insert into %s: %s", def->name, ei.message);
+    store_conn_put(c);
+    arena_release(&a);
+    json_decref(body);
+    free(text);
     return id;
 }
 
