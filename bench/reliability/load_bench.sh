@@ -73,16 +73,17 @@ wait "$wsub" || true
 
 # report FILE LABEL: one line from wrk's output; sets ERRS to its error count.
 report() {
-  local f=$1 label=$2 rps p50 p99 sock non2xx
+  local f=$1 label=$2 rps p50 p99 max sock non2xx
   rps=$(awk '/Requests\/sec/ {print $2}' "$f")
   p50=$(awk '$1 == "50%" {print $2}' "$f")
   p99=$(awk '$1 == "99%" {print $2}' "$f")
+  max=$(awk '$1 == "Latency" && NF >= 4 {print $4; exit}' "$f")
   sock=$(grep -o 'Socket errors:.*' "$f" || echo "Socket errors: none")
   non2xx=$(awk '/Non-2xx/ {print $NF}' "$f")
   # "Socket errors: connect 0, read 0, write 0, timeout 0": the sum of its numbers
   ERRS=$(awk '/Socket errors:/ {for (i = 3; i <= NF; i++) s += $i} END {print s + 0}' "$f")
   ERRS=$((ERRS + ${non2xx:-0}))
-  echo "$label: ${rps:-?} req/s, p50 ${p50:-?}, p99 ${p99:-?}; $sock; non-2xx ${non2xx:-0}"
+  echo "$label: ${rps:-?} req/s, p50 ${p50:-?}, p99 ${p99:-?}, max ${max:-?}; $sock; non-2xx ${non2xx:-0}"
 }
 report "$TMP/get.out" "GET /v1/whoami ($get conns)"
 e1=$ERRS
