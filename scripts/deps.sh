@@ -4,7 +4,8 @@
 # (chromium, nodejs and npm: the dashboard's browser test, tests/browser;
 # podman, runc, catatonit and busybox-static: containers run for real in
 # e2e.local_podman; about 6 s of apt-get install on a clean machine;
-# slurmdbd and mariadb-server, for slurm.backend.dbd_*: 27.5 MB, 8 s more).
+# slurmdbd and mariadb-server, for slurm.backend.dbd_*: 27.5 MB, 8 s more;
+# faketime: bench/reliability/crash_bench.py runs work in a month that has ended).
 # Skips apt entirely when everything is already there, so reruns are fast.
 set -euo pipefail
 
@@ -13,7 +14,7 @@ PACKAGES=(
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev
   libsodium-dev libcmocka-dev
   clang libclang-rt-14-dev cppcheck
-  postgresql wrk sqlite3 jq
+  postgresql wrk sqlite3 jq faketime
   chromium nodejs
   slurm-wlm slurmdbd mariadb-server
   podman runc catatonit busybox-static
