@@ -246,6 +246,7 @@ int billing_ledger_verify(struct store_conn *c, struct billing_verify *ret, stru
 {
     char prev[BILLING_HASH_HEX + 1], hash[BILLING_HASH_HEX + 1], head_hash[BILLING_HASH_HEX + 1];
     int64_t head_seq, expect = 1;
+    bool beyond_head = false;
     struct store_filter f;
     struct arena a;
     int rc;
@@ -266,6 +267,10 @@ int billing_ledger_verify(struct store_conn *c, struct billing_verify *ret, stru
             int64_t wid, run;
             uint8_t prev_bin[HASH_BYTES];
             record_of(&rows[i], &rec, &wid, &run);
+            if (rec.id > head_seq) {
+                beyond_head = true; /* appended after the head was read, or forged */
+                break;
+            }
             ret->records++;
             if (rec.id != expect) {
                 ret->bad_seq = expect;
@@ -289,11 +294,25 @@ int billing_ledger_verify(struct store_conn *c, struct billing_verify *ret, stru
             }
             memcpy(prev, hash, sizeof(prev));
         }
-        if (rc < 0 || ret->bad_seq || n < (size_t)f.limit)
+        if (rc < 0 || ret->bad_seq || beyond_head || n < (size_t)f.limit)
             break;
         f.after_id = model_row_id(&rows[n - 1]);
         arena_release(&a);
         arena_init(&a);
+    }
+    /* Records past the head are a concurrent append when the head has moved on since; with
+     * the head unchanged they are records no head covers. */
+    if (rc >= 0 && !ret->bad_seq && beyond_head) {
+        int64_t now_seq;
+        char now_hash[BILLING_HASH_HEX + 1];
+        rc = read_head(c, &a, &now_seq, now_hash, ei);
+        if (rc >= 0 && now_seq == head_seq) {
+            ret->bad_seq = head_seq + 1;
+            snprintf(ret->problem, sizeof(ret->problem),
+                     "record %" PRId64 " lies past the ledger's head (%" PRId64
+                     "): the head was altered or records were added behind it",
+                     head_seq + 1, head_seq);
+        }
     }
     if (rc >= 0 && !ret->bad_seq && (expect - 1 != head_seq || strcmp(prev, head_hash) != 0)) {
         ret->bad_seq = expect;
