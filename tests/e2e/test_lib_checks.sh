@@ -45,7 +45,7 @@ expect_eq 1 1 "a check that passes"'
 # Same, with a marked test (kill_marked_on_exit replaces the EXIT trap).
 run_case died_marked 1 "died during the test" 'kill_marked_on_exit
 start_daemon
-kill -SEGV "$DAEMON_PID"
+kill -KILL "$DAEMON_PID"
 sleep 0.2'
 # A sanitizer's report in the daemon's output, as ASan and UBSan write it:
 # a wrapper prints it on the daemon's own stderr, then becomes the daemon.
