@@ -18,15 +18,33 @@ PACKAGES=(
   chromium nodejs
   slurm-wlm slurmdbd mariadb-server
   podman runc catatonit busybox-static
+  python3 python3-venv
 )
 # Some nodejs builds bring npm themselves and conflict with Debian's npm package.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
+
+# The outside-in tests (tests/outside) run pytest and schemathesis, pinned,
+# from a virtual environment in .venv (about 40 MB; 30 s of pip on a clean
+# machine). Recreated when a pin changes; nothing is fetched when it matches.
+PY_PINS=(pytest==9.2.0 schemathesis==4.32.5)
+python_tools() {
+  local venv
+  venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
+  if [ -x "$venv/bin/python" ] &&
+    [ "$("$venv/bin/python" -m pip freeze 2>/dev/null | grep -cxF -f <(printf '%s\n' "${PY_PINS[@]}"))" = "${#PY_PINS[@]}" ]; then
+    return 0
+  fi
+  echo "gpuaas: installing ${PY_PINS[*]} into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PY_PINS[@]}"
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
+  python_tools
   exit 0
 fi
 echo "gpuaas: installing ${missing[*]}" >&2
@@ -35,3 +53,4 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+python_tools

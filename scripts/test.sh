@@ -46,7 +46,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p build build-asan
 run_suite "release" build OFF RelWithDebInfo
 run_suite "asan+ubsan" build-asan ON Debug
-# A short libFuzzer run of the Prometheus and CSV parsers (scripts/fuzz.sh);
+# A short libFuzzer run of the Prometheus and CSV parsers and the request path (scripts/fuzz.sh);
 # each harness counts as one test.
 echo "== fuzz"
 fuzz_out=$(bash scripts/fuzz.sh "${GPUAAS_FUZZ_SECONDS:-10}" 2>&1)

@@ -608,7 +608,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static _Thread_local bool capture_start_error;
 static _Thread_local char start_error[256];
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+/* libmicrohttpd's printf-style logger (the attribute lets clang check the vsnprintf) */
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     struct api *api = cls;
     char msg[512];

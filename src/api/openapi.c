@@ -19,6 +19,8 @@ static json_t *field_schema(const struct field_def *f)
         if (f->type == FT_INT) {
             json_object_set_new(s, "minimum", json_integer(f->min));
             json_object_set_new(s, "maximum", json_integer(f->max));
+        } else {
+            json_object_set_new(s, "minimum", json_integer(1)); /* ids are positive */
         }
         break;
     case FT_BOOL:
@@ -42,15 +44,23 @@ static json_t *field_schema(const struct field_def *f)
         break;
     case FT_REFLIST:
         json_object_set_new(s, "type", json_string("array"));
-        json_object_set_new(s, "items", json_pack("{s:s}", "type", "integer"));
+        json_object_set_new(s, "items", json_pack("{s:s,s:i}", "type", "integer", "minimum", 1));
         break;
     case FT_JSON:
         break;
     default:
+        /* The patterns are model.c's checks: names, identifiers, and text free
+         * of control characters but tab and newline. */
         json_object_set_new(s, "type", json_string("string"));
         json_object_set_new(s, "maxLength", json_integer(f->max));
+        if (f->min > 0)
+            json_object_set_new(s, "minLength", json_integer(f->min));
         if (f->type == FT_NAME)
             json_object_set_new(s, "pattern", json_string("^[a-z0-9][a-z0-9._-]*$"));
+        else if (f->type == FT_IDENT)
+            json_object_set_new(s, "pattern", json_string("^[A-Za-z0-9][A-Za-z0-9._:/-]*$"));
+        else
+            json_object_set_new(s, "pattern", json_string("^[^\\u0000-\\u0008\\u000b-\\u001f]*$"));
     }
     if (f->flags & FF_NULLABLE)
         json_object_set_new(s, "nullable", json_true());
@@ -63,16 +73,41 @@ static json_t *field_schema(const struct field_def *f)
     return s;
 }
 
-static json_t *resource_schema(const struct resource_def *def)
+/*
+ * The object as read and created; for_patch: what a PATCH may carry (no
+ * read-only or immutable field, none required).
+ */
+/*
+ * A list filter's value: the field's type, without its bounds or pattern. A
+ * value no row can have (an id 0, an empty name) is no error: it matches none.
+ */
+static json_t *filter_schema(const struct field_def *f)
+{
+    json_t *s = field_schema(f);
+    static const char *const bounds[] = {"minimum", "maximum", "minLength", "maxLength", "pattern"};
+    for (size_t i = 0; i < ARRAY_SIZE(bounds); i++)
+        json_object_del(s, bounds[i]);
+    return s;
+}
+
+static json_t *resource_schema(const struct resource_def *def, bool for_patch)
 {
     json_t *props = json_object(), *required = json_array();
     for (size_t i = 0; i < def->n_fields; i++) {
         const struct field_def *f = &def->fields[i];
         if (f->flags & FF_SECRET)
             continue;
+        if (for_patch && (f->flags & (FF_READONLY | FF_IMMUTABLE)))
+            continue;
         json_object_set_new(props, f->name, field_schema(f));
-        if (f->flags & FF_REQUIRED)
+        if ((f->flags & FF_REQUIRED) && !for_patch)
             json_array_append_new(required, json_string(f->name));
+    }
+    if (for_patch) {
+        json_decref(required);
+        /* a PATCH names at least one field to change */
+        return json_pack("{s:s,s:s,s:o,s:i,s:b}", "type", "object", "description", def->help,
+                         "properties", props, "minProperties", 1, "additionalProperties", 0);
     }
     return json_pack("{s:s,s:s,s:o,s:o,s:b}", "type", "object", "description", def->help,
                      "properties", props, "required", required, "additionalProperties", 0);
@@ -144,15 +179,17 @@ static json_t *collection_path(const struct resource_def *def, const char *schem
 {
     json_t *coll = json_object(), *params = json_array(), *rs, *list;
 
-    json_array_append_new(params, json_pack("{s:s,s:s,s:{s:s}}", "name", "limit", "in", "query",
-                                            "schema", "type", "integer"));
-    json_array_append_new(params, json_pack("{s:s,s:s,s:{s:s}}", "name", "after", "in", "query",
-                                            "schema", "type", "integer"));
+    json_array_append_new(params,
+                          json_pack("{s:s,s:s,s:{s:s,s:i,s:i}}", "name", "limit", "in", "query",
+                                    "schema", "type", "integer", "minimum", 1, "maximum", 1000));
+    json_array_append_new(params, json_pack("{s:s,s:s,s:{s:s,s:s,s:i,s:I}}", "name", "after", "in",
+                                            "query", "schema", "type", "integer", "format", "int64",
+                                            "minimum", 0, "maximum", (json_int_t)INT64_MAX));
     for (size_t i = 0; i < def->n_fields; i++) {
         const struct field_def *f = &def->fields[i];
         if ((f->flags & FF_FILTER) && !(f->flags & FF_SECRET))
-            json_array_append_new(params, json_pack("{s:s,s:s,s:o}", "name", f->name, "in",
-                                                    "query", "schema", field_schema(f)));
+            json_array_append_new(params, json_pack("{s:s,s:s,s:o}", "name", f->name, "in", "query",
+                                                    "schema", filter_schema(f)));
     }
     rs = error_responses(0);
     json_object_set_new(
@@ -167,7 +204,19 @@ static json_t *collection_path(const struct resource_def *def, const char *schem
     if (def->need[ACT_CREATE] != ROLE_NOBODY) {
         json_t *create;
         rs = error_responses(WITH_BODY | MAY_CONFLICT);
-        json_object_set_new(rs, "201", response("created", ref_to(schema)));
+        if (def == &model_workloads)
+            json_object_set_new(rs, "200",
+                                response("the earlier workload: the idempotency key was used "
+                                         "before in the project",
+                                         ref_to(schema)));
+        if (def == &model_tokens) {
+            /* the one answer that carries the secret */
+            char created[80];
+            snprintf(created, sizeof(created), "%s_created", schema);
+            json_object_set_new(rs, "201", response("created, with its secret", ref_to(created)));
+        } else {
+            json_object_set_new(rs, "201", response("created", ref_to(schema)));
+        }
         create = op("create", "create", schema, rs);
         json_object_set_new(create, "requestBody", body_of(schema));
         json_object_set_new(coll, "post", create);
@@ -186,11 +235,13 @@ static json_t *item_path(const struct resource_def *def, const char *schema)
     json_object_set_new(rs, "200", response("the object", ref_to(schema)));
     json_object_set_new(item, "get", op("read", "get", schema, rs));
     if (def->need[ACT_UPDATE] != ROLE_NOBODY) {
+        char patch_schema[80];
         json_t *patch;
         rs = error_responses(WITH_BODY | MAY_CONFLICT);
         json_object_set_new(rs, "200", response("the changed object", ref_to(schema)));
         patch = op("change some fields", "update", schema, rs);
-        json_object_set_new(patch, "requestBody", body_of(schema));
+        snprintf(patch_schema, sizeof(patch_schema), "%s_patch", schema);
+        json_object_set_new(patch, "requestBody", body_of(patch_schema));
         json_object_set_new(item, "patch", patch);
     }
     if (def->need[ACT_DELETE] != ROLE_NOBODY) {
@@ -207,11 +258,128 @@ static void add_resource_paths(json_t *paths, json_t *schemas, const struct reso
     char schema[64], path[96];
 
     schema_name_of(def, schema, sizeof(schema));
-    json_object_set_new(schemas, schema, resource_schema(def));
+    json_object_set_new(schemas, schema, resource_schema(def, false));
+    if (def->need[ACT_UPDATE] != ROLE_NOBODY) {
+        char patch[80];
+        snprintf(patch, sizeof(patch), "%s_patch", schema);
+        json_object_set_new(schemas, patch, resource_schema(def, true));
+    }
+    if (def == &model_workloads) {
+        /* computed for queued work when it is read (workloads.c) */
+        json_t *props = json_object_get(json_object_get(schemas, schema), "properties");
+        json_object_set_new(props, "queue_position",
+                            json_pack("{s:s,s:b,s:b,s:s}", "type", "integer", "readOnly", 1,
+                                      "x-computed", 1, "description",
+                                      "place in the queue, while queued"));
+    }
+    if (def == &model_tokens) {
+        json_t *created = resource_schema(def, false);
+        char name[80];
+        json_object_set_new(json_object_get(created, "properties"), "token",
+                            json_pack("{s:s,s:b,s:s}", "type", "string", "readOnly", 1,
+                                      "description", "the secret, shown only in this answer"));
+        snprintf(name, sizeof(name), "%s_created", schema);
+        json_object_set_new(schemas, name, created);
+    }
     snprintf(path, sizeof(path), "/v1/%s", def->name);
     json_object_set_new(paths, path, collection_path(def, schema));
+    if (def == &model_events) {
+        /* with Accept: text/event-stream, the same list as server-sent events */
+        json_t *ok = json_object_get(
+            json_object_get(json_object_get(json_object_get(paths, path), "get"), "responses"),
+            "200");
+        json_object_set_new(json_object_get(ok, "content"), "text/event-stream",
+                            json_pack("{s:{s:s}}", "schema", "type", "string"));
+    }
     snprintf(path, sizeof(path), "/v1/%s/{id}", def->name);
     json_object_set_new(paths, path, item_path(def, schema));
+}
+
+/* The 200 of a fixed route: JSON, but for the few that answer another format. */
+static json_t *fixed_route_ok(const char *path)
+{
+    json_t *r = response("ok", json_pack("{s:s}", "type", "object"));
+    json_t *content = json_object_get(r, "content");
+
+    if (strcmp(path, "/metrics") == 0 || strcmp(path, "/v1/inventory/export") == 0) {
+        json_object_del(content, "application/json");
+        json_object_set_new(content, path[1] == 'm' ? "text/plain" : "text/csv",
+                            json_pack("{s:{s:s}}", "schema", "type", "string"));
+    }
+    return r;
+}
+
+static json_t *query_param(const char *name, bool required, json_t *schema)
+{
+    return json_pack("{s:s,s:s,s:b,s:o}", "name", name, "in", "query", "required", required,
+                     "schema", schema);
+}
+
+static json_t *month_schema(void)
+{
+    return json_pack("{s:s,s:s}", "type", "string", "pattern",
+                     "^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$");
+}
+
+static json_t *id_schema(void)
+{
+    return json_pack("{s:s,s:i}", "type", "integer", "minimum", 1);
+}
+
+/* The query arguments of the fixed routes that take some (docs/api.md). */
+static void fixed_route_params(const char *path, json_t *op_obj)
+{
+    json_t *p = json_array();
+
+    if (strcmp(path, "/v1/invoices/draft") == 0) {
+        json_array_append_new(p, query_param("org_id", true, id_schema()));
+        json_array_append_new(p, query_param("period", false, month_schema()));
+    } else if (strcmp(path, "/v1/usage") == 0) {
+        json_array_append_new(p, query_param("period", false, month_schema()));
+        json_array_append_new(p, query_param("org_id", false, id_schema()));
+        json_array_append_new(p, query_param("project_id", false, id_schema()));
+    } else if (strcmp(path, "/v1/cost") == 0) {
+        json_array_append_new(p, query_param("by", false,
+                                             json_pack("{s:s,s:[ssss]}", "type", "string", "enum",
+                                                       "pool", "project", "org", "manager")));
+        json_array_append_new(p, query_param("period", false, month_schema()));
+    } else if (strcmp(path, "/v1/inventory/history") == 0) {
+        /* exactly one of gpu, node, pool, workload and project */
+        static const char *const what[] = {"gpu", "node", "pool", "workload", "project"};
+        for (size_t i = 0; i < ARRAY_SIZE(what); i++)
+            json_array_append_new(
+                p, query_param(what[i], false, json_pack("{s:s}", "type", "string")));
+        json_array_append_new(
+            p, query_param("from", false,
+                           json_pack("{s:s,s:s}", "type", "string", "format", "date-time")));
+        json_array_append_new(
+            p, query_param("to", false,
+                           json_pack("{s:s,s:s}", "type", "string", "format", "date-time")));
+    }
+    if (json_array_size(p) > 0)
+        json_object_set_new(op_obj, "parameters", p);
+    else
+        json_decref(p);
+}
+
+/* The bodies the fixed POST routes take. */
+static void fixed_route_body(const char *path, json_t *op_obj)
+{
+    json_t *body = NULL;
+
+    if (strcmp(path, "/v1/invoices/issue") == 0)
+        body = json_pack("{s:b,s:{s:{s:{s:s,s:[ss],s:b,s:{s:{s:s,s:i},s:{s:s,s:s}}}}}}", "required",
+                         1, "content", "application/json", "schema", "type", "object", "required",
+                         "org_id", "period", "additionalProperties", 0, "properties", "org_id",
+                         "type", "integer", "minimum", 1, "period", "type", "string", "pattern",
+                         "^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$");
+    else if (strcmp(path, "/v1/inventory/import") == 0)
+        body = json_pack("{s:b,s:{s:{s:{s:s,s:s}}}}", "required", 1, "content", "text/csv",
+                         "schema", "type", "string", "description",
+                         "a header row naming the columns, then one row per GPU");
+    if (body)
+        json_object_set_new(op_obj, "requestBody", body);
+    fixed_route_params(path, op_obj);
 }
 
 json_t *openapi_document(void)
@@ -233,12 +401,13 @@ json_t *openapi_document(void)
         } else {
             bool post = strcmp(rt->method, "POST") == 0;
             json_t *rs = error_responses(MAY_CONFLICT | (post ? WITH_BODY : 0));
-            json_object_set_new(rs, "200", response("ok", json_pack("{s:s}", "type", "object")));
+            json_object_set_new(rs, "200", fixed_route_ok(rt->path));
             if (post)
                 json_object_set_new(rs, "201",
                                     response("created", json_pack("{s:s}", "type", "object")));
             json_object_set_new(o, "responses", rs);
         }
+        fixed_route_body(rt->path, o);
         json_object_set_new(paths, rt->path, json_pack("{s:o}", method, o));
     }
     for (size_t i = 0; i < model_n_resources; i++)
@@ -288,6 +457,13 @@ json_t *openapi_document(void)
             snprintf(path, sizeof(path), "/v1/invoices/{id}/%s", acts[i].tail);
             snprintf(code, sizeof(code), "%d", acts[i].status);
             json_object_set_new(rs, code, response("ok", ref_to("invoices")));
+            if (strcmp(acts[i].tail, "export") == 0) {
+                json_t *content = json_object_get(json_object_get(rs, code), "content");
+                json_object_set_new(content, "text/csv",
+                                    json_pack("{s:{s:s}}", "schema", "type", "string"));
+                json_object_set_new(content, "text/html",
+                                    json_pack("{s:{s:s}}", "schema", "type", "string"));
+            }
             json_object_set_new(
                 paths, path,
                 json_pack("{s:[{s:s,s:s,s:b,s:{s:s}}],s:o}", "parameters", "name", "id", "in",

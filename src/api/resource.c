@@ -11,6 +11,7 @@
 
 #include "api/api-int.h"
 #include "base/parse.h"
+#include "base/timeutil.h"
 #include "engine/engine.h"
 
 #define LIST_DEFAULT_LIMIT 100
@@ -381,6 +382,22 @@ static int parse_filter_value(struct req *r, const struct field_def *f, const ch
             return errinfo_set(ei, ERR_INVALID, f->name, "filter '%s' must be true or false",
                                f->name);
         return 0;
+    case FT_TIME:
+        /* stored as epoch seconds, like the field itself */
+        if (time_parse_rfc3339(val, &out->i) < 0)
+            return errinfo_set(ei, ERR_INVALID, f->name,
+                               "filter '%s' must be an RFC 3339 time such as 2026-01-31T12:00:00Z",
+                               f->name);
+        return 0;
+    case FT_ENUM:
+        /* a misspelt value would match nothing and look like an empty answer */
+        for (const char *const *e = f->enum_values; *e; e++)
+            if (strcmp(*e, val) == 0) {
+                out->s = arena_strdup(&r->arena, val);
+                return 0;
+            }
+        return errinfo_set(ei, ERR_INVALID, f->name, "filter '%s' has unknown value '%.40s'",
+                           f->name, val);
     default:
         out->s = arena_strdup(&r->arena, val);
         return 0;
@@ -610,10 +627,22 @@ static int check_create_rules(struct req *r, const struct resource_def *def, str
 /* Actions a resource does not offer are 405 whatever the caller or the body. */
 static bool offered(struct req *r, const struct resource_def *def, enum action act)
 {
+    /* The Allow header RFC 9110 requires of a 405: what the same path does offer. */
+    static const char *const allow_list[] = {"Allow", "GET, POST", NULL};
+    static const char *const allow_get[] = {"Allow", "GET", NULL};
+    static const char *const allow_patch[] = {"Allow", "GET, PATCH", NULL};
+    static const char *const allow_delete[] = {"Allow", "GET, DELETE", NULL};
     struct error_info ei = {0};
+    bool can_update = def->need[ACT_UPDATE] != ROLE_NOBODY;
+    bool can_delete = def->need[ACT_DELETE] != ROLE_NOBODY;
+
     if (def->need[act] != ROLE_NOBODY)
         return true;
     req_reply_error(r, forbid(&ei, def, act), &ei);
+    if (act == ACT_CREATE)
+        r->headers = def->need[ACT_CREATE] != ROLE_NOBODY ? allow_list : allow_get;
+    else
+        r->headers = can_update ? allow_patch : can_delete ? allow_delete : allow_get;
     return false;
 }
 

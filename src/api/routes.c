@@ -76,12 +76,32 @@ static void reply_capacity(struct req *r)
     req_reply_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
+/*
+ * 405 with the Allow header RFC 9110 requires of it; allowed is the message's
+ * "GET, PATCH or DELETE", which the header spells "GET, PATCH, DELETE".
+ */
 static void method_not_allowed(struct req *r, const char *allowed)
 {
     struct error_info ei = {0};
+    const char **h = arena_calloc(&r->arena, 3, sizeof(*h));
+    char *value = arena_alloc(&r->arena, strlen(allowed) + 1), *o = value;
+
+    for (const char *p = allowed; *p;) {
+        if (strncmp(p, " or ", 4) == 0) {
+            memcpy(o, ", ", 2);
+            o += 2;
+            p += 4;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = '\0';
+    h[0] = "Allow";
+    h[1] = value;
     errinfo_set(&ei, ERR_METHOD, NULL, "method %s is not allowed on %s; use %s", r->method,
                 r->path, allowed);
     req_reply_error(r, ERR_METHOD, &ei);
+    r->headers = h;
 }
 
 static void not_found(struct req *r)
@@ -140,6 +160,16 @@ static bool path_id(const char *s, int64_t *ret_id, const char **ret_tail)
     return true;
 }
 
+/* What an object's path offers, as method_not_allowed's message says it. */
+static const char *item_methods(const struct resource_def *def)
+{
+    bool patch = def->need[ACT_UPDATE] != ROLE_NOBODY, del = def->need[ACT_DELETE] != ROLE_NOBODY;
+    return patch && del ? "GET, PATCH or DELETE"
+           : patch      ? "GET or PATCH"
+           : del        ? "GET or DELETE"
+                        : "GET";
+}
+
 static void dispatch_resource(struct req *r, const struct resource_def *def, const char *id_s)
 {
     const char *tail;
@@ -151,7 +181,7 @@ static void dispatch_resource(struct req *r, const struct resource_def *def, con
         else if (is(r, "POST"))
             resource_create(r, def);
         else
-            method_not_allowed(r, "GET or POST");
+            method_not_allowed(r, def->need[ACT_CREATE] != ROLE_NOBODY ? "GET or POST" : "GET");
         return;
     }
     if (!path_id(id_s, &id, &tail) || *tail) {
@@ -167,7 +197,7 @@ static void dispatch_resource(struct req *r, const struct resource_def *def, con
     else if (is(r, "DELETE"))
         resource_delete(r, def, id);
     else
-        method_not_allowed(r, "GET, PATCH or DELETE");
+        method_not_allowed(r, item_methods(def));
 }
 
 const struct route routes_fixed[] = {

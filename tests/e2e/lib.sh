@@ -25,31 +25,54 @@ fail() {
   exit 1
 }
 
+# Every line a sanitizer prints starts with one of these (ASan and LSan:
+# "==PID==ERROR: AddressSanitizer: ...", "ERROR: LeakSanitizer: ..."; UBSan:
+# "file.c:12:3: runtime error: ...").
+SANITIZER_PATTERN="ERROR: AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer|ThreadSanitizer"
+
+# check_sanitizers: fails when any daemon's output in $TMP (the logs
+# start_daemon writes and the *.err files of daemons a test ran itself) has
+# a sanitizer report.
 check_sanitizers() {
   local f
-  for f in "$TMP"/daemon*.log; do
+  for f in "$TMP"/daemon*.log "$TMP"/daemon*.out "$TMP"/*.err; do
     [ -f "$f" ] || continue
-    if grep -qE "AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer" "$f"; then
+    if grep -qE "$SANITIZER_PATTERN" "$f"; then
       cat "$f" >&2
       fail "sanitizer report in $f"
     fi
   done
 }
 
+# check_daemon_alive: the daemon start_daemon started is still running unless
+# the test stopped it on purpose (stop_daemon and kill_daemon clear
+# DAEMON_PID). A daemon that crashed while the test's last checks happened to
+# pass must still fail the test.
+check_daemon_alive() {
+  [ -n "$DAEMON_PID" ] || return 0
+  kill -0 "$DAEMON_PID" 2>/dev/null && return 0
+  fail "gpuaasd (pid $DAEMON_PID) died during the test, which did not stop it"
+}
+
 cleanup() {
   local rc=$?
+  trap - EXIT
+  # Checked first, so a failure above still reports a crash or a sanitizer.
+  if (check_daemon_alive); then :; else rc=1; fi
   if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
     kill -TERM "$DAEMON_PID" 2>/dev/null || true
     wait "$DAEMON_PID" 2>/dev/null || true
   fi
   # any other daemon of this test (an earlier start that a failure left behind)
   pkill -KILL -f -- "--db $TMP/" 2>/dev/null || true
+  # After the daemon stopped: leaks are reported at exit.
+  if (check_sanitizers); then :; else rc=1; fi
   if [ $rc -eq 0 ]; then
-    check_sanitizers
     rm -rf "$TMP"
   else
     echo "(kept $TMP for inspection)" >&2
   fi
+  exit $rc
 }
 trap cleanup EXIT
 
