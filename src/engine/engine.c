@@ -1081,24 +1081,29 @@ static int persist_preemption(struct engine *e, const struct sched_preemption *p
                                     class_name(e, qs[0].class_id), pe->n_victims, ledger_id),
                        ei);
     for (size_t i = 0; rc >= 0 && i < pe->n_victims; i++) {
+        /* The victim's readers may not see the preemptor's tenant (the reason and the event
+         * are stored once, for all of them): only work of its own project is named. */
+        const char *taker = vs[i].project_id == pre_project
+                                ? arena_printf(a, "project %s (workload %" PRId64 ")",
+                                               project_name(e, pre_project), pe->preemptor_id)
+                                : "the owner of the GPUs it borrowed";
         struct row v;
         rc = store_get(e->db, &model_workloads, vs[i].workload_id, a, &v, ei);
         if (rc < 0)
             break;
         set_s(&model_workloads, a, &v, "state", "preempting");
         set_s(&model_workloads, a, &v, "reason",
-              arena_printf(a, "preempted for owned work of project %s (workload %" PRId64 ")",
-                           project_name(e, pre_project), pe->preemptor_id));
+              arena_printf(a, "preempted for owned work of %s (ledger entry %" PRId64 ")", taker,
+                           ledger_id));
         set_i(&model_workloads, &v, "updated_at", pe->decided_ms / 1000);
         rc = store_update(e->db, &model_workloads, vs[i].workload_id, &v, ei);
         if (rc >= 0)
             rc = add_event(e, a, vs[i].workload_id, vs[i].project_id, pe->decided_ms, "preempting",
                            arena_printf(a,
                                         "preempted (rule reclaim, ledger entry %" PRId64
-                                        "): project %s takes back its guarantee for workload "
-                                        "%" PRId64 "; stopping within %" PRId64 " s",
-                                        ledger_id, project_name(e, pre_project),
-                                        pe->preemptor_id, pe->grace_ms / 1000),
+                                        "): %s takes back its guarantee; stopping within "
+                                        "%" PRId64 " s",
+                                        ledger_id, taker, pe->grace_ms / 1000),
                            ei);
         *APPEND(e->victims, e->n_victims, e->cap_victims) =
             (struct pending_victim){vs[i].workload_id, ledger_id, pe->preemptor_id};

@@ -164,9 +164,14 @@ def binding_get(ctx):
 
 
 def binding_create(ctx):
+    # A binding may name only a user the caller sees (issue 14, finding 11): one the admin
+    # already made a viewer of the project, which its project-admins and org-admins see.
+    # A user the caller cannot see reads as no user at all (400, before any role check).
     uid = fresh(ctx, "users", {"name": uniq(ctx, "bu")})
-    body = {"user_id": uid, "role": "viewer", "project_id": tid(ctx, "project")}
-    own = at_least(ctx, "project-admin", 201) if ctx["role"] != "admin" else 201
+    fresh(ctx, "role-bindings", {"user_id": uid, "role": "viewer",
+                                 "project_id": tid(ctx, "project")})
+    body = {"user_id": uid, "role": "member", "project_id": tid(ctx, "project")}
+    own = at_least(ctx, "project-admin", 201, REF) if ctx["role"] != "admin" else 201
     return ("POST", "/v1/role-bindings", body), vis(ctx, own, REF)
 
 
@@ -193,8 +198,9 @@ def token_create(ctx):
     # for yourself (own tenant), or for the other tenant's member (not visible)
     uid = caller_user(ctx) if ctx["role"] == "admin" or ctx["tenant"] == ctx["target"] \
         else ctx["w"]["ids"]["%s:member:user" % ctx["target"]]
-    # a token for someone else: only the admin, whoever it is for
-    return ("POST", "/v1/tokens", {"user_id": uid, "name": uniq(ctx, "t")}), vis(ctx, 201, 403)
+    # a token for someone else: only the admin; the other tenant's member is a user the
+    # caller cannot see, so it reads as no user at all (400)
+    return ("POST", "/v1/tokens", {"user_id": uid, "name": uniq(ctx, "t")}), vis(ctx, 201, REF)
 
 
 def token_delete(ctx):
@@ -324,11 +330,13 @@ def by_project(res, key="project_id"):
 
 
 def preemption_get(ctx):
-    # the ledger is the preemptor's (zulu reclaimed from alpha): only B's record exists
+    # zulu reclaimed from alpha: one entry, read by both parties (finding 12), each with the
+    # other's parts redacted (the leak check covers that); only zulu's list names it by project
     i = first_id(ctx, "/v1/preemptions?project_id=%d" % tid(ctx, "project"))
     if i == 999999:
-        return ("GET", "/v1/preemptions/%d" % i, None), 404
-    return ("GET", "/v1/preemptions/%d" % i, None), vis(ctx, 200)
+        i = first_id(ctx, "/v1/preemptions?project_id=%d" % ctx["w"]["ids"]["B:project"])
+        return ("GET", "/v1/preemptions/%d" % i, None), 200
+    return ("GET", "/v1/preemptions/%d" % i, None), 200
 
 
 def nonexistent(method, path, body=None):

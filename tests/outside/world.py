@@ -185,8 +185,8 @@ def seed(c, admin):
     flavor4 = make("flavor4", "flavors", {"name": "h100.4x", "gpu_class_id": gclass,
                                           "gpu_milli": 4000, "vcpus": 16, "memory_mib": 65536,
                                           "price_per_hour_micros": 10000000})
-    # Effective from yesterday: before any of the work below, and in no invoiced month.
-    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 86400))
+    # Effective from now (a price may not start in the past): before any of the work below.
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time()))
     make("price", "prices", {"flavor_id": flavor, "currency": "EUR",
                              "price_per_hour_micros": 3600000, "effective_from": since})
     make("price4", "prices", {"flavor_id": flavor4, "currency": "EUR",
