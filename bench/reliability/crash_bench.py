@@ -80,8 +80,10 @@ def create_tenants(api):
     h100 = one(api, "/v1/gpu-classes?name=h100")["id"]
     ids = {}
     for org, project in (("acme", "train"), ("globex", "infer"), ("crash", "burst")):
-        o = api.call("POST", "/v1/organizations", {"name": org})["id"]
-        ids[org] = o
+        created = api.call("POST", "/v1/organizations", {"name": org})
+        o = ids[org] = created["id"]
+        # the daemon's own (faked) clock: a price may start now or later, never in the past
+        since = created["created_at"]
         ids[project] = api.call("POST", "/v1/projects", {"org_id": o, "name": project})["id"]
         api.call("POST", "/v1/quotas", {"project_id": ids[project], "gpu_class_id": h100,
                                         "limit_milli": 256000})
@@ -98,7 +100,7 @@ def create_tenants(api):
         ids[name] = f
         api.call("POST", "/v1/prices", {"flavor_id": f, "currency": cur,
                                         "price_per_hour_micros": price,
-                                        "effective_from": "2020-01-01T00:00:00Z"})
+                                        "effective_from": since})
     return ids
 
 

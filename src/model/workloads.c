@@ -166,16 +166,17 @@ const struct resource_def model_events = {
 
 static const struct field_def preemption_fields[] = {
     F_ID,
-    {"preemptor_id", NULL, FT_REF, FF_READONLY | FF_FILTER, 0, 0, NULL, "workloads", 0, NULL,
-     "the workload capacity was reclaimed for"},
-    {"project_id", NULL, FT_REF, FF_READONLY | FF_FILTER, 0, 0, NULL, "projects", 0, NULL,
-     "the preemptor's project"},
+    {"preemptor_id", NULL, FT_REF, FF_READONLY | FF_FILTER | FF_NULLABLE, 0, 0, NULL, "workloads",
+     0, NULL, "the workload capacity was reclaimed for; null to a victim's reader who may not see it"},
+    {"project_id", NULL, FT_REF, FF_READONLY | FF_FILTER | FF_NULLABLE, 0, 0, NULL, "projects", 0,
+     NULL, "the preemptor's project; null to a victim's reader who may not see it"},
     {"rule", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 64, NULL, NULL, 0, NULL,
      "why: reclaim (owned work takes back its guarantee)"},
     {"gpu_class_id", NULL, FT_REF, FF_READONLY | FF_NULLABLE, 0, 0, NULL, "gpu-classes", 0, NULL,
      "class reclaimed"},
     {"victims", NULL, FT_JSON, FF_READONLY, 0, 0, NULL, NULL, 0, NULL,
-     "[{workload_id, project_id, gpu_milli, lost_ms}]"},
+     "[{workload_id, project_id, gpu_milli, lost_ms}]; a victim the reader may not see has null "
+     "ids and redacted: true"},
     {"quota_before", NULL, FT_JSON, FF_READONLY, 0, 0, NULL, NULL, 0, NULL,
      "[{project_id, used, guaranteed, limit}] before the decision (milli-GPU)"},
     {"quota_after", NULL, FT_JSON, FF_READONLY, 0, 0, NULL, NULL, 0, NULL,
