@@ -28,6 +28,9 @@ run_suite() { # name build-dir sanitize
   log="$dir/ctest.log"
   (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 900) 2>&1 | tee "$log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  # schemathesis' summary per role (ctest shows a passing test's output only in its log)
+  grep -aE "^==== schemathesis|^  [0-9]+ generated|^schemathesis: " \
+    "$dir/Testing/Temporary/LastTest.log" 2>/dev/null || true
   local line total nfail
   line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -1)
   total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
