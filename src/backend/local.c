@@ -30,9 +30,11 @@
 #include "backend/backend.h"
 #include "backend/cgroup.h"
 #include "backend/spawner.h"
+#include "backend/work.h"
 #include "base/alloc.h"
 #include "base/fdio.h"
 #include "base/parse.h"
+#include "base/timeutil.h"
 
 #define NEVER INT64_MAX
 #define UNKNOWN_EXIT (-1)
@@ -47,11 +49,11 @@ struct replica {
     int exit_code;
     int64_t ended_ms; /* when it ended, from its keeper's exit file; 0: unknown */
     char *cgroup;     /* its cgroup's name (cgroup.h), NULL when none */
-    char *container; /* its podman container's name, NULL when it runs no image */
+    char *container;  /* its podman container's name, NULL when it runs no image */
 };
 
 struct lwork {
-    int64_t id;
+    int64_t id; /* first: backend/work.h */
     struct replica *reps;
     size_t n_reps;
     int64_t deadline_ms;     /* max runtime reached, NEVER when none */
@@ -78,9 +80,7 @@ struct local {
     struct spawner *spawner; /* opt->spawner, or our own started at the first launch */
     bool own_spawner;        /* ours to stop */
 
-    struct lwork **work; /* in launch order */
-    size_t n_work, cap_work;
-    struct backend_ends done; /* ended, not yet handed out by poll() */
+    struct backend_work work; /* struct lwork, in launch order; ends not yet handed out */
 };
 
 static struct local *local_of(struct backend *b)
@@ -88,12 +88,7 @@ static struct local *local_of(struct backend *b)
     return b->impl;
 }
 
-static int64_t add_ms(int64_t t, int64_t d)
-{
-    if (d > 0 && t > NEVER - 1 - d)
-        return NEVER;
-    return t + (d > 0 ? d : 0);
-}
+static_assert(offsetof(struct lwork, id) == 0, "backend/work.h wants the id first");
 
 /* ---- files ---- */
 
@@ -287,36 +282,7 @@ static void work_free(struct lwork *w)
     free(w);
 }
 
-static struct lwork *work_find(const struct local *s, int64_t id, size_t *ret_pos)
-{
-    for (size_t i = 0; i < s->n_work; i++) {
-        if (s->work[i]->id == id) {
-            if (ret_pos)
-                *ret_pos = i;
-            return s->work[i];
-        }
-    }
-    return NULL;
-}
-
-static bool known(const struct local *s, int64_t id)
-{
-    if (work_find(s, id, NULL))
-        return true;
-    return backend_ends_has(&s->done, id);
-}
-
-static void work_add(struct local *s, struct lwork *w)
-{
-    if (s->n_work == s->cap_work) {
-        s->cap_work = s->cap_work ? 2 * s->cap_work : 16;
-        s->work = xreallocarray(s->work, s->cap_work, sizeof(*s->work));
-    }
-    s->work[s->n_work++] = w;
-}
-
 /* ---- launch ---- */
-
 
 /* The devices of one replica as the CUDA runtime wants them: uuids, else indices. */
 static char *device_list(const struct backend_replica *r)
@@ -525,9 +491,10 @@ static void spawner_check(struct local *s)
 {
     if (!s->spawner || spawner_alive(s->spawner))
         return;
-    for (size_t i = 0; i < s->n_work; i++) {
-        for (size_t k = 0; k < s->work[i]->n_reps; k++)
-            s->work[i]->reps[k].own = false;
+    for (size_t i = 0; i < s->work.n; i++) {
+        struct lwork *w = s->work.items[i];
+        for (size_t k = 0; k < w->n_reps; k++)
+            w->reps[k].own = false;
     }
     if (s->own_spawner)
         spawner_stop(s->spawner);
@@ -553,7 +520,7 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
                            "workload %" PRId64
                            " names an image, and podman is not installed on this machine",
                            l->workload_id);
-    if (known(s, l->workload_id))
+    if (backend_work_known(&s->work, l->workload_id))
         return errinfo_set(ei, ERR_CONFLICT, NULL,
                            "workload %" PRId64 " is already running on this machine",
                            l->workload_id);
@@ -571,7 +538,7 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
     w->reps = xcalloc(l->n_replicas, sizeof(*w->reps));
     w->n_reps = l->n_replicas;
     w->kill_at_ms = NEVER;
-    w->deadline_ms = l->max_runtime_ms >= 0 ? add_ms(now_ms, l->max_runtime_ms) : NEVER;
+    w->deadline_ms = l->max_runtime_ms >= 0 ? time_add_ms(now_ms, l->max_runtime_ms) : NEVER;
 
     for (size_t i = 0; i < l->n_replicas && rc == 0; i++) {
         const struct backend_replica *br = &l->replicas[i];
@@ -631,7 +598,7 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
         work_free(w);
         return rc;
     }
-    work_add(s, w);
+    backend_work_add(&s->work, w);
     return 0;
 }
 
@@ -689,7 +656,7 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
     if (started_ms > now_ms)
         return errinfo_set(ei, ERR_INVALID, NULL,
                            "workload %" PRId64 " cannot have started after now", l->workload_id);
-    if (known(s, l->workload_id))
+    if (backend_work_known(&s->work, l->workload_id))
         return errinfo_set(ei, ERR_CONFLICT, NULL,
                            "workload %" PRId64 " is already running on this machine",
                            l->workload_id);
@@ -697,7 +664,7 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
     w = xcalloc(1, sizeof(*w));
     w->id = l->workload_id;
     w->kill_at_ms = NEVER;
-    w->deadline_ms = l->max_runtime_ms >= 0 ? add_ms(started_ms, l->max_runtime_ms) : NEVER;
+    w->deadline_ms = l->max_runtime_ms >= 0 ? time_add_ms(started_ms, l->max_runtime_ms) : NEVER;
     w->reps = xcalloc(l->n_replicas, sizeof(*w->reps));
     for (size_t i = 0; i < l->n_replicas; i++) {
         struct replica r = {.replica = l->replicas[i].replica};
@@ -723,7 +690,7 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
         w->lost = true;
         w->lost_at_ms = now_ms;
     }
-    work_add(s, w);
+    backend_work_add(&s->work, w);
     return 0;
 }
 
@@ -768,7 +735,7 @@ static void check_replica(const struct local *s, int64_t id, struct replica *r)
 static int local_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, int64_t now_ms)
 {
     struct local *s = local_of(b);
-    struct lwork *w = work_find(s, workload_id, NULL);
+    struct lwork *w = backend_work_find(&s->work, workload_id, NULL);
     int64_t kill_at;
 
     if (!w || w->lost)
@@ -780,7 +747,7 @@ static int local_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, 
     for (size_t i = 0; i < w->n_reps; i++)
         check_replica(s, w->id, &w->reps[i]);
     signal_work(s, w, SIGTERM);
-    kill_at = add_ms(now_ms, grace_ms);
+    kill_at = time_add_ms(now_ms, grace_ms);
     if (kill_at < w->kill_at_ms)
         w->kill_at_ms = kill_at;
     return 0;
@@ -824,13 +791,11 @@ static int work_exit_code(const struct lwork *w)
  */
 static void work_finish(struct local *s, size_t pos)
 {
-    struct lwork *w = s->work[pos];
+    struct lwork *w = backend_work_take(&s->work, pos);
     for (size_t i = 0; i < w->n_reps; i++) {
         cgroup_drop(s, w->reps[i].cgroup);
         w->reps[i].cgroup = NULL;
     }
-    memmove(&s->work[pos], &s->work[pos + 1], (s->n_work - pos - 1) * sizeof(*s->work));
-    s->n_work--;
     work_free(w);
 }
 
@@ -840,15 +805,15 @@ static void scan(struct local *s, int64_t now_ms)
     size_t i = 0;
 
     spawner_check(s);
-    while (i < s->n_work) {
-        struct lwork *w = s->work[i];
+    while (i < s->work.n) {
+        struct lwork *w = s->work.items[i];
         bool all_ended = true;
 
         if (w->lost) {
-            backend_ends_push(&s->done, &(struct backend_event){.workload_id = w->id,
-                                                                .at_ms = w->lost_at_ms,
-                                                                .how = BACKEND_LOST,
-                                                                .exit_code = UNKNOWN_EXIT});
+            backend_ends_push(&s->work.done, &(struct backend_event){.workload_id = w->id,
+                                                                     .at_ms = w->lost_at_ms,
+                                                                     .how = BACKEND_LOST,
+                                                                     .exit_code = UNKNOWN_EXIT});
             work_finish(s, i);
             continue;
         }
@@ -857,7 +822,7 @@ static void scan(struct local *s, int64_t now_ms)
             all_ended = all_ended && w->reps[k].ended;
         }
         if (all_ended) {
-            backend_ends_push(&s->done,
+            backend_ends_push(&s->work.done,
                               &(struct backend_event){.workload_id = w->id,
                                                       .at_ms = ended_at(w, now_ms),
                                                       .how = w->reason ? w->reason : BACKEND_EXITED,
@@ -868,7 +833,7 @@ static void scan(struct local *s, int64_t now_ms)
         if (!w->reason && w->deadline_ms <= now_ms) {
             w->reason = BACKEND_TIMEOUT;
             signal_work(s, w, SIGTERM);
-            w->kill_at_ms = add_ms(now_ms, s->timeout_grace_ms);
+            w->kill_at_ms = time_add_ms(now_ms, s->timeout_grace_ms);
         }
         if (w->kill_at_ms <= now_ms) {
             signal_work(s, w, SIGKILL);
@@ -886,7 +851,7 @@ static size_t local_poll(struct backend *b, int64_t now_ms, struct backend_event
     scan(s, now_ms);
     if (s->n_stale > 0)
         cgroup_retry(s, NULL);
-    return backend_ends_take(&s->done, out, max);
+    return backend_ends_take(&s->work.done, out, max);
 }
 
 static int64_t local_next_event_ms(struct backend *b)
@@ -894,10 +859,10 @@ static int64_t local_next_event_ms(struct backend *b)
     struct local *s = local_of(b);
     int64_t next = NEVER;
 
-    if (s->done.n > 0)
+    if (s->work.done.n > 0)
         return 0; /* queued already: any poll has them */
-    for (size_t i = 0; i < s->n_work; i++) {
-        const struct lwork *w = s->work[i];
+    for (size_t i = 0; i < s->work.n; i++) {
+        const struct lwork *w = s->work.items[i];
         if (w->lost && w->lost_at_ms < next)
             next = w->lost_at_ms;
         if (w->kill_at_ms < next)
@@ -916,10 +881,9 @@ static void local_free(struct backend *b)
     s = local_of(b);
     if (s->own_spawner)
         spawner_stop(s->spawner);
-    for (size_t i = 0; i < s->n_work; i++)
-        work_free(s->work[i]);
-    free(s->work);
-    backend_ends_release(&s->done);
+    for (size_t i = 0; i < s->work.n; i++)
+        work_free(s->work.items[i]);
+    backend_work_release(&s->work);
     free(s->log_dir);
     cgroup_place_close(&s->cgroups);
     for (size_t i = 0; i < s->n_stale; i++)

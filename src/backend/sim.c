@@ -18,6 +18,7 @@
 
 #include "backend/backend.h"
 #include "base/alloc.h"
+#include "base/timeutil.h"
 
 #define NO_POS SIZE_MAX
 #define NEVER INT64_MAX
@@ -64,14 +65,6 @@ static int64_t scaled(const struct sim *s, int64_t ms)
         return 0;
     r = ms / s->speed;
     return r > 0 ? r : 1;
-}
-
-/* t + d, or NEVER when that does not fit. */
-static int64_t add_ms(int64_t t, int64_t d)
-{
-    if (d > 0 && t > NEVER - 1 - d)
-        return NEVER;
-    return t + d;
 }
 
 /* ---- heap, keyed by (end_ms, id) ---- */
@@ -260,7 +253,6 @@ static struct sim *sim_of(struct backend *b)
     return b->impl;
 }
 
-
 /* Files a workload that started at started_ms: its natural end or its timeout. */
 static int start(struct sim *s, const struct backend_launch *l, int64_t started_ms,
                  struct error_info *ei)
@@ -280,9 +272,9 @@ static int start(struct sim *s, const struct backend_launch *l, int64_t started_
     w = work_new(s, l->workload_id);
     map_put(s, w);
     if (limit < run)
-        work_end_at(s, w, add_ms(started_ms, limit), BACKEND_TIMEOUT, SIGKILL_EXIT);
+        work_end_at(s, w, time_add_ms(started_ms, limit), BACKEND_TIMEOUT, SIGKILL_EXIT);
     else if (run != NEVER)
-        work_end_at(s, w, add_ms(started_ms, run), BACKEND_EXITED, 0);
+        work_end_at(s, w, time_add_ms(started_ms, run), BACKEND_EXITED, 0);
     return 0;
 }
 
@@ -313,7 +305,7 @@ static int sim_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, in
     if (!p || p->end_ms <= now_ms)
         return 0; /* unknown, or ended already: nothing to stop */
     delay = scaled(s, killed ? grace : s->exit_after_signal_ms);
-    end = add_ms(now_ms, delay > 0 ? delay : 1);
+    end = time_add_ms(now_ms, delay > 0 ? delay : 1);
     /* Work that ends by itself (or times out) before the stop takes effect keeps that end. */
     if (end <= p->end_ms)
         work_end_at(s, (uint32_t)(p - s->pool), end, BACKEND_STOPPED,

@@ -25,6 +25,20 @@ int64_t time_mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t time_mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t time_add_ms(int64_t t, int64_t d)
+{
+    if (d <= 0)
+        return t;
+    return t > INT64_MAX - d ? INT64_MAX : t + d;
+}
+
 void time_format_rfc3339(int64_t epoch_s, char *out, size_t size)
 {
     struct tm tm;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * smi.c: the nvidia-smi fallback collector. nvidia-smi is run as a child
- * process (fork and exec, no shell) with a deadline; its CSV query output
+ * process (base/run.h: no shell, a deadline); its CSV query output
  * is parsed into readings. Unknown values ("[N/A]", "[Not Supported]")
  * become NaN rather than errors: many fields are legitimately unsupported
  * (power on some boards, utilization with MIG on).
@@ -10,13 +10,10 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/run.h"
 #include "inventory/inventory-int.h"
 
-#include <fcntl.h>
 #include <math.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 
 enum {
     F_INDEX,
@@ -309,149 +306,32 @@ int inv_smi_list_parse(const char *data, size_t len, struct inv_readings *out,
     return n;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void kill_and_reap(pid_t pid)
-{
-    int st;
-    kill(-pid, SIGKILL); /* its process group: a script's children too */
-    kill(pid, SIGKILL);
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-}
-
 int inv_run_command(char *const argv[], int64_t timeout_ms, size_t max_output, char **ret_out,
                     size_t *ret_len, struct error_info *ei)
 {
-    int out_pipe[2], err_pipe[2], st, child_errno = 0;
-    struct buf b;
-    pid_t pid;
-    int64_t deadline = mono_ms() + timeout_ms;
-    ssize_t n;
-    int rc = 0;
+    /* its own process group: a wrapper script's children die with it at the deadline */
+    struct run_spec spec = {.path = argv[0],
+                            .argv = (const char *const *)argv,
+                            .out_max = max_output,
+                            .timeout_ms = timeout_ms,
+                            .own_group = true};
+    struct run_result r;
+    int rc = run_command(&spec, &r, ei);
 
-    if (pipe2(out_pipe, O_CLOEXEC) < 0)
-        return errinfo_set(ei, ERR_IO, NULL, "could not run '%s': pipe: %s", argv[0],
-                           strerror(errno));
-    if (pipe2(err_pipe, O_CLOEXEC) < 0) {
-        close(out_pipe[0]);
-        close(out_pipe[1]);
-        return errinfo_set(ei, ERR_IO, NULL, "could not run '%s': pipe: %s", argv[0],
-                           strerror(errno));
-    }
-    pid = fork();
-    if (pid < 0) {
-        rc =
-            errinfo_set(ei, ERR_IO, NULL, "could not run '%s': fork: %s", argv[0], strerror(errno));
-        close(out_pipe[0]);
-        close(out_pipe[1]);
-        close(err_pipe[0]);
-        close(err_pipe[1]);
+    if (rc < 0)
         return rc;
-    }
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_RDWR);
-        setpgid(0, 0);
-        if (devnull >= 0) {
-            dup2(devnull, STDIN_FILENO);
-            dup2(devnull, STDERR_FILENO);
-        }
-        dup2(out_pipe[1], STDOUT_FILENO);
-        execvp(argv[0], argv);
-        child_errno = errno;
-        if (write(err_pipe[1], &child_errno, sizeof(child_errno)) < 0)
-            _exit(126);
-        _exit(127);
-    }
-    close(out_pipe[1]);
-    close(err_pipe[1]);
-    /* the error pipe closes at exec (CLOEXEC) or carries exec's errno */
-    while ((n = read(err_pipe[0], &child_errno, sizeof(child_errno))) < 0 && errno == EINTR)
-        ;
-    close(err_pipe[0]);
-    if (n == (ssize_t)sizeof(child_errno)) {
-        close(out_pipe[0]);
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-            ;
-        return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "could not run '%s': %s", argv[0],
-                           strerror(child_errno));
-    }
-
-    buf_init(&b, max_output);
-    for (;;) {
-        struct pollfd pfd = {.fd = out_pipe[0], .events = POLLIN};
-        int64_t left = deadline - mono_ms();
-        char chunk[16384];
-        int pr;
-
-        if (left <= 0) {
-            rc = errinfo_set(ei, ERR_UNAVAILABLE, NULL, "'%s' timed out after %" PRId64 " ms",
-                             argv[0], timeout_ms);
-            break;
-        }
-        pr = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0) {
-            rc = errinfo_set(ei, ERR_IO, NULL, "'%s': poll: %s", argv[0], strerror(errno));
-            break;
-        }
-        if (pr == 0)
-            continue; /* the deadline check above ends it */
-        n = read(out_pipe[0], chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            rc = errinfo_set(ei, ERR_IO, NULL, "'%s': read: %s", argv[0], strerror(errno));
-            break;
-        }
-        if (n == 0)
-            break; /* end of output */
-        if (buf_append(&b, chunk, (size_t)n) < 0) {
-            rc = errinfo_set(ei, ERR_TOO_LARGE, NULL, "'%s' wrote more than %zu bytes", argv[0],
-                             max_output);
-            break;
-        }
-    }
-    close(out_pipe[0]);
-    if (rc < 0) {
-        kill_and_reap(pid);
-        buf_release(&b);
-        return rc;
-    }
-    /* output closed: the exit follows; wait for it within what is left of the deadline */
-    for (;;) {
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid)
-            break;
-        if (w < 0 && errno != EINTR) {
-            buf_release(&b);
-            return errinfo_set(ei, ERR_IO, NULL, "'%s': waitpid: %s", argv[0], strerror(errno));
-        }
-        if (mono_ms() >= deadline) {
-            kill_and_reap(pid);
-            buf_release(&b);
-            return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "'%s' timed out after %" PRId64 " ms",
-                               argv[0], timeout_ms);
-        }
-        poll(NULL, 0, 5);
-    }
-    if (WIFSIGNALED(st) || (WIFEXITED(st) && WEXITSTATUS(st) != 0)) {
-        buf_release(&b);
-        if (WIFSIGNALED(st))
+    if (r.status != 0) {
+        run_result_release(&r);
+        if (r.status < 0)
             return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "'%s' was killed by signal %d", argv[0],
-                               WTERMSIG(st));
+                               -r.status);
         return errinfo_set(ei, ERR_UNAVAILABLE, NULL, "'%s' exited with status %d", argv[0],
-                           WEXITSTATUS(st));
+                           r.status);
     }
-    if (!b.data)
-        (void)buf_append(&b, "", 0);
-    *ret_out = buf_detach(&b, ret_len);
+    if (!r.out.data)
+        (void)buf_append(&r.out, "", 0);
+    *ret_out = buf_detach(&r.out, ret_len);
+    run_result_release(&r);
     return 0;
 }
 

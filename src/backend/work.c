@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* work.c: the table of a backend's workloads (work.h). */
+#include "base/common.h"
+
+#include "backend/work.h"
+#include "base/alloc.h"
+
+/* A record's workload id: its first member (work.h). */
+static int64_t item_id(const void *item)
+{
+    return *(const int64_t *)item;
+}
+
+void *backend_work_find(const struct backend_work *t, int64_t id, size_t *ret_pos)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        if (item_id(t->items[i]) == id) {
+            if (ret_pos)
+                *ret_pos = i;
+            return t->items[i];
+        }
+    }
+    return NULL;
+}
+
+bool backend_work_known(const struct backend_work *t, int64_t id)
+{
+    return backend_work_find(t, id, NULL) || backend_ends_has(&t->done, id);
+}
+
+void backend_work_add(struct backend_work *t, void *item)
+{
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 16;
+        t->items = xreallocarray(t->items, t->cap, sizeof(*t->items));
+    }
+    t->items[t->n++] = item;
+}
+
+void *backend_work_take(struct backend_work *t, size_t pos)
+{
+    void *item;
+
+    assert(pos < t->n);
+    item = t->items[pos];
+    memmove(&t->items[pos], &t->items[pos + 1], (t->n - pos - 1) * sizeof(*t->items));
+    t->n--;
+    return item;
+}
+
+void backend_work_release(struct backend_work *t)
+{
+    free(t->items);
+    backend_ends_release(&t->done);
+    *t = (struct backend_work){0};
+}
