@@ -21,6 +21,7 @@
 #define SACCT_FIELDS "JobID,State,Start,End,ExitCode,JobName"
 /* What squeue prints per job (SLURM_TIME_FORMAT=%s: times as seconds since the epoch). */
 #define QUEUE_FIELDS "JobID:|,State:|,StartTime:|,EndTime:|,exit_code:|,NodeList:|,Name:|"
+
 /* Whether a Slurm job state is final (the job holds nothing any more). */
 bool slurm__state_final(const char *st)
 {

@@ -10,6 +10,7 @@
 #include "backend/slurm-int.h"
 #include "base/alloc.h"
 #include "base/timeutil.h"
+
 /* Whether Slurm (and the shell case in the script) can take this node name as it is. */
 static bool node_name_ok(const char *name)
 {

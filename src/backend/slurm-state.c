@@ -16,7 +16,8 @@
 #include "base/parse.h"
 
 #define STATE_MAGIC "gpuaas-slurm-state 1"
-#define STATE_MAX 4096
+#define STATE_MAX 4096 /* a state file is read up to this */
+
 static char *state_path(const struct slurm *s, int64_t id)
 {
     return xasprintf("%s/%" PRId64 ".slurm", s->log_dir, id);
