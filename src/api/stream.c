@@ -327,7 +327,8 @@ static int id_arg(struct req *r, const char *name, int64_t *ret, struct error_in
     return 0;
 }
 
-void stream_events(struct req *r)
+/* GET /v1/events as a stream: sets r->stream, or an error reply. */
+static void stream_events(struct req *r)
 {
     struct error_info ei = {0};
     const char *last = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
@@ -347,7 +348,8 @@ void stream_events(struct req *r)
         rc = id_arg(r, "after", &after, &ei);
     if (rc >= 0 && last && parse_int64(last, 0, INT64_MAX, &after) < 0)
         rc = errinfo_set(&ei, ERR_INVALID, NULL, "Last-Event-ID '%.30s' is not an event id", last);
-    if (rc >= 0 && s->project_id && !s->admin && rbac_role_on_project(r, s->project_id) < ROLE_VIEWER)
+    if (rc >= 0 && s->project_id && !s->admin &&
+        rbac_role_on_project(r, s->project_id) < ROLE_VIEWER)
         rc = errinfo_set(&ei, ERR_NOT_FOUND, "project_id", "no project %" PRId64, s->project_id);
     if (rc >= 0 && after < 0)
         rc = store_max_id(req_db(r), &model_events, &after, &ei);
@@ -382,3 +384,6 @@ struct MHD_Response *stream_response(struct req *r)
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
     return resp;
 }
+
+/* /v1/events is the generic list, or with Accept: text/event-stream this stream. */
+const struct resource_hooks stream_event_hooks = {.stream = stream_events};
