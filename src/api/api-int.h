@@ -30,8 +30,8 @@ struct tenancy {
     pthread_rwlock_t lock;
     bool loaded;
     uint64_t version;
-    int64_t *org_ids;    /* sorted */
-    int64_t *org_parent; /* parallel to org_ids; 0 for a root */
+    int64_t *org_ids;     /* sorted */
+    int64_t *org_parent;  /* parallel to org_ids; 0 for a root */
     size_t n_orgs, cap_orgs;
     int64_t *project_ids; /* sorted */
     int64_t *project_org; /* parallel to project_ids */
@@ -103,11 +103,11 @@ struct req {
     int64_t started_ns;          /* arrival, monotonic: the latency on /metrics */
     /* the response */
     int status;
-    json_t *json;    /* body to send, or NULL */
-    const char *raw; /* or a raw body (static or arena) */
+    json_t *json;           /* body to send, or NULL */
+    const char *raw;        /* or a raw body (static or arena) */
     size_t raw_len;
     const char *content_type;
-    struct sse_stream *stream;  /* or an event stream (stream.c) */
+    struct sse_stream *stream; /* or an event stream (stream.c) */
     const char *cache_control;  /* NULL: "no-store" */
     const char *const *headers; /* more: name, value, ..., NULL (static or arena), or NULL */
 };
@@ -321,8 +321,8 @@ int resource_audit(struct req *r, struct store_conn *db, const char *action,
  * Every row of def (open_only: those whose ended_ms is null), paged through
  * the store, in the request's arena, in id order.
  */
-int req_list_all(struct req *r, const struct resource_def *def, bool open_only, struct row **ret,
-                 size_t *ret_n, struct error_info *ei);
+int req_list_all(struct req *r, const struct resource_def *def, bool open_only,
+                 struct row **ret, size_t *ret_n, struct error_info *ei);
 /* The row with that id in rows (id order, as lists come), or NULL: a binary search. */
 const struct row *rows_find(const struct row *rows, size_t n, int64_t id);
 /*

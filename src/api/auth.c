@@ -68,8 +68,7 @@ void auth_token_hash(const char *token, char ret_hash[TOKEN_HASH_HEX + 1])
 void auth_token_new(char **ret_token, char ret_hash[TOKEN_HASH_HEX + 1], char ret_prefix[16])
 {
     unsigned char raw[TOKEN_RANDOM_BYTES];
-    char b64[sodium_base64_ENCODED_LEN(TOKEN_RANDOM_BYTES,
-                                       sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
+    char b64[sodium_base64_ENCODED_LEN(TOKEN_RANDOM_BYTES, sodium_base64_VARIANT_URLSAFE_NO_PADDING)];
 
     randombytes_buf(raw, sizeof(raw));
     sodium_bin2base64(b64, sizeof(b64), raw, sizeof(raw), sodium_base64_VARIANT_URLSAFE_NO_PADDING);

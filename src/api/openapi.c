@@ -154,10 +154,11 @@ static json_t *error_responses(int what)
     return r;
 }
 
-static json_t *op(const char *summary, const char *verb, const char *schema_name, json_t *responses)
+static json_t *op(const char *summary, const char *verb, const char *schema_name,
+                  json_t *responses)
 {
-    return json_pack("{s:s,s:s++,s:o}", "summary", summary, "operationId", verb, "_", schema_name,
-                     "responses", responses);
+    return json_pack("{s:s,s:s++,s:o}", "summary", summary, "operationId", verb, "_",
+                     schema_name, "responses", responses);
 }
 
 static json_t *body_of(const char *schema_name)
@@ -232,8 +233,8 @@ static json_t *item_path(const struct resource_def *def, const char *schema)
     json_t *item = json_object(), *rs;
 
     json_object_set_new(item, "parameters",
-                        json_pack("[{s:s,s:s,s:b,s:{s:s}}]", "name", "id", "in", "path", "required",
-                                  1, "schema", "type", "integer"));
+                        json_pack("[{s:s,s:s,s:b,s:{s:s}}]", "name", "id", "in", "path",
+                                  "required", 1, "schema", "type", "integer"));
     rs = error_responses(0);
     json_object_set_new(rs, "200", response("the object", ref_to(schema)));
     json_object_set_new(item, "get", op("read", "get", schema, rs));
@@ -407,10 +408,11 @@ json_t *openapi_document(void)
                                   "type", "string", "message", "type", "string", "detail", "type",
                                   "object"));
     return json_pack("{s:s,s:{s:s,s:s,s:s},s:o,s:{s:o,s:{s:{s:s,s:s}}},s:[{s:[]}]}", "openapi",
-                     "3.0.3", "info", "title", "gpuaas API", "version", "1", "description",
+                     "3.0.3", "info", "title", "gpuaas API", "version", "1",
+                     "description",
                      "GPU-as-a-Service control plane. Errors are "
                      "{\"error\":{\"code\",\"message\",\"detail\"}}; lists are paginated with "
                      "limit and after.",
-                     "paths", paths, "components", "schemas", schemas, "securitySchemes", "bearer",
-                     "type", "http", "scheme", "bearer", "security", "bearer");
+                     "paths", paths, "components", "schemas", schemas, "securitySchemes",
+                     "bearer", "type", "http", "scheme", "bearer", "security", "bearer");
 }

@@ -329,11 +329,11 @@ static bool sees_org(const struct tenancy *t, const struct principal *who, int64
 
 /* ---- the public questions ---- */
 
-#define WITH_TENANCY(r, expr)                                                                      \
-    do {                                                                                           \
-        pthread_rwlock_rdlock(&(r)->api->tenancy.lock);                                            \
-        expr;                                                                                      \
-        pthread_rwlock_unlock(&(r)->api->tenancy.lock);                                            \
+#define WITH_TENANCY(r, expr)                                                                  \
+    do {                                                                                       \
+        pthread_rwlock_rdlock(&(r)->api->tenancy.lock);                                        \
+        expr;                                                                                  \
+        pthread_rwlock_unlock(&(r)->api->tenancy.lock);                                        \
     } while (0)
 
 enum role rbac_role_on_org(struct req *r, int64_t org_id)
@@ -413,9 +413,9 @@ static void collect(struct req *r, enum which which, enum role least, int64_t **
         size_t n_all = projects ? t->n_projects : t->n_orgs;
         ids = arena_calloc(&r->arena, n_all, sizeof(*ids));
         for (size_t i = 0; i < n_all; i++) {
-            bool keep = which == ORGS_SEEN   ? sees_org(t, r->who, all[i])
-                        : which == ORGS_WITH ? role_on_org(t, r->who, all[i]) >= least
-                                             : role_on_project(t, r->who, all[i]) >= least;
+            bool keep = which == ORGS_SEEN      ? sees_org(t, r->who, all[i])
+                        : which == ORGS_WITH    ? role_on_org(t, r->who, all[i]) >= least
+                                                : role_on_project(t, r->who, all[i]) >= least;
             if (keep)
                 ids[n++] = all[i];
         }

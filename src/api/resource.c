@@ -116,8 +116,7 @@ bool resource_may(struct req *r, const struct resource_def *def, const struct ro
     if (def->need[act] == ROLE_NOBODY)
         return false;
     if (act == ACT_CREATE && def->create_scope_field) {
-        /* Organizations and projects are made inside an organization (none: a root, admins only).
-         */
+        /* Organizations and projects are made inside an organization (none: a root, admins only). */
         int64_t org = ref_or_zero(def, row, def->create_scope_field);
         enum role role = org ? rbac_role_on_org(r, org) : r->who->admin ? ROLE_ADMIN : ROLE_NONE;
         return role >= def->need[act];
@@ -172,8 +171,9 @@ static int check_refs(struct req *r, const struct resource_def *def, const struc
             {
                 int64_t id = json_integer_value(item);
                 if (!ref_exists(r, target, id)) {
-                    rc = errinfo_set(ei, ERR_INVALID, f->name, "field '%s': no %s with id %" PRId64,
-                                     f->name, target->singular, id);
+                    rc = errinfo_set(ei, ERR_INVALID, f->name,
+                                     "field '%s': no %s with id %" PRId64, f->name,
+                                     target->singular, id);
                     break;
                 }
             }
@@ -217,7 +217,8 @@ static int parse_filter_value(struct req *r, const struct field_def *f, const ch
     case FT_INT:
     case FT_REF:
         if (parse_int64(val, INT64_MIN, INT64_MAX, &out->i) < 0)
-            return errinfo_set(ei, ERR_INVALID, f->name, "filter '%s' must be an integer", f->name);
+            return errinfo_set(ei, ERR_INVALID, f->name, "filter '%s' must be an integer",
+                               f->name);
         return 0;
     case FT_BOOL:
         if (strcmp(val, "true") == 0 || strcmp(val, "1") == 0)
@@ -272,8 +273,8 @@ static int list_arg(void *ctx, const char *key, const char *val)
     idx = model_field_index(la->def, key);
     f = idx >= 0 ? &la->def->fields[idx] : NULL;
     if (!f || !(f->flags & FF_FILTER) || (f->flags & FF_SECRET))
-        return errinfo_set(la->ei, ERR_INVALID, key, "unknown query parameter '%.60s' for %s", key,
-                           la->def->name);
+        return errinfo_set(la->ei, ERR_INVALID, key, "unknown query parameter '%.60s' for %s",
+                           key, la->def->name);
     if (la->f->n_eq >= STORE_MAX_EQ)
         return errinfo_set(la->ei, ERR_INVALID, key, "too many filters");
     la->f->eq[la->f->n_eq].field = idx;

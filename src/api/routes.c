@@ -68,11 +68,11 @@ static void reply_capacity(struct req *r)
                          "free_milli", (json_int_t)caps[i].free, "guaranteed_milli",
                          (json_int_t)caps[i].guaranteed);
         if (caps[i].guaranteed > caps[i].capacity)
-            json_object_set_new(item, "warning",
-                                json_sprintf("guarantees (%" PRId64
-                                             " milli-GPU) exceed healthy capacity (%" PRId64
-                                             "): owned work may wait",
-                                             caps[i].guaranteed, caps[i].capacity));
+            json_object_set_new(
+                item, "warning",
+                json_sprintf("guarantees (%" PRId64 " milli-GPU) exceed healthy capacity (%" PRId64
+                             "): owned work may wait",
+                             caps[i].guaranteed, caps[i].capacity));
         json_array_append_new(items, item);
     }
     req_reply_json(r, 200, json_pack("{s:o}", "items", items));
@@ -100,8 +100,8 @@ static void method_not_allowed(struct req *r, const char *allowed)
     *o = '\0';
     h[0] = "Allow";
     h[1] = value;
-    errinfo_set(&ei, ERR_METHOD, NULL, "method %s is not allowed on %s; use %s", r->method, r->path,
-                allowed);
+    errinfo_set(&ei, ERR_METHOD, NULL, "method %s is not allowed on %s; use %s", r->method,
+                r->path, allowed);
     req_reply_error(r, ERR_METHOD, &ei);
     r->headers = h;
 }

@@ -348,8 +348,7 @@ static void stream_events(struct req *r)
         rc = id_arg(r, "after", &after, &ei);
     if (rc >= 0 && last && parse_int64(last, 0, INT64_MAX, &after) < 0)
         rc = errinfo_set(&ei, ERR_INVALID, NULL, "Last-Event-ID '%.30s' is not an event id", last);
-    if (rc >= 0 && s->project_id && !s->admin &&
-        rbac_role_on_project(r, s->project_id) < ROLE_VIEWER)
+    if (rc >= 0 && s->project_id && !s->admin && rbac_role_on_project(r, s->project_id) < ROLE_VIEWER)
         rc = errinfo_set(&ei, ERR_NOT_FOUND, "project_id", "no project %" PRId64, s->project_id);
     if (rc >= 0 && after < 0)
         rc = store_max_id(req_db(r), &model_events, &after, &ei);

@@ -39,8 +39,7 @@ static int find_earlier(struct req *r, const struct row *row, struct row *ret,
     if (key->null || !key->s)
         return 0;
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(d, "project_id"),
-                        model_get_int(d, row, "project_id"));
+    store_filter_eq_int(&f, model_field_index(d, "project_id"), model_get_int(d, row, "project_id"));
     store_filter_eq_str(&f, model_field_index(d, "idempotency_key"), key->s);
     f.limit = 1;
     rc = store_list(req_db(r), d, &f, &r->arena, &rows, &n, ei);
