@@ -355,6 +355,8 @@ void billing_route_pay(struct req *r);
 void billing_route_credit(struct req *r);
 void billing_route_export(struct req *r);
 void billing_route_verify(struct req *r);
+/* Extra rules for creating a price version (the prices' check_create). */
+int billing_check_price(struct req *r, const struct row *row, struct error_info *ei);
 /* Refuses opportunistic work once an enforced budget is spent (a workload's check_create). */
 int billing_check_submit(struct req *r, const struct row *row, struct error_info *ei);
 
@@ -474,6 +476,7 @@ struct route {
     const struct route_param *query;    /* ends with {0}; NULL: none */
     const char *body;                   /* the request body's schema (JSON text); NULL: none */
     const char *body_type;              /* NULL: "application/json" */
+    json_t *(*request_body)(void);      /* or the whole requestBody, built (new reference) */
 };
 extern const struct route routes[];
 extern const size_t routes_n;

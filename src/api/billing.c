@@ -386,7 +386,7 @@ static int check_price_not_past(struct req *r, int64_t from_s, struct error_info
 }
 
 /* Price versions: not in the past, consistent digits per currency, issued months reproducible. */
-static int check_price(struct req *r, struct row *row, struct row *ret_same, struct error_info *ei)
+int billing_check_price(struct req *r, const struct row *row, struct error_info *ei)
 {
     const struct resource_def *d = &model_prices;
     const char *cur = model_get(d, row, "currency")->s;
@@ -397,7 +397,6 @@ static int check_price(struct req *r, struct row *row, struct row *ret_same, str
     size_t n;
     int rc = check_price_not_past(r, from_ms / 1000, ei);
 
-    (void)ret_same;
     if (rc < 0)
         return rc;
     store_filter_init(&f);
@@ -430,6 +429,12 @@ static int check_price(struct req *r, struct row *row, struct row *ret_same, str
             return 0;
         f.after_id = model_row_id(&rows[n - 1]);
     }
+}
+
+static int check_price(struct req *r, struct row *row, struct row *ret_same, struct error_info *ei)
+{
+    (void)ret_same;
+    return billing_check_price(r, row, ei);
 }
 
 const struct resource_hooks billing_price_hooks = {.check_create = check_price};

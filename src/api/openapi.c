@@ -359,6 +359,8 @@ static json_t *route_operation(const struct route *rt)
                                                     parse_schema(p->schema)));
         json_object_set_new(o, "parameters", params);
     }
+    if (rt->request_body)
+        json_object_set_new(o, "requestBody", rt->request_body());
     if (rt->body)
         json_object_set_new(o, "requestBody",
                             json_pack("{s:b,s:{s:{s:o}}}", "required", 1, "content",

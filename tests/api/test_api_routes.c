@@ -45,6 +45,8 @@ static void test_table_well_formed(void **state)
                 fail_msg("%s %s: parameter %s: schema is not JSON", rt->method, rt->path, p->name);
             json_decref(j);
         }
+        if (rt->body && rt->request_body)
+            fail_msg("%s %s has two request bodies", rt->method, rt->path);
         if (rt->body) {
             json_t *j = json_loads(rt->body, 0, NULL);
             if (!json_is_object(j))
