@@ -98,6 +98,7 @@ struct req {
     struct arena arena;
     const struct principal *who; /* NULL until authenticated; owned by arena */
     struct store_conn *db;       /* taken lazily by req_db() */
+    int64_t path_id;             /* the {id} of the route's path (routes.c), 0 when none */
     int64_t now;                 /* request time, epoch seconds */
     int64_t started_ns;          /* arrival, monotonic: the latency on /metrics */
     /* the response */
@@ -151,13 +152,6 @@ int auth_by_hash(struct req *r, const char *hash, struct error_info *ei);
 
 /* Loads the tenancy from the store the first time it is needed. */
 int rbac_refresh(struct req *r, struct error_info *ei);
-/*
- * Records a committed change to an organization or project in the tenancy
- * (other resources are ignored): act is ACT_CREATE, ACT_UPDATE or
- * ACT_DELETE, row the object after the change (before it, for a delete).
- */
-void rbac_apply(struct api *api, const struct resource_def *def, enum action act,
-                const struct row *row);
 /* The caller's role on an organization / project (ROLE_NONE when none). */
 enum role rbac_role_on_org(struct req *r, int64_t org_id);
 enum role rbac_role_on_project(struct req *r, int64_t project_id);
@@ -167,28 +161,126 @@ bool rbac_sees_project(struct req *r, int64_t project_id);
 /* The org of a project, 0 when unknown. */
 int64_t rbac_project_org(struct req *r, int64_t project_id);
 /*
- * Checks that org_id (0 for a new one) may hang under new_parent (0 for a
- * root): no cycle, and the tree stays within its depth limit. ERR_INVALID.
- */
-int rbac_org_check_parent(struct req *r, int64_t org_id, int64_t new_parent,
-                          struct error_info *ei);
-/*
  * Ids of the organizations / projects on which the caller holds at least
  * `least` (arena memory). Admins are not asked: they see everything.
  */
 void rbac_orgs_with(struct req *r, enum role least, int64_t **ret_ids, size_t *ret_n);
 void rbac_projects_with(struct req *r, enum role least, int64_t **ret_ids, size_t *ret_n);
-/*
- * ERR_CONFLICT when a change would leave no enabled admin user: deleting
- * (after NULL) or disabling an enabled admin user, or deleting the admin
- * binding of one, while no other enabled user is admin. Other changes: 0.
- * Runs inside the change's transaction.
- */
-int rbac_keep_an_admin(struct req *r, const struct resource_def *def, const struct row *before,
-                       const struct row *after, struct error_info *ei);
 /* Visible = rbac_sees_org / rbac_sees_project, as id lists. */
 void rbac_visible_orgs(struct req *r, int64_t **ret_ids, size_t *ret_n);
 void rbac_visible_projects(struct req *r, int64_t **ret_ids, size_t *ret_n);
+
+/* ---- hooks.c: what a resource adds to the generic handling of resource.c ---- */
+
+/* What a may_read hook decides. */
+enum hook_verdict {
+    HOOK_DEFAULT = -1, /* no opinion: the generic rule (the role on the row's scope) decides */
+    HOOK_DENY = 0,
+    HOOK_ALLOW = 1,
+};
+
+/* A field the API adds to a resource's JSON that the model does not store. */
+struct hook_field {
+    const char *name; /* NULL: none */
+    const char *type; /* its OpenAPI type: "integer", "string" */
+    const char *doc;
+};
+
+/*
+ * The rules one resource adds to the generic list, create, read, update and
+ * delete of resource.c, filled in where those rules live (workloads.c,
+ * billing.c, rbac.c, auth.c, ...) and found by resource_hooks_of(). Every
+ * entry may be NULL (or false): nothing to do, the generic rule holds. The
+ * hooks run in the order listed for each request; those that take an ei
+ * return 0 or a negative error, which ends the request with that error (and
+ * rolls back its transaction). resource.c is the only caller; a hook uses
+ * nothing of it but the generic interface below (resource_load_visible,
+ * resource_role, resource_may, resource_encode, resource_audit).
+ */
+struct resource_hooks {
+    /* ---- after a change commits (changes of one resource commit in order) ---- */
+    /* Its changes alter what the scheduler works with: the engine is told. */
+    bool shapes_scheduling;
+    /* Its changes can alter what a token stands for: cached principals are reloaded. */
+    bool identity;
+    /*
+     * after_commit must see its changes in commit order: the commit and
+     * after_commit hold api->tenancy_commit_lock.
+     */
+    bool ordered_commit;
+    /* What in-memory state learns of a committed change (row: after it; before, for a delete). */
+    void (*after_commit)(struct req *r, enum action act, const struct row *row);
+
+    /* ---- reading ---- */
+    /* Whether the caller may read row, before (and instead of) the role on its scope. */
+    enum hook_verdict (*may_read)(struct req *r, const struct row *row);
+    /* Whether a reference to id names a row the caller sees (instead of loading it). */
+    bool (*ref_visible)(struct req *r, int64_t id);
+    /* Restricts a non-admin's list to what they see (instead of the scope's filter). */
+    int (*list_filter)(struct req *r, struct store_filter *f, struct error_info *ei);
+    /*
+     * Lists what the caller may see matching f, for visibility that no
+     * filter can say (instead of list_filter and the store's list): at most
+     * f->limit rows in id order, in the request's arena.
+     */
+    int (*list)(struct req *r, struct store_filter *f, struct row **ret, size_t *ret_n,
+                struct error_info *ei);
+    /* Serves a list asked for as text/event-stream (stream_wanted). */
+    void (*stream)(struct req *r);
+    /* Adds live or caller-dependent parts to a row read back (not to a create's answer). */
+    void (*decorate)(struct req *r, const struct row *row, json_t *j);
+
+    /* ---- create ---- */
+    /*
+     * Sets what the server decides before the row is checked; may return in
+     * *ret_reveal (caller frees) fields only the create's answer carries.
+     */
+    int (*fill)(struct req *r, struct row *row, json_t **ret_reveal, struct error_info *ei);
+    /*
+     * Rules beyond the model's, the references and the role. 1 with
+     * *ret_same: the same create was made before, answered 200 with it.
+     */
+    int (*check_create)(struct req *r, struct row *row, struct row *ret_same,
+                        struct error_info *ei);
+    /*
+     * After the store refused the insert as a conflict: 1 with *ret_same when
+     * a racing twin of this create won it (answered 200 with that one).
+     */
+    int (*create_conflict)(struct req *r, const struct row *row, struct row *ret_same,
+                           struct error_info *ei);
+
+    /* ---- update and delete (in the change's transaction, before the write) ---- */
+    int (*check_update)(struct req *r, const struct row *before, const struct row *patch,
+                        const struct row *after, struct error_info *ei);
+    int (*check_delete)(struct req *r, const struct row *before, struct error_info *ei);
+    /*
+     * A delete that keeps the row: sets in after (a copy of before) what
+     * retires it; it is written as an update audited as retire_verb.
+     */
+    int (*retire)(struct req *r, const struct row *before, struct row *after,
+                  struct error_info *ei);
+    const char *retire_verb; /* "revoke" */
+    const char *retired;     /* "revoked": the 204's description */
+
+    /* In the change's transaction, after the row and its audit entry are written. */
+    int (*in_tx)(struct req *r, enum action act, const struct row *row, struct error_info *ei);
+
+    /* ---- what the errors and the OpenAPI document say ---- */
+    /* A 405's advice for an action not offered; NULL: "they are written by the server". */
+    const char *why_fixed;
+    /* What a 200 to a create means (check_create's "the same create again"). */
+    const char *same_create;
+    struct hook_field computed; /* what decorate adds */
+    struct hook_field reveal;   /* the secret fill reveals to the create's answer alone */
+};
+
+/* The hooks of def (an empty table for a resource with no rules of its own). */
+const struct resource_hooks *resource_hooks_of(const struct resource_def *def);
+
+/* The tables hooks.c lists, each defined in the file with that resource's rules. */
+extern const struct resource_hooks rbac_org_hooks, rbac_project_hooks, rbac_user_hooks,
+    rbac_binding_hooks, auth_token_hooks, workloads_hooks, preemptions_hooks, billing_price_hooks,
+    quota_hooks, stream_event_hooks;
 
 /* ---- resource.c: generic CRUD for every model resource ---- */
 
@@ -197,9 +289,34 @@ void resource_create(struct req *r, const struct resource_def *def);
 void resource_get(struct req *r, const struct resource_def *def, int64_t id);
 void resource_update(struct req *r, const struct resource_def *def, int64_t id);
 void resource_delete(struct req *r, const struct resource_def *def, int64_t id);
-/* Loads a row the caller may read; anything else is ERR_NOT_FOUND (other tenants' too). */
+/*
+ * The generic interface the hooks and the sub-routes use:
+ *
+ * Loads a row the caller may read; anything else is ERR_NOT_FOUND (other
+ * tenants' too). ei may be NULL.
+ */
 int resource_load_visible(struct req *r, const struct resource_def *def, int64_t id,
                           struct row *ret_row, struct error_info *ei);
+/* The caller's role on the scope row lives in (def's scope rule). */
+enum role resource_role(struct req *r, const struct resource_def *def, const struct row *row);
+/* Whether the caller may do act on row (for ACT_CREATE: create it where it says). */
+bool resource_may(struct req *r, const struct resource_def *def, const struct row *row,
+                  enum action act);
+/* A row as JSON for the API, decorated (caller owns the reference). */
+json_t *resource_encode(struct req *r, const struct resource_def *def, const struct row *row);
+
+/* ---- audit.c ---- */
+
+/*
+ * Appends an audit entry for a change on connection db (inside the caller's
+ * transaction). before/after may be NULL rows.
+ */
+int resource_audit(struct req *r, struct store_conn *db, const char *action,
+                   const struct resource_def *def, int64_t object_id, const struct row *before,
+                   const struct row *after, struct error_info *ei);
+
+/* ---- rows.c: sets of rows, for the views that join them (inventory, metrics) ---- */
+
 /*
  * Every row of def (open_only: those whose ended_ms is null), paged through
  * the store, in the request's arena, in id order.
@@ -218,52 +335,13 @@ struct alloc_index {
 };
 void alloc_index_build(struct req *r, const struct row *allocs, size_t n, struct alloc_index *ret);
 const struct row *alloc_index_find(const struct alloc_index *ix, int64_t gpu_id);
-/* A row as JSON for the API (caller owns the reference). */
-json_t *resource_encode(struct req *r, const struct resource_def *def, const struct row *row);
 
-/* ---- workloads.c: what workloads add to the generic handling ---- */
+/* ---- workloads.c: sub-routes of a workload (r->path_id) ---- */
 
-/*
- * Before a submit is written: 1 with *ret_earlier when its idempotency key
- * was used before in the project (answer with that one), 0 to go on (the
- * server-decided fields are set), or an error (inactive flavor, ...).
- */
-int workloads_prepare_submit(struct req *r, struct row *row, struct row *ret_earlier,
-                             struct error_info *ei);
-/*
- * The earlier workload submitted with row's idempotency key in its project:
- * 1 with *ret, 0 when there is none (or row has no key), or an error.
- */
-int workloads_find_earlier(struct req *r, const struct row *row, struct row *ret,
-                           struct error_info *ei);
-/* In the submit's transaction: its "submitted" event. */
-int workloads_submitted_event(struct req *r, const struct row *row, struct error_info *ei);
-/* POST /v1/workloads/<id>/cancel: a member of its project asks the engine to cancel it. */
-void workloads_cancel(struct req *r, int64_t id);
-/* GET /v1/workloads/<id>/logs: the workload's output (local clusters). */
-void workloads_logs(struct req *r, int64_t id);
-/* Adds a queued workload's live queue position and reason to its JSON. */
-void workloads_decorate(struct req *r, const struct row *row, json_t *j);
-/*
- * Appends an audit entry for a change on connection db (inside the caller's
- * transaction). before/after may be NULL rows.
- */
-int resource_audit(struct req *r, struct store_conn *db, const char *action,
-                   const struct resource_def *def, int64_t object_id, const struct row *before,
-                   const struct row *after, struct error_info *ei);
-
-/* ---- preemptions.c: the ledger, seen by the preemptor's and the victims' tenants ---- */
-
-/* Whether the caller may read a ledger entry: admin, or viewer of its or a victim's project. */
-bool preemptions_visible(struct req *r, const struct row *row);
-/* Redacts from an entry's JSON what belongs to projects the caller cannot see. */
-void preemptions_redact(struct req *r, const struct row *row, json_t *j);
-/*
- * The first f->limit entries matching f (its equality filters and after_id)
- * that the caller may read, in id order, in the request's arena.
- */
-int preemptions_list_visible(struct req *r, struct store_filter *f, struct row **ret, size_t *ret_n,
-                             struct error_info *ei);
+/* POST /v1/workloads/{id}/cancel: a member of its project asks the engine to cancel it. */
+void workloads_cancel(struct req *r);
+/* GET /v1/workloads/{id}/logs: the workload's output (local clusters). */
+void workloads_logs(struct req *r);
 
 /* ---- billing.c: invoices, usage, the ledger check, price and budget rules ---- */
 
@@ -272,16 +350,14 @@ void billing_route_draft(struct req *r);
 void billing_route_usage(struct req *r);
 void billing_route_ledger_verify(struct req *r);
 void billing_route_cost(struct req *r);
-/* /v1/invoices/<id>/pay|credit|export|verify; false when tail is none of them. */
-bool billing_route_invoice_action(struct req *r, int64_t id, const char *tail);
-/* Extra rules for creating a price version. */
+/* /v1/invoices/{id}/pay|credit|export|verify (r->path_id). */
+void billing_route_pay(struct req *r);
+void billing_route_credit(struct req *r);
+void billing_route_export(struct req *r);
+void billing_route_verify(struct req *r);
+/* Extra rules for creating a price version (the prices' check_create). */
 int billing_check_price(struct req *r, const struct row *row, struct error_info *ei);
-/*
- * A guarantee above what the project's (or its organization's) pools own in
- * that class: ERR_FORBIDDEN unless the caller is a global admin.
- */
-int quota_check_backing(struct req *r, const struct row *row, struct error_info *ei);
-/* Refuses opportunistic work once an enforced budget is spent. */
+/* Refuses opportunistic work once an enforced budget is spent (a workload's check_create). */
 int billing_check_submit(struct req *r, const struct row *row, struct error_info *ei);
 
 /* ---- metrics.c: /metrics ---- */
@@ -321,8 +397,6 @@ void sse_hub_stop(struct sse_hub *h);
 void sse_hub_free(struct sse_hub *h);
 /* Whether the request asks for text/event-stream. */
 bool stream_wanted(struct req *r);
-/* GET /v1/events as a stream: sets r->stream, or an error reply. */
-void stream_events(struct req *r);
 /* The response for r->stream (which it takes over). */
 struct MHD_Response *stream_response(struct req *r);
 /* ---- ui.c: the dashboard, its files compiled in (web_assets.c from src/web/) ---- */
@@ -342,20 +416,70 @@ extern const size_t ui_n_assets;
  */
 bool ui_serve(struct req *r);
 
-/* ---- routes.c ---- */
+/* ---- routes.c: the route table ---- */
 
 void routes_dispatch(struct req *r);
 
-/* Routes other than the resource ones, for the router and the OpenAPI document. */
-struct route {
-    const char *method;
-    const char *path;
-    bool auth; /* needs a bearer token */
-    void (*fn)(struct req *r);
-    const char *summary;
+/* A query parameter a route reads, for the OpenAPI document. */
+struct route_param {
+    const char *name;
+    bool required;
+    const char *schema; /* JSON text */
 };
-extern const struct route routes_fixed[];
-extern const size_t routes_n_fixed;
+
+/* An answer a route documents. */
+struct route_answer {
+    int status;
+    const char *desc;
+    const char *schema; /* a schema of the document's components; NULL: a JSON object */
+    /*
+     * Its content types, space-separated; NULL: "application/json". Other
+     * types than JSON are strings.
+     */
+    const char *types;
+};
+
+/* Error answers a route documents beyond 400, 401, 403, 404 and 503. */
+enum {
+    ROUTE_ERR_CONFLICT = 1, /* 409 */
+    ROUTE_ERR_BODY = 2,     /* 413, 415: it reads a body */
+};
+
+/*
+ * A route other than the five every model resource has: the router matches
+ * it and the OpenAPI document describes it, both from this one entry, so a
+ * route is served exactly when it is documented.
+ */
+struct route {
+    const char *method; /* "GET", "POST", ... */
+    /*
+     * Literal, or with {id} segments: a path id (1 to 19 digits, no leading
+     * 0, at most INT64_MAX), handed to fn in r->path_id; a path whose id does
+     * not read matches no route.
+     */
+    const char *path;
+    void (*fn)(struct req *r);
+    /*
+     * The least role it needs. ROLE_NONE: any valid token; ROLE_ADMIN: global
+     * admins, checked before fn runs (others get 403 with `denied`); a role
+     * on a tenant is checked by fn on the object the path names.
+     */
+    enum role least;
+    const char *summary;
+    bool no_token;      /* served without authentication (and documented so) */
+    const char *denied; /* least == ROLE_ADMIN: the 403's message */
+    /* The rest is for the OpenAPI document. */
+    const char *op;                     /* operationId "<op>_<object>"; NULL: none */
+    const char *object;                 /* the components schema its operation id names */
+    const struct route_answer *answers; /* ends with {0}; NULL: 200, a JSON object */
+    unsigned errors;                    /* ROUTE_ERR_* */
+    const struct route_param *query;    /* ends with {0}; NULL: none */
+    const char *body;                   /* the request body's schema (JSON text); NULL: none */
+    const char *body_type;              /* NULL: "application/json" */
+    json_t *(*request_body)(void);      /* or the whole requestBody, built (new reference) */
+};
+extern const struct route routes[];
+extern const size_t routes_n;
 
 /* ---- openapi.c ---- */
 

@@ -6,6 +6,10 @@
  * token stands for (user, admin flag, role bindings) is cached per token
  * hash and thrown away whenever users, tokens, bindings, organizations or
  * projects change (api->generation), so revocation takes effect at once.
+ *
+ * Also the hooks of the tokens resource: a new token's secret is made here
+ * and shown once, in the create's answer; a deleted token is revoked, kept
+ * for the audit trail.
  */
 #include "base/common.h"
 
@@ -218,3 +222,48 @@ int auth_by_hash(struct req *r, const char *hash, struct error_info *ei)
     r->who = who;
     return 0;
 }
+
+/* ---- the tokens resource ---- */
+
+static int token_fill(struct req *r, struct row *row, json_t **ret_reveal, struct error_info *ei)
+{
+    const struct resource_def *d = &model_tokens;
+    char hash[TOKEN_HASH_HEX + 1], prefix[16], *token;
+    int uid = model_field_index(d, "user_id");
+    const struct value *exp = model_get(d, row, "expires_at");
+
+    if (!row->v[uid].set || row->v[uid].null)
+        model_set_int(row, uid, r->who->user_id);
+    if (exp->set && !exp->null && exp->i <= r->now)
+        return errinfo_set(ei, ERR_INVALID, "expires_at", "expires_at is in the past");
+    auth_token_new(&token, hash, prefix);
+    model_set_str(row, &r->arena, model_field_index(d, "hash"), hash);
+    model_set_str(row, &r->arena, model_field_index(d, "prefix"), prefix);
+    model_set_null(row, model_field_index(d, "revoked_at"));
+    *ret_reveal = json_pack("{s:s}", "token", token);
+    free(token);
+    return 0;
+}
+
+/* Tokens are revoked, not erased, so the audit trail keeps what they were. */
+static int token_retire(struct req *r, const struct row *before, struct row *after,
+                        struct error_info *ei)
+{
+    const struct resource_def *d = &model_tokens;
+    const struct value *revoked = model_get(d, before, "revoked_at");
+
+    if (revoked->set && !revoked->null)
+        return errinfo_set(ei, ERR_CONFLICT, NULL, "token %" PRId64 " is already revoked",
+                           model_row_id(before));
+    model_set_int(after, model_field_index(d, "revoked_at"), r->now);
+    return 0;
+}
+
+const struct resource_hooks auth_token_hooks = {
+    .identity = true,
+    .fill = token_fill,
+    .retire = token_retire,
+    .retire_verb = "revoke",
+    .retired = "revoked",
+    .reveal = {"token", "string", "the secret, shown only in this answer"},
+};

@@ -2,10 +2,12 @@
 /*
  * billing.c: the billing routes. Invoices are read through the generic
  * resource routes (viewers of the organization); everything that changes
- * them is here and admin-only: issue, pay, credit. Drafts, exports and the
+ * them is here and admin-only (the route table's least role, checked before
+ * these handlers run): issue, pay, credit. Drafts, exports and the
  * re-rating check are for the organization's viewers; usage is shown per
  * project to whoever may see the project; the ledger check is for admins.
- * Prices and budgets are generic resources with the extra rules below.
+ * Prices and budgets are generic resources; prices have the extra rules
+ * below (their hooks).
  */
 #include "base/common.h"
 
@@ -17,14 +19,6 @@
 static void reply_err(struct req *r, int rc, struct error_info *ei)
 {
     req_reply_error(r, rc, ei);
-}
-
-static int need_admin(struct req *r, struct error_info *ei)
-{
-    if (r->who->admin)
-        return 0;
-    return errinfo_set(ei, ERR_FORBIDDEN, NULL,
-                       "only admins (the operator's billing staff) may change invoices");
 }
 
 static int64_t now_ms(void)
@@ -73,7 +67,7 @@ void billing_route_issue(struct req *r)
     int64_t org = 0, *ids = NULL;
     const char *period = NULL;
     size_t n = 0;
-    int rc = need_admin(r, &ei);
+    int rc = 0;
 
     if (rc >= 0)
         rc = req_json_body(r, &body, &ei);
@@ -152,11 +146,12 @@ static void reply_invoice(struct req *r, int64_t id, int status)
         req_reply_json(r, status, j);
 }
 
-static void invoice_pay(struct req *r, int64_t id)
+void billing_route_pay(struct req *r)
 {
+    int64_t id = r->path_id;
     struct error_info ei = {0};
     struct row before, after;
-    int rc = need_admin(r, &ei);
+    int rc = 0;
 
     if (rc >= 0)
         rc = store_begin(req_db(r), &ei);
@@ -180,14 +175,15 @@ static void invoice_pay(struct req *r, int64_t id)
     reply_invoice(r, id, 200);
 }
 
-static void invoice_credit(struct req *r, int64_t id)
+void billing_route_credit(struct req *r)
 {
+    int64_t id = r->path_id;
     struct error_info ei = {0};
     json_t *body = NULL;
     int64_t amount = 0, note = 0;
     const char *reason = NULL;
     struct row row;
-    int rc = need_admin(r, &ei);
+    int rc = 0;
 
     if (rc >= 0)
         rc = req_json_body(r, &body, &ei);
@@ -226,8 +222,9 @@ static void invoice_credit(struct req *r, int64_t id)
     reply_invoice(r, note, 201);
 }
 
-static void invoice_export(struct req *r, int64_t id)
+void billing_route_export(struct req *r)
 {
+    int64_t id = r->path_id;
     struct error_info ei = {0};
     enum billing_format fmt = BILLING_JSON;
     const char *f = req_arg(r, "format");
@@ -260,8 +257,9 @@ static void invoice_export(struct req *r, int64_t id)
     buf_release(&out);
 }
 
-static void invoice_verify(struct req *r, int64_t id)
+void billing_route_verify(struct req *r)
 {
+    int64_t id = r->path_id;
     struct error_info ei = {0};
     struct row row;
     json_t *j = NULL;
@@ -280,43 +278,12 @@ static void invoice_verify(struct req *r, int64_t id)
                              model_get(&model_invoices, &row, "number")->s, "reproduced", same));
 }
 
-bool billing_route_invoice_action(struct req *r, int64_t id, const char *tail)
-{
-    static const struct {
-        const char *tail, *method;
-        void (*fn)(struct req *, int64_t);
-    } actions[] = {
-        {"/pay", "POST", invoice_pay},
-        {"/credit", "POST", invoice_credit},
-        {"/export", "GET", invoice_export},
-        {"/verify", "GET", invoice_verify},
-    };
-    for (size_t i = 0; i < ARRAY_SIZE(actions); i++) {
-        if (strcmp(tail, actions[i].tail) != 0)
-            continue;
-        if (strcmp(r->method, actions[i].method) == 0) {
-            actions[i].fn(r, id);
-        } else {
-            struct error_info ei = {0};
-            errinfo_set(&ei, ERR_METHOD, NULL, "method %s is not allowed on %s; use %s", r->method,
-                        r->path, actions[i].method);
-            req_reply_error(r, ERR_METHOD, &ei);
-        }
-        return true;
-    }
-    return false;
-}
-
 /* GET /v1/ledger/verify: recomputes the usage ledger's hash chain (admins). */
 void billing_route_ledger_verify(struct req *r)
 {
     struct error_info ei = {0};
     struct billing_verify v;
-    int rc = r->who->admin
-                 ? 0
-                 : errinfo_set(&ei, ERR_FORBIDDEN, NULL, "only admins may verify the usage ledger");
-    if (rc >= 0)
-        rc = billing_ledger_verify(req_db(r), &v, &ei);
+    int rc = billing_ledger_verify(req_db(r), &v, &ei);
     if (rc < 0) {
         reply_err(r, rc, &ei);
         return;
@@ -463,6 +430,14 @@ int billing_check_price(struct req *r, const struct row *row, struct error_info 
         f.after_id = model_row_id(&rows[n - 1]);
     }
 }
+
+static int check_price(struct req *r, struct row *row, struct row *ret_same, struct error_info *ei)
+{
+    (void)ret_same;
+    return billing_check_price(r, row, ei);
+}
+
+const struct resource_hooks billing_price_hooks = {.check_create = check_price};
 
 /* Before a submit: opportunistic work is refused once an enforced budget is spent. */
 int billing_check_submit(struct req *r, const struct row *row, struct error_info *ei)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * openapi.c: the OpenAPI 3.0 document, generated from the same tables the
- * server runs on (the fixed routes and the model's resources), so it cannot
- * drift from what is served. A test walks it against the live server.
+ * server runs on (the route table, the model's resources and their hooks),
+ * so it cannot drift from what is served. A test walks it against the live
+ * server.
  */
 #include "base/common.h"
 
@@ -177,6 +178,7 @@ static void schema_name_of(const struct resource_def *def, char *out, size_t siz
 
 static json_t *collection_path(const struct resource_def *def, const char *schema)
 {
+    const struct resource_hooks *h = resource_hooks_of(def);
     json_t *coll = json_object(), *params = json_array(), *rs, *list;
 
     json_array_append_new(params,
@@ -200,16 +202,17 @@ static json_t *collection_path(const struct resource_def *def, const char *schem
                            "integer", "nullable", 1)));
     list = op("list", "list", schema, rs);
     json_object_set_new(list, "parameters", params);
+    if (h->stream) /* with Accept: text/event-stream, the same list as server-sent events */
+        json_object_set_new(json_object_get(json_object_get(rs, "200"), "content"),
+                            "text/event-stream",
+                            json_pack("{s:{s:s}}", "schema", "type", "string"));
     json_object_set_new(coll, "get", list);
     if (def->need[ACT_CREATE] != ROLE_NOBODY) {
         json_t *create;
         rs = error_responses(WITH_BODY | MAY_CONFLICT);
-        if (def == &model_workloads)
-            json_object_set_new(rs, "200",
-                                response("the earlier workload: the idempotency key was used "
-                                         "before in the project",
-                                         ref_to(schema)));
-        if (def == &model_tokens) {
+        if (h->same_create)
+            json_object_set_new(rs, "200", response(h->same_create, ref_to(schema)));
+        if (h->reveal.name) {
             /* the one answer that carries the secret */
             char created[80];
             snprintf(created, sizeof(created), "%s_created", schema);
@@ -226,6 +229,7 @@ static json_t *collection_path(const struct resource_def *def, const char *schem
 
 static json_t *item_path(const struct resource_def *def, const char *schema)
 {
+    const struct resource_hooks *h = resource_hooks_of(def);
     json_t *item = json_object(), *rs;
 
     json_object_set_new(item, "parameters",
@@ -245,16 +249,18 @@ static json_t *item_path(const struct resource_def *def, const char *schema)
         json_object_set_new(item, "patch", patch);
     }
     if (def->need[ACT_DELETE] != ROLE_NOBODY) {
-        bool revoke = def == &model_tokens;
+        bool retire = h->retire != NULL;
         rs = error_responses(MAY_CONFLICT);
-        json_object_set_new(rs, "204", response(revoke ? "revoked" : "deleted", NULL));
-        json_object_set_new(item, "delete", op(revoke ? "revoke" : "delete", "delete", schema, rs));
+        json_object_set_new(rs, "204", response(retire ? h->retired : "deleted", NULL));
+        json_object_set_new(item, "delete",
+                            op(retire ? h->retire_verb : "delete", "delete", schema, rs));
     }
     return item;
 }
 
 static void add_resource_paths(json_t *paths, json_t *schemas, const struct resource_def *def)
 {
+    const struct resource_hooks *h = resource_hooks_of(def);
     char schema[64], path[96];
 
     schema_name_of(def, schema, sizeof(schema));
@@ -264,218 +270,145 @@ static void add_resource_paths(json_t *paths, json_t *schemas, const struct reso
         snprintf(patch, sizeof(patch), "%s_patch", schema);
         json_object_set_new(schemas, patch, resource_schema(def, true));
     }
-    if (def == &model_workloads) {
-        /* computed for queued work when it is read (workloads.c) */
+    if (h->computed.name) {
+        /* computed when it is read (the decorate hook) */
         json_t *props = json_object_get(json_object_get(schemas, schema), "properties");
-        json_object_set_new(props, "queue_position",
-                            json_pack("{s:s,s:b,s:b,s:s}", "type", "integer", "readOnly", 1,
-                                      "x-computed", 1, "description",
-                                      "place in the queue, while queued"));
+        json_object_set_new(props, h->computed.name,
+                            json_pack("{s:s,s:b,s:b,s:s}", "type", h->computed.type, "readOnly", 1,
+                                      "x-computed", 1, "description", h->computed.doc));
     }
-    if (def == &model_tokens) {
+    if (h->reveal.name) {
         json_t *created = resource_schema(def, false);
         char name[80];
-        json_object_set_new(json_object_get(created, "properties"), "token",
-                            json_pack("{s:s,s:b,s:s}", "type", "string", "readOnly", 1,
-                                      "description", "the secret, shown only in this answer"));
+        json_object_set_new(json_object_get(created, "properties"), h->reveal.name,
+                            json_pack("{s:s,s:b,s:s}", "type", h->reveal.type, "readOnly", 1,
+                                      "description", h->reveal.doc));
         snprintf(name, sizeof(name), "%s_created", schema);
         json_object_set_new(schemas, name, created);
     }
     snprintf(path, sizeof(path), "/v1/%s", def->name);
     json_object_set_new(paths, path, collection_path(def, schema));
-    if (def == &model_events) {
-        /* with Accept: text/event-stream, the same list as server-sent events */
-        json_t *ok = json_object_get(
-            json_object_get(json_object_get(json_object_get(paths, path), "get"), "responses"),
-            "200");
-        json_object_set_new(json_object_get(ok, "content"), "text/event-stream",
-                            json_pack("{s:{s:s}}", "schema", "type", "string"));
-    }
     snprintf(path, sizeof(path), "/v1/%s/{id}", def->name);
     json_object_set_new(paths, path, item_path(def, schema));
 }
 
-/* The 200 of a fixed route: JSON, but for the few that answer another format. */
-static json_t *fixed_route_ok(const char *path)
-{
-    json_t *r = response("ok", json_pack("{s:s}", "type", "object"));
-    json_t *content = json_object_get(r, "content");
+/* ---- the route table's routes ---- */
 
-    if (strcmp(path, "/metrics") == 0 || strcmp(path, "/v1/inventory/export") == 0) {
-        json_object_del(content, "application/json");
-        json_object_set_new(content, path[1] == 'm' ? "text/plain" : "text/csv",
-                            json_pack("{s:{s:s}}", "schema", "type", "string"));
+static json_t *parse_schema(const char *text)
+{
+    json_t *j = json_loads(text, 0, NULL);
+    assert(j); /* the route table's JSON is constant */
+    return j;
+}
+
+/* An answer's content: a JSON schema, and strings for the other types it lists. */
+static json_t *answer_content(const struct route_answer *a)
+{
+    const char *types = a->types ? a->types : "application/json";
+    json_t *content = json_object();
+
+    while (*types) {
+        size_t len = strcspn(types, " ");
+        char type[64];
+        snprintf(type, sizeof(type), "%.*s", (int)len, types);
+        if (strcmp(type, "application/json") == 0)
+            json_object_set_new(
+                content, type,
+                json_pack("{s:o}", "schema",
+                          a->schema ? ref_to(a->schema) : json_pack("{s:s}", "type", "object")));
+        else
+            json_object_set_new(content, type, json_pack("{s:{s:s}}", "schema", "type", "string"));
+        types += len;
+        types += strspn(types, " ");
     }
-    return r;
+    return content;
 }
 
-static json_t *query_param(const char *name, bool required, json_t *schema)
+/*
+ * A route's operation. Routes without a token say so (security: []) and
+ * document only their answers' statuses: nothing about them can fail but
+ * the server.
+ */
+static json_t *route_operation(const struct route *rt)
 {
-    return json_pack("{s:s,s:s,s:b,s:o}", "name", name, "in", "query", "required", required,
-                     "schema", schema);
-}
+    static const struct route_answer ok[] = {{200, "ok", NULL, NULL}, {0}};
+    const struct route_answer *a = rt->answers ? rt->answers : ok;
+    json_t *o = json_pack("{s:s}", "summary", rt->summary), *rs;
 
-static json_t *month_schema(void)
-{
-    return json_pack("{s:s,s:s}", "type", "string", "pattern",
-                     "^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$");
-}
-
-static json_t *id_schema(void)
-{
-    return json_pack("{s:s,s:i}", "type", "integer", "minimum", 1);
-}
-
-/* The query arguments of the fixed routes that take some (docs/api.md). */
-static void fixed_route_params(const char *path, json_t *op_obj)
-{
-    json_t *p = json_array();
-
-    if (strcmp(path, "/v1/invoices/draft") == 0) {
-        json_array_append_new(p, query_param("org_id", true, id_schema()));
-        json_array_append_new(p, query_param("period", false, month_schema()));
-    } else if (strcmp(path, "/v1/usage") == 0) {
-        json_array_append_new(p, query_param("period", false, month_schema()));
-        json_array_append_new(p, query_param("org_id", false, id_schema()));
-        json_array_append_new(p, query_param("project_id", false, id_schema()));
-    } else if (strcmp(path, "/v1/cost") == 0) {
-        json_array_append_new(p, query_param("by", false,
-                                             json_pack("{s:s,s:[ssss]}", "type", "string", "enum",
-                                                       "pool", "project", "org", "manager")));
-        json_array_append_new(p, query_param("period", false, month_schema()));
-    } else if (strcmp(path, "/v1/inventory/history") == 0) {
-        /* exactly one of gpu, node, pool, workload and project */
-        static const char *const what[] = {"gpu", "node", "pool", "workload", "project"};
-        for (size_t i = 0; i < ARRAY_SIZE(what); i++)
-            json_array_append_new(
-                p, query_param(what[i], false, json_pack("{s:s}", "type", "string")));
-        json_array_append_new(
-            p, query_param("from", false,
-                           json_pack("{s:s,s:s}", "type", "string", "format", "date-time")));
-        json_array_append_new(
-            p, query_param("to", false,
-                           json_pack("{s:s,s:s}", "type", "string", "format", "date-time")));
+    if (rt->op)
+        json_object_set_new(o, "operationId", json_sprintf("%s_%s", rt->op, rt->object));
+    rs = rt->no_token ? json_object()
+                      : error_responses((rt->errors & ROUTE_ERR_CONFLICT ? MAY_CONFLICT : 0) |
+                                        (rt->errors & ROUTE_ERR_BODY ? WITH_BODY : 0));
+    for (; a->status; a++) {
+        char code[8];
+        json_t *resp = json_pack("{s:s}", "description", a->desc);
+        snprintf(code, sizeof(code), "%d", a->status);
+        if (!rt->no_token)
+            json_object_set_new(resp, "content", answer_content(a));
+        json_object_set_new(rs, code, resp);
     }
-    if (json_array_size(p) > 0)
-        json_object_set_new(op_obj, "parameters", p);
-    else
-        json_decref(p);
+    json_object_set_new(o, "responses", rs);
+    if (rt->no_token)
+        json_object_set_new(o, "security", json_array());
+    if (rt->query) {
+        json_t *params = json_array();
+        for (const struct route_param *p = rt->query; p->name; p++)
+            json_array_append_new(params, json_pack("{s:s,s:s,s:b,s:o}", "name", p->name, "in",
+                                                    "query", "required", p->required, "schema",
+                                                    parse_schema(p->schema)));
+        json_object_set_new(o, "parameters", params);
+    }
+    if (rt->request_body)
+        json_object_set_new(o, "requestBody", rt->request_body());
+    if (rt->body)
+        json_object_set_new(o, "requestBody",
+                            json_pack("{s:b,s:{s:{s:o}}}", "required", 1, "content",
+                                      rt->body_type ? rt->body_type : "application/json", "schema",
+                                      parse_schema(rt->body)));
+    return o;
 }
 
-/* The bodies the fixed POST routes take. */
-static void fixed_route_body(const char *path, json_t *op_obj)
+/* Adds the table's routes whose path does (objects) or does not name an object ({id}). */
+static void add_routes(json_t *paths, bool objects)
 {
-    json_t *body = NULL;
+    for (size_t i = 0; i < routes_n; i++) {
+        const struct route *rt = &routes[i];
+        json_t *item = json_object_get(paths, rt->path);
+        char method[8];
+        size_t k;
 
-    if (strcmp(path, "/v1/invoices/issue") == 0)
-        body = json_pack("{s:b,s:{s:{s:{s:s,s:[ss],s:b,s:{s:{s:s,s:i},s:{s:s,s:s}}}}}}", "required",
-                         1, "content", "application/json", "schema", "type", "object", "required",
-                         "org_id", "period", "additionalProperties", 0, "properties", "org_id",
-                         "type", "integer", "minimum", 1, "period", "type", "string", "pattern",
-                         "^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$");
-    else if (strcmp(path, "/v1/inventory/import") == 0)
-        body = json_pack("{s:b,s:{s:{s:{s:s,s:s}}}}", "required", 1, "content", "text/csv",
-                         "schema", "type", "string", "description",
-                         "a header row naming the columns, then one row per GPU");
-    if (body)
-        json_object_set_new(op_obj, "requestBody", body);
-    fixed_route_params(path, op_obj);
+        if ((strstr(rt->path, "{id}") != NULL) != objects)
+            continue;
+        if (!item) {
+            item = json_object();
+            if (objects)
+                json_object_set_new(item, "parameters",
+                                    json_pack("[{s:s,s:s,s:b,s:{s:s}}]", "name", "id", "in", "path",
+                                              "required", 1, "schema", "type", "integer"));
+            json_object_set_new(paths, rt->path, item);
+        }
+        for (k = 0; k < sizeof(method) - 1 && rt->method[k]; k++)
+            method[k] = (char)(rt->method[k] | 0x20);
+        method[k] = '\0';
+        json_object_set_new(item, method, route_operation(rt));
+    }
 }
 
 json_t *openapi_document(void)
 {
     json_t *paths = json_object(), *schemas = json_object();
 
-    for (size_t i = 0; i < routes_n_fixed; i++) {
-        const struct route *rt = &routes_fixed[i];
-        char method[8];
-        json_t *o;
-        size_t k;
-        for (k = 0; k < sizeof(method) - 1 && rt->method[k]; k++)
-            method[k] = (char)(rt->method[k] | 0x20);
-        method[k] = '\0';
-        o = json_pack("{s:s,s:{s:{s:s}}}", "summary", rt->summary, "responses", "200",
-                      "description", "ok");
-        if (!rt->auth) {
-            json_object_set_new(o, "security", json_array());
-        } else {
-            bool post = strcmp(rt->method, "POST") == 0;
-            json_t *rs = error_responses(MAY_CONFLICT | (post ? WITH_BODY : 0));
-            json_object_set_new(rs, "200", fixed_route_ok(rt->path));
-            if (post)
-                json_object_set_new(rs, "201",
-                                    response("created", json_pack("{s:s}", "type", "object")));
-            json_object_set_new(o, "responses", rs);
-        }
-        fixed_route_body(rt->path, o);
-        json_object_set_new(paths, rt->path, json_pack("{s:o}", method, o));
-    }
+    add_routes(paths, false);
     for (size_t i = 0; i < model_n_resources; i++)
         add_resource_paths(paths, schemas, model_resources[i]);
-    {
-        json_t *rs = error_responses(MAY_CONFLICT);
-        json_object_set_new(rs, "202", response("cancel accepted: queued work is cancelled, "
-                                                "running work is being stopped",
-                                                ref_to("workloads")));
-        json_t *lrs = error_responses(0);
-        json_object_set_new(lrs, "200",
-                            response("the workload's output: {log, offset, next_offset, size}",
-                                     json_pack("{s:s}", "type", "object")));
-        json_object_set_new(lrs, "410",
-                            response("the workload ended more than log-retention-days ago and "
-                                     "its log was removed; the message says when",
-                                     ref_to("Error")));
-        json_object_set_new(
-            paths, "/v1/workloads/{id}/logs",
-            json_pack("{s:[{s:s,s:s,s:b,s:{s:s}},{s:s,s:s,s:{s:s}},{s:s,s:s,s:{s:s}}],s:o}",
-                      "parameters", "name", "id", "in", "path", "required", 1, "schema", "type",
-                      "integer", "name", "offset", "in", "query", "schema", "type", "integer",
-                      "name", "tail", "in", "query", "schema", "type", "integer", "get",
-                      op("read a workload's output", "logs", "workloads", lrs)));
-        json_object_set_new(
-            paths, "/v1/workloads/{id}/cancel",
-            json_pack("{s:[{s:s,s:s,s:b,s:{s:s}}],s:o}", "parameters", "name", "id", "in", "path",
-                      "required", 1, "schema", "type", "integer", "post",
-                      op("cancel a workload", "cancel", "workloads", rs)));
-    }
-    {
-        /* Invoice actions: the invoice stays immutable; these are its only transitions. */
-        static const struct {
-            const char *tail, *method, *summary;
-            int status;
-        } acts[] = {
-            {"pay", "post", "mark an issued invoice paid (admins)", 200},
-            {"credit", "post",
-             "issue a credit note {reason, amount_micros (absent: all that is left)} (admins)",
-             201},
-            {"export", "get", "the invoice as ?format=json|csv|html (a printable page)", 200},
-            {"verify", "get", "re-rate the period and compare byte for byte: {reproduced}", 200},
-        };
-        for (size_t i = 0; i < ARRAY_SIZE(acts); i++) {
-            json_t *rs = error_responses(MAY_CONFLICT | (acts[i].status == 201 ? WITH_BODY : 0));
-            char path[64], code[8];
-            snprintf(path, sizeof(path), "/v1/invoices/{id}/%s", acts[i].tail);
-            snprintf(code, sizeof(code), "%d", acts[i].status);
-            json_object_set_new(rs, code, response("ok", ref_to("invoices")));
-            if (strcmp(acts[i].tail, "export") == 0) {
-                json_t *content = json_object_get(json_object_get(rs, code), "content");
-                json_object_set_new(content, "text/csv",
-                                    json_pack("{s:{s:s}}", "schema", "type", "string"));
-                json_object_set_new(content, "text/html",
-                                    json_pack("{s:{s:s}}", "schema", "type", "string"));
-            }
-            json_object_set_new(
-                paths, path,
-                json_pack("{s:[{s:s,s:s,s:b,s:{s:s}}],s:o}", "parameters", "name", "id", "in",
-                          "path", "required", 1, "schema", "type", "integer", acts[i].method,
-                          op(acts[i].summary, acts[i].tail, "invoices", rs)));
-        }
-    }
-    json_object_set_new(
-        schemas, "Error",
-        json_pack("{s:s,s:{s:{s:s,s:{s:{s:s},s:{s:s},s:{s:s}}}}}", "type", "object", "properties",
-                  "error", "type", "object", "properties", "code", "type", "string", "message",
-                  "type", "string", "detail", "type", "object"));
+    /* an object's own routes after the resources' /v1/<name>/{id} */
+    add_routes(paths, true);
+    json_object_set_new(schemas, "Error",
+                        json_pack("{s:s,s:{s:{s:s,s:{s:{s:s},s:{s:s},s:{s:s}}}}}", "type", "object",
+                                  "properties", "error", "type", "object", "properties", "code",
+                                  "type", "string", "message", "type", "string", "detail", "type",
+                                  "object"));
     return json_pack("{s:s,s:{s:s,s:s,s:s},s:o,s:{s:o,s:{s:{s:s,s:s}}},s:[{s:[]}]}", "openapi",
                      "3.0.3", "info", "title", "gpuaas API", "version", "1",
                      "description",

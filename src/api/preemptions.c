@@ -48,9 +48,10 @@ static bool visible_in(struct req *r, struct arena *a, const struct row *row)
     return false;
 }
 
-bool preemptions_visible(struct req *r, const struct row *row)
+/* Whether the caller may read a ledger entry: admin, or viewer of its or a victim's project. */
+static enum hook_verdict may_read(struct req *r, const struct row *row)
 {
-    return visible_in(r, &r->arena, row);
+    return visible_in(r, &r->arena, row) ? HOOK_ALLOW : HOOK_DENY;
 }
 
 /* A copy of a ledger row in the request's arena. */
@@ -93,7 +94,8 @@ static void keep_visible_quotas(struct req *r, json_t *quotas)
     }
 }
 
-void preemptions_redact(struct req *r, const struct row *row, json_t *j)
+/* Redacts from an entry's JSON what belongs to projects the caller cannot see. */
+static void redact(struct req *r, const struct row *row, json_t *j)
 {
     (void)row;
     if (r->who->admin)
@@ -107,14 +109,22 @@ void preemptions_redact(struct req *r, const struct row *row, json_t *j)
     keep_visible_quotas(r, json_object_get(j, "quota_after"));
 }
 
-int preemptions_list_visible(struct req *r, struct store_filter *f, struct row **ret, size_t *ret_n,
-                             struct error_info *ei)
+/*
+ * The first f->limit entries matching f (its equality filters and after_id)
+ * that the caller may read, in id order, in the request's arena: who may
+ * read an entry depends on its victims, which no filter can say.
+ */
+static int list_visible(struct req *r, struct store_filter *f, struct row **ret, size_t *ret_n,
+                        struct error_info *ei)
 {
     size_t want = (size_t)f->limit, n = 0;
-    struct row *out = arena_calloc(&r->arena, want + 1, sizeof(*out));
     struct store_filter page = *f;
+    struct row *out;
     int rc = 0;
 
+    if (r->who->admin)
+        return store_list(req_db(r), &model_preemptions, f, &r->arena, ret, ret_n, ei);
+    out = arena_calloc(&r->arena, want + 1, sizeof(*out));
     /* Pages are read into a scratch arena: only what is kept is copied out. */
     page.limit = SCAN_PAGE;
     for (;;) {
@@ -141,3 +151,9 @@ int preemptions_list_visible(struct req *r, struct store_filter *f, struct row *
     *ret_n = n;
     return 0;
 }
+
+const struct resource_hooks preemptions_hooks = {
+    .may_read = may_read,
+    .list = list_visible,
+    .decorate = redact,
+};

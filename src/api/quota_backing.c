@@ -6,6 +6,7 @@
  * a global admin may set it, since it then stands for capacity nobody owns.
  * Pool membership is the engine's (model_pool_of_gpu), read from the store
  * so that the answer does not depend on when the scheduler last reloaded.
+ * These are the quotas' hooks (api-int.h).
  */
 #include "base/common.h"
 
@@ -70,7 +71,11 @@ static int owned_milli(struct req *r, int64_t project, int64_t org, int64_t cls,
     return rc;
 }
 
-int quota_check_backing(struct req *r, const struct row *row, struct error_info *ei)
+/*
+ * A guarantee above what the project's (or its organization's) pools own in
+ * that class: ERR_FORBIDDEN unless the caller is a global admin.
+ */
+static int check_backing(struct req *r, const struct row *row, struct error_info *ei)
 {
     const struct value *g = model_get(&model_quotas, row, "guaranteed_milli");
     int64_t project = int_of(&model_quotas, row, "project_id");
@@ -93,3 +98,25 @@ int quota_check_backing(struct req *r, const struct row *row, struct error_info 
                            g->i, owned);
     return 0;
 }
+
+static int check_create(struct req *r, struct row *row, struct row *ret_same, struct error_info *ei)
+{
+    (void)ret_same;
+    return check_backing(r, row, ei);
+}
+
+/* A change of the guarantee is checked again; other changes keep it as it was. */
+static int check_update(struct req *r, const struct row *before, const struct row *patch,
+                        const struct row *after, struct error_info *ei)
+{
+    (void)before;
+    if (!model_get(&model_quotas, patch, "guaranteed_milli")->set)
+        return 0;
+    return check_backing(r, after, ei);
+}
+
+const struct resource_hooks quota_hooks = {
+    .shapes_scheduling = true,
+    .check_create = check_create,
+    .check_update = check_update,
+};

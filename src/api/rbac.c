@@ -7,9 +7,9 @@
  * organizations and projects change (new ids are appended, so a create costs
  * O(1)), so checks never query the store.
  *
- * Also the rule that someone can always run the fleet: no change may leave
- * no enabled user with the admin role (counted from the store, in the
- * change's transaction).
+ * Also the hooks of organizations and projects (api-int.h, struct
+ * resource_hooks): they keep the tenancy current, decide who sees them, and
+ * keep the organization tree acyclic and within its depth.
  */
 #include "base/common.h"
 
@@ -198,16 +198,16 @@ int rbac_refresh(struct req *r, struct error_info *ei)
     }
 }
 
-void rbac_apply(struct api *api, const struct resource_def *def, enum action act,
-                const struct row *row)
+/*
+ * Records a committed change to an organization (org) or project in the
+ * tenancy: row is the object after the change (before it, for a delete).
+ */
+static void tenancy_apply(struct api *api, bool org, enum action act, const struct row *row)
 {
     struct tenancy *t = &api->tenancy;
-    bool org = def == &model_organizations;
-    const struct value *v;
+    const struct resource_def *def = org ? &model_organizations : &model_projects;
+    const struct value *v = model_get(def, row, org ? "parent_id" : "org_id");
 
-    if (!org && def != &model_projects)
-        return;
-    v = model_get(def, row, org ? "parent_id" : "org_id");
     pthread_rwlock_wrlock(&t->lock);
     t->version++;
     if (t->loaded) {
@@ -369,8 +369,12 @@ int64_t rbac_project_org(struct req *r, int64_t project_id)
     return org;
 }
 
-int rbac_org_check_parent(struct req *r, int64_t org_id, int64_t new_parent,
-                          struct error_info *ei)
+/*
+ * Checks that org_id (0 for a new one) may hang under new_parent (0 for a
+ * root): no cycle, and the tree stays within its depth limit. ERR_INVALID.
+ */
+static int org_check_parent(struct req *r, int64_t org_id, int64_t new_parent,
+                            struct error_info *ei)
 {
     const struct tenancy *t = &r->api->tenancy;
     bool cycle = false;
@@ -441,81 +445,82 @@ void rbac_visible_projects(struct req *r, int64_t **ret_ids, size_t *ret_n)
     collect(r, PROJECTS_WITH, ROLE_VIEWER, ret_ids, ret_n);
 }
 
-/* ---- someone must be able to run the fleet ---- */
+/* ---- the hooks of organizations and projects ---- */
 
-/* Whether user uid exists and is not disabled. */
-static int user_enabled(struct req *r, int64_t uid, bool *ret_enabled, struct error_info *ei)
+static int64_t ref_of(const struct resource_def *def, const struct row *row, const char *field)
 {
-    struct row user;
-    int rc = store_get(req_db(r), &model_users, uid, &r->arena, &user, ei);
-
-    if (rc == ERR_NOT_FOUND) {
-        ei->code = 0;
-        *ret_enabled = false;
-        return 0;
-    }
-    if (rc < 0)
-        return rc;
-    *ret_enabled = model_get_int(&model_users, &user, "disabled") == 0;
-    return 0;
+    const struct value *v = model_get(def, row, field);
+    return v->set && !v->null ? v->i : 0;
 }
 
 /*
- * Whether any enabled user other than `except` holds an admin binding
- * (*ret_found), and whether `except` holds one (*ret_except_is_admin).
+ * Deleting an organization or project removes the bindings on it, which can
+ * change what a token stands for: cached principals are reloaded.
  */
-static int find_admins(struct req *r, int64_t except, bool *ret_found, bool *ret_except_is_admin,
-                       struct error_info *ei)
+static void org_after_commit(struct req *r, enum action act, const struct row *row)
 {
-    struct store_filter f;
-    struct row *rows;
-    size_t n;
-    int rc;
-
-    store_filter_init(&f);
-    store_filter_eq_str(&f, model_field_index(&model_role_bindings, "role"), "admin");
-    rc = store_list_all(req_db(r), &model_role_bindings, &f, &r->arena, &rows, &n, ei);
-    *ret_found = *ret_except_is_admin = false;
-    for (size_t i = 0; rc >= 0 && i < n && !*ret_found; i++) {
-        int64_t uid = model_get_int(&model_role_bindings, &rows[i], "user_id");
-        if (uid == except)
-            *ret_except_is_admin = true;
-        else
-            rc = user_enabled(r, uid, ret_found, ei);
-    }
-    for (size_t i = 0; rc >= 0 && i < n && !*ret_except_is_admin; i++)
-        *ret_except_is_admin = model_get_int(&model_role_bindings, &rows[i], "user_id") == except;
-    return rc < 0 ? rc : 0;
+    tenancy_apply(r->api, true, act, row);
+    if (act == ACT_DELETE)
+        atomic_fetch_add(&r->api->generation, 1);
 }
 
-int rbac_keep_an_admin(struct req *r, const struct resource_def *def, const struct row *before,
-                       const struct row *after, struct error_info *ei)
+static void project_after_commit(struct req *r, enum action act, const struct row *row)
 {
-    bool removes, others, is_admin;
-    int64_t uid;
-    int rc;
+    tenancy_apply(r->api, false, act, row);
+    if (act == ACT_DELETE)
+        atomic_fetch_add(&r->api->generation, 1);
+}
 
-    if (def == &model_users) {
-        uid = model_row_id(before);
-        removes = !model_get_int(def, before, "disabled") &&
-                  (!after || model_get_int(def, after, "disabled"));
-    } else if (def == &model_role_bindings && !after &&
-               strcmp(model_get(def, before, "role")->s, "admin") == 0) {
-        uid = model_get_int(def, before, "user_id");
-        rc = user_enabled(r, uid, &removes, ei);
-        if (rc < 0)
-            return rc;
-    } else {
-        return 0;
-    }
-    if (!removes)
-        return 0;
-    rc = find_admins(r, uid, &others, &is_admin, ei);
-    if (rc < 0)
-        return rc;
-    if (is_admin && !others)
-        return errinfo_set(ei, ERR_CONFLICT, NULL,
-                           "this would leave no enabled admin; make another user admin (or "
-                           "enable one) first");
+/* Organizations show the path above one's projects, without a role on them. */
+static enum hook_verdict org_may_read(struct req *r, const struct row *row)
+{
+    return rbac_sees_org(r, model_row_id(row)) ? HOOK_ALLOW : HOOK_DEFAULT;
+}
+
+static int org_list_filter(struct req *r, struct store_filter *f, struct error_info *ei)
+{
+    int64_t *ids;
+    size_t n;
+    (void)ei;
+    rbac_visible_orgs(r, &ids, &n);
+    store_filter_any(f, model_field_index(&model_organizations, "id"), ids, n);
     return 0;
 }
+
+static int org_check_create(struct req *r, struct row *row, struct row *ret_same,
+                            struct error_info *ei)
+{
+    (void)ret_same;
+    return org_check_parent(r, 0, ref_of(&model_organizations, row, "parent_id"), ei);
+}
+
+/* Moving an organization needs the right to create under its new parent. */
+static int org_check_update(struct req *r, const struct row *before, const struct row *patch,
+                            const struct row *after, struct error_info *ei)
+{
+    const struct resource_def *d = &model_organizations;
+
+    if (!model_get(d, patch, "parent_id")->set)
+        return 0;
+    if (!resource_may(r, d, after, ACT_CREATE))
+        return errinfo_set(ei, ERR_FORBIDDEN, NULL,
+                           "your role does not allow you to change this %s", d->singular);
+    return org_check_parent(r, model_row_id(before), ref_of(d, after, "parent_id"), ei);
+}
+
+const struct resource_hooks rbac_org_hooks = {
+    .ordered_commit = true,
+    .after_commit = org_after_commit,
+    .may_read = org_may_read,
+    .ref_visible = rbac_sees_org,
+    .list_filter = org_list_filter,
+    .check_create = org_check_create,
+    .check_update = org_check_update,
+};
+
+const struct resource_hooks rbac_project_hooks = {
+    .shapes_scheduling = true,
+    .ordered_commit = true,
+    .after_commit = project_after_commit,
+    .ref_visible = rbac_sees_project,
+};

@@ -5,7 +5,9 @@
  * check references (a reference to something the caller cannot see reads as
  * "does not exist"), check the caller's role on the row's scope (another
  * tenant's object is 404, a visible one without the role is 403), and write
- * the change and its audit entry in one transaction.
+ * the change and its audit entry in one transaction. What a resource adds
+ * to these rules comes from its hooks (resource_hooks_of): this file names
+ * no resource.
  */
 #include "base/common.h"
 
@@ -28,87 +30,50 @@ static int64_t ref_or_zero(const struct resource_def *def, const struct row *row
     return value_present(v) ? v->i : 0;
 }
 
-/* Whether changes to def change what the scheduler works with (fleet, tenants, quotas, catalog). */
-static bool shapes_scheduling(const struct resource_def *def)
-{
-    return def == &model_clusters || def == &model_nodes || def == &model_gpus ||
-           def == &model_gpu_classes || def == &model_pools || def == &model_projects ||
-           def == &model_quotas || def == &model_org_quotas || def == &model_flavors;
-}
-
 /*
  * Commits the request's transaction and then brings in-memory state up to
- * date: the tenancy snapshot, and cached principals when the change can
- * alter what a token stands for (deleting an organization or project
- * removes the bindings on it). Changes to organizations and projects commit
- * and reach the snapshot under one lock, so the snapshot sees them in commit
- * order. act says what happened to row (for a delete, row is the old one).
+ * date: the resource's own (after_commit: the tenancy snapshot, the
+ * engine's inbox), cached principals when the change can alter what a token
+ * stands for, and the scheduler's configuration. A resource whose
+ * after_commit must see commits in their order commits under one lock. act
+ * says what happened to row (for a delete, row is the old one).
  */
 static int commit_change(struct req *r, const struct resource_def *def, enum action act,
                          const struct row *row, struct error_info *ei)
 {
-    bool tenancy = def == &model_organizations || def == &model_projects;
+    const struct resource_hooks *h = resource_hooks_of(def);
     int rc;
 
-    if (tenancy)
+    if (h->ordered_commit)
         pthread_mutex_lock(&r->api->tenancy_commit_lock);
     rc = store_commit(req_db(r), ei);
     if (rc >= 0) {
-        rbac_apply(r->api, def, act, row);
-        if (def == &model_users || def == &model_tokens || def == &model_role_bindings ||
-            (tenancy && act == ACT_DELETE))
+        if (h->after_commit)
+            h->after_commit(r, act, row);
+        if (h->identity)
             atomic_fetch_add(&r->api->generation, 1);
-        if (r->api->opt.engine && shapes_scheduling(def))
+        if (r->api->opt.engine && h->shapes_scheduling)
             engine_config_changed(r->api->opt.engine, def, row, act == ACT_DELETE);
     }
-    if (tenancy)
+    if (h->ordered_commit)
         pthread_mutex_unlock(&r->api->tenancy_commit_lock);
     return rc;
 }
 
 /* ---- who may see and change what ---- */
 
-/* Users the caller may see: admins all; others themselves and people bound where they manage. */
-static bool user_visible(struct req *r, int64_t user_id)
+enum role resource_role(struct req *r, const struct resource_def *def, const struct row *row)
 {
-    struct store_filter f;
-    struct row *rows;
-    size_t n;
+    const char *field = def->scope_field;
 
-    if (r->who->admin || user_id == r->who->user_id)
-        return true;
-    store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(&model_role_bindings, "user_id"), user_id);
-    f.limit = 1000;
-    if (store_list(req_db(r), &model_role_bindings, &f, &r->arena, &rows, &n, NULL) < 0)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        int64_t org = ref_or_zero(&model_role_bindings, &rows[i], "org_id");
-        int64_t prj = ref_or_zero(&model_role_bindings, &rows[i], "project_id");
-        if ((prj && rbac_role_on_project(r, prj) >= ROLE_PROJECT_ADMIN) ||
-            (org && rbac_role_on_org(r, org) >= ROLE_PROJECT_ADMIN))
-            return true;
-    }
-    return false;
-}
-
-/* The caller's role on the scope a row lives in, reading `field` for its id. */
-static enum role role_on_row(struct req *r, const struct resource_def *def, const struct row *row,
-                             const char *field)
-{
     switch (def->scope) {
     case SCOPE_GLOBAL:
         return r->who->admin ? ROLE_ADMIN : ROLE_NONE;
     case SCOPE_ORG: {
         int64_t org = ref_or_zero(def, row, field);
-        enum role role;
         if (org == 0)
             return r->who->admin ? ROLE_ADMIN : ROLE_NONE;
-        role = rbac_role_on_org(r, org);
-        if (role < ROLE_VIEWER && def == &model_organizations && strcmp(field, "id") == 0 &&
-            rbac_sees_org(r, org))
-            role = ROLE_VIEWER;
-        return role;
+        return rbac_role_on_org(r, org);
     }
     case SCOPE_PROJECT:
         return rbac_role_on_project(r, ref_or_zero(def, row, field));
@@ -116,7 +81,7 @@ static enum role role_on_row(struct req *r, const struct resource_def *def, cons
         int64_t uid = ref_or_zero(def, row, field);
         if (r->who->admin)
             return ROLE_ADMIN;
-        if (uid == r->who->user_id || (def == &model_users && user_visible(r, uid)))
+        if (uid == r->who->user_id)
             return ROLE_VIEWER;
         return ROLE_NONE;
     }
@@ -143,9 +108,11 @@ static enum role role_on_row(struct req *r, const struct resource_def *def, cons
     return ROLE_NONE;
 }
 
-static bool may(struct req *r, const struct resource_def *def, const struct row *row,
-                enum action act)
+bool resource_may(struct req *r, const struct resource_def *def, const struct row *row,
+                  enum action act)
 {
+    const struct resource_hooks *h = resource_hooks_of(def);
+
     if (def->need[act] == ROLE_NOBODY)
         return false;
     if (act == ACT_CREATE && def->create_scope_field) {
@@ -154,32 +121,29 @@ static bool may(struct req *r, const struct resource_def *def, const struct row 
         enum role role = org ? rbac_role_on_org(r, org) : r->who->admin ? ROLE_ADMIN : ROLE_NONE;
         return role >= def->need[act];
     }
-    /* The ledger: the victims' tenants read the entries too (redacted when encoded). */
-    if (def == &model_preemptions && act == ACT_READ)
-        return preemptions_visible(r, row);
-    /* Everyone may read their own role bindings. */
-    if (def == &model_role_bindings && act == ACT_READ &&
-        ref_or_zero(def, row, "user_id") == r->who->user_id)
-        return true;
-    return role_on_row(r, def, row, def->scope_field) >= def->need[act];
+    if (act == ACT_READ && h->may_read) {
+        enum hook_verdict v = h->may_read(r, row);
+        if (v != HOOK_DEFAULT)
+            return v == HOOK_ALLOW;
+    }
+    return resource_role(r, def, row) >= def->need[act];
 }
 
 /* ---- references ---- */
 
 static bool ref_exists(struct req *r, const struct resource_def *target, int64_t id)
 {
+    const struct resource_hooks *h = resource_hooks_of(target);
     struct row row;
-    if (target == &model_organizations)
-        return rbac_sees_org(r, id);
-    if (target == &model_projects)
-        return rbac_sees_project(r, id);
+    if (h->ref_visible)
+        return h->ref_visible(r, id);
     if (store_get(req_db(r), target, id, &r->arena, &row, NULL) < 0)
         return false;
     /*
      * Users too: a binding that could name any user would make them visible
      * (name, email) to whoever made it, and tell which ids exist.
      */
-    return may(r, target, &row, ACT_READ);
+    return resource_may(r, target, &row, ACT_READ);
 }
 
 static int check_refs(struct req *r, const struct resource_def *def, const struct row *row,
@@ -221,131 +185,14 @@ static int check_refs(struct req *r, const struct resource_def *def, const struc
     return 0;
 }
 
-/* ---- audit ---- */
-
-static const char *row_json(struct req *r, const struct resource_def *def, const struct row *row)
-{
-    json_t *j;
-    char *text;
-    const char *copy;
-    if (!row)
-        return NULL;
-    j = model_encode(def, row);
-    text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-    copy = arena_strdup(&r->arena, text);
-    free(text);
-    json_decref(j);
-    return copy;
-}
-
-int resource_audit(struct req *r, struct store_conn *db, const char *action,
-                   const struct resource_def *def, int64_t object_id, const struct row *before,
-                   const struct row *after, struct error_info *ei)
-{
-    const struct resource_def *a = &model_audit;
-    struct row e = model_row_new(a, &r->arena);
-    const char *b = row_json(r, def, before), *af = row_json(r, def, after);
-    int64_t id;
-
-    model_set_int(&e, model_field_index(a, "time"), r->now);
-    if (r->who && r->who->user_id) {
-        model_set_int(&e, model_field_index(a, "actor_id"), r->who->user_id);
-        model_set_str(&e, &r->arena, model_field_index(a, "actor"), r->who->name);
-    } else {
-        model_set_null(&e, model_field_index(a, "actor_id"));
-        model_set_str(&e, &r->arena, model_field_index(a, "actor"), "system");
-    }
-    model_set_str(&e, &r->arena, model_field_index(a, "action"), action);
-    model_set_str(&e, &r->arena, model_field_index(a, "resource"), def->name);
-    model_set_int(&e, model_field_index(a, "object_id"), object_id);
-    model_set_str(&e, &r->arena, model_field_index(a, "request_id"), r->id);
-    if (b)
-        model_set_str(&e, &r->arena, model_field_index(a, "before"), b);
-    else
-        model_set_null(&e, model_field_index(a, "before"));
-    if (af)
-        model_set_str(&e, &r->arena, model_field_index(a, "after"), af);
-    else
-        model_set_null(&e, model_field_index(a, "after"));
-    return store_insert(db, a, &e, &id, ei);
-}
-
 /* ---- output ---- */
-
-const struct row *rows_find(const struct row *rows, size_t n, int64_t id)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int64_t x = model_row_id(&rows[mid]);
-        if (x == id)
-            return &rows[mid];
-        if (x < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
-}
-
-static int64_t alloc_gpu(const struct row *al)
-{
-    const struct value *v = model_get(&model_allocations, al, "gpu_id");
-    return v->null ? 0 : v->i;
-}
-
-static int cmp_alloc_gpu(const void *a, const void *b)
-{
-    const struct row *x = *(const struct row *const *)a, *y = *(const struct row *const *)b;
-    int64_t gx = alloc_gpu(x), gy = alloc_gpu(y), ix = model_row_id(x), iy = model_row_id(y);
-    if (gx != gy)
-        return (gx > gy) - (gx < gy);
-    return (ix > iy) - (ix < iy);
-}
-
-void alloc_index_build(struct req *r, const struct row *allocs, size_t n, struct alloc_index *ret)
-{
-    ret->by_gpu = arena_calloc(&r->arena, n + 1, sizeof(*ret->by_gpu));
-    ret->n = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (alloc_gpu(&allocs[i]))
-            ret->by_gpu[ret->n++] = &allocs[i];
-    }
-    if (ret->n)
-        qsort(ret->by_gpu, ret->n, sizeof(*ret->by_gpu), cmp_alloc_gpu);
-}
-
-const struct row *alloc_index_find(const struct alloc_index *ix, int64_t gpu_id)
-{
-    size_t lo = 0, hi = ix->n;
-    while (lo < hi) { /* the first with gpu_id */
-        size_t mid = lo + (hi - lo) / 2;
-        if (alloc_gpu(ix->by_gpu[mid]) < gpu_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < ix->n && alloc_gpu(ix->by_gpu[lo]) == gpu_id ? ix->by_gpu[lo] : NULL;
-}
-
-int req_list_all(struct req *r, const struct resource_def *def, bool open_only,
-                 struct row **ret, size_t *ret_n, struct error_info *ei)
-{
-    struct store_filter f;
-
-    store_filter_init(&f);
-    if (open_only)
-        store_filter_eq_null(&f, model_field_index(def, "ended_ms"));
-    return store_list_all(req_db(r), def, &f, &r->arena, ret, ret_n, ei);
-}
 
 json_t *resource_encode(struct req *r, const struct resource_def *def, const struct row *row)
 {
+    const struct resource_hooks *h = resource_hooks_of(def);
     json_t *j = model_encode(def, row);
-    if (def == &model_workloads)
-        workloads_decorate(r, row, j);
-    if (def == &model_preemptions)
-        preemptions_redact(r, row, j);
+    if (h->decorate)
+        h->decorate(r, row, j);
     return j;
 }
 
@@ -445,6 +292,7 @@ static void any_of(struct store_filter *f, const struct resource_def *def, const
 static int restrict_to_visible(struct req *r, const struct resource_def *def,
                                struct store_filter *f, struct error_info *ei)
 {
+    const struct resource_hooks *h = resource_hooks_of(def);
     int64_t *ids, *ids2;
     size_t n, n2;
 
@@ -452,15 +300,13 @@ static int restrict_to_visible(struct req *r, const struct resource_def *def,
         return 0;
     if (def->need[ACT_READ] >= ROLE_ADMIN)
         return errinfo_set(ei, ERR_FORBIDDEN, NULL, "only admins may list %s", def->name);
+    if (h->list_filter)
+        return h->list_filter(r, f, ei);
     switch (def->scope) {
     case SCOPE_GLOBAL:
         return 0;
     case SCOPE_ORG:
-        /* Organizations show the path above one's projects; what hangs off them needs a role. */
-        if (def == &model_organizations)
-            rbac_visible_orgs(r, &ids, &n);
-        else
-            rbac_orgs_with(r, def->need[ACT_READ], &ids, &n);
+        rbac_orgs_with(r, def->need[ACT_READ], &ids, &n);
         any_of(f, def, def->scope_field, ids, n);
         return 0;
     case SCOPE_PROJECT:
@@ -468,29 +314,7 @@ static int restrict_to_visible(struct req *r, const struct resource_def *def,
         any_of(f, def, def->scope_field, ids, n);
         return 0;
     case SCOPE_USER:
-        if (def == &model_users) {
-            /* themselves plus everyone bound where they are project-admin or above */
-            struct store_filter bf;
-            struct row *rows;
-            size_t nb;
-            int rc;
-            rbac_projects_with(r, ROLE_PROJECT_ADMIN, &ids, &n);
-            rbac_orgs_with(r, ROLE_PROJECT_ADMIN, &ids2, &n2);
-            store_filter_init(&bf);
-            bf.limit = 10000;
-            any_of(&bf, &model_role_bindings, "project_id", ids, n);
-            any_of(&bf, &model_role_bindings, "org_id", ids2, n2);
-            rc = store_list(req_db(r), &model_role_bindings, &bf, &r->arena, &rows, &nb, ei);
-            if (rc < 0)
-                return rc;
-            ids = arena_calloc(&r->arena, nb + 1, sizeof(*ids));
-            ids[0] = r->who->user_id;
-            for (size_t i = 0; i < nb; i++)
-                ids[i + 1] = model_get_int(&model_role_bindings, &rows[i], "user_id");
-            any_of(f, def, "id", ids, nb + 1);
-        } else {
-            any_of(f, def, def->scope_field, &r->who->user_id, 1);
-        }
+        any_of(f, def, def->scope_field, &r->who->user_id, 1);
         return 0;
     case SCOPE_OWNER:
         rbac_visible_projects(r, &ids, &n);
@@ -517,6 +341,7 @@ static int restrict_to_visible(struct req *r, const struct resource_def *def,
 
 void resource_list(struct req *r, const struct resource_def *def)
 {
+    const struct resource_hooks *h = resource_hooks_of(def);
     struct error_info ei = {0};
     struct store_filter f;
     struct list_args la = {r, def, &f, &ei};
@@ -525,12 +350,15 @@ void resource_list(struct req *r, const struct resource_def *def)
     json_t *items;
     int rc;
 
+    if (h->stream && stream_wanted(r)) {
+        h->stream(r);
+        return;
+    }
     store_filter_init(&f);
     f.limit = LIST_DEFAULT_LIMIT;
     rc = req_each_arg(r, list_arg, &la);
-    if (rc >= 0 && def == &model_preemptions && !r->who->admin) {
-        /* Who may read an entry depends on its victims, which no filter can say. */
-        rc = preemptions_list_visible(r, &f, &rows, &n, &ei);
+    if (rc >= 0 && h->list) {
+        rc = h->list(r, &f, &rows, &n, &ei);
     } else if (rc >= 0) {
         rc = restrict_to_visible(r, def, &f, &ei);
         if (rc >= 0)
@@ -557,7 +385,7 @@ int resource_load_visible(struct req *r, const struct resource_def *def, int64_t
                           struct row *ret_row, struct error_info *ei)
 {
     int rc = store_get(req_db(r), def, id, &r->arena, ret_row, ei);
-    if (rc == ERR_NOT_FOUND || (rc >= 0 && !may(r, def, ret_row, ACT_READ))) {
+    if (rc == ERR_NOT_FOUND || (rc >= 0 && !resource_may(r, def, ret_row, ACT_READ))) {
         if (ei)
             ei->code = 0;
         return errinfo_set(ei, ERR_NOT_FOUND, NULL, "no %s with id %" PRId64, def->singular, id);
@@ -591,37 +419,16 @@ static void set_times(const struct resource_def *def, struct row *row, int64_t n
 static int forbid(struct error_info *ei, const struct resource_def *def, enum action act)
 {
     static const char *const verbs[] = {"read", "create", "change", "delete"};
+    const char *why = resource_hooks_of(def)->why_fixed;
     if (def->need[act] == ROLE_NOBODY)
         return errinfo_set(ei, ERR_METHOD, NULL, "%s objects cannot be %s through the API; %s",
                            def->singular,
                            act == ACT_UPDATE   ? "changed"
                            : act == ACT_DELETE ? "deleted"
                                                : "created",
-                           def == &model_role_bindings ? "delete it and create a new one"
-                                                       : "they are written by the server");
+                           why ? why : "they are written by the server");
     return errinfo_set(ei, ERR_FORBIDDEN, NULL, "your role does not allow you to %s this %s",
                        verbs[act], def->singular);
-}
-
-/* Extra rules for creating: bindings cannot grant more than one holds; tokens are one's own. */
-static int check_create_rules(struct req *r, const struct resource_def *def, struct row *row,
-                              struct error_info *ei)
-{
-    if (def == &model_role_bindings) {
-        enum role granted = ROLE_NONE;
-        role_parse(model_get(def, row, "role")->s, &granted);
-        if (role_on_row(r, def, row, NULL) < granted)
-            return errinfo_set(ei, ERR_FORBIDDEN, "role",
-                               "you cannot grant role '%s': it is above your own on that scope",
-                               role_name(granted));
-    }
-    if (def == &model_organizations)
-        return rbac_org_check_parent(r, 0, ref_or_zero(def, row, "parent_id"), ei);
-    if (def == &model_prices)
-        return billing_check_price(r, row, ei);
-    if (def == &model_quotas)
-        return quota_check_backing(r, row, ei);
-    return 0;
 }
 
 /* Actions a resource does not offer are 405 whatever the caller or the body. */
@@ -646,53 +453,52 @@ static bool offered(struct req *r, const struct resource_def *def, enum action a
     return false;
 }
 
+/*
+ * Decodes and checks a new row: 0 to write it, 1 with *ret_same when the
+ * same create was made before (answer with that one), or an error.
+ * *ret_reveal: what only the create's answer shows (caller frees).
+ */
+static int check_new(struct req *r, const struct resource_def *def, struct row *row,
+                     struct row *ret_same, json_t **ret_reveal, struct error_info *ei)
+{
+    const struct resource_hooks *h = resource_hooks_of(def);
+    json_t *body = NULL;
+    int rc = req_json_body(r, &body, ei);
+
+    if (rc >= 0)
+        rc = model_decode(def, body, DECODE_CREATE, &r->arena, row, ei);
+    json_decref(body);
+    if (rc >= 0 && h->fill)
+        rc = h->fill(r, row, ret_reveal, ei);
+    if (rc < 0)
+        return rc;
+    set_times(def, row, r->now, true);
+    rc = model_check_row(def, row, ei);
+    if (rc >= 0)
+        rc = check_refs(r, def, row, ei);
+    if (rc >= 0 && !resource_may(r, def, row, ACT_CREATE))
+        rc = forbid(ei, def, ACT_CREATE);
+    if (rc >= 0 && h->check_create)
+        rc = h->check_create(r, row, ret_same, ei);
+    return rc;
+}
+
 void resource_create(struct req *r, const struct resource_def *def)
 {
+    const struct resource_hooks *h = resource_hooks_of(def);
     struct error_info ei = {0};
-    json_t *body = NULL, *out;
-    struct row row;
-    char *token = NULL;
+    json_t *reveal = NULL, *out;
+    struct row row, same;
     int64_t id;
     int rc;
 
     if (!offered(r, def, ACT_CREATE))
         return;
-    rc = req_json_body(r, &body, &ei);
-    if (rc >= 0)
-        rc = model_decode(def, body, DECODE_CREATE, &r->arena, &row, &ei);
-    json_decref(body);
-    if (rc < 0)
-        goto fail;
-    if (def == &model_tokens) {
-        char hash[TOKEN_HASH_HEX + 1], prefix[16];
-        int uid = model_field_index(def, "user_id");
-        if (!value_present(&row.v[uid]))
-            model_set_int(&row, uid, r->who->user_id);
-        auth_token_new(&token, hash, prefix);
-        model_set_str(&row, &r->arena, model_field_index(def, "hash"), hash);
-        model_set_str(&row, &r->arena, model_field_index(def, "prefix"), prefix);
-        model_set_null(&row, model_field_index(def, "revoked_at"));
-        if (value_present(model_get(def, &row, "expires_at")) &&
-            model_get_int(def, &row, "expires_at") <= r->now) {
-            rc = errinfo_set(&ei, ERR_INVALID, "expires_at", "expires_at is in the past");
-            goto fail;
-        }
-    }
-    set_times(def, &row, r->now, true);
-    rc = model_check_row(def, &row, &ei);
-    if (rc >= 0)
-        rc = check_refs(r, def, &row, &ei);
-    if (rc >= 0 && !may(r, def, &row, ACT_CREATE))
-        rc = forbid(&ei, def, ACT_CREATE);
-    if (rc >= 0)
-        rc = check_create_rules(r, def, &row, &ei);
-    if (rc >= 0 && def == &model_workloads) {
-        struct row earlier;
-        rc = workloads_prepare_submit(r, &row, &earlier, &ei);
-        if (rc > 0) { /* the same submit again: answer with the first */
-            req_reply_json(r, 200, resource_encode(r, def, &earlier));
-            return;
-        }
+    rc = check_new(r, def, &row, &same, &reveal, &ei);
+    if (rc > 0) { /* the same create again: answer with the first */
+        json_decref(reveal);
+        req_reply_json(r, 200, resource_encode(r, def, &same));
+        return;
     }
     if (rc < 0)
         goto fail;
@@ -704,41 +510,36 @@ void resource_create(struct req *r, const struct resource_def *def)
         model_set_int(&row, 0, id);
         rc = resource_audit(r, req_db(r), "create", def, id, NULL, &row, &ei);
     }
-    if (rc >= 0 && def == &model_workloads)
-        rc = workloads_submitted_event(r, &row, &ei);
+    if (rc >= 0 && h->in_tx)
+        rc = h->in_tx(r, ACT_CREATE, &row, &ei);
     if (rc >= 0)
         rc = commit_change(r, def, ACT_CREATE, &row, &ei);
     if (rc < 0) {
         store_rollback(req_db(r));
-        if (rc == ERR_CONFLICT && def == &model_workloads) {
-            /*
-             * A racing submit with the same key won the unique index, and so is
-             * committed: the same submit again, answered with that one.
-             */
-            struct row earlier;
+        if (rc == ERR_CONFLICT && h->create_conflict) {
+            /* A racing twin won the unique index, and so is committed: answer with it. */
             struct error_info ei2 = {0};
-            int found = workloads_find_earlier(r, &row, &earlier, &ei2);
-            if (found > 0) {
-                req_reply_json(r, 200, resource_encode(r, def, &earlier));
+            if (h->create_conflict(r, &row, &same, &ei2) > 0) {
+                json_decref(reveal);
+                req_reply_json(r, 200, resource_encode(r, def, &same));
                 return;
             }
         }
         goto fail;
     }
-    if (def == &model_workloads && r->api->opt.engine)
-        engine_submitted(r->api->opt.engine, id);
     /*
-     * A new workload is not yet in the scheduler (it is in the engine's inbox):
-     * its stored reason ("submitted") is the answer, without waiting for a pass.
+     * The row as written, undecorated: what decorate adds comes from state
+     * the new row has not reached yet (a workload is in the engine's inbox,
+     * not the scheduler: its stored reason "submitted" is the answer).
      */
-    out = def == &model_workloads ? model_encode(def, &row) : resource_encode(r, def, &row);
-    if (token)
-        json_object_set_new(out, "token", json_string(token));
+    out = model_encode(def, &row);
+    if (reveal)
+        json_object_update(out, reveal);
+    json_decref(reveal);
     req_reply_json(r, 201, out);
-    free(token);
     return;
 fail:
-    free(token);
+    json_decref(reveal);
     req_reply_error(r, rc, &ei);
 }
 
@@ -746,6 +547,7 @@ fail:
 
 void resource_update(struct req *r, const struct resource_def *def, int64_t id)
 {
+    const struct resource_hooks *h = resource_hooks_of(def);
     struct error_info ei = {0};
     json_t *body = NULL;
     struct row before, patch, after;
@@ -767,7 +569,7 @@ void resource_update(struct req *r, const struct resource_def *def, int64_t id)
     if (rc < 0)
         goto fail;
     rc = resource_load_visible(r, def, id, &before, &ei);
-    if (rc >= 0 && !may(r, def, &before, ACT_UPDATE))
+    if (rc >= 0 && !resource_may(r, def, &before, ACT_UPDATE))
         rc = forbid(&ei, def, ACT_UPDATE);
     if (rc >= 0 && !any)
         rc = errinfo_set(&ei, ERR_INVALID, NULL, "the request names no field to change");
@@ -780,22 +582,14 @@ void resource_update(struct req *r, const struct resource_def *def, int64_t id)
     rc = model_check_row(def, &after, &ei);
     if (rc >= 0)
         rc = check_refs(r, def, &patch, &ei);
-    if (rc >= 0 && def == &model_organizations && patch.v[model_field_index(def, "parent_id")].set) {
-        int64_t parent = ref_or_zero(def, &after, "parent_id");
-        /* Moving an organization needs the right to create under its new parent. */
-        if (!may(r, def, &after, ACT_CREATE))
-            rc = forbid(&ei, def, ACT_UPDATE);
-        else
-            rc = rbac_org_check_parent(r, id, parent, &ei);
-    }
-    if (rc >= 0)
-        rc = rbac_keep_an_admin(r, def, &before, &after, &ei);
-    if (rc >= 0 && def == &model_quotas && patch.v[model_field_index(def, "guaranteed_milli")].set)
-        rc = quota_check_backing(r, &after, &ei);
+    if (rc >= 0 && h->check_update)
+        rc = h->check_update(r, &before, &patch, &after, &ei);
     if (rc >= 0)
         rc = store_update(req_db(r), def, id, &after, &ei);
     if (rc >= 0)
         rc = resource_audit(r, req_db(r), "update", def, id, &before, &after, &ei);
+    if (rc >= 0 && h->in_tx)
+        rc = h->in_tx(r, ACT_UPDATE, &after, &ei);
     if (rc >= 0)
         rc = commit_change(r, def, ACT_UPDATE, &after, &ei);
     if (rc < 0)
@@ -810,11 +604,30 @@ fail:
 
 /* ---- delete ---- */
 
+/* A delete that keeps the row (retire): written as an update, audited as the hook's verb. */
+static int retire(struct req *r, const struct resource_def *def, int64_t id,
+                  const struct row *before, struct row *ret_after, struct error_info *ei)
+{
+    const struct resource_hooks *h = resource_hooks_of(def);
+    int rc;
+
+    *ret_after = model_row_new(def, &r->arena);
+    memcpy(ret_after->v, before->v, def->n_fields * sizeof(struct value));
+    rc = h->retire(r, before, ret_after, ei);
+    if (rc >= 0)
+        rc = store_update(req_db(r), def, id, ret_after, ei);
+    if (rc >= 0)
+        rc = resource_audit(r, req_db(r), h->retire_verb, def, id, before, ret_after, ei);
+    return rc;
+}
+
 void resource_delete(struct req *r, const struct resource_def *def, int64_t id)
 {
+    const struct resource_hooks *h = resource_hooks_of(def);
     struct error_info ei = {0};
     struct row before, after;
-    bool revoke = def == &model_tokens;
+    const struct row *gone = &before;
+    enum action act = ACT_DELETE;
     int rc;
 
     if (!offered(r, def, ACT_DELETE))
@@ -823,32 +636,25 @@ void resource_delete(struct req *r, const struct resource_def *def, int64_t id)
     if (rc < 0)
         goto fail;
     rc = resource_load_visible(r, def, id, &before, &ei);
-    if (rc >= 0 && !may(r, def, &before, ACT_DELETE))
+    if (rc >= 0 && !resource_may(r, def, &before, ACT_DELETE))
         rc = forbid(&ei, def, ACT_DELETE);
-    if (rc >= 0)
-        rc = rbac_keep_an_admin(r, def, &before, NULL, &ei);
+    if (rc >= 0 && h->check_delete)
+        rc = h->check_delete(r, &before, &ei);
     if (rc < 0)
         goto rollback;
-    if (revoke) {
-        /* Tokens are revoked, not erased, so the audit trail keeps what they were. */
-        after = model_row_new(def, &r->arena);
-        memcpy(after.v, before.v, def->n_fields * sizeof(struct value));
-        if (value_present(model_get(def, &before, "revoked_at"))) {
-            rc = errinfo_set(&ei, ERR_CONFLICT, NULL, "token %" PRId64 " is already revoked", id);
-            goto rollback;
-        }
-        model_set_int(&after, model_field_index(def, "revoked_at"), r->now);
-        rc = store_update(req_db(r), def, id, &after, &ei);
-        if (rc >= 0)
-            rc = resource_audit(r, req_db(r), "revoke", def, id, &before, &after, &ei);
+    if (h->retire) {
+        rc = retire(r, def, id, &before, &after, &ei);
+        gone = &after;
+        act = ACT_UPDATE;
     } else {
         rc = store_delete(req_db(r), def, id, &ei);
         if (rc >= 0)
             rc = resource_audit(r, req_db(r), "delete", def, id, &before, NULL, &ei);
     }
+    if (rc >= 0 && h->in_tx)
+        rc = h->in_tx(r, act, gone, &ei);
     if (rc >= 0)
-        rc = commit_change(r, def, revoke ? ACT_UPDATE : ACT_DELETE, revoke ? &after : &before,
-                           &ei);
+        rc = commit_change(r, def, act, gone, &ei);
     if (rc < 0)
         goto rollback;
     req_reply_json(r, 204, NULL);

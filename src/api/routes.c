@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * routes.c: maps method and path to a handler. Everything under /v1 but the
- * OpenAPI document needs a valid bearer token; the resource routes are the
- * same five for every resource of the model. The dashboard's files (/ and
- * /ui/...) are ui.c's.
+ * routes.c: maps method and path to a handler. The route table below lists
+ * every route but the five each model resource has (list, create, read,
+ * change, delete: resource.c); each entry says who may call it and what it
+ * takes and answers, and the OpenAPI document is written from the same
+ * entries (openapi.c). Everything under /v1 but the OpenAPI document needs a
+ * valid bearer token. The dashboard's files (/ and /ui/...) are ui.c's.
  */
 #include "base/common.h"
 
@@ -200,60 +202,226 @@ static void dispatch_resource(struct req *r, const struct resource_def *def, con
         method_not_allowed(r, item_methods(def));
 }
 
-const struct route routes_fixed[] = {
-    {"GET", "/healthz", false, reply_health, "liveness probe"},
-    {"GET", "/v1/openapi.json", false, reply_openapi, "this API described as OpenAPI 3"},
-    {"GET", "/v1/whoami", true, reply_whoami, "the caller: user, role bindings, admin flag"},
-    {"GET", "/metrics", true, metrics_route,
+/* ---- the route table ---- */
+
+/* Schemas of query parameters and bodies (JSON text), for the OpenAPI document. */
+#define S_ID "{\"type\":\"integer\",\"minimum\":1}"
+#define S_INT "{\"type\":\"integer\"}"
+#define S_STR "{\"type\":\"string\"}"
+#define S_TIME "{\"type\":\"string\",\"format\":\"date-time\"}"
+#define S_MONTH_RE "^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$"
+#define S_MONTH "{\"type\":\"string\",\"pattern\":\"" S_MONTH_RE "\"}"
+
+#define BILLING_STAFF "only admins (the operator's billing staff) may change invoices"
+
+/* What POST routes without an object answer: 201 when they made something. */
+static const struct route_answer made[] = {
+    {200, "ok", NULL, NULL}, {201, "created", NULL, NULL}, {0}};
+
+const struct route routes[] = {
+    {"GET", "/healthz", reply_health, ROLE_NONE, "liveness probe", .no_token = true},
+    {"GET", "/v1/openapi.json", reply_openapi, ROLE_NONE, "this API described as OpenAPI 3",
+     .no_token = true},
+    {"GET", "/v1/whoami", reply_whoami, ROLE_NONE, "the caller: user, role bindings, admin flag",
+     .errors = ROUTE_ERR_CONFLICT},
+    {"GET", "/metrics", metrics_route, ROLE_ADMIN,
      "Prometheus text format (admins): GPUs by state, workloads, queue wait, preemptions, "
-     "reclaim latency, quotas, HTTP requests and latencies"},
-    {"GET", "/v1/capacity", true, reply_capacity,
+     "reclaim latency, quotas, HTTP requests and latencies",
+     .denied = "only admins may read /metrics: it spans every tenant",
+     .answers = (const struct route_answer[]){{200, "ok", NULL, "text/plain"}, {0}},
+     .errors = ROUTE_ERR_CONFLICT},
+    {"GET", "/v1/capacity", reply_capacity, ROLE_NONE,
      "capacity, free and guaranteed milli-GPU per GPU class, with a warning when guarantees "
-     "exceed healthy capacity"},
-    {"GET", "/v1/usage", true, billing_route_usage,
+     "exceed healthy capacity",
+     .errors = ROUTE_ERR_CONFLICT},
+    {"GET", "/v1/usage", billing_route_usage, ROLE_NONE,
      "rated usage of a month (?period=YYYY-MM, org_id, project_id) per project, flavor and "
-     "class; provisional while the month runs"},
-    {"GET", "/v1/inventory", true, inventory_route_list,
+     "class; provisional while the month runs",
+     .errors = ROUTE_ERR_CONFLICT,
+     .query = (const struct route_param[]){{"period", false, S_MONTH},
+                                           {"org_id", false, S_ID},
+                                           {"project_id", false, S_ID},
+                                           {0}}},
+    {"GET", "/v1/inventory", inventory_route_list, ROLE_NONE,
      "every GPU you may see (?org=&manager=&cluster=&class=&state=&owner=): where, class, "
-     "owner, manager, cost, who may use it, state and who uses it now"},
-    {"GET", "/v1/inventory/export", true, inventory_route_export,
-     "the inventory as the spreadsheet's CSV (same filters)"},
-    {"GET", "/v1/inventory/history", true, inventory_route_history,
-     "telemetry of GPUs over time (?gpu=UUID[,UUID]&from=&to=): activity, memory, power"},
-    {"POST", "/v1/inventory/import", true, inventory_route_import,
-     "imports a GPU spreadsheet as CSV (admins): every row checked before any is written"},
-    {"GET", "/v1/cost", true, billing_route_cost,
-     "showback (?by=pool|project|org|manager&period=YYYY-MM): the pools' cost, used and idle"},
-    {"GET", "/v1/invoices/draft", true, billing_route_draft,
-     "the draft invoice of an organization's month (?org_id=N&period=YYYY-MM), never stored"},
-    {"POST", "/v1/invoices/issue", true, billing_route_issue,
-     "issues an organization's finished month {org_id, period}: numbered and immutable (admins)"},
-    {"GET", "/v1/ledger/verify", true, billing_route_ledger_verify,
-     "recomputes the usage ledger's hash chain (admins)"},
+     "owner, manager, cost, who may use it, state and who uses it now",
+     .errors = ROUTE_ERR_CONFLICT},
+    {"GET", "/v1/inventory/export", inventory_route_export, ROLE_NONE,
+     "the inventory as the spreadsheet's CSV (same filters)",
+     .answers = (const struct route_answer[]){{200, "ok", NULL, "text/csv"}, {0}},
+     .errors = ROUTE_ERR_CONFLICT},
+    /* exactly one of gpu, node, pool, workload and project */
+    {"GET", "/v1/inventory/history", inventory_route_history, ROLE_NONE,
+     "telemetry of GPUs over time (?gpu=UUID[,UUID]&from=&to=): activity, memory, power",
+     .errors = ROUTE_ERR_CONFLICT,
+     .query = (const struct route_param[]){{"gpu", false, S_STR},
+                                           {"node", false, S_STR},
+                                           {"pool", false, S_STR},
+                                           {"workload", false, S_STR},
+                                           {"project", false, S_STR},
+                                           {"from", false, S_TIME},
+                                           {"to", false, S_TIME},
+                                           {0}}},
+    {"POST", "/v1/inventory/import", inventory_route_import, ROLE_ADMIN,
+     "imports a GPU spreadsheet as CSV (admins): every row checked before any is written",
+     .denied = "only admins may import the inventory", .answers = made,
+     .errors = ROUTE_ERR_CONFLICT | ROUTE_ERR_BODY,
+     .body = "{\"type\":\"string\",\"description\":"
+             "\"a header row naming the columns, then one row per GPU\"}",
+     .body_type = "text/csv"},
+    {"GET", "/v1/cost", billing_route_cost, ROLE_NONE,
+     "showback (?by=pool|project|org|manager&period=YYYY-MM): the pools' cost, used and idle",
+     .errors = ROUTE_ERR_CONFLICT,
+     .query =
+         (const struct route_param[]){
+             {"by", false,
+              "{\"type\":\"string\",\"enum\":[\"pool\",\"project\",\"org\",\"manager\"]}"},
+             {"period", false, S_MONTH},
+             {0}}},
+    {"GET", "/v1/invoices/draft", billing_route_draft, ROLE_NONE,
+     "the draft invoice of an organization's month (?org_id=N&period=YYYY-MM), never stored",
+     .errors = ROUTE_ERR_CONFLICT,
+     .query =
+         (const struct route_param[]){{"org_id", true, S_ID}, {"period", false, S_MONTH}, {0}}},
+    {"POST", "/v1/invoices/issue", billing_route_issue, ROLE_ADMIN,
+     "issues an organization's finished month {org_id, period}: numbered and immutable (admins)",
+     .denied = BILLING_STAFF, .answers = made, .errors = ROUTE_ERR_CONFLICT | ROUTE_ERR_BODY,
+     .body = "{\"type\":\"object\",\"required\":[\"org_id\",\"period\"],"
+             "\"additionalProperties\":false,\"properties\":{\"org_id\":" S_ID ","
+             "\"period\":" S_MONTH "}}"},
+    {"GET", "/v1/ledger/verify", billing_route_ledger_verify, ROLE_ADMIN,
+     "recomputes the usage ledger's hash chain (admins)",
+     .denied = "only admins may verify the usage ledger", .errors = ROUTE_ERR_CONFLICT},
+    /* Sub-routes of an object: {id} is the object's id. */
+    {"GET", "/v1/workloads/{id}/logs", workloads_logs, ROLE_VIEWER, "read a workload's output",
+     .op = "logs", .object = "workloads",
+     .answers =
+         (const struct route_answer[]){
+             {200, "the workload's output: {log, offset, next_offset, size}", NULL, NULL},
+             {410,
+              "the workload ended more than log-retention-days ago and its log was removed; "
+              "the message says when",
+              "Error", NULL},
+             {0}},
+     .query = (const struct route_param[]){{"offset", false, S_INT}, {"tail", false, S_INT}, {0}}},
+    {"POST", "/v1/workloads/{id}/cancel", workloads_cancel, ROLE_MEMBER, "cancel a workload",
+     .op = "cancel", .object = "workloads",
+     .answers =
+         (const struct route_answer[]){
+             {202, "cancel accepted: queued work is cancelled, running work is being stopped",
+              "workloads", NULL},
+             {0}},
+     .errors = ROUTE_ERR_CONFLICT},
+    /* Invoice actions: the invoice stays immutable; these are its only transitions. */
+    {"POST", "/v1/invoices/{id}/pay", billing_route_pay, ROLE_ADMIN,
+     "mark an issued invoice paid (admins)", .denied = BILLING_STAFF, .op = "pay",
+     .object = "invoices",
+     .answers = (const struct route_answer[]){{200, "ok", "invoices", NULL}, {0}},
+     .errors = ROUTE_ERR_CONFLICT},
+    {"POST", "/v1/invoices/{id}/credit", billing_route_credit, ROLE_ADMIN,
+     "issue a credit note {reason, amount_micros (absent: all that is left)} (admins)",
+     .denied = BILLING_STAFF, .op = "credit", .object = "invoices",
+     .answers = (const struct route_answer[]){{201, "ok", "invoices", NULL}, {0}},
+     .errors = ROUTE_ERR_CONFLICT | ROUTE_ERR_BODY},
+    {"GET", "/v1/invoices/{id}/export", billing_route_export, ROLE_VIEWER,
+     "the invoice as ?format=json|csv|html (a printable page)", .op = "export",
+     .object = "invoices",
+     .answers =
+         (const struct route_answer[]){
+             {200, "ok", "invoices", "application/json text/csv text/html"}, {0}},
+     .errors = ROUTE_ERR_CONFLICT},
+    {"GET", "/v1/invoices/{id}/verify", billing_route_verify, ROLE_VIEWER,
+     "re-rate the period and compare byte for byte: {reproduced}", .op = "verify",
+     .object = "invoices",
+     .answers = (const struct route_answer[]){{200, "ok", "invoices", NULL}, {0}},
+     .errors = ROUTE_ERR_CONFLICT},
 };
-const size_t routes_n_fixed = ARRAY_SIZE(routes_fixed);
+const size_t routes_n = ARRAY_SIZE(routes);
+
+/* ---- dispatch ---- */
+
+/*
+ * Whether path has the shape of pattern: its literal parts, and a path id
+ * (path_id) where the pattern says {id}, then stored in *ret_id.
+ */
+static bool path_matches(const char *pattern, const char *path, int64_t *ret_id)
+{
+    static const char id_segment[] = "{id}";
+
+    while (*pattern) {
+        if (strncmp(pattern, id_segment, strlen(id_segment)) == 0) {
+            if (!path_id(path, ret_id, &path))
+                return false;
+            pattern += strlen(id_segment);
+        } else if (*pattern++ != *path++) {
+            return false;
+        }
+    }
+    return *path == '\0';
+}
+
+/*
+ * The routes of the table whose path matches r's: the one for r's method
+ * (*ret_route, or NULL), and the methods the path offers as "A or B"
+ * (arena memory), for a 405.
+ */
+static bool find_route(struct req *r, const struct route **ret_route, const char **ret_allowed,
+                       bool *ret_no_token)
+{
+    const char *allowed = NULL;
+    bool any = false;
+
+    *ret_route = NULL;
+    *ret_no_token = true;
+    for (size_t i = 0; i < routes_n; i++) {
+        int64_t id = 0;
+        if (!path_matches(routes[i].path, r->path, &id))
+            continue;
+        any = true;
+        *ret_no_token &= routes[i].no_token;
+        allowed = allowed ? arena_printf(&r->arena, "%s or %s", allowed, routes[i].method)
+                          : routes[i].method;
+        if (!*ret_route && is(r, routes[i].method)) {
+            *ret_route = &routes[i];
+            r->path_id = id;
+        }
+    }
+    if (*ret_route)
+        *ret_no_token = (*ret_route)->no_token;
+    *ret_allowed = allowed;
+    return any;
+}
+
+/* Runs a route of the table; its least role when that is global (admins). */
+static void run_route(struct req *r, const struct route *rt)
+{
+    if (rt->least == ROLE_ADMIN && !r->who->admin) {
+        struct error_info ei = {0};
+        errinfo_set(&ei, ERR_FORBIDDEN, NULL, "%s", rt->denied);
+        req_reply_error(r, ERR_FORBIDDEN, &ei);
+        return;
+    }
+    rt->fn(r);
+}
 
 void routes_dispatch(struct req *r)
 {
     struct error_info ei = {0};
     const struct resource_def *def;
-    const struct route *fixed = NULL;
-    const char *id_s, *tail;
+    const struct route *rt;
+    const char *id_s, *allowed;
+    bool in_table, no_token;
     char res[64];
-    int64_t id;
     int rc;
 
     if (ui_serve(r))
         return;
-    for (size_t i = 0; i < routes_n_fixed; i++) {
-        if (strcmp(r->path, routes_fixed[i].path) == 0)
-            fixed = &routes_fixed[i];
-    }
-    if (!fixed && strncmp(r->path, "/v1/", 4) != 0) {
+    in_table = find_route(r, &rt, &allowed, &no_token);
+    if (!in_table && strncmp(r->path, "/v1/", 4) != 0) {
         not_found(r);
         return;
     }
-    if (!fixed || fixed->auth) {
+    if (!in_table || !no_token) {
         rc = auth_authenticate(r, &ei);
         if (rc >= 0)
             rc = rbac_refresh(r, &ei);
@@ -262,28 +430,11 @@ void routes_dispatch(struct req *r)
             return;
         }
     }
-    if (fixed) {
-        if (is(r, fixed->method))
-            fixed->fn(r);
+    if (in_table) {
+        if (rt)
+            run_route(r, rt);
         else
-            method_not_allowed(r, fixed->method);
-        return;
-    }
-    if (strncmp(r->path, "/v1/workloads/", 14) == 0 && path_id(r->path + 14, &id, &tail)) {
-        if (strcmp(tail, "/cancel") == 0) {
-            is(r, "POST") ? workloads_cancel(r, id) : method_not_allowed(r, "POST");
-            return;
-        }
-        if (strcmp(tail, "/logs") == 0) {
-            is(r, "GET") ? workloads_logs(r, id) : method_not_allowed(r, "GET");
-            return;
-        }
-    }
-    if (strncmp(r->path, "/v1/invoices/", 13) == 0 && path_id(r->path + 13, &id, &tail) &&
-        billing_route_invoice_action(r, id, tail))
-        return;
-    if (strcmp(r->path, "/v1/events") == 0 && is(r, "GET") && stream_wanted(r)) {
-        stream_events(r);
+            method_not_allowed(r, allowed);
         return;
     }
     if (!split_resource_path(r->path, res, sizeof(res), &id_s) || !(def = model_find(res))) {

@@ -327,7 +327,8 @@ static int id_arg(struct req *r, const char *name, int64_t *ret, struct error_in
     return 0;
 }
 
-void stream_events(struct req *r)
+/* GET /v1/events as a stream: sets r->stream, or an error reply. */
+static void stream_events(struct req *r)
 {
     struct error_info ei = {0};
     const char *last = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Last-Event-ID");
@@ -382,3 +383,6 @@ struct MHD_Response *stream_response(struct req *r)
     MHD_add_response_header(resp, "X-Accel-Buffering", "no");
     return resp;
 }
+
+/* /v1/events is the generic list, or with Accept: text/event-stream this stream. */
+const struct resource_hooks stream_event_hooks = {.stream = stream_events};

@@ -5,8 +5,9 @@
  * bounds on the times it may hold GPUs against a reclaim, answered with the
  * earlier workload when its idempotency key was used before, gets its
  * server-decided fields and a "submitted" event, and is handed to the
- * engine; a cancel goes to the engine and is audited; queued workloads are
- * shown with their live queue position and pending reason.
+ * engine (the workloads' hooks); a cancel goes to the engine and is
+ * audited; queued workloads are shown with their live queue position and
+ * pending reason; the logs route reads a workload's output.
  */
 #include "base/common.h"
 
@@ -19,10 +20,14 @@
 #include "engine/engine.h"
 #include "retention/retention.h"
 
-
-/* The earlier workload submitted with the same idempotency key in the project, if any. */
-int workloads_find_earlier(struct req *r, const struct row *row, struct row *ret,
-                           struct error_info *ei)
+/*
+ * The earlier workload submitted with row's idempotency key in its project:
+ * 1 with *ret, 0 when there is none (or row has no key), or an error. Also
+ * the create_conflict hook: a racing submit with the same key that won the
+ * unique index.
+ */
+static int find_earlier(struct req *r, const struct row *row, struct row *ret,
+                        struct error_info *ei)
 {
     const struct resource_def *d = &model_workloads;
     const struct value *key = model_get(d, row, "idempotency_key");
@@ -100,10 +105,14 @@ static int prepare(struct req *r, struct row *row, struct error_info *ei)
     return 0;
 }
 
-int workloads_submitted_event(struct req *r, const struct row *row, struct error_info *ei)
+/* In the submit's transaction: its "submitted" event. */
+static int submitted_event(struct req *r, enum action act, const struct row *row,
+                           struct error_info *ei)
 {
     struct row ev = model_row_new(&model_events, &r->arena);
     int64_t id;
+    if (act != ACT_CREATE)
+        return 0;
     model_set_int(&ev, model_field_index(&model_events, "workload_id"), model_row_id(row));
     model_set_int(&ev, model_field_index(&model_events, "project_id"),
                   model_get_int(&model_workloads, row, "project_id"));
@@ -115,9 +124,10 @@ int workloads_submitted_event(struct req *r, const struct row *row, struct error
     return store_insert(req_db(r), &model_events, &ev, &id, ei);
 }
 
-void workloads_cancel(struct req *r, int64_t id)
+void workloads_cancel(struct req *r)
 {
     const struct resource_def *d = &model_workloads;
+    int64_t id = r->path_id;
     struct error_info ei = {0};
     struct row row;
     int rc = resource_load_visible(r, d, id, &row, &ei);
@@ -151,17 +161,30 @@ void workloads_cancel(struct req *r, int64_t id)
     req_reply_json(r, 202, resource_encode(r, d, &row));
 }
 
-int workloads_prepare_submit(struct req *r, struct row *row, struct row *ret_earlier,
-                             struct error_info *ei)
+/*
+ * Before a submit is written: 1 with *ret_earlier when its idempotency key
+ * was used before in the project (answer with that one), 0 to go on (the
+ * server-decided fields are set), or an error (inactive flavor, ...).
+ */
+static int prepare_submit(struct req *r, struct row *row, struct row *ret_earlier,
+                          struct error_info *ei)
 {
-    int rc = workloads_find_earlier(r, row, ret_earlier, ei);
+    int rc = find_earlier(r, row, ret_earlier, ei);
     if (rc != 0)
         return rc;
     rc = prepare(r, row, ei);
     return rc < 0 ? rc : billing_check_submit(r, row, ei);
 }
 
-void workloads_decorate(struct req *r, const struct row *row, json_t *j)
+/* The engine takes a committed submit from its inbox. */
+static void after_commit(struct req *r, enum action act, const struct row *row)
+{
+    if (act == ACT_CREATE && r->api->opt.engine)
+        engine_submitted(r->api->opt.engine, model_row_id(row));
+}
+
+/* A queued workload's live queue position and reason. */
+static void decorate(struct req *r, const struct row *row, json_t *j)
 {
     struct engine_pending pending;
     if (r->api->opt.engine && strcmp(model_get(&model_workloads, row, "state")->s, "queued") == 0 &&
@@ -207,8 +230,9 @@ static int log_removed(struct req *r, int64_t id, const struct row *row, struct 
  * else the last `tail` bytes. At most 1 MiB per call. 410 when the log of
  * ended work was removed by the retention (log-retention-days).
  */
-void workloads_logs(struct req *r, int64_t id)
+void workloads_logs(struct req *r)
 {
+    int64_t id = r->path_id;
     struct error_info ei = {0};
     struct row row;
     char path[1100];
@@ -257,3 +281,13 @@ void workloads_logs(struct req *r, int64_t id)
                              (size_t)got, "offset", (json_int_t)offset, "next_offset",
                              (json_int_t)(offset + got), "size", (json_int_t)size));
 }
+
+const struct resource_hooks workloads_hooks = {
+    .after_commit = after_commit,
+    .decorate = decorate,
+    .check_create = prepare_submit,
+    .create_conflict = find_earlier,
+    .in_tx = submitted_event,
+    .same_create = "the earlier workload: the idempotency key was used before in the project",
+    .computed = {"queue_position", "integer", "place in the queue, while queued"},
+};
