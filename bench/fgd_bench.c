@@ -145,22 +145,64 @@ static FILE *open_in(const char *dir, const char *file, char *path, size_t size)
     return fopen(path, "r");
 }
 
+/*
+ * Columns are found by the header line, so files with the columns in another
+ * order or with fewer optional ones load too (the trace publishes pod lists
+ * with only name,cpu_milli,memory_mib,num_gpu,gpu_milli). col[i] is the index
+ * of names[i] in the header, -1 when absent; a missing required one is an error.
+ */
+static int read_header(FILE *fp, const char *path, const char *const *names, int n_names,
+                       int n_required, int *col)
+{
+    char line[MAX_LINE];
+    char *fl[MAX_FIELDS];
+    int n;
+    if (!fgets(line, sizeof(line), fp)) {
+        fprintf(stderr, "fgd_bench: '%s' is empty\n", path);
+        return -1;
+    }
+    n = split_csv(line, fl, MAX_FIELDS);
+    for (int i = 0; i < n_names; i++) {
+        col[i] = -1;
+        for (int k = 0; k < n; k++) {
+            if (strcmp(fl[k], names[i]) == 0)
+                col[i] = k;
+        }
+        if (col[i] < 0 && i < n_required) {
+            fprintf(stderr, "fgd_bench: '%s' has no column '%s'\n", path, names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Field `c` of a split line, "" when the column is absent or the line is short. */
+static const char *col_of(char **fl, int n, int c)
+{
+    return c >= 0 && c < n ? fl[c] : "";
+}
+
 static int load_nodes(const char *dir, struct fleet *f)
 {
+    static const char *const names[] = {"cpu_milli", "memory_mib", "gpu", "model"};
     char path[1024], line[MAX_LINE];
     char *fl[MAX_FIELDS];
-    int cap = 0, lineno = 0;
+    int cap = 0, lineno = 1, col[4];
     FILE *fp = open_in(dir, "openb_node_list_gpu_node.csv", path, sizeof(path));
     if (!fp) {
         fprintf(stderr, "fgd_bench: could not open '%s': %s\n", path, strerror(errno));
         return -1;
     }
+    if (read_header(fp, path, names, 4, 4, col) < 0) {
+        fclose(fp);
+        return -1;
+    }
     while (fgets(line, sizeof(line), fp)) {
         int64_t cpu, mem, gpus;
-        if (lineno++ == 0)
-            continue;
-        if (split_csv(line, fl, MAX_FIELDS) < 5 || field_int(fl[1], &cpu) ||
-            field_int(fl[2], &mem) || field_int(fl[3], &gpus) || gpus > SCHED_MAX_GPUS_PER_NODE) {
+        int n = split_csv(line, fl, MAX_FIELDS);
+        lineno++;
+        if (field_int(col_of(fl, n, col[0]), &cpu) || field_int(col_of(fl, n, col[1]), &mem) ||
+            field_int(col_of(fl, n, col[2]), &gpus) || gpus > SCHED_MAX_GPUS_PER_NODE) {
             fprintf(stderr, "fgd_bench: '%s' line %d: bad node row\n", path, lineno);
             fclose(fp);
             return -1;
@@ -169,7 +211,7 @@ static int load_nodes(const char *dir, struct fleet *f)
             cap = cap ? cap * 2 : 1024;
             f->nodes = xreallocarray(f->nodes, (size_t)cap, sizeof(*f->nodes));
         }
-        int m = model_index(f, fl[4], true);
+        int m = model_index(f, col_of(fl, n, col[3]), true);
         if (m < 0) {
             fprintf(stderr, "fgd_bench: '%s': too many GPU models\n", path);
             fclose(fp);
@@ -185,23 +227,31 @@ static int load_nodes(const char *dir, struct fleet *f)
 static int load_pods(const char *dir, const char *file, struct fleet *f, struct pod **ret,
                      size_t *ret_n)
 {
+    /* The first four are required; gpu_spec is optional (empty: any model). */
+    static const char *const names[] = {"cpu_milli", "memory_mib", "num_gpu", "gpu_milli",
+                                        "gpu_spec"};
     char path[1024], line[MAX_LINE];
     char *fl[MAX_FIELDS];
     size_t n = 0, cap = 0;
-    int lineno = 0;
+    int lineno = 1, col[5];
     struct pod *pods = NULL;
     FILE *fp = open_in(dir, file, path, sizeof(path));
     if (!fp) {
         fprintf(stderr, "fgd_bench: could not open '%s': %s\n", path, strerror(errno));
         return -1;
     }
+    if (read_header(fp, path, names, 5, 4, col) < 0) {
+        fclose(fp);
+        return -1;
+    }
     while (fgets(line, sizeof(line), fp)) {
         int64_t cpu, mem, num, milli;
         struct pod pd = {0};
-        if (lineno++ == 0)
-            continue;
-        if (split_csv(line, fl, MAX_FIELDS) < 6 || field_int(fl[1], &cpu) ||
-            field_int(fl[2], &mem) || field_int(fl[3], &num) || field_int(fl[4], &milli) ||
+        int nf = split_csv(line, fl, MAX_FIELDS);
+        char spec[MAX_LINE];
+        lineno++;
+        if (field_int(col_of(fl, nf, col[0]), &cpu) || field_int(col_of(fl, nf, col[1]), &mem) ||
+            field_int(col_of(fl, nf, col[2]), &num) || field_int(col_of(fl, nf, col[3]), &milli) ||
             num > SCHED_MAX_GPUS_PER_NODE || milli > WHOLE || (num > 1 && milli != WHOLE) ||
             (num > 0 && milli == 0)) {
             fprintf(stderr, "fgd_bench: '%s' line %d: bad pod row\n", path, lineno);
@@ -213,8 +263,9 @@ static int load_pods(const char *dir, const char *file, struct fleet *f, struct 
         pd.mem = mem;
         pd.num_gpu = (int32_t)num;
         pd.gpu_milli = num == 0 ? 0 : (int32_t)milli;
+        snprintf(spec, sizeof(spec), "%s", col_of(fl, nf, col[4]));
         /* gpu_spec "A|B": only those models; models not in the fleet are dropped. */
-        for (char *s = fl[5]; *s && pd.num_gpu > 0;) {
+        for (char *s = spec; *s && pd.num_gpu > 0;) {
             char *bar = strchr(s, '|');
             if (bar)
                 *bar = '\0';
@@ -225,7 +276,7 @@ static int load_pods(const char *dir, const char *file, struct fleet *f, struct 
                 break;
             s = bar + 1;
         }
-        if (fl[5][0] && pd.num_gpu > 0 && pd.n_models == 0)
+        if (spec[0] && pd.num_gpu > 0 && pd.n_models == 0)
             pd.n_models = -1; /* only models the fleet lacks: never placeable */
         if (n == cap) {
             cap = cap ? cap * 2 : 8192;
@@ -323,6 +374,15 @@ static void print_diag(const struct fleet *f, const int64_t *cpu_free, const int
     printf("\ndiag free on used devices by node CPU left <2,<4,<8,<16,more:");
     for (int b = 0; b < 5; b++)
         printf(" %.2f", 100.0 * (double)part[b] / (double)cap);
+    printf("\ndiag free by model:");
+    for (int m = 0; m < f->n_models; m++) {
+        int64_t fr = 0;
+        for (int i = 0; i < f->n_nodes; i++) {
+            for (int g = 0; g < f->nodes[i].n_gpus && f->nodes[i].model == m; g++)
+                fr += gfree[f->nodes[i].first_gpu + g];
+        }
+        printf(" %s:%.2f", f->models[m], 100.0 * (double)fr / (double)cap);
+    }
     printf("\ndiag free by amount:");
     for (int v = 1; v < 1000; v++) {
         if (by_free[v] * 10000 >= cap)
