@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
 # Builds the test control plane (kube-apiserver, kube-controller-manager,
 # etcd, kwok) from the Go
 # module proxy through the wrapper modules in tests/k8s/gomod and
@@ -56,15 +58,15 @@ for t in "${targets[@]}"; do
     start=$(date +%s)
     echo "k8s-build: building $name ($pkg) ..." >&2
     if ! (cd "$here/$dir" && GOFLAGS="$GOFLAGS -mod=readonly" \
-        /usr/bin/time -v nice -n 19 "$GO" build -o "$bin.tmp/$name" \
+        /usr/bin/time -v -o "$log.time" nice -n 19 "$GO" build -o "$bin.tmp/$name" \
         -ldflags "$flags" "$pkg") >"$log" 2>&1; then
-        why=$(grep -vE '^\s|^Command (exited|being timed)|^go: downloading' "$log" |
-            grep -m1 -E 'error|cannot|not found|missing|denied|no space|killed|signal|:' ||
-            tail -n1 "$log")
-        fail "$name: ${why:-see $log} (log: $log)"
+        # The first line that is not progress: Go's own reason.
+        why=$(grep -vE '^go: downloading|^[[:space:]]*$' "$log" | head -n1)
+        [ -n "$why" ] || why=$(grep -m1 -E 'signal|status' "$log.time")
+        fail "$name: ${why:-no reason given} (log: $log)"
     fi
     secs=$(($(date +%s) - start))
-    rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$log")
+    rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$log.time")
     echo "k8s-build: built $name in ${secs}s (peak RSS $((rss / 1024)) MiB)" >&2
     built="$built $name"
 done

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
 # Regenerates the two small wrapper modules the test control plane is built
 # from (tests/k8s/gomod: kube-apiserver + etcd; tests/k8s/kwokmod: kwok).
 # Run it by hand when moving to another release; build.sh only reads the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Sourced by the tests/k8s scripts: Go toolchain and the per-machine cache
 # that keeps modules, build cache and built binaries outside the checkout, so
 # a second build on the same machine takes seconds.
