@@ -5,7 +5,11 @@
 # podman, runc, catatonit and busybox-static: containers run for real in
 # e2e.local_podman; about 6 s of apt-get install on a clean machine;
 # slurmdbd and mariadb-server, for slurm.backend.dbd_*: 27.5 MB, 8 s more;
-# faketime: bench/reliability/crash_bench.py runs work in a month that has ended).
+# faketime: bench/reliability/crash_bench.py runs work in a month that has ended;
+# openssl, jq, iproute2 and util-linux: tests/k8s makes its PKI and tokens,
+# reads the API's JSON, finds free ports and starts daemons with setsid; its
+# Go toolchain (1.26 or later, /usr/local/go) comes with the machine: Debian's
+# golang is too old to build Kubernetes 1.36, so it is only checked here).
 # Skips apt entirely when everything is already there, so reruns are fast.
 set -euo pipefail
 
@@ -14,7 +18,7 @@ PACKAGES=(
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev
   libsodium-dev libcmocka-dev
   clang libclang-rt-14-dev cppcheck
-  postgresql wrk sqlite3 jq faketime
+  postgresql wrk sqlite3 jq faketime openssl util-linux
   chromium nodejs
   slurm-wlm slurmdbd mariadb-server
   podman runc catatonit busybox-static
@@ -38,6 +42,18 @@ python_tools() {
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "${PY_PINS[@]}"
 }
+
+# The Kubernetes test control plane (tests/k8s/build.sh) needs Go >= 1.26.
+go_check() {
+  local go=/usr/local/go/bin/go v
+  [ -x "$go" ] || go=$(command -v go || true)
+  v=$([ -n "$go" ] && "$go" env GOVERSION 2>/dev/null | sed -n 's/^go\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  read -r maj min <<<"${v:-0 0}"
+  if [ "$maj" -lt 1 ] || { [ "$maj" -eq 1 ] && [ "$min" -lt 26 ]; }; then
+    echo "gpuaas: no Go 1.26 or later (/usr/local/go/bin/go): tests/k8s cannot build its control plane" >&2
+  fi
+}
+go_check
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -5,6 +5,7 @@
 # need PostgreSQL start a throwaway server on 127.0.0.1 themselves.
 # Then runs the fuzz harnesses briefly (scripts/fuzz.sh, GPUAAS_FUZZ_SECONDS
 # each, default 10). Prints each summary and a closing "N passed, N failed" line.
+# Builds the Kubernetes test control plane (tests/k8s/build.sh) first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh || exit 1
@@ -43,6 +44,18 @@ run_suite() { # name build-dir sanitize
     failed=$((failed + nfail))
   fi
 }
+
+# The Kubernetes test control plane (tests/k8s, docs/kubernetes-backend.md):
+# built once per machine into a cache outside the checkout (a cold build is
+# the long step: see the doc), seconds when cached. A failed build is not
+# counted here: k8s.control_plane fails in each suite, saying why.
+echo "== k8s control plane: build"
+k8s_start=$(date +%s)
+if bash tests/k8s/build.sh; then
+  echo "k8s control plane: ready in $(($(date +%s) - k8s_start)) s"
+else
+  echo "k8s control plane: build failed after $(($(date +%s) - k8s_start)) s"
+fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
