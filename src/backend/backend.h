@@ -285,6 +285,13 @@ struct backend *backend_sim_new(int64_t cluster_id, const struct sim_options *op
 struct collector;
 struct inv_declared_gpu;
 
+/* Who a backend is made for: a cluster's row. */
+struct backend_cluster {
+    int64_t id;
+    const char *name;
+    const char *endpoint; /* slurm: the slurm.conf its tools read ("": their default) */
+};
+
 struct local_options {
     /* Where per-workload logs (<id>.log) and run files (<id>.<replica>.run) go; made 0700. */
     const char *log_dir;
@@ -394,16 +401,16 @@ struct backend_settings {
         /* queue the next workload for a running one's GPUs in Slurm behind it */
         bool queue_ahead;
     } slurm;
+    /*
+     * Tests: makes every cluster's backend instead of the kinds above (a
+     * fake table), given open_arg; NULL: the built-in kinds.
+     */
+    struct backend *(*open)(const char *kind, const struct backend_cluster *c, void *open_arg,
+                            struct error_info *ei);
+    void *open_arg;
 };
 
 void backend_settings_init(struct backend_settings *s);
-
-/* Who a backend is made for: a cluster's row. */
-struct backend_cluster {
-    int64_t id;
-    const char *name;
-    const char *endpoint; /* slurm: the slurm.conf its tools read ("": their default) */
-};
 
 /*
  * Makes the backend of a cluster of that kind ("sim", "local", "slurm"),

@@ -91,6 +91,8 @@ static struct backend *open_slurm(const struct backend_cluster *c, const struct 
 struct backend *backend_open(const char *kind, const struct backend_cluster *c,
                              const struct backend_settings *s, struct error_info *ei)
 {
+    if (s->open)
+        return s->open(kind, c, s->open_arg, ei);
     if (strcmp(kind, "sim") == 0) {
         struct sim_options so = {s->sim.speed, 2000};
         return backend_sim_new(c->id, &so);
