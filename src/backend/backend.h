@@ -7,7 +7,10 @@
  * Times are milliseconds since the epoch, given by the caller, so that the
  * simulator can be driven faster than real time and tests are exact.
  *
- * Backends: sim (here), local and slurm (later, same interface).
+ * Backends: sim, local and slurm; backend_open() makes one of a cluster's
+ * kind. What only some backends can do is an optional entry of the table
+ * (NULL: not supported, as curl's protocol handlers): the engine asks the
+ * table, never a backend's name.
  */
 #ifndef GPUAAS_BACKEND_H
 #define GPUAAS_BACKEND_H
@@ -16,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/alloc.h"
 #include "base/err.h"
 
 /* One device (or share of one) given to one replica. */
@@ -38,10 +42,10 @@ struct backend_replica {
 struct backend_launch {
     int64_t workload_id;
     int64_t project_id;
-    const char *command; /* "" when none */
-    const char *image;   /* "" when none */
-    int64_t cpu_milli;   /* per replica */
-    int64_t mem_mib;     /* per replica */
+    const char *command;    /* "" when none */
+    const char *image;      /* "" when none */
+    int64_t cpu_milli;      /* per replica */
+    int64_t mem_mib;        /* per replica */
     int64_t duration_ms;    /* sim: how long it runs; < 0 until stopped */
     int64_t max_runtime_ms; /* < 0: no limit; reaching it ends the work, killed */
     const struct backend_replica *replicas;
@@ -70,9 +74,12 @@ struct backend_event {
 };
 
 struct backend;
+struct backend_fleet_report;
+struct backend_devices;
 
 struct backend_ops {
-    const char *name;
+    const char *name;  /* the kind, as clusters' rows and log lines say it */
+    const char *title; /* how texts for people name it ("Slurm"); NULL: as name */
     /*
      * Starts all replicas at now_ms. Errors: ERR_INVALID, ERR_UNAVAILABLE, with ei.
      * A backend may also accept the launch and report it BACKEND_NOT_STARTED
@@ -94,6 +101,107 @@ struct backend_ops {
     int (*adopt)(struct backend *b, const struct backend_launch *l, int64_t started_ms,
                  int64_t now_ms, struct error_info *ei);
     void (*free)(struct backend *b);
+
+    /* ---- optional: NULL (or 0) where the backend cannot ---- */
+
+    /*
+     * > 0: poll() learns of ends only by looking (a process that ends says
+     * nothing), so the engine polls at least this often while it runs.
+     */
+    int64_t look_ms;
+    /*
+     * Discovery: what the cluster has (nodes, their state, their GPUs), for
+     * the engine to bring into the store (struct backend_fleet_report says
+     * how). Called every round, at most every b->discover_ms; fleet_loaded:
+     * the engine rebuilt its fleet since the last call (a cluster may be
+     * new). Returns 1 with *ret filled (its memory in a, the caller's), 0
+     * when there is nothing new to report, or an error with ei (the store
+     * keeps what it has).
+     */
+    int (*discover)(struct backend *b, int64_t now_ms, bool fleet_loaded, struct arena *a,
+                    struct backend_fleet_report *ret, struct error_info *ei);
+    /*
+     * Device reports: which GPU indices of a node a running replica really
+     * got, where the backend, not the scheduler, picks them (Slurm sets
+     * CUDA_VISIBLE_DEVICES itself). Each report is handed out once; returns
+     * how many of at most max were written to out.
+     */
+    size_t (*take_devices)(struct backend *b, struct backend_devices *out, size_t max);
+    /*
+     * At start, after every workload's work was adopted and before anything
+     * is launched: ends work of this daemon that no workload claims (left
+     * by a crash between a launch or stop and its record). The first max
+     * such ids go to ids, how many there were to *ret_n. 0 or an error.
+     */
+    int (*sweep)(struct backend *b, int64_t *ids, size_t max, size_t *ret_n);
+    /*
+     * Queue-ahead, all three or none (used when b->queue_ahead): launch_after
+     * hands the backend work to start on the devices of running work
+     * after_id as soon as that ends (l names those devices; errors as
+     * launch); the start is reported by poll() as after_id's end, and a
+     * refusal learnt later as a BACKEND_NOT_STARTED of l's workload.
+     * followable lists (at most max) the workloads that work may be queued
+     * behind: running or itself queued ahead. holds says whether the
+     * backend still follows a workload's work (launched, adopted or queued
+     * ahead, its end not yet reported).
+     */
+    int (*launch_after)(struct backend *b, const struct backend_launch *l, int64_t after_id,
+                        int64_t now_ms, struct error_info *ei);
+    size_t (*followable)(struct backend *b, int64_t *ids, size_t max);
+    bool (*holds)(struct backend *b, int64_t workload_id);
+};
+
+/* One GPU of a node as discovery reports it, by identity (a node's whole list). */
+struct backend_gpu_report {
+    int32_t index;      /* wanted index */
+    int32_t min_index;  /* a taken index is replaced by the lowest free one from here */
+    char cls[64];       /* its class's name: made when missing */
+    const char *uuid;   /* "" when unknown: matched by index then */
+    const char *model;  /* vendor string (a class made from it says so); "" when unknown */
+    int64_t memory_mib; /* 0: unknown */
+    int mig_mode;       /* -1: unknown */
+    bool split;         /* a whole GPU whose MIG instances are rows of their own: not scheduled */
+};
+
+/*
+ * One node as discovery reports it. A node the store lacks is added with
+ * its state; a listed node's state follows unless keep_state (an admin's
+ * drain stays). Its GPUs are either counted or identified:
+ *  - counted (gpus NULL): n_counted GPUs of class counted_class, indices
+ *    0..n-1; when the store has fewer, the missing indices are added;
+ *  - identified (gpus set): the node's complete list, matched by UUID (else
+ *    index): rows are updated, added, and those not reported turn health
+ *    "down" (never deleted); health follows the report only between "ok",
+ *    "down" and "mig", so an admin's "failed" or "degraded" stays.
+ */
+struct backend_node_report {
+    const char *name;
+    const char *state;          /* "ready", "drain" or "down" */
+    const char *reason;         /* why drained or down; "" */
+    int64_t cpu_milli, mem_mib; /* < 0: not known, not set */
+    bool keep_state;
+    const char *counted_class; /* "" or invalid as a class name: GPUs not counted */
+    int32_t n_counted;
+    const struct backend_gpu_report *gpus;
+    size_t n_gpus;
+};
+
+struct backend_fleet_report {
+    const struct backend_node_report *nodes;
+    size_t n_nodes;
+    /* The cluster's every node: one the store has and the report lacks turns "down", kept. */
+    bool complete;
+};
+
+/* The most GPU indices one device report holds. */
+#define BACKEND_MAX_NODE_DEVICES 64
+
+/* The GPU indices a workload's replica got on one node (take_devices). */
+struct backend_devices {
+    int64_t workload_id;
+    char node[128];
+    size_t n_indices;
+    int32_t indices[BACKEND_MAX_NODE_DEVICES]; /* ascending, distinct */
 };
 
 /*
@@ -136,6 +244,9 @@ struct backend {
     const struct backend_ops *ops;
     int64_t cluster_id;
     void *impl;
+    /* Set by backend_open() from the settings, read by the engine: */
+    int64_t discover_ms; /* least time between two ops->discover calls; 0: every round */
+    bool queue_ahead;    /* queue work ahead in it (needs ops->launch_after) */
 };
 
 struct sim_options {
@@ -171,6 +282,16 @@ struct sim_options {
 /* A simulated backend: work "runs" for its duration. Caller frees with b->ops->free(b). */
 struct backend *backend_sim_new(int64_t cluster_id, const struct sim_options *opt);
 
+struct collector;
+struct inv_declared_gpu;
+
+/* Who a backend is made for: a cluster's row. */
+struct backend_cluster {
+    int64_t id;
+    const char *name;
+    const char *endpoint; /* slurm: the slurm.conf its tools read ("": their default) */
+};
+
 struct local_options {
     /* Where per-workload logs (<id>.log) and run files (<id>.<replica>.run) go; made 0700. */
     const char *log_dir;
@@ -199,6 +320,14 @@ struct local_options {
      * NULL: "podman". "" or not found: such work is refused (ERR_INVALID).
      */
     const char *podman;
+    /*
+     * Discovery (ops->discover): this machine's GPUs from the collector's
+     * NVML or nvidia-smi readings when they report any, else the declared
+     * list; the node is named after this host. Not owned; NULL/0: none.
+     */
+    struct collector *collector;
+    const struct inv_declared_gpu *gpus;
+    size_t n_gpus;
 };
 
 /*
@@ -241,5 +370,59 @@ struct backend *backend_local_new(int64_t cluster_id, const struct local_options
  * *ret_detail (may be NULL) where, or why not. b must be local.
  */
 bool backend_local_cgroups(const struct backend *b, const char **ret_detail);
+
+/*
+ * What backends are made with (backend_open), per kind; the daemon fills it
+ * from its configuration, backend_settings_init() gives the defaults.
+ */
+struct backend_settings {
+    /* local and slurm: per-workload logs (<id>.log) and state files; NULL: "gpuaas-logs" */
+    const char *log_dir;
+    int64_t run_uid, run_gid; /* local and slurm: who work runs as; < 0: the daemon's user */
+    int64_t timeout_grace_ms; /* SIGTERM to SIGKILL when work reaches its max runtime */
+    struct {
+        int64_t speed; /* how much faster than real time */
+    } sim;
+    struct {
+        const char *cgroup_root; /* cgroup v2 directory for limits, NULL for none */
+        struct spawner *spawner; /* starts processes; NULL: each backend its own. Not owned */
+        const char *podman;      /* runs work naming an image; NULL/"": refused */
+        /*
+         * Discovery of this machine's GPUs: the collector's NVML or
+         * nvidia-smi readings, else the declared list. Not owned; NULL/0: none.
+         */
+        struct collector *collector;
+        const struct inv_declared_gpu *gpus;
+        size_t n_gpus;
+    } local;
+    struct {
+        int64_t sync_ms; /* how often nodes and GPUs are read from Slurm */
+        int64_t poll_ms; /* least time between two squeue runs */
+        /* queue the next workload for a running one's GPUs in Slurm behind it */
+        bool queue_ahead;
+    } slurm;
+    /*
+     * Tests: makes every cluster's backend instead of the kinds above (a
+     * fake table), given open_arg; NULL: the built-in kinds.
+     */
+    struct backend *(*open)(const char *kind, const struct backend_cluster *c, void *open_arg,
+                            struct error_info *ei);
+    void *open_arg;
+};
+
+void backend_settings_init(struct backend_settings *s);
+
+/*
+ * Makes the backend of a cluster of that kind ("sim", "local", "slurm"),
+ * and logs what it says of itself (limits, accounting). NULL with ei on
+ * error; NULL with ei->code 0 for a kind not built here (kubernetes): that
+ * cluster's nodes take no work. Caller frees with b->ops->free(b).
+ */
+struct backend *backend_open(const char *kind, const struct backend_cluster *c,
+                             const struct backend_settings *s, struct error_info *ei);
+
+/* Where a workload's log is kept (local and slurm clusters); false when logs are not kept. */
+bool backend_log_path(const struct backend_settings *s, int64_t workload_id, char *out,
+                      size_t size);
 
 #endif

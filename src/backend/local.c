@@ -29,6 +29,7 @@
 
 #include "backend/backend.h"
 #include "backend/cgroup.h"
+#include "backend/local-int.h"
 #include "backend/spawner.h"
 #include "backend/work.h"
 #include "base/alloc.h"
@@ -81,6 +82,7 @@ struct local {
     bool own_spawner;        /* ours to stop */
 
     struct backend_work work; /* struct lwork, in launch order; ends not yet handed out */
+    struct local_discovery disc;
 };
 
 static struct local *local_of(struct backend *b)
@@ -897,6 +899,20 @@ static void local_free(struct backend *b)
     free(s);
 }
 
+static int local_discover_op(struct backend *b, int64_t now_ms, bool fleet_loaded, struct arena *a,
+                             struct backend_fleet_report *ret, struct error_info *ei)
+{
+    (void)now_ms;
+    (void)ei;
+    return local_discover(&local_of(b)->disc, fleet_loaded, a, ret);
+}
+
+/*
+ * A process that ends says nothing: the engine looks at local work often,
+ * so its GPUs go to the next job within this long, not a tick.
+ */
+#define LOCAL_LOOK_MS 20
+
 static const struct backend_ops local_ops = {
     .name = "local",
     .launch = local_launch,
@@ -905,6 +921,8 @@ static const struct backend_ops local_ops = {
     .next_event_ms = local_next_event_ms,
     .adopt = local_adopt,
     .free = local_free,
+    .look_ms = LOCAL_LOOK_MS,
+    .discover = local_discover_op,
 };
 
 /* The full path of program (a path, or a name looked up in PATH); NULL when not executable. */
@@ -962,6 +980,8 @@ struct backend *backend_local_new(int64_t cluster_id, const struct local_options
     s->podman = find_program(opt->podman ? opt->podman : "podman");
     if (s->podman)
         podman_ulimits(&s->podman_nofile, &s->podman_nproc);
+    s->disc = (struct local_discovery){
+        .collector = opt->collector, .gpus = opt->gpus, .n_gpus = opt->gpus ? opt->n_gpus : 0};
     s->b = (struct backend){.ops = &local_ops, .cluster_id = cluster_id, .impl = s};
     return &s->b;
 }

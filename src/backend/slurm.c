@@ -284,14 +284,69 @@ static void slurm_free(struct backend *b)
     free(s);
 }
 
+/* ---- the table's optional entries, over the functions of slurm.h ---- */
+
+/* Discovery: Slurm's node records (sinfo), every node of the cluster, GPUs counted by type. */
+static int slurm_discover(struct backend *b, int64_t now_ms, bool fleet_loaded, struct arena *a,
+                          struct backend_fleet_report *ret, struct error_info *ei)
+{
+    struct backend_node_report *out;
+    struct slurm_node *nodes = NULL;
+    size_t n = 0;
+
+    (void)now_ms;
+    (void)fleet_loaded; /* read every b->discover_ms, not on reloads */
+    if (backend_slurm_nodes(b, &nodes, &n, ei) < 0)
+        return ei->code ? ei->code : ERR_UNAVAILABLE;
+    out = arena_calloc(a, n + 1, sizeof(*out));
+    for (size_t i = 0; i < n; i++)
+        out[i] = (struct backend_node_report){.name = arena_strdup(a, nodes[i].name),
+                                              .state = arena_strdup(a, nodes[i].state),
+                                              .reason = arena_strdup(a, nodes[i].reason),
+                                              .cpu_milli = nodes[i].cpu_milli,
+                                              .mem_mib = nodes[i].mem_mib,
+                                              .counted_class = arena_strdup(a, nodes[i].gpu_type),
+                                              .n_counted = nodes[i].n_gpus};
+    slurm_nodes_free(nodes, n);
+    *ret = (struct backend_fleet_report){.nodes = out, .n_nodes = n, .complete = true};
+    return 1;
+}
+
+static size_t slurm_take_devices(struct backend *b, struct backend_devices *out, size_t max)
+{
+    struct slurm_job_devices devs[8];
+    size_t n = backend_slurm_take_devices(b, devs, max < ARRAY_SIZE(devs) ? max : ARRAY_SIZE(devs));
+
+    for (size_t i = 0; i < n; i++) {
+        out[i].workload_id = devs[i].workload_id;
+        snprintf(out[i].node, sizeof(out[i].node), "%s", devs[i].node);
+        out[i].n_indices = devs[i].n_indices;
+        memcpy(out[i].indices, devs[i].indices, devs[i].n_indices * sizeof(int32_t));
+    }
+    return n;
+}
+
+static bool slurm_holds(struct backend *b, int64_t workload_id)
+{
+    struct slurm_job_info info;
+    return backend_slurm_job(b, workload_id, &info) == 0;
+}
+
 static const struct backend_ops slurm_ops = {
     .name = "slurm",
+    .title = "Slurm",
     .launch = slurm_launch,
     .stop = slurm_stop,
     .poll = slurm_poll,
     .next_event_ms = slurm_next_event_ms,
     .adopt = slurm_adopt,
     .free = slurm_free,
+    .discover = slurm_discover,
+    .take_devices = slurm_take_devices,
+    .sweep = backend_slurm_sweep,
+    .launch_after = backend_slurm_launch_after,
+    .followable = backend_slurm_followable,
+    .holds = slurm_holds,
 };
 
 int backend_slurm_nodes(struct backend *b, struct slurm_node **ret, size_t *ret_n,

@@ -269,25 +269,28 @@ int main(int argc, char **argv)
 
     engine_options_init(&eopt);
     eopt.policy = policy;
-    eopt.sim_speed = cfg.sim_speed;
     eopt.default_grace_ms = (int64_t)cfg.grace_s * 1000;
     eopt.reserve_after_ms = (int64_t)cfg.reserve_after_s * 1000;
-    eopt.log_dir = cfg.log_dir;
-    eopt.cgroup_root = cfg.cgroup_root[0] ? cfg.cgroup_root : NULL;
-    eopt.run_uid = cfg.run_uid;
-    eopt.run_gid = cfg.run_gid;
-    eopt.spawner = spawner;
-    eopt.podman = cfg.podman;
     eopt.collector = collector;
     eopt.idle_notify_ms = (int64_t)cfg.idle_notify_s * 1000;
     eopt.idle_stop_p2_ms = (int64_t)cfg.idle_stop_p2_s * 1000;
-    eopt.slurm_sync_ms = (int64_t)cfg.slurm_sync_s * 1000;
+    /* What each cluster's backend is made with (backend_open). */
+    eopt.backends.log_dir = cfg.log_dir;
+    eopt.backends.run_uid = cfg.run_uid;
+    eopt.backends.run_gid = cfg.run_gid;
+    eopt.backends.timeout_grace_ms = eopt.default_grace_ms;
+    eopt.backends.sim.speed = cfg.sim_speed;
+    eopt.backends.local.cgroup_root = cfg.cgroup_root[0] ? cfg.cgroup_root : NULL;
+    eopt.backends.local.spawner = spawner;
+    eopt.backends.local.podman = cfg.podman;
+    eopt.backends.local.collector = collector;
     /* config_load checked the list; declared GPUs stand in for NVML and nvidia-smi */
     rc = inv_declared_parse(cfg.local_gpus, &local_gpus, &ei);
-    eopt.local_gpus = local_gpus;
-    eopt.n_local_gpus = rc > 0 ? (size_t)rc : 0;
-    eopt.slurm_poll_ms = cfg.slurm_poll_ms;
-    eopt.slurm_queue_ahead = cfg.slurm_queue_ahead;
+    eopt.backends.local.gpus = local_gpus;
+    eopt.backends.local.n_gpus = rc > 0 ? (size_t)rc : 0;
+    eopt.backends.slurm.sync_ms = (int64_t)cfg.slurm_sync_s * 1000;
+    eopt.backends.slurm.poll_ms = cfg.slurm_poll_ms;
+    eopt.backends.slurm.queue_ahead = cfg.slurm_queue_ahead;
     if (engine_start(store, &eopt, &engine, &ei) < 0) {
         collector_stop(collector);
         store_close(store);

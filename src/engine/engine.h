@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "base/err.h"
 #include "model/model.h"
 #include "store/store.h"
@@ -27,37 +28,17 @@
 struct engine;
 struct collector;
 struct sched_policy;
-struct inv_declared_gpu;
-
-struct spawner;
 
 struct engine_options {
-    int64_t sim_speed;        /* simulated clusters: how much faster than real time */
-    int64_t reserve_after_ms; /* head-of-line reservation delay */
-    int64_t default_grace_ms; /* preemption grace when a workload gives none */
-    int64_t tick_ms;          /* longest sleep between passes */
-    const char *log_dir;      /* local clusters: workload logs and state files */
-    const char *cgroup_root;  /* local clusters: cgroup v2 directory for limits, NULL for none */
-    int64_t run_uid, run_gid; /* local clusters: who work runs as; < 0: the daemon's user */
-    struct spawner *spawner;  /* local clusters: starts their processes; NULL: each its own */
-    const char *podman;       /* local clusters: runs work naming an image; NULL/"": refused */
-    struct collector *collector; /* GPU telemetry for the idle policies; NULL: none */
-    int64_t idle_notify_ms;      /* an "idle" event once work is idle this long; 0: off */
-    int64_t idle_stop_p2_ms;     /* opportunistic work idle this long is stopped; 0: off */
-    int64_t slurm_sync_ms;       /* Slurm clusters: how often nodes and GPUs are read from Slurm */
-    int64_t slurm_poll_ms;       /* Slurm clusters: least time between two squeue runs */
-    /*
-     * Slurm clusters: queue the next workload for a running one's GPUs in
-     * Slurm behind it (sched_successor, backend_slurm_launch_after).
-     */
-    bool slurm_queue_ahead;
+    int64_t reserve_after_ms;          /* head-of-line reservation delay */
+    int64_t default_grace_ms;          /* preemption grace when a workload gives none */
+    int64_t tick_ms;                   /* longest sleep between passes */
+    struct collector *collector;       /* GPU telemetry for the idle policies; NULL: none */
+    int64_t idle_notify_ms;            /* an "idle" event once work is idle this long; 0: off */
+    int64_t idle_stop_p2_ms;           /* opportunistic work idle this long is stopped; 0: off */
     const struct sched_policy *policy; /* placement; NULL: the built-in best-fit. Not owned */
-    /*
-     * Local clusters: this machine's GPUs as declared (local-gpus), used when
-     * the collector has no NVML or nvidia-smi source that reports any. Not owned.
-     */
-    const struct inv_declared_gpu *local_gpus;
-    size_t n_local_gpus;
+    /* What each cluster's backend is made with (backend_open); pointers in it are not owned. */
+    struct backend_settings backends;
 };
 
 void engine_options_init(struct engine_options *opt);
@@ -109,7 +90,7 @@ size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max
 struct buf;
 int engine_metrics_write(struct engine *e, struct buf *b);
 
-/* Where a workload's log file would be (local clusters); false when logs are not kept. */
+/* Where a workload's log file would be (backend_log_path); false when logs are not kept. */
 bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, size_t size);
 
 /* Runs passes until the engine is idle (tests, benchmarks). */

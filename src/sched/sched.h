@@ -405,10 +405,12 @@ int sched_class_capacity(const struct sched *s, int64_t class_id, int64_t *ret_c
 int64_t sched_class_guaranteed(const struct sched *s, int64_t class_id);
 
 /*
- * Writes a one-line reason ("waiting for 4000 milli-GPU of class 3: project
- * 7 at limit 16000/16000") into buf; names come from the caller, who may
- * format reasons itself from struct sched_reason instead.
+ * Writes the one-line reason people read ("waiting for 4 h100: project at
+ * its limit 16/16") into buf, always terminated (src/sched/reason.c).
+ * Amounts are in GPUs; class_name names r's class (NULL: "class <id>");
+ * now_ms turns a time into a wait ("preemptible in 90 s").
  */
-void sched_reason_format(const struct sched_reason *r, char *buf, size_t size);
+void sched_reason_format(const struct sched_reason *r, const char *class_name, int64_t now_ms,
+                         char *buf, size_t size);
 
 #endif

@@ -478,7 +478,7 @@ static void step(struct world *w)
             struct sched_workload_info wi;
             char why[256] = "";
             if (sched_workload_info(w->s, x->spec.id, &wi) == 0)
-                sched_reason_format(&wi.reason, why, sizeof why);
+                sched_reason_format(&wi.reason, NULL, 0, why, sizeof why);
             failed(w, "owned work %" PRId64 " on its owner's pool not started by %" PRId64 ": %s",
                    x->spec.id, x->deadline, why);
         }
@@ -500,7 +500,7 @@ static void run_seed(uint64_t seed, int events)
                 struct sched_workload_info wi;
                 char why[256] = "";
                 if (sched_workload_info(w.s, x->spec.id, &wi) == 0 && x->state == Q)
-                    sched_reason_format(&wi.reason, why, sizeof why);
+                    sched_reason_format(&wi.reason, NULL, 0, why, sizeof why);
                 print_message("wl %" PRId64 " proj %d P%d cls %" PRId64 " %dx%d pool %" PRId64
                               " state %d started %" PRId64 " minrt %" PRId64 " gpus %d..%s\n",
                               x->spec.id, x->proj, x->spec.pclass, x->spec.class_id,

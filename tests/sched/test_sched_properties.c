@@ -993,7 +993,7 @@ static void check_workloads(struct world *w, bool after_pass)
                 check(w, x->spec.pclass == SCHED_P1, "P2 workload %" PRId64 " with reason %d",
                       x->spec.id, (int)wi.reason.code);
             char buf[256];
-            sched_reason_format(&wi.reason, buf, sizeof buf);
+            sched_reason_format(&wi.reason, NULL, 0, buf, sizeof buf);
             check(w, buf[0] != '\0' && strchr(buf, '\n') == NULL,
                   "reason of %" PRId64 " formats to '%s'", x->spec.id, buf);
         }
@@ -1057,7 +1057,7 @@ static void check_liveness(struct world *w)
             memset(&wi, 0, sizeof wi);
             sched_workload_info(w->s, x->spec.id, &wi);
             char buf[256];
-            sched_reason_format(&wi.reason, buf, sizeof buf);
+            sched_reason_format(&wi.reason, NULL, 0, buf, sizeof buf);
             check(w, false,
                   "P1 workload %" PRId64 " (project %" PRId64 ", %" PRId64
                   " milli) not admitted two passes after its victims released; reason %d: %s",

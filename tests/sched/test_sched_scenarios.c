@@ -1557,19 +1557,19 @@ static void test_reason_format(void **state)
     r.used = 16000;
     r.cap = 16000;
     memset(buf, 'x', sizeof buf);
-    sched_reason_format(&r, buf, sizeof buf);
+    sched_reason_format(&r, NULL, 0, buf, sizeof buf);
     assert_true(strlen(buf) > 10);
     assert_true(strlen(buf) < sizeof buf);
     assert_null(strchr(buf, '\n'));
-    assert_non_null(strstr(buf, "16000"));
-    assert_non_null(strstr(buf, "4000"));
+    assert_non_null(strstr(buf, "16/16"));
+    assert_non_null(strstr(buf, "4 class 3"));
 
     for (int code = SCHED_WAIT_NONE; code <= SCHED_WAIT_NO_NODES; code++) {
         r.code = (enum sched_reason_code)code;
         r.count = 3;
         r.other_id = 77;
         buf[0] = '\0';
-        sched_reason_format(&r, buf, sizeof buf);
+        sched_reason_format(&r, NULL, 0, buf, sizeof buf);
         if (code != SCHED_WAIT_NONE)
             assert_true(strlen(buf) > 0);
         assert_null(strchr(buf, '\n'));
@@ -1578,10 +1578,10 @@ static void test_reason_format(void **state)
     char small[8];
     memset(small, 'x', sizeof small);
     r.code = SCHED_WAIT_CAPACITY;
-    sched_reason_format(&r, small, sizeof small);
+    sched_reason_format(&r, NULL, 0, small, sizeof small);
     assert_true(memchr(small, '\0', sizeof small) != NULL);
     char one[1] = {'x'};
-    sched_reason_format(&r, one, 1);
+    sched_reason_format(&r, NULL, 0, one, 1);
     assert_int_equal(one[0], '\0');
 }
 
@@ -1599,8 +1599,8 @@ static void test_reason_from_pass(void **state)
     pass(&f, 10);
     struct sched_workload_info wi = info(&f, 1);
     assert_int_equal(wi.reason.code, SCHED_WAIT_LIMIT);
-    sched_reason_format(&wi.reason, buf, sizeof buf);
-    assert_non_null(strstr(buf, "3000"));
+    sched_reason_format(&wi.reason, NULL, 0, buf, sizeof buf);
+    assert_non_null(strstr(buf, "limit of 3"));
     fx_release(&f);
 }
 
@@ -1905,8 +1905,8 @@ static void test_reason_says_when_preemptible(void **state)
     struct sched_workload_info wi = info(&f, 100);
     assert_int_equal(wi.reason.code, SCHED_WAIT_CAPACITY);
     assert_int_equal(wi.reason.preemptible_at_ms, 101000);
-    sched_reason_format(&wi.reason, buf, sizeof buf);
-    assert_non_null(strstr(buf, "preemptible at 101000"));
+    sched_reason_format(&wi.reason, NULL, 10000, buf, sizeof buf);
+    assert_non_null(strstr(buf, "preemptible in 91 s"));
     pass(&f, 101000);
     assert_int_equal(f.d.n_preemptions, 1);
     assert_int_equal(f.d.victims[0].workload_id, 1);
@@ -1953,13 +1953,13 @@ static void test_reason_per_replica_and_guarantee(void **state)
     struct sched_workload_info wi = info(&f, 1);
     assert_int_equal(wi.reason.code, SCHED_WAIT_NO_NODES);
     assert_int_equal(wi.reason.per_replica, 1000);
-    sched_reason_format(&wi.reason, buf, sizeof buf);
-    assert_non_null(strstr(buf, "(1000 milli-GPU"));
+    sched_reason_format(&wi.reason, NULL, 0, buf, sizeof buf);
+    assert_non_null(strstr(buf, ": 1 class 1 per replica"));
     wi = info(&f, 3);
     assert_int_equal(wi.reason.code, SCHED_WAIT_GUARANTEE);
-    sched_reason_format(&wi.reason, buf, sizeof buf);
+    sched_reason_format(&wi.reason, NULL, 0, buf, sizeof buf);
     assert_null(strstr(buf, "at its guarantee"));
-    assert_non_null(strstr(buf, "would exceed its guarantee (4000 in use + 4000 > 6000)"));
+    assert_non_null(strstr(buf, "would exceed its guarantee (4 in use + 4 asked > 6)"));
     fx_release(&f);
 }
 

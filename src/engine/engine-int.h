@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * engine-int.h: what only the engine's files share: its state (struct
+ * engine), the lists it keeps beside the scheduler, and the steps of its
+ * loop, one file each:
+ *   engine.c  the thread, the inbox, the loop, start and stop
+ *   load.c    rebuilding the scheduler from the store (and adopting work)
+ *   decide.c  a pass's decisions: persisted in one transaction, then acted on
+ *   ends.c    ends reported by backends: recorded, then told the scheduler
+ *   ahead.c   queue-ahead: work staged in a backend behind running work
+ *   cancel.c  cancels and stops asked for
+ *   chores.c  metering and idle policies
+ *   fleet.c   the fleet from backends' discovery and device reports, the sweep
+ *   query.c   the read side: reasons, capacity, metrics
+ * Backends are spoken to only through their table (backend.h); the engine
+ * never names one.
+ */
+#ifndef GPUAAS_ENGINE_INT_H
+#define GPUAAS_ENGINE_INT_H
+
+#include "base/common.h"
+
+#include <pthread.h>
+
+#include "backend/backend.h"
+#include "base/metrics.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "sched/sched.h"
+
+struct node_info {
+    int64_t id, cluster_id;
+    char *name;
+    bool ready; /* state "ready": not drained or down */
+};
+
+struct gpu_info {
+    int64_t id, node_id, class_id;
+    int32_t index;
+    char *uuid;
+};
+
+struct flavor_info {
+    int64_t id, class_id;
+    int32_t gpu_milli;
+    int64_t cpu_milli, mem_mib;
+    int64_t pools[SCHED_MAX_POOLS];
+    int n_pools;
+    uint32_t selector[SCHED_MAX_SELECTOR];
+    int n_selector;
+    bool active;
+};
+
+struct named {
+    int64_t id;
+    char *name;
+};
+
+/* A victim still releasing, and the ledger entry it belongs to. */
+struct pending_victim {
+    int64_t victim_id, ledger_id, preemptor_id;
+};
+
+struct cluster_backend {
+    int64_t cluster_id;
+    struct backend *b;
+    int64_t discovered_ms; /* when its discovery last ran */
+};
+
+/*
+ * Queue-ahead: a queued workload its backend holds behind a running one, or
+ * behind one so held (a chain of QUEUE_AHEAD_DEPTH at most).
+ */
+struct staged {
+    int64_t id, after_id;
+    struct backend *b;
+    struct sched_workload_spec spec; /* to find its own successor */
+};
+
+/* Taken back from its backend: its end is awaited, then (requeue) it is queued here again. */
+struct unstaging {
+    int64_t id;
+    bool requeue;
+};
+
+/* Outcomes counted on /metrics, in this order (engine__outcomes). */
+enum { OUTCOME_SUCCEEDED, OUTCOME_FAILED, OUTCOME_CANCELLED, OUTCOME_PREEMPTED, N_OUTCOMES };
+extern const char *const engine__outcomes[N_OUTCOMES];
+
+/* What /metrics reads of the engine; written by the engine thread after each commit. */
+struct engine_metrics {
+    struct metrics_histogram queue_wait; /* first admission: admitted - submitted */
+    struct metrics_histogram reclaim;    /* decided -> the last victim released */
+    uint64_t preemptions_reclaim;        /* ledger entries with rule "reclaim" */
+    uint64_t outcomes[N_OUTCOMES];
+};
+
+/* A run whose every GPU the telemetry calls idle-allocated, since when, what was done. */
+struct idle_track {
+    int64_t workload_id;
+    int64_t since_ms;
+    bool opportunistic, notified, stopped, seen;
+};
+
+struct engine {
+    struct store *store;
+    struct store_conn *db;
+    struct engine_options opt;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool stopping, started, reload;
+    uint64_t iterations;
+    int64_t metered_through; /* month start up to which open runs are cut in the ledger */
+    int64_t budgets_checked; /* when budgets were last checked, ms */
+    struct idle_track *idle; /* running work whose GPUs are all idle-allocated */
+    size_t n_idle, cap_idle;
+    int64_t idle_checked;
+    bool fleet_loaded; /* since the last discovery round: backends' discover() is told */
+    struct engine_metrics metrics;
+
+    struct sched *sched;
+    struct cluster_backend *backends;
+    size_t n_backends, cap_backends;
+    struct node_info *nodes;
+    size_t n_nodes;
+    struct gpu_info *gpus;
+    size_t n_gpus;
+    struct flavor_info *flavors;
+    size_t n_flavors;
+    struct named *classes, *projects;
+    size_t n_classes, n_projects, cap_classes, cap_projects;
+    char **labels;
+    size_t n_labels;
+
+    /*
+     * Submissions and wake-ups go through wake_lock, never the engine's lock,
+     * so an API thread never waits for a pass or a backend's command to end.
+     */
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake_cond;
+    bool woken;     /* something for the engine: it does not sleep */
+    int64_t *inbox; /* submitted, not yet given to the scheduler */
+    size_t n_inbox, cap_inbox;
+    int64_t *cancelling;
+    size_t n_cancelling, cap_cancelling;
+    struct pending_victim *victims;
+    size_t n_victims, cap_victims;
+    /*
+     * Queue-ahead: workloads out of the scheduler's queue because
+     * their backend holds them behind a running workload (the store has
+     * queued_after), those being taken back, and those never to be queued
+     * ahead again (their backend refused it once).
+     */
+    struct staged *staged;
+    size_t n_staged, cap_staged;
+    struct unstaging *unstaging;
+    size_t n_unstaging, cap_unstaging;
+    int64_t *no_stage;
+    size_t n_no_stage, cap_no_stage;
+    /* Changes to apply in place: copies of the rows, in a's memory. */
+    struct change {
+        const struct resource_def *def;
+        struct row row;
+        bool deleted;
+    } * changes;
+    size_t n_changes, cap_changes;
+    struct arena change_arena;
+
+    struct sched_decisions dec;
+};
+
+/* ---- small helpers ---- */
+
+#define APPEND(arr, n, cap)                                                                        \
+    ((n) == (cap)                                                                                  \
+         ? ((cap) = (cap) ? (cap)*2 : 16, (arr) = xreallocarray((arr), (cap), sizeof(*(arr))), 0)  \
+         : 0,                                                                                      \
+     &(arr)[(n)++])
+
+static inline const struct value *get(const struct resource_def *def, const struct row *r,
+                                      const char *f)
+{
+    return model_get(def, r, f);
+}
+
+static inline int64_t get_i(const struct resource_def *def, const struct row *r, const char *f)
+{
+    const struct value *v = model_get(def, r, f);
+    return v->null ? 0 : v->i;
+}
+
+static inline const char *get_s(const struct resource_def *def, const struct row *r, const char *f)
+{
+    const struct value *v = model_get(def, r, f);
+    return v->null || !v->s ? "" : v->s;
+}
+
+static inline void set_i(const struct resource_def *def, struct row *r, const char *f, int64_t i)
+{
+    model_set_int(r, model_field_index(def, f), i);
+}
+
+static inline void set_s(const struct resource_def *def, struct arena *a, struct row *r,
+                         const char *f, const char *s)
+{
+    model_set_str(r, a, model_field_index(def, f), s);
+}
+
+static inline void set_null(const struct resource_def *def, struct row *r, const char *f)
+{
+    model_set_null(r, model_field_index(def, f));
+}
+
+/*
+ * Sorted-by-id lookup over an array of structs whose first member is their
+ * int64 id: the store lists in id order and new rows get higher ids.
+ */
+static inline void *find_by_id(const void *base, size_t n, size_t size, int64_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *p = (const char *)base + mid * size;
+        int64_t have;
+        memcpy(&have, p, sizeof(have));
+        if (have == id)
+            return (void *)p;
+        if (have < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+#define FIND_BY_ID(arr, n, want) find_by_id((arr), (n), sizeof(*(arr)), (want))
+
+/* What to tell the scheduler about an end once it is committed. */
+struct end_action {
+    int64_t workload_id, at_ms;
+    bool cancel, skip;
+    int outcome;        /* index into outcomes */
+    int64_t reclaim_ms; /* its release closed a preemption after this long; -1: it did not */
+    /* Queue-ahead: the workload its backend starts on these GPUs now (0: none)... */
+    int64_t successor_id;
+    struct sched_workload_spec successor;
+    size_t n_held;
+    int64_t gpus[SCHED_MAX_GPUS_PER_NODE];
+    int32_t milli[SCHED_MAX_GPUS_PER_NODE], replica[SCHED_MAX_GPUS_PER_NODE];
+    /* ...or the one queued behind it that must be taken back (0: none). */
+    int64_t unstage_id;
+};
+
+/* How texts for people name a backend ("queued in Slurm behind ..."). */
+static inline const char *engine__title(const struct backend *b)
+{
+    return b->ops->title ? b->ops->title : b->ops->name;
+}
+
+/* Whether a GPU of that health is offered to the scheduler ("mig": its instances are). */
+static inline bool gpu_schedulable(const char *health)
+{
+    return strcmp(health, "failed") != 0 && strcmp(health, "down") != 0 &&
+           strcmp(health, "mig") != 0;
+}
+
+/* load.c */
+int engine__load(struct engine *e, bool adopt, struct error_info *ei);
+void engine__forget_fleet(struct engine *e);
+struct backend *engine__backend_of(struct engine *e, int64_t cluster_id);
+const char *engine__class_name(const struct engine *e, int64_t id);
+const char *engine__project_name(const struct engine *e, int64_t id);
+void engine__set_flavor(struct engine *e, const struct row *r);
+/* The scheduler's view of a workload row; ERR_INVALID when its flavor is gone. */
+int engine__spec_of(struct engine *e, const struct row *w, struct sched_workload_spec *sp);
+/* What an allocation row says a replica holds, as the scheduler's assign. */
+struct sched_assign engine__assign_of(const struct row *al);
+
+/* decide.c */
+/* Writes one pass's decisions in one transaction, then acts on them. */
+int engine__apply_decisions(struct engine *e, int64_t now, struct error_info *ei);
+/* What a backend is given to launch (or adopt) w on the assigns; memory in a. */
+void engine__launch_of(struct engine *e, const struct row *w, const struct sched_assign *as,
+                       size_t n_as, struct arena *a, struct backend_launch *l);
+int engine__add_event(struct engine *e, struct arena *a, int64_t wid, int64_t project, int64_t at,
+                      const char *type, const char *msg, struct error_info *ei);
+/* A workload's allocations not yet ended. */
+int engine__open_allocations(struct engine *e, int64_t wid, struct arena *a, struct row **ret,
+                             size_t *ret_n, struct error_info *ei);
+
+/* ends.c */
+void engine__handle_ends(struct engine *e, const struct backend_event *evs, size_t n);
+
+/* ahead.c */
+struct staged *engine__staged_find(struct engine *e, int64_t id);
+struct staged *engine__staged_behind(struct engine *e, int64_t after_id);
+void engine__staged_remove(struct engine *e, int64_t id);
+struct unstaging *engine__unstaging_find(struct engine *e, int64_t id);
+int64_t engine__staged_root(struct engine *e, int64_t id, size_t *ret_depth);
+bool engine__held_aside(struct engine *e, int64_t id);
+void engine__unstage(struct engine *e, int64_t id, const char *why, int64_t now);
+void engine__side_end(struct engine *e, const struct backend_event *ev);
+void engine__stage_successors(struct engine *e, int64_t now);
+int engine__hand_over(struct engine *e, const struct staged *st, const struct row *held,
+                      size_t n_held, int64_t at, struct arena *a, struct end_action *act,
+                      struct error_info *ei);
+const char *engine__restore_staged(struct engine *e, bool adopt, const struct row *w,
+                                   const struct row *allocs, size_t n_allocs, int64_t now,
+                                   struct arena *a);
+
+/* cancel.c */
+int engine__stop_running(struct engine *e, int64_t workload_id, const char *why,
+                         struct error_info *ei);
+
+/* chores.c */
+void engine__meter_chores(struct engine *e, int64_t now);
+void engine__idle_chores(struct engine *e, int64_t now);
+
+/* fleet.c */
+/* Brings what backends discover (nodes, GPUs) into the store; a change rebuilds. */
+void engine__discover(struct engine *e, int64_t now);
+/* Takes backends' device reports and moves allocations to match; a move rebuilds. */
+void engine__take_devices(struct engine *e, int64_t now);
+/* At start, after adoption, before any launch: each backend's sweep. */
+void engine__sweep(struct engine *e);
+
+/* engine.c */
+void engine__wake(struct engine *e);
+void engine__take_inbox(struct engine *e, int64_t now);
+void engine__rebuild(struct engine *e, const char *why);
+
+#endif

@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * load.c: rebuilding the scheduler from the store: the fleet (classes,
+ * clusters and their backends, pools, nodes, schedulable GPUs), the
+ * tenants (projects, quotas, caps, flavors), then the workloads: queued
+ * work queued again, running work restored (and, at start, adopted by its
+ * backend), work queued ahead followed again, victims linked to their
+ * preemption.
+ */
+#include "engine/engine-int.h"
+
+#include <jansson.h>
+
+#include "base/log.h"
+#include "base/timeutil.h"
+
+const char *engine__class_name(const struct engine *e, int64_t id)
+{
+    const struct named *n = FIND_BY_ID(e->classes, e->n_classes, id);
+    return n ? n->name : "?";
+}
+
+const char *engine__project_name(const struct engine *e, int64_t id)
+{
+    const struct named *n = FIND_BY_ID(e->projects, e->n_projects, id);
+    return n ? n->name : "?";
+}
+
+static uint32_t intern_label(struct engine *e, const char *key, const char *val)
+{
+    char buf[600];
+    snprintf(buf, sizeof(buf), "%s=%s", key, val);
+    for (size_t i = 0; i < e->n_labels; i++) {
+        if (strcmp(e->labels[i], buf) == 0)
+            return (uint32_t)i + 1;
+    }
+    e->labels = xreallocarray(e->labels, e->n_labels + 1, sizeof(char *));
+    e->labels[e->n_labels++] = xstrdup(buf);
+    return (uint32_t)e->n_labels;
+}
+
+/* Interns a labels JSON object ({"rack":"r1"}) into ids; returns how many fit in max. */
+static int intern_labels(struct engine *e, const char *json, uint32_t *out, int max)
+{
+    json_t *obj = json_loads(json && *json ? json : "{}", 0, NULL), *v;
+    const char *k;
+    int n = 0;
+    json_object_foreach(obj, k, v)
+    {
+        if (n < max && json_is_string(v))
+            out[n++] = intern_label(e, k, json_string_value(v));
+    }
+    json_decref(obj);
+    return n;
+}
+
+/* Every row of a resource, or those in one state. */
+static int load_all(struct engine *e, const struct resource_def *def, const char *state,
+                    struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei)
+{
+    struct store_filter f;
+    store_filter_init(&f);
+    if (state)
+        store_filter_eq_str(&f, model_field_index(def, "state"), state);
+    return store_list_all(e->db, def, &f, a, ret, ret_n, ei);
+}
+
+/* Rows whose field is null (open allocations, unreleased preemptions). */
+static int load_open(struct engine *e, const struct resource_def *def, const char *null_field,
+                     struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei)
+{
+    struct store_filter f;
+    store_filter_init(&f);
+    store_filter_eq_null(&f, model_field_index(def, null_field));
+    return store_list_all(e->db, def, &f, a, ret, ret_n, ei);
+}
+
+/* ---- the fleet ---- */
+
+void engine__forget_fleet(struct engine *e)
+{
+    for (size_t i = 0; i < e->n_nodes; i++)
+        free(e->nodes[i].name);
+    for (size_t i = 0; i < e->n_gpus; i++)
+        free(e->gpus[i].uuid);
+    for (size_t i = 0; i < e->n_classes; i++)
+        free(e->classes[i].name);
+    for (size_t i = 0; i < e->n_projects; i++)
+        free(e->projects[i].name);
+    free(e->nodes);
+    free(e->gpus);
+    free(e->classes);
+    free(e->projects);
+    free(e->flavors);
+    e->nodes = NULL;
+    e->gpus = NULL;
+    e->classes = e->projects = NULL;
+    e->flavors = NULL;
+    e->n_nodes = e->n_gpus = e->n_classes = e->n_projects = e->n_flavors = 0;
+    e->cap_classes = e->cap_projects = 0;
+    e->n_victims = 0;
+    sched_free(e->sched);
+    e->sched = NULL;
+}
+
+struct backend *engine__backend_of(struct engine *e, int64_t cluster_id)
+{
+    for (size_t i = 0; i < e->n_backends; i++) {
+        if (e->backends[i].cluster_id == cluster_id)
+            return e->backends[i].b;
+    }
+    return NULL;
+}
+
+/* The labels (JSON text) of a node among rows listed in id order. */
+static const char *node_labels(const struct row *rows, size_t n, int64_t node_id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int64_t id = model_row_id(&rows[mid]);
+        if (id == node_id)
+            return get_s(&model_nodes, &rows[mid], "labels");
+        if (id < node_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return "{}";
+}
+
+static int load_classes(struct engine *e, struct arena *a, struct error_info *ei)
+{
+    struct row *rows;
+    size_t n;
+    int rc = load_all(e, &model_gpu_classes, NULL, a, &rows, &n, ei);
+
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        int64_t id = model_row_id(&rows[i]);
+        sched_add_class(e->sched, id);
+        *APPEND(e->classes, e->n_classes, e->cap_classes) =
+            (struct named){id, xstrdup(get_s(&model_gpu_classes, &rows[i], "name"))};
+    }
+    return rc;
+}
+
+/* A backend for each cluster that has none yet (backends live as long as the engine). */
+static int open_backends(struct engine *e, struct arena *a, struct error_info *ei)
+{
+    struct row *rows;
+    size_t n;
+    int rc = load_all(e, &model_clusters, NULL, a, &rows, &n, ei);
+
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        int64_t id = model_row_id(&rows[i]);
+        const char *kind = get_s(&model_clusters, &rows[i], "backend");
+        struct backend_cluster c = {id, get_s(&model_clusters, &rows[i], "name"),
+                                    get_s(&model_clusters, &rows[i], "endpoint")};
+        struct error_info bei = {0};
+        struct backend *b;
+        if (engine__backend_of(e, id))
+            continue;
+        b = backend_open(kind, &c, &e->opt.backends, &bei);
+        if (!b && bei.code) {
+            char what[64];
+            snprintf(what, sizeof(what), "could not start the %.32s backend", kind);
+            log_error(what, "cluster", c.name, "error", bei.message);
+        }
+        if (b) { /* none (a kind not built here): its nodes take no work */
+            struct cluster_backend *cb = APPEND(e->backends, e->n_backends, e->cap_backends);
+            cb->cluster_id = id;
+            cb->b = b;
+            cb->discovered_ms = 0;
+        }
+    }
+    return rc;
+}
+
+static int load_pools(struct engine *e, struct arena *a, struct row **ret, size_t *ret_n,
+                      struct error_info *ei)
+{
+    struct row *pools;
+    size_t n_pools;
+    int rc = 0;
+
+    rc = load_all(e, &model_pools, NULL, a, &pools, &n_pools, ei);
+    for (size_t i = 0; rc >= 0 && i < n_pools; i++) {
+        const struct row *p = &pools[i];
+        json_t *ap = json_loads(get_s(&model_pools, p, "access_project_ids"), 0, NULL);
+        json_t *ao = json_loads(get_s(&model_pools, p, "access_org_ids"), 0, NULL);
+        int64_t aps[256], aos[256];
+        size_t nap = 0, nao = 0, k;
+        json_t *v;
+        json_array_foreach(ap, k, v) if (nap < 256) aps[nap++] = json_integer_value(v);
+        json_array_foreach(ao, k, v) if (nao < 256) aos[nao++] = json_integer_value(v);
+        struct sched_pool_spec ps = {.id = model_row_id(p),
+                                     .owner_project_id = get_i(&model_pools, p, "owner_project_id"),
+                                     .owner_org_id = get_i(&model_pools, p, "owner_org_id"),
+                                     .access_project_ids = aps,
+                                     .n_access_projects = nap,
+                                     .access_org_ids = aos,
+                                     .n_access_orgs = nao};
+        sched_set_pool(e->sched, &ps);
+        json_decref(ap);
+        json_decref(ao);
+    }
+    *ret = pools;
+    *ret_n = n_pools;
+    return rc;
+}
+
+static int load_nodes(struct engine *e, struct arena *a, struct row **ret, size_t *ret_n,
+                      struct error_info *ei)
+{
+    struct row *node_rows = NULL;
+    size_t n_node_rows = 0;
+    int rc = 0;
+
+    rc = load_all(e, &model_nodes, NULL, a, &node_rows, &n_node_rows, ei);
+    e->nodes = xcalloc(n_node_rows + 1, sizeof(*e->nodes));
+    for (size_t i = 0; rc >= 0 && i < n_node_rows; i++) {
+        const struct row *r = &node_rows[i];
+        struct sched_node_spec ns = {.id = model_row_id(r)};
+        const char *state = get_s(&model_nodes, r, "state");
+        ns.cluster_id = get_i(&model_nodes, r, "cluster_id");
+        if (!engine__backend_of(e, ns.cluster_id))
+            continue;
+        ns.cpu_milli = get_i(&model_nodes, r, "cpu_milli");
+        ns.mem_mib = get_i(&model_nodes, r, "memory_mib");
+        ns.n_labels =
+            intern_labels(e, get_s(&model_nodes, r, "labels"), ns.labels, SCHED_MAX_LABELS);
+        sched_add_node(e->sched, &ns);
+        if (strcmp(state, "ready") != 0)
+            sched_set_node_state(e->sched, ns.id,
+                                 strcmp(state, "drain") == 0 ? SCHED_NODE_DRAIN : SCHED_NODE_DOWN);
+        e->nodes[e->n_nodes++] =
+            (struct node_info){ns.id, ns.cluster_id, xstrdup(get_s(&model_nodes, r, "name")),
+                               strcmp(state, "ready") == 0};
+    }
+    *ret = node_rows;
+    *ret_n = n_node_rows;
+    return rc;
+}
+
+/* The GPUs of loaded nodes whose health lets them take work, each in its pool. */
+static int load_gpus(struct engine *e, const struct row *pools, size_t n_pools,
+                     const struct row *node_rows, size_t n_node_rows, struct arena *a,
+                     struct error_info *ei)
+{
+    struct row *rows = NULL;
+    size_t n = 0;
+    int rc = 0;
+
+    rc = load_all(e, &model_gpus, NULL, a, &rows, &n, ei);
+    e->gpus = xcalloc(n + 1, sizeof(*e->gpus));
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        const struct row *r = &rows[i];
+        int64_t node_id = get_i(&model_gpus, r, "node_id"), pool = 0;
+        const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, node_id);
+        struct gpu_info *gi;
+        if (!ni || !gpu_schedulable(get_s(&model_gpus, r, "health")))
+            continue;
+        pool = model_pool_of_gpu(pools, n_pools, model_row_id(r), ni->cluster_id,
+                                 node_labels(node_rows, n_node_rows, node_id));
+        sched_add_gpu(e->sched, node_id, model_row_id(r), get_i(&model_gpus, r, "gpu_class_id"),
+                      pool);
+        gi = &e->gpus[e->n_gpus++];
+        gi->id = model_row_id(r);
+        gi->node_id = node_id;
+        gi->class_id = get_i(&model_gpus, r, "gpu_class_id");
+        gi->index = (int32_t)get_i(&model_gpus, r, "index");
+        gi->uuid = xstrdup(get_s(&model_gpus, r, "uuid"));
+    }
+    return rc;
+}
+
+static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
+{
+    struct row *pools = NULL, *node_rows = NULL;
+    size_t n_pools = 0, n_node_rows = 0;
+    int rc = load_classes(e, a, ei);
+
+    if (rc >= 0)
+        rc = open_backends(e, a, ei);
+    if (rc >= 0)
+        rc = load_pools(e, a, &pools, &n_pools, ei);
+    if (rc >= 0)
+        rc = load_nodes(e, a, &node_rows, &n_node_rows, ei);
+    else
+        e->nodes = xcalloc(1, sizeof(*e->nodes));
+    if (rc >= 0)
+        rc = load_gpus(e, pools, n_pools, node_rows, n_node_rows, a, ei);
+    else
+        e->gpus = xcalloc(1, sizeof(*e->gpus));
+    e->fleet_loaded = true; /* a cluster may be new: discovery runs on the next round */
+    return rc;
+}
+
+/* ---- tenants ---- */
+
+void engine__set_flavor(struct engine *e, const struct row *r)
+{
+    struct flavor_info *f = FIND_BY_ID(e->flavors, e->n_flavors, model_row_id(r));
+    json_t *pl;
+    json_t *v;
+    size_t k;
+    if (!f) { /* new flavors get higher ids: append keeps the array sorted */
+        e->flavors = xreallocarray(e->flavors, e->n_flavors + 1, sizeof(*e->flavors));
+        f = &e->flavors[e->n_flavors++];
+    }
+    memset(f, 0, sizeof(*f));
+    f->id = model_row_id(r);
+    f->class_id = get_i(&model_flavors, r, "gpu_class_id");
+    f->gpu_milli = (int32_t)get_i(&model_flavors, r, "gpu_milli");
+    f->cpu_milli = get_i(&model_flavors, r, "vcpus") * 1000;
+    f->mem_mib = get_i(&model_flavors, r, "memory_mib");
+    f->active = get_i(&model_flavors, r, "active");
+    pl = json_loads(get_s(&model_flavors, r, "pool_ids"), 0, NULL);
+    json_array_foreach(pl, k, v)
+    {
+        if (f->n_pools < SCHED_MAX_POOLS)
+            f->pools[f->n_pools++] = json_integer_value(v);
+    }
+    json_decref(pl);
+    f->n_selector = intern_labels(e, get_s(&model_flavors, r, "node_selector"), f->selector,
+                                  SCHED_MAX_SELECTOR);
+}
+
+static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei)
+{
+    struct row *rows;
+    size_t n;
+    int rc = load_all(e, &model_projects, NULL, a, &rows, &n, ei);
+
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        int64_t id = model_row_id(&rows[i]);
+        sched_set_project(e->sched, id, get_i(&model_projects, &rows[i], "org_id"),
+                          (int)get_i(&model_projects, &rows[i], "weight"));
+        *APPEND(e->projects, e->n_projects, e->cap_projects) =
+            (struct named){id, xstrdup(get_s(&model_projects, &rows[i], "name"))};
+    }
+    if (rc >= 0)
+        rc = load_all(e, &model_quotas, NULL, a, &rows, &n, ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        const struct value *g = get(&model_quotas, &rows[i], "guaranteed_milli");
+        const struct value *l = get(&model_quotas, &rows[i], "limit_milli");
+        sched_set_quota(e->sched, get_i(&model_quotas, &rows[i], "project_id"),
+                        get_i(&model_quotas, &rows[i], "gpu_class_id"), g->null ? -1 : g->i,
+                        l->null ? -1 : l->i);
+    }
+    if (rc >= 0)
+        rc = load_all(e, &model_org_quotas, NULL, a, &rows, &n, ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++)
+        sched_set_org_cap(e->sched, get_i(&model_org_quotas, &rows[i], "org_id"),
+                          get_i(&model_org_quotas, &rows[i], "gpu_class_id"),
+                          get_i(&model_org_quotas, &rows[i], "limit_milli"));
+    if (rc >= 0)
+        rc = load_all(e, &model_flavors, NULL, a, &rows, &n, ei);
+    for (size_t i = 0; rc >= 0 && i < n; i++)
+        engine__set_flavor(e, &rows[i]);
+    return rc;
+}
+
+/* The scheduler's view of a workload row. */
+int engine__spec_of(struct engine *e, const struct row *w, struct sched_workload_spec *sp)
+{
+    const struct resource_def *d = &model_workloads;
+    const struct flavor_info *f = FIND_BY_ID(e->flavors, e->n_flavors, get_i(d, w, "flavor_id"));
+    const struct value *grace = get(d, w, "grace_s");
+
+    if (!f)
+        return ERR_INVALID;
+    memset(sp, 0, sizeof(*sp));
+    sp->id = model_row_id(w);
+    sp->project_id = get_i(d, w, "project_id");
+    sp->pclass = strcmp(get_s(d, w, "priority_class"), "owned") == 0 ? SCHED_P1 : SCHED_P2;
+    sp->priority = (int32_t)get_i(d, w, "priority");
+    sp->submit_ms = get_i(d, w, "submitted_ms");
+    sp->replicas = (int32_t)get_i(d, w, "replicas");
+    sp->class_id = f->class_id;
+    sp->gpu_milli = f->gpu_milli;
+    sp->cpu_milli = f->cpu_milli;
+    sp->mem_mib = f->mem_mib;
+    memcpy(sp->selector, f->selector, sizeof(f->selector));
+    sp->n_selector = f->n_selector;
+    memcpy(sp->pool_ids, f->pools, sizeof(f->pools));
+    sp->n_pools = f->n_pools;
+    sp->min_runtime_ms = get_i(d, w, "min_runtime_s") * 1000;
+    sp->grace_ms = grace->null ? -1 : grace->i * 1000;
+    sp->requeue = get_i(d, w, "requeue") != 0;
+    return 0;
+}
+
+/* What an allocation row says a replica holds, as the scheduler's assign. */
+struct sched_assign engine__assign_of(const struct row *al)
+{
+    const struct resource_def *d = &model_allocations;
+    return (struct sched_assign){(int32_t)get_i(d, al, "replica"), get_i(d, al, "node_id"),
+                                 get_i(d, al, "gpu_id"), (int32_t)get_i(d, al, "milli")};
+}
+
+/* ---- workloads ---- */
+
+/* Running, admitted and preempting work: restored in the scheduler, adopted at start. */
+static int restore_running(struct engine *e, bool adopt, int64_t now, const struct row *allocs,
+                           size_t n_allocs, struct arena *a, struct error_info *ei)
+{
+    struct row *rows;
+    size_t n;
+    int rc = 0;
+
+    for (int pass = 0; rc >= 0 && pass < 3; pass++) {
+        /* Admitted work was launched or is about to be: its backend says which on adopt. */
+        const char *state = pass == 0 ? "running" : pass == 1 ? "admitted" : "preempting";
+        rc = load_all(e, &model_workloads, state, a, &rows, &n, ei);
+        for (size_t i = 0; rc >= 0 && i < n; i++) {
+            int64_t wid = model_row_id(&rows[i]);
+            struct sched_workload_spec sp;
+            int64_t gpus[SCHED_MAX_REPLICAS * 8];
+            int32_t milli[SCHED_MAX_REPLICAS * 8], rep[SCHED_MAX_REPLICAS * 8];
+            struct sched_assign as[SCHED_MAX_REPLICAS * 8];
+            size_t k = 0;
+            int64_t started = get_i(&model_workloads, &rows[i], "started_at") * 1000;
+            for (size_t j = 0; j < n_allocs && k < ARRAY_SIZE(gpus); j++) {
+                const struct row *al = &allocs[j];
+                if (get_i(&model_allocations, al, "workload_id") != wid)
+                    continue;
+                as[k] = engine__assign_of(al);
+                gpus[k] = as[k].gpu_id;
+                milli[k] = as[k].milli;
+                rep[k] = as[k].replica;
+                started = get_i(&model_allocations, al, "started_ms");
+                k++;
+            }
+            if (engine__spec_of(e, &rows[i], &sp) < 0 ||
+                sched_restore_running(e->sched, &sp, gpus, milli, rep, k, started, pass == 2) < 0)
+                continue;
+            if (adopt && k > 0) {
+                const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);
+                struct backend *b = ni ? engine__backend_of(e, ni->cluster_id) : NULL;
+                struct backend_launch l;
+                if (b) {
+                    engine__launch_of(e, &rows[i], as, k, a, &l);
+                    b->ops->adopt(b, &l, started, now, ei);
+                }
+            }
+        }
+    }
+    return rc;
+}
+
+/*
+ * Work queued ahead in its backend: followed again, each after the one it
+ * waits for (a chain's head first), so that a chain finds its GPUs.
+ */
+static void restore_chains(struct engine *e, bool adopt, const struct row *staged_rows,
+                           size_t n_staged_rows, const struct row *allocs, size_t n_allocs,
+                           int64_t now, struct arena *a)
+{
+    bool *done = xcalloc(n_staged_rows + 1, sizeof(*done));
+    const char **take_back = xcalloc(n_staged_rows + 1, sizeof(*take_back));
+
+    for (size_t round = 0; round < n_staged_rows; round++) {
+        for (size_t i = 0; i < n_staged_rows; i++) {
+            int64_t after = get_i(&model_workloads, &staged_rows[i], "queued_after");
+            bool head_waits = false;
+            for (size_t k = 0; k < n_staged_rows; k++)
+                head_waits |= !done[k] && model_row_id(&staged_rows[k]) == after;
+            if (done[i] || (head_waits && round + 1 < n_staged_rows))
+                continue;
+            take_back[i] =
+                engine__restore_staged(e, adopt, &staged_rows[i], allocs, n_allocs, now, a);
+            done[i] = true;
+        }
+    }
+    for (size_t i = 0; i < n_staged_rows; i++) {
+        if (take_back[i])
+            engine__unstage(e, model_row_id(&staged_rows[i]), take_back[i], now);
+    }
+    free(take_back);
+    free(done);
+}
+
+/* Victims still releasing: link them to their preemptor and ledger entry again. */
+static int restore_victims(struct engine *e, struct arena *a, struct error_info *ei)
+{
+    struct row *ledger;
+    size_t n_ledger;
+    int rc = load_open(e, &model_preemptions, "released_ms", a, &ledger, &n_ledger, ei);
+
+    for (size_t i = 0; rc >= 0 && i < n_ledger; i++) {
+        json_t *vs = json_loads(get_s(&model_preemptions, &ledger[i], "victims"), 0, NULL), *v;
+        int64_t pre = get_i(&model_preemptions, &ledger[i], "preemptor_id"), ids[256];
+        size_t k, n_ids = 0;
+        json_array_foreach(vs, k, v)
+        {
+            struct sched_workload_info info;
+            int64_t vid = json_integer_value(json_object_get(v, "workload_id"));
+            if (sched_workload_info(e->sched, vid, &info) < 0 || info.state != SCHED_PREEMPTING)
+                continue;
+            if (n_ids < 256)
+                ids[n_ids++] = vid;
+            *APPEND(e->victims, e->n_victims, e->cap_victims) =
+                (struct pending_victim){vid, model_row_id(&ledger[i]), pre};
+        }
+        json_decref(vs);
+        sched_restore_preemption(e->sched, pre, ids, n_ids);
+    }
+    return rc;
+}
+
+static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct arena *a,
+                             struct error_info *ei)
+{
+    struct row *rows, *allocs = NULL, *staged_rows = NULL;
+    size_t n, n_allocs = 0, n_staged_rows = 0, cap_staged_rows = 0;
+    int rc;
+
+    rc = load_all(e, &model_workloads, "queued", a, &rows, &n, ei);
+    e->n_staged = 0; /* from the store again, below */
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        struct sched_workload_spec sp;
+        if (engine__unstaging_find(e, model_row_id(&rows[i])))
+            continue; /* queued again once its backend has given it back */
+        if (!get(&model_workloads, &rows[i], "queued_after")->null) {
+            *APPEND(staged_rows, n_staged_rows, cap_staged_rows) = rows[i];
+            continue;
+        }
+        if (engine__spec_of(e, &rows[i], &sp) == 0)
+            sched_submit(e->sched, &sp, now);
+    }
+    if (rc < 0) {
+        free(staged_rows);
+        return rc;
+    }
+    rc = load_open(e, &model_allocations, "ended_ms", a, &allocs, &n_allocs, ei);
+    if (rc >= 0)
+        rc = restore_running(e, adopt, now, allocs, n_allocs, a, ei);
+    if (rc >= 0)
+        restore_chains(e, adopt, staged_rows, n_staged_rows, allocs, n_allocs, now, a);
+    free(staged_rows);
+    if (rc >= 0)
+        rc = restore_victims(e, a, ei);
+    return rc;
+}
+
+/* (Re)builds the scheduler from the store. adopt: also re-attach running work to backends. */
+int engine__load(struct engine *e, bool adopt, struct error_info *ei)
+{
+    struct sched_config cfg;
+    struct arena a;
+    int rc;
+
+    engine__forget_fleet(e);
+    sched_config_init(&cfg);
+    cfg.reserve_after_ms = e->opt.reserve_after_ms;
+    cfg.default_grace_ms = e->opt.default_grace_ms;
+    cfg.policy = e->opt.policy;
+    e->sched = sched_new(&cfg);
+    arena_init(&a);
+    rc = load_fleet(e, &a, ei);
+    if (rc >= 0)
+        rc = load_tenants(e, &a, ei);
+    if (rc >= 0)
+        rc = restore_workloads(e, adopt, time_now_ms(), &a, ei);
+    arena_release(&a);
+    return rc;
+}

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_engine_loop.c: the real engine on a temporary SQLite store, driven
+ * through a fake backend (fake_backend.h) with every optional entry: a
+ * workload's life (submit, launch, end, allocations closed), queue-ahead
+ * (staged behind running work, handed its GPUs, taken back), device
+ * reports moving allocations, and a restart (running work adopted, work
+ * ended meanwhile closed with its real end, the sweep once between the
+ * adoption and any launch). Neither Slurm nor root is needed.
+ */
+#include "base/common.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <cmocka.h>
+
+#include "base/log.h"
+#include "base/timeutil.h"
+#include "engine/engine.h"
+#include "fake_backend.h"
+
+struct env {
+    char dir[64];
+    struct store *s;
+    struct store_conn *c;
+    struct arena a;
+    struct fake_world w;
+    struct engine *e;
+    int64_t project, flavor, node, gpus[2];
+};
+
+/* A row of def with every field at its default (nullable ones null). */
+static struct row new_row(const struct resource_def *def, struct arena *a)
+{
+    struct row r = model_row_new(def, a);
+    for (size_t i = 1; i < def->n_fields; i++) {
+        const struct field_def *f = &def->fields[i];
+        if (f->flags & FF_NULLABLE)
+            model_set_null(&r, (int)i);
+        else if (f->type == FT_ENUM)
+            model_set_str(&r, a, (int)i, f->default_str ? f->default_str : f->enum_values[0]);
+        else if (f->type == FT_STRING || f->type == FT_NAME || f->type == FT_IDENT)
+            model_set_str(&r, a, (int)i, f->default_str ? f->default_str : "");
+        else if (f->type == FT_LABELS || f->type == FT_JSON)
+            model_set_str(&r, a, (int)i, "{}");
+        else if (f->type == FT_REFLIST)
+            model_set_str(&r, a, (int)i, "[]");
+        else
+            model_set_int(&r, (int)i, f->default_int);
+    }
+    return r;
+}
+
+static void seti(const struct resource_def *d, struct row *r, const char *f, int64_t v)
+{
+    model_set_int(r, model_field_index(d, f), v);
+}
+
+static void sets(const struct resource_def *d, struct arena *a, struct row *r, const char *f,
+                 const char *v)
+{
+    model_set_str(r, a, model_field_index(d, f), v);
+}
+
+static int64_t ins(struct env *t, const struct resource_def *d, struct row *r)
+{
+    struct error_info ei = {0};
+    int64_t id = 0;
+    if (store_insert(t->c, d, r, &id, &ei) < 0)
+        fail_msg("insert %s: %s", d->name, ei.message);
+    return id;
+}
+
+static struct row get_row(struct env *t, const struct resource_def *d, int64_t id)
+{
+    struct error_info ei = {0};
+    struct row r;
+    if (store_get(t->c, d, id, &t->a, &r, &ei) < 0)
+        fail_msg("get %s %" PRId64 ": %s", d->name, id, ei.message);
+    return r;
+}
+
+static int64_t get_int(const struct resource_def *d, const struct row *r, const char *f)
+{
+    const struct value *v = model_get(d, r, f);
+    return v->null ? -1 : v->i;
+}
+
+static const char *get_str(const struct resource_def *d, const struct row *r, const char *f)
+{
+    const struct value *v = model_get(d, r, f);
+    return v->null || !v->s ? "" : v->s;
+}
+
+/* A workload's allocation rows (all, or only the open ones). */
+static size_t allocations(struct env *t, int64_t wid, bool open_only, struct row **ret)
+{
+    struct store_filter f;
+    struct error_info ei = {0};
+    size_t n = 0;
+    store_filter_init(&f);
+    store_filter_eq_int(&f, model_field_index(&model_allocations, "workload_id"), wid);
+    if (open_only)
+        store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
+    if (store_list_all(t->c, &model_allocations, &f, &t->a, ret, &n, &ei) < 0)
+        fail_msg("allocations: %s", ei.message);
+    return n;
+}
+
+/* How many events of that type a workload has. */
+static size_t count_events(struct env *t, int64_t wid, const char *type)
+{
+    struct store_filter f;
+    struct error_info ei = {0};
+    struct row *rows;
+    size_t n = 0, k = 0;
+    store_filter_init(&f);
+    store_filter_eq_int(&f, model_field_index(&model_events, "workload_id"), wid);
+    if (store_list_all(t->c, &model_events, &f, &t->a, &rows, &n, &ei) < 0)
+        fail_msg("events: %s", ei.message);
+    for (size_t i = 0; i < n; i++)
+        k += strcmp(get_str(&model_events, &rows[i], "type"), type) == 0;
+    return k;
+}
+
+/* The fleet: one cluster, one node "n1" with two GPUs; one project and a one-GPU flavor. */
+static void seed(struct env *t)
+{
+    struct row r;
+    int64_t org, cluster, cls;
+
+    r = new_row(&model_organizations, &t->a);
+    sets(&model_organizations, &t->a, &r, "name", "acme");
+    org = ins(t, &model_organizations, &r);
+    r = new_row(&model_projects, &t->a);
+    seti(&model_projects, &r, "org_id", org);
+    sets(&model_projects, &t->a, &r, "name", "vision");
+    seti(&model_projects, &r, "weight", 1);
+    t->project = ins(t, &model_projects, &r);
+    r = new_row(&model_gpu_classes, &t->a);
+    sets(&model_gpu_classes, &t->a, &r, "name", "h100");
+    cls = ins(t, &model_gpu_classes, &r);
+    r = new_row(&model_clusters, &t->a);
+    sets(&model_clusters, &t->a, &r, "name", "c1");
+    sets(&model_clusters, &t->a, &r, "backend", "sim"); /* the fake takes every cluster */
+    cluster = ins(t, &model_clusters, &r);
+    r = new_row(&model_nodes, &t->a);
+    seti(&model_nodes, &r, "cluster_id", cluster);
+    sets(&model_nodes, &t->a, &r, "name", "n1");
+    sets(&model_nodes, &t->a, &r, "state", "ready");
+    seti(&model_nodes, &r, "cpu_milli", 64000);
+    seti(&model_nodes, &r, "memory_mib", 512000);
+    t->node = ins(t, &model_nodes, &r);
+    for (int i = 0; i < 2; i++) {
+        r = new_row(&model_gpus, &t->a);
+        seti(&model_gpus, &r, "node_id", t->node);
+        seti(&model_gpus, &r, "index", i);
+        seti(&model_gpus, &r, "gpu_class_id", cls);
+        sets(&model_gpus, &t->a, &r, "health", "ok");
+        t->gpus[i] = ins(t, &model_gpus, &r);
+    }
+    r = new_row(&model_flavors, &t->a);
+    sets(&model_flavors, &t->a, &r, "name", "h100.1x");
+    seti(&model_flavors, &r, "gpu_class_id", cls);
+    seti(&model_flavors, &r, "gpu_milli", 1000);
+    seti(&model_flavors, &r, "vcpus", 1);
+    seti(&model_flavors, &r, "memory_mib", 1024);
+    seti(&model_flavors, &r, "active", 1);
+    t->flavor = ins(t, &model_flavors, &r);
+}
+
+/* A queued workload, committed, then handed to the engine when one runs. */
+static int64_t submit(struct env *t, int priority)
+{
+    struct row r = new_row(&model_workloads, &t->a);
+    int64_t id, now = time_now_ms();
+    seti(&model_workloads, &r, "project_id", t->project);
+    seti(&model_workloads, &r, "flavor_id", t->flavor);
+    seti(&model_workloads, &r, "replicas", 1);
+    sets(&model_workloads, &t->a, &r, "command", "true");
+    sets(&model_workloads, &t->a, &r, "priority_class", "opportunistic");
+    seti(&model_workloads, &r, "priority", priority);
+    sets(&model_workloads, &t->a, &r, "state", "queued");
+    sets(&model_workloads, &t->a, &r, "reason", "queued");
+    seti(&model_workloads, &r, "submitted_ms", now);
+    seti(&model_workloads, &r, "created_at", now / 1000);
+    seti(&model_workloads, &r, "updated_at", now / 1000);
+    id = ins(t, &model_workloads, &r);
+    if (t->e)
+        engine_submitted(t->e, id);
+    return id;
+}
+
+static void start(struct env *t)
+{
+    struct engine_options opt;
+    struct error_info ei = {0};
+    engine_options_init(&opt);
+    opt.tick_ms = 20;
+    fake_settings(&opt.backends, &t->w);
+    if (engine_start(t->s, &opt, &t->e, &ei) < 0)
+        fail_msg("engine_start: %s", ei.message);
+}
+
+static void stop(struct env *t)
+{
+    engine_stop(t->e);
+    t->e = NULL;
+}
+
+static const char *state_of(struct env *t, int64_t id)
+{
+    struct row w = get_row(t, &model_workloads, id);
+    return get_str(&model_workloads, &w, "state");
+}
+
+/* Runs passes until workload id is in state (5 s at most). */
+static void wait_state(struct env *t, int64_t id, const char *state)
+{
+    for (int i = 0; i < 500; i++) {
+        if (strcmp(state_of(t, id), state) == 0)
+            return;
+        engine_sync(t->e);
+    }
+    fail_msg("workload %" PRId64 " is %s, not %s", id, state_of(t, id), state);
+}
+
+/* Runs passes until the fake has seen call (5 s at most). */
+static void wait_call(struct env *t, const char *c)
+{
+    for (int i = 0; i < 500 && fake_call(&t->w, c) < 0; i++)
+        engine_sync(t->e);
+    if (fake_call(&t->w, c) < 0)
+        fail_msg("the backend was never asked '%s'", c);
+}
+
+static int setup(void **state)
+{
+    struct env *t = xcalloc(1, sizeof(*t));
+    struct store_options so = {.n_conns = 4, .busy_timeout_ms = 5000, .sqlite_sync_full = false};
+    struct error_info ei = {0};
+    char db[128];
+
+    log_set_level(LOG_ERROR);
+    snprintf(t->dir, sizeof(t->dir), "/tmp/gpuaas-engine-XXXXXX");
+    assert_non_null(mkdtemp(t->dir));
+    snprintf(db, sizeof(db), "%s/t.db", t->dir);
+    if (store_open(db, &so, &t->s, &ei) < 0)
+        fail_msg("store_open: %s", ei.message);
+    t->c = store_conn_get(t->s);
+    arena_init(&t->a);
+    fake_world_init(&t->w);
+    seed(t);
+    *state = t;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct env *t = *state;
+    char db[128];
+    stop(t);
+    store_conn_put(t->c);
+    store_close(t->s);
+    arena_release(&t->a);
+    fake_world_release(&t->w);
+    snprintf(db, sizeof(db), "%s/t.db", t->dir);
+    unlink(db);
+    snprintf(db, sizeof(db), "%s/t.db-wal", t->dir);
+    unlink(db);
+    snprintf(db, sizeof(db), "%s/t.db-shm", t->dir);
+    unlink(db);
+    rmdir(t->dir);
+    free(t);
+    return 0;
+}
+
+/* Submitted work is launched, and its end closes it: succeeded, allocations ended there. */
+static void test_life(void **state)
+{
+    struct env *t = *state;
+    struct row *al, w;
+    int64_t id, end;
+    char call[32];
+
+    start(t);
+    id = submit(t, 0);
+    snprintf(call, sizeof(call), "launch %" PRId64, id);
+    wait_call(t, call);
+    wait_state(t, id, "running");
+    assert_int_equal(allocations(t, id, true, &al), 1);
+    end = time_now_ms();
+    fake_end(&t->w, id, BACKEND_EXITED, 0, end);
+    wait_state(t, id, "succeeded");
+    w = get_row(t, &model_workloads, id);
+    assert_int_equal(get_int(&model_workloads, &w, "exit_code"), 0);
+    assert_int_equal(allocations(t, id, true, &al), 0);
+    assert_int_equal(allocations(t, id, false, &al), 1);
+    assert_int_equal(get_int(&model_allocations, &al[0], "ended_ms"), end);
+    assert_string_equal(get_str(&model_allocations, &al[0], "end_reason"), "succeeded");
+}
+
+/* Occupies both GPUs with running work; returns the first one's id (the second in *ret_b). */
+static int64_t fill(struct env *t, int64_t *ret_b)
+{
+    int64_t a = submit(t, 0), b = submit(t, 0);
+    wait_state(t, a, "running");
+    wait_state(t, b, "running");
+    *ret_b = b;
+    return a;
+}
+
+/*
+ * Queue-ahead: with both GPUs busy, the next workload is staged in the
+ * backend behind running work (launch_after, queued_after in the store);
+ * when that work ends the staged one runs on its GPU from that moment, with
+ * no launch of its own.
+ */
+static void test_queue_ahead(void **state)
+{
+    struct env *t = *state;
+    struct row w, *al, *held;
+    int64_t a, b, c, after, end;
+    char call[48];
+
+    t->w.queue_ahead = true;
+    start(t);
+    a = fill(t, &b);
+    c = submit(t, 0);
+    for (int i = 0; i < 500 && fake_count(&t->w, "after ") == 0; i++)
+        engine_sync(t->e);
+    assert_int_equal(fake_count(&t->w, "after "), 1);
+    w = get_row(t, &model_workloads, c);
+    after = get_int(&model_workloads, &w, "queued_after");
+    assert_true(after == a || after == b);
+    assert_string_equal(get_str(&model_workloads, &w, "state"), "queued");
+    snprintf(call, sizeof(call), "after %" PRId64 " %" PRId64, c, after);
+    assert_true(fake_call(&t->w, call) >= 0);
+    assert_int_equal(allocations(t, after, true, &held), 1);
+
+    end = time_now_ms();
+    fake_end(&t->w, after, BACKEND_EXITED, 0, end);
+    wait_state(t, c, "running");
+    w = get_row(t, &model_workloads, c);
+    assert_int_equal(get_int(&model_workloads, &w, "queued_after"), -1);
+    assert_int_equal(allocations(t, c, true, &al), 1);
+    assert_int_equal(get_int(&model_allocations, &al[0], "gpu_id"),
+                     get_int(&model_allocations, &held[0], "gpu_id"));
+    assert_int_equal(get_int(&model_allocations, &al[0], "started_ms"), end);
+    snprintf(call, sizeof(call), "launch %" PRId64, c);
+    assert_int_equal(fake_call(&t->w, call), -1); /* its backend started it, not a launch */
+}
+
+/*
+ * Taking back: staged work that is no longer certain to be next (a newer
+ * workload of its project with a higher priority) is stopped in its
+ * backend, queued here again once that is reported, and the newer one is
+ * staged in its place.
+ */
+static void test_queue_ahead_taken_back(void **state)
+{
+    struct env *t = *state;
+    struct engine_pending p;
+    struct row w;
+    int64_t a, b, c, d;
+    char call[48];
+
+    t->w.queue_ahead = true;
+    start(t);
+    a = fill(t, &b);
+    (void)a;
+    c = submit(t, 0);
+    for (int i = 0; i < 500 && fake_count(&t->w, "after ") == 0; i++)
+        engine_sync(t->e);
+    assert_int_equal(fake_count(&t->w, "after "), 1);
+    d = submit(t, 10);
+    snprintf(call, sizeof(call), "stop %" PRId64, c);
+    wait_call(t, call);
+    for (int i = 0; i < 500 && count_events(t, c, "unstaged") == 0; i++)
+        engine_sync(t->e);
+    assert_int_equal(count_events(t, c, "unstaged"), 1);
+    assert_string_equal(state_of(t, c), "queued");
+    /* given back, it is the scheduler's again: queued, or staged anew behind the newer one */
+    for (int i = 0; i < 500; i++) {
+        if (engine_pending(t->e, c, &p) == 0 && !strstr(p.reason, "taken back"))
+            break;
+        engine_sync(t->e);
+    }
+    assert_int_equal(engine_pending(t->e, c, &p), 0);
+    assert_true(p.queued);
+    assert_null(strstr(p.reason, "taken back"));
+    /* the more urgent one is queued ahead instead */
+    for (int i = 0; i < 500; i++) {
+        w = get_row(t, &model_workloads, d);
+        if (get_int(&model_workloads, &w, "queued_after") > 0)
+            break;
+        engine_sync(t->e);
+    }
+    assert_true(get_int(&model_workloads, &w, "queued_after") > 0);
+}
+
+/* A device report that moves a replica to other GPU indices moves its allocation. */
+static void test_device_move(void **state)
+{
+    struct env *t = *state;
+    struct row *al;
+    int64_t id, want;
+    int32_t other;
+
+    start(t);
+    id = submit(t, 0);
+    wait_state(t, id, "running");
+    assert_int_equal(allocations(t, id, true, &al), 1);
+    other = get_int(&model_allocations, &al[0], "gpu_id") == t->gpus[0] ? 1 : 0;
+    want = t->gpus[other];
+    fake_devices(&t->w, id, "n1", &other, 1);
+    for (int i = 0; i < 500; i++) {
+        allocations(t, id, true, &al);
+        if (get_int(&model_allocations, &al[0], "gpu_id") == want)
+            break;
+        engine_sync(t->e);
+    }
+    assert_int_equal(allocations(t, id, true, &al), 1);
+    assert_int_equal(get_int(&model_allocations, &al[0], "gpu_id"), want);
+    /* the scheduler follows: a new workload gets the GPU the report freed */
+    {
+        int64_t next = submit(t, 0);
+        wait_state(t, next, "running");
+        assert_int_equal(allocations(t, next, true, &al), 1);
+        assert_int_equal(get_int(&model_allocations, &al[0], "gpu_id"), t->gpus[1 - other]);
+    }
+}
+
+/*
+ * A restart on the same store: running work is adopted, work that ended
+ * while no engine ran is closed with its real end, and the backend's sweep
+ * runs once, after every adoption and before any launch.
+ */
+static void test_restart(void **state)
+{
+    struct env *t = *state;
+    struct row *al, w;
+    int64_t a, b, c, gone_at;
+    char call[32];
+    int sweep;
+
+    start(t);
+    a = fill(t, &b);
+    stop(t);
+    c = submit(t, 0); /* queued while no engine runs */
+    gone_at = time_now_ms() - 5000;
+    fake_gone(&t->w, b, gone_at);
+    fake_forget_calls(&t->w);
+
+    start(t);
+    assert_int_equal(t->w.opened, 2);
+    wait_state(t, b, "succeeded");
+    w = get_row(t, &model_workloads, b);
+    assert_int_equal(get_int(&model_workloads, &w, "finished_at"), gone_at / 1000);
+    assert_int_equal(allocations(t, b, false, &al), 1);
+    assert_int_equal(get_int(&model_allocations, &al[0], "ended_ms"), gone_at);
+    assert_string_equal(state_of(t, a), "running");
+
+    snprintf(call, sizeof(call), "launch %" PRId64, c);
+    wait_call(t, call);
+    wait_state(t, c, "running");
+    assert_int_equal(fake_count(&t->w, "sweep"), 1);
+    sweep = fake_call(&t->w, "sweep");
+    snprintf(call, sizeof(call), "adopt %" PRId64, a);
+    assert_true(fake_call(&t->w, call) >= 0 && fake_call(&t->w, call) < sweep);
+    snprintf(call, sizeof(call), "adopt %" PRId64, b);
+    assert_true(fake_call(&t->w, call) >= 0 && fake_call(&t->w, call) < sweep);
+    snprintf(call, sizeof(call), "launch %" PRId64, c);
+    assert_true(fake_call(&t->w, call) > sweep);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_life, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_ahead, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_ahead_taken_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_device_move, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
