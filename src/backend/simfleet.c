@@ -234,7 +234,8 @@ static int load_csv(struct loader *ld, FILE *fp)
 {
     char line[SIMFLEET_MAX_LINE + 2]; /* the line, its newline, the NUL */
     char *fields[CSV_MAX_FIELDS];
-    int col[N_COLS], n_header = 0, lineno = 0, rc;
+    int col[N_COLS] = {0}; /* csv_header fills it in before any row is read */
+    int n_header = 0, lineno = 0, rc;
 
     while (fgets(line, sizeof(line), fp)) {
         size_t len = strlen(line);

@@ -193,7 +193,7 @@ static char *pack(const struct spawn_request *rq, uint32_t seq, size_t *ret_len)
 int spawner_spawn(struct spawner *sp, const struct spawn_request *rq, pid_t *ret_pid,
                   struct error_info *ei)
 {
-    struct spawn_note reply;
+    struct spawn_note reply = {0}; /* read_notes fills it in when it returns 0 */
     size_t len = 0;
     char *msg;
     ssize_t sent;

@@ -99,7 +99,7 @@ int cli_take_value_flag(const char *cmd, int argc, char **argv, int *i, const ch
 int cli_take_global_flag(const char *cmd, int argc, char **argv, int *i)
 {
     const char *arg = argv[*i];
-    const char *v;
+    const char *v = NULL; /* set whenever rc is 1 */
     int rc;
 
     if (strncmp(arg, "-o", 2) == 0 && arg[2] != '\0') {
