@@ -308,10 +308,7 @@ static bool known(const struct local *s, int64_t id)
 
 static void work_add(struct local *s, struct lwork *w)
 {
-    if (s->n_work == s->cap_work) {
-        s->cap_work = s->cap_work ? 2 * s->cap_work : 16;
-        s->work = xreallocarray(s->work, s->cap_work, sizeof(*s->work));
-    }
+    ALLOC_GROW(s->work, s->n_work + 1, s->cap_work);
     s->work[s->n_work++] = w;
 }
 
@@ -403,10 +400,7 @@ struct argv_buf {
 
 static void argv_add(struct argv_buf *a, char *owned)
 {
-    if (a->n + 2 > a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 32;
-        a->v = xreallocarray(a->v, a->cap, sizeof(*a->v));
-    }
+    ALLOC_GROW(a->v, a->n + 2, a->cap); /* the argument and the NULL after it */
     a->v[a->n++] = owned;
     a->v[a->n] = NULL;
 }

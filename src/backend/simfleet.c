@@ -93,10 +93,7 @@ static bool has_control(const char *s)
 static struct simfleet_node *node_add(struct loader *ld)
 {
     struct simfleet *f = ld->f;
-    if (f->n_nodes == ld->cap_nodes) {
-        ld->cap_nodes = ld->cap_nodes ? 2 * ld->cap_nodes : 256;
-        f->nodes = xreallocarray(f->nodes, ld->cap_nodes, sizeof(*f->nodes));
-    }
+    ALLOC_GROW(f->nodes, f->n_nodes + 1, ld->cap_nodes);
     f->nodes[f->n_nodes] = (struct simfleet_node){.model = "", .gpu_class = ""};
     return &f->nodes[f->n_nodes++];
 }
