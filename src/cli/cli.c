@@ -12,6 +12,8 @@
 struct cli_options cli_opts = {NULL, NULL, CLI_OUTPUT_TABLE, 0};
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void vmessage(const char *prefix, const char *fmt, va_list ap)
 {
     fputs(prefix, stderr);
     vfprintf(stderr, fmt, ap);
