@@ -17,7 +17,7 @@ if [ -z "$cc" ]; then
   echo "fuzz: 0 passed, 1 failed"
   exit 1
 fi
-if ! { cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" -DGPUAAS_FUZZ=ON \
+if ! { cmake -S . -B "$dir" -DCMAKE_C_COMPILER="$cc" -DGPUAAS_FUZZ=ON -DGPUAAS_WERROR=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$dir.build.log" 2>&1 &&
   cmake --build "$dir" -j2 --target fuzz_prom fuzz_csv fuzz_request >>"$dir.build.log" 2>&1; }; then
   tail -30 "$dir.build.log"

@@ -20,7 +20,6 @@
 
 #define TOKEN_RANDOM_BYTES 32
 #define AUTH_CACHE_SLOTS 4096
-#define MAX_BINDINGS_PER_USER 10000
 
 struct cache_entry {
     char hash[TOKEN_HASH_HEX + 1];
@@ -170,8 +169,7 @@ static int load_principal(struct req *r, const char *hash, struct principal *who
 
     store_filter_init(&f);
     store_filter_eq_int(&f, model_field_index(&model_role_bindings, "user_id"), who->user_id);
-    f.limit = MAX_BINDINGS_PER_USER;
-    rc = store_list(db, &model_role_bindings, &f, &r->arena, &rows, &n, ei);
+    rc = store_list_all(db, &model_role_bindings, &f, &r->arena, &rows, &n, ei); /* every one */
     if (rc < 0)
         return rc;
     who->bindings = arena_calloc(&r->arena, n, sizeof(struct binding));

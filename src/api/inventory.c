@@ -604,9 +604,8 @@ static int held_by(struct req *r, const char *field, int64_t id, bool range_give
     int rc;
 
     store_filter_init(&f);
-    f.limit = 10000;
     store_filter_eq_int(&f, model_field_index(d, field), id);
-    if ((rc = store_list(req_db(r), d, &f, &r->arena, &rows, &n_rows, ei)) < 0)
+    if ((rc = store_list_all(req_db(r), d, &f, &r->arena, &rows, &n_rows, ei)) < 0)
         return rc;
     for (size_t i = 0; i < n_rows; i++) {
         int64_t s = i_of(d, &rows[i], "started_ms");

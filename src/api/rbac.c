@@ -66,9 +66,8 @@ static void pairs_set(struct pairs *p, int64_t id, int64_t ref, bool remove)
     if (remove)
         return;
     if (p->n == p->cap) {
-        p->cap = p->cap ? p->cap * 2 : 64;
-        p->ids = xreallocarray(p->ids, p->cap, sizeof(int64_t));
-        p->refs = xreallocarray(p->refs, p->cap, sizeof(int64_t));
+        ALLOC_GROW(p->ids, p->n + 1, p->cap);
+        p->refs = xreallocarray(p->refs, p->cap, sizeof(int64_t)); /* as long as ids */
     }
     memmove(p->ids + lo + 1, p->ids + lo, (p->n - lo) * sizeof(int64_t));
     memmove(p->refs + lo + 1, p->refs + lo, (p->n - lo) * sizeof(int64_t));

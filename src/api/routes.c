@@ -34,9 +34,8 @@ static void reply_whoami(struct req *r)
 
     store_filter_init(&f);
     store_filter_eq_int(&f, model_field_index(&model_role_bindings, "user_id"), r->who->user_id);
-    f.limit = 10000;
     if (rc >= 0)
-        rc = store_list(req_db(r), &model_role_bindings, &f, &r->arena, &rows, &n, &ei);
+        rc = store_list_all(req_db(r), &model_role_bindings, &f, &r->arena, &rows, &n, &ei);
     if (rc < 0) {
         req_reply_error(r, rc, &ei);
         return;

@@ -7,10 +7,7 @@
 
 void backend_ends_push(struct backend_ends *q, const struct backend_event *ev)
 {
-    if (q->n == q->cap) {
-        q->cap = q->cap ? 2 * q->cap : 16;
-        q->ev = xreallocarray(q->ev, q->cap, sizeof(*q->ev));
-    }
+    ALLOC_GROW(q->ev, q->n + 1, q->cap);
     q->ev[q->n++] = *ev;
 }
 

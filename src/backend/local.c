@@ -371,10 +371,7 @@ struct argv_buf {
 
 static void argv_add(struct argv_buf *a, char *owned)
 {
-    if (a->n + 2 > a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 32;
-        a->v = xreallocarray(a->v, a->cap, sizeof(*a->v));
-    }
+    ALLOC_GROW(a->v, a->n + 2, a->cap); /* the argument and the NULL after it */
     a->v[a->n++] = owned;
     a->v[a->n] = NULL;
 }

@@ -113,10 +113,7 @@ static void sift_down(struct sim *s, size_t pos)
 
 static void heap_push(struct sim *s, uint32_t w)
 {
-    if (s->n_heap == s->cap_heap) {
-        s->cap_heap = s->cap_heap ? 2 * s->cap_heap : 64;
-        s->heap = xreallocarray(s->heap, s->cap_heap, sizeof(*s->heap));
-    }
+    ALLOC_GROW(s->heap, s->n_heap + 1, s->cap_heap);
     s->heap[s->n_heap++] = w;
     sift_up(s, s->n_heap - 1);
 }
@@ -211,11 +208,7 @@ static uint32_t work_new(struct sim *s, int64_t id)
         w = s->free_head;
         s->free_head = s->pool[w].next_free;
     } else {
-        if (s->n_pool == s->cap_pool) {
-            assert(s->cap_pool < NO_FREE / 2);
-            s->cap_pool = s->cap_pool ? 2 * s->cap_pool : 64;
-            s->pool = xreallocarray(s->pool, s->cap_pool, sizeof(*s->pool));
-        }
+        ALLOC_GROW(s->pool, s->n_pool + 1, s->cap_pool);
         w = s->n_pool++;
     }
     s->pool[w] = (struct work){.id = id, .end_ms = NEVER, .heap_pos = NO_POS, .used = true};

@@ -93,10 +93,7 @@ static bool has_control(const char *s)
 static struct simfleet_node *node_add(struct loader *ld)
 {
     struct simfleet *f = ld->f;
-    if (f->n_nodes == ld->cap_nodes) {
-        ld->cap_nodes = ld->cap_nodes ? 2 * ld->cap_nodes : 256;
-        f->nodes = xreallocarray(f->nodes, ld->cap_nodes, sizeof(*f->nodes));
-    }
+    ALLOC_GROW(f->nodes, f->n_nodes + 1, ld->cap_nodes);
     f->nodes[f->n_nodes] = (struct simfleet_node){.model = "", .gpu_class = ""};
     return &f->nodes[f->n_nodes++];
 }
@@ -234,7 +231,8 @@ static int load_csv(struct loader *ld, FILE *fp)
 {
     char line[SIMFLEET_MAX_LINE + 2]; /* the line, its newline, the NUL */
     char *fields[CSV_MAX_FIELDS];
-    int col[N_COLS], n_header = 0, lineno = 0, rc;
+    int col[N_COLS] = {0}; /* csv_header fills it in before any row is read */
+    int n_header = 0, lineno = 0, rc;
 
     while (fgets(line, sizeof(line), fp)) {
         size_t len = strlen(line);

@@ -106,10 +106,7 @@ static void keep_end(struct spawner *sp, pid_t pid, int status)
             return;
         }
     }
-    if (sp->n_ends == sp->cap_ends) {
-        sp->cap_ends = sp->cap_ends ? 2 * sp->cap_ends : 64;
-        sp->ends = xreallocarray(sp->ends, sp->cap_ends, sizeof(*sp->ends));
-    }
+    ALLOC_GROW(sp->ends, sp->n_ends + 1, sp->cap_ends);
     sp->ends[sp->n_ends++] = (struct spawn_end){pid, status};
 }
 
@@ -193,7 +190,7 @@ static char *pack(const struct spawn_request *rq, uint32_t seq, size_t *ret_len)
 int spawner_spawn(struct spawner *sp, const struct spawn_request *rq, pid_t *ret_pid,
                   struct error_info *ei)
 {
-    struct spawn_note reply;
+    struct spawn_note reply = {0}; /* read_notes fills it in when it returns 0 */
     size_t len = 0;
     char *msg;
     ssize_t sent;
@@ -244,10 +241,7 @@ void spawner_forget(struct spawner *sp, pid_t pid)
     int status;
     if (spawner_take_end(sp, pid, &status))
         return;
-    if (sp->n_unwanted == sp->cap_unwanted) {
-        sp->cap_unwanted = sp->cap_unwanted ? 2 * sp->cap_unwanted : 16;
-        sp->unwanted = xreallocarray(sp->unwanted, sp->cap_unwanted, sizeof(*sp->unwanted));
-    }
+    ALLOC_GROW(sp->unwanted, sp->n_unwanted + 1, sp->cap_unwanted);
     sp->unwanted[sp->n_unwanted++] = pid;
 }
 

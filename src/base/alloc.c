@@ -36,6 +36,22 @@ void *xreallocarray(void *p, size_t n, size_t size)
     return p;
 }
 
+size_t alloc_grow_slow(int64_t n, int64_t cap)
+{
+    int64_t to;
+
+    if (n < 0 || n > ALLOC_GROW_MAX) {
+        fprintf(stderr, "gpuaas: an array of %" PRId64 " elements is too large\n", n);
+        abort();
+    }
+    to = cap < 8 ? 16 : cap * 2; /* cap < n <= ALLOC_GROW_MAX: no overflow */
+    if (to < n)
+        to = n;
+    if (to > ALLOC_GROW_MAX)
+        to = ALLOC_GROW_MAX;
+    return (size_t)to;
+}
+
 char *xstrdup(const char *s)
 {
     char *p = strdup(s);

@@ -9,6 +9,7 @@
 #define GPUAAS_ALLOC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Caller frees with free(). Abort on out-of-memory or n * size overflow. */
 void *xmalloc(size_t size);
@@ -17,6 +18,35 @@ void *xreallocarray(void *p, size_t n, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * ALLOC_GROW(arr, n, cap): the one way to grow a heap array (git's ALLOC_GROW). Makes arr,
+ * which has room for cap elements, hold at least n: when n > cap it reallocates arr to
+ * twice cap (16 at first) or to n if that is more, and sets cap. New elements are
+ * uninitialized; arr keeps its contents. n and cap may be of any integer type (cap is
+ * assigned, so an lvalue). Aborts, as on out-of-memory, when n is negative (a size_t count
+ * past INT64_MAX reads as negative) or more than ALLOC_GROW_MAX elements, so a capacity
+ * always fits an int32_t and n * size is checked once, here. Appending one element:
+ *     ALLOC_GROW(v, n_v + 1, cap_v);
+ *     v[n_v++] = x;
+ */
+#define ALLOC_GROW_MAX ((int64_t)INT32_MAX)
+#define ALLOC_GROW(arr, n, cap)                                                                    \
+    do {                                                                                           \
+        size_t alloc_grow_to_ = alloc_grow_nr((int64_t)(n), (int64_t)(cap));                       \
+        if (alloc_grow_to_ > 0) {                                                                  \
+            (arr) = xreallocarray((arr), alloc_grow_to_, sizeof(*(arr)));                          \
+            (cap) = alloc_grow_to_;                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* For ALLOC_GROW: the capacity to grow to, past cap, for n elements. Aborts on a bad n. */
+size_t alloc_grow_slow(int64_t n, int64_t cap);
+/* For ALLOC_GROW: 0 when cap already holds n elements, else the new capacity. */
+static inline size_t alloc_grow_nr(int64_t n, int64_t cap)
+{
+    return n >= 0 && n <= cap ? 0 : alloc_grow_slow(n, cap);
+}
 
 /*
  * An arena hands out memory that lives until arena_release(). Blocks are

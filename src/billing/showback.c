@@ -45,10 +45,7 @@ static struct billing_cost *entry(struct billing_cost **out, size_t *n, size_t *
         if ((*out)[i].id == id && strcmp((*out)[i].currency, currency) == 0)
             return &(*out)[i];
     }
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 16;
-        *out = xreallocarray(*out, *cap, sizeof(**out));
-    }
+    ALLOC_GROW(*out, *n + 1, *cap);
     (*out)[*n] = (struct billing_cost){.id = id, .efficiency_ppm = -1};
     snprintf((*out)[*n].currency, sizeof((*out)[*n].currency), "%s", currency);
     return &(*out)[(*n)++];

@@ -12,6 +12,8 @@
 struct cli_options cli_opts = {NULL, NULL, CLI_OUTPUT_TABLE, 0};
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void vmessage(const char *prefix, const char *fmt, va_list ap)
 {
     fputs(prefix, stderr);
     vfprintf(stderr, fmt, ap);
@@ -99,7 +101,7 @@ int cli_take_value_flag(const char *cmd, int argc, char **argv, int *i, const ch
 int cli_take_global_flag(const char *cmd, int argc, char **argv, int *i)
 {
     const char *arg = argv[*i];
-    const char *v;
+    const char *v = NULL; /* set whenever rc is 1 */
     int rc;
 
     if (strncmp(arg, "-o", 2) == 0 && arg[2] != '\0') {

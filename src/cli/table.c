@@ -8,7 +8,7 @@
 void table_init(struct table *t, size_t n_cols)
 {
     t->n_cols = n_cols;
-    t->n_rows = t->cap_rows = 0;
+    t->n_rows = t->cap_cells = 0;
     t->cells = NULL;
     t->max_width = 0;
     t->blank_empty = false;
@@ -76,10 +76,7 @@ void table_add_row(struct table *t, const char *const *cells)
 {
     char **row;
 
-    if (t->n_rows == t->cap_rows) {
-        t->cap_rows = t->cap_rows ? t->cap_rows * 2 : 16;
-        t->cells = xreallocarray(t->cells, t->cap_rows, t->n_cols * sizeof(char *));
-    }
+    ALLOC_GROW(t->cells, (t->n_rows + 1) * t->n_cols, t->cap_cells);
     row = t->cells + t->n_rows * t->n_cols;
     for (size_t c = 0; c < t->n_cols; c++)
         row[c] = safe_cell(cells[c], t->max_width, t->blank_empty && t->n_rows > 0);

@@ -16,7 +16,7 @@
 struct table {
     size_t n_cols;
     size_t n_rows; /* rows added, the header included */
-    size_t cap_rows;
+    size_t cap_cells;
     char **cells;     /* n_rows * n_cols, owned */
     size_t max_width; /* longer cells are cut to this many characters; 0 for no limit */
     bool blank_empty; /* empty cells print as nothing instead of "-" (header excepted) */

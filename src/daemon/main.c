@@ -163,54 +163,162 @@ static bool wait_for_stop(const sigset_t *sigs, struct store *store, int *ret_si
     }
 }
 
+/*
+ * Reads the configuration and sets up what every later step relies on: the log level, and
+ * SIGTERM and SIGINT blocked before any thread starts, so only wait_for_stop sees them.
+ * Returns -1 to go on, or the exit status when the daemon ends here (help, version, a usage
+ * error: 2).
+ */
+static int prepare(int argc, char **argv, struct config *cfg, sigset_t *sigs)
+{
+    struct error_info ei = {0};
+    enum log_level level;
+
+    if (config_load(argc, argv, cfg, &ei) < 0)
+        return fail("", &ei) + 1; /* usage error: 2 */
+    if (cfg->show_help) {
+        config_usage(stdout);
+        return 0;
+    }
+    if (cfg->show_version) {
+        printf("gpuaasd %s\n", GPUAAS_VERSION);
+        return 0;
+    }
+    if (log_parse_level(cfg->log_level, &level) < 0) {
+        fprintf(stderr, "gpuaasd: log-level must be debug, info, warn or error, not '%s'\n",
+                cfg->log_level);
+        return 2;
+    }
+    log_set_level(level);
+    sigemptyset(sigs);
+    sigaddset(sigs, SIGTERM);
+    sigaddset(sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return -1;
+}
+
+/* Opens the store; the shared claim keeps a recover-admin from writing beside this daemon. */
+static int open_store(const struct config *cfg, struct store **ret_store, struct error_info *ei)
+{
+    struct store_options sopt = {0};
+
+    sopt.n_conns = cfg->db_pool;
+    sopt.busy_timeout_ms = cfg->busy_timeout_ms;
+    sopt.sqlite_sync_full = cfg->sqlite_sync_full;
+    if (store_open(cfg->db, &sopt, ret_store, ei) < 0)
+        return -1;
+    return store_claim(*ret_store, false, ei);
+}
+
+/* The placement policy of --placement, or NULL for the default best-fit (config_load
+ * checked the name and the typical pods). The caller frees it with sched_policy_free. */
+static struct sched_policy *placement_policy(const struct config *cfg)
+{
+    struct sched_policy *policy = NULL;
+    struct fgd_workload typical;
+
+    if (!cfg->placement[0])
+        return NULL;
+    if (fgd_workload_parse(cfg->placement_pods[0] ? cfg->placement_pods : SCHED_POLICY_DEFAULT_PODS,
+                           &typical) == 0) {
+        policy = sched_policy_by_name(cfg->placement, 1, &typical);
+        fgd_workload_release(&typical);
+    }
+    return policy;
+}
+
+static int start_collector(const struct config *cfg, struct collector **ret_collector,
+                           struct error_info *ei)
+{
+    struct collector_options copt;
+
+    collector_options_init(&copt);
+    copt.nvml = cfg->nvml;
+    copt.nvidia_smi = cfg->nvidia_smi;
+    copt.dcgm_urls = cfg->dcgm_urls;
+    copt.interval_ms = (int64_t)cfg->collect_interval_s * 1000;
+    copt.window_ms = (int64_t)cfg->idle_window_s * 1000;
+    if (copt.window_ms < copt.interval_ms)
+        copt.window_ms = copt.interval_ms;
+    return collector_start(&copt, ret_collector, ei);
+}
+
+/* After the engine has adopted what runs; it only ever removes files of ended work. */
+static int start_retention(struct store *store, const struct config *cfg,
+                           struct retention **ret_retention, struct error_info *ei)
+{
+    struct retention_options ropt;
+
+    retention_options_init(&ropt);
+    ropt.log_dir = cfg->log_dir;
+    ropt.keep_days = cfg->log_retention_days;
+    return retention_start(store, &ropt, ret_retention, ei);
+}
+
+static int start_api(struct store *store, const struct config *cfg, struct engine *engine,
+                     struct collector *collector, struct api **ret_api, struct error_info *ei)
+{
+    struct api_options aopt;
+
+    api_options_init(&aopt);
+    aopt.bind_addr = cfg->listen_addr;
+    aopt.port = cfg->listen_port;
+    aopt.threads = cfg->threads;
+    aopt.max_body_bytes = (size_t)cfg->max_body_bytes;
+    aopt.max_min_runtime_s = cfg->max_min_runtime_s;
+    aopt.max_grace_s = cfg->max_grace_s;
+    aopt.max_connections = cfg->max_connections;
+    aopt.per_ip_connections = cfg->per_ip_connections;
+    aopt.conn_timeout_s = cfg->idle_timeout_s;
+    aopt.header_timeout_s = cfg->header_timeout_s;
+    aopt.engine = engine;
+    aopt.issuer = cfg->issuer;
+    aopt.collector = collector;
+    return api_start(store, &aopt, ret_api, ei);
+}
+
+static void log_ready(const struct config *cfg, struct api *api, struct store *store)
+{
+    char port[16], threads[16];
+
+    snprintf(port, sizeof(port), "%d", api_port(api));
+    snprintf(threads, sizeof(threads), "%d", cfg->threads);
+    log_info("ready", "addr", cfg->listen_addr, "port", port, "store",
+             store_engine(store) == STORE_SQLITE ? "sqlite" : "postgresql", "threads", threads,
+             "version", GPUAAS_VERSION, "placement",
+             cfg->placement[0] ? cfg->placement : "best-fit");
+}
+
+/*
+ * Starts the parts in order, each after those it uses, then serves until a stop signal or a
+ * lost store. Whatever fails jumps to the one teardown at the end, which stops every part in
+ * the reverse order (each stop accepts NULL, so a part never started is skipped).
+ */
 int main(int argc, char **argv)
 {
     struct error_info ei = {0};
     struct config cfg;
-    struct store_options sopt = {0};
-    struct api_options aopt;
     struct store *store = NULL;
     struct api *api = NULL;
     struct engine *engine = NULL;
     struct collector *collector = NULL;
-    struct collector_options copt;
     struct engine_options eopt;
     struct sched_policy *policy = NULL;
     struct spawner *spawner = NULL;
     struct retention *retention = NULL;
-    struct retention_options ropt;
     struct inv_declared_gpu *local_gpus = NULL;
-    enum log_level level;
+    const char *failed = NULL; /* what could not start, for the message; NULL when all did */
     sigset_t sigs;
-    char port[16], threads[16], program[PATH_MAX];
+    char program[PATH_MAX];
     int sig = 0, rc;
-    bool lost;
+    bool lost = false;
 
     if (argc > 1 && strcmp(argv[1], "recover-admin") == 0)
         return cmd_recover_admin(argc - 1, argv + 1);
-    if (config_load(argc, argv, &cfg, &ei) < 0)
-        return fail("", &ei) + 1; /* usage error: 2 */
-    if (cfg.show_help) {
-        config_usage(stdout);
-        return 0;
-    }
-    if (cfg.show_version) {
-        printf("gpuaasd %s\n", GPUAAS_VERSION);
-        return 0;
-    }
-    if (log_parse_level(cfg.log_level, &level) < 0) {
-        fprintf(stderr, "gpuaasd: log-level must be debug, info, warn or error, not '%s'\n",
-                cfg.log_level);
-        return 2;
-    }
-    log_set_level(level);
-
-    /* Block the stop signals before any thread starts, so only sigwait below sees them. */
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    rc = prepare(argc, argv, &cfg, &sigs);
+    if (rc >= 0)
+        return rc;
     /*
      * The local backend's process spawner, started now, before the daemon
      * has threads. Without it, a local cluster forks its own at its first
@@ -222,49 +330,22 @@ int main(int argc, char **argv)
     }
     fit_open_files(&cfg); /* after the spawner: work keeps the limits it would have had */
 
-    sopt.n_conns = cfg.db_pool;
-    sopt.busy_timeout_ms = cfg.busy_timeout_ms;
-    sopt.sqlite_sync_full = cfg.sqlite_sync_full;
-    /* The shared claim keeps a recover-admin from writing beside this daemon. */
-    if (store_open(cfg.db, &sopt, &store, &ei) < 0 || store_claim(store, false, &ei) < 0) {
-        store_close(store);
-        spawner_stop(spawner);
-        return fail("", &ei);
+    if (open_store(&cfg, &store, &ei) < 0) {
+        failed = "";
+        goto out;
     }
     if (bootstrap(store, &cfg, &ei) < 0) {
-        store_close(store);
-        spawner_stop(spawner);
-        return fail("could not create the first admin", &ei);
+        failed = "could not create the first admin";
+        goto out;
     }
     if (import_sim_fleet(store, &cfg, &ei) < 0) {
-        store_close(store);
-        spawner_stop(spawner);
-        return fail("could not import the simulated fleet", &ei);
+        failed = "could not import the simulated fleet";
+        goto out;
     }
-    /* config_load checked the name and the typical pods. */
-    if (cfg.placement[0]) {
-        struct fgd_workload typical;
-        if (fgd_workload_parse(cfg.placement_pods[0] ? cfg.placement_pods
-                                                     : SCHED_POLICY_DEFAULT_PODS,
-                               &typical) == 0) {
-            policy = sched_policy_by_name(cfg.placement, 1, &typical);
-            fgd_workload_release(&typical);
-        }
-    }
-    collector_options_init(&copt);
-    copt.nvml = cfg.nvml;
-    copt.nvidia_smi = cfg.nvidia_smi;
-    copt.dcgm_urls = cfg.dcgm_urls;
-    copt.interval_ms = (int64_t)cfg.collect_interval_s * 1000;
-    copt.window_ms = (int64_t)cfg.idle_window_s * 1000;
-    if (copt.window_ms < copt.interval_ms)
-        copt.window_ms = copt.interval_ms;
-    if (collector_start(&copt, &collector, &ei) < 0) {
-        store_close(store);
-        sched_policy_free(policy);
-        free(local_gpus);
-        spawner_stop(spawner);
-        return fail("could not start the GPU telemetry", &ei);
+    policy = placement_policy(&cfg);
+    if (start_collector(&cfg, &collector, &ei) < 0) {
+        failed = "could not start the GPU telemetry";
+        goto out;
     }
 
     engine_options_init(&eopt);
@@ -292,71 +373,35 @@ int main(int argc, char **argv)
     eopt.backends.slurm.poll_ms = cfg.slurm_poll_ms;
     eopt.backends.slurm.queue_ahead = cfg.slurm_queue_ahead;
     if (engine_start(store, &eopt, &engine, &ei) < 0) {
-        collector_stop(collector);
-        store_close(store);
-        sched_policy_free(policy);
-        free(local_gpus);
-        spawner_stop(spawner);
-        return fail("could not start the scheduler", &ei);
+        failed = "could not start the scheduler";
+        goto out;
     }
-
-    /* After the engine has adopted what runs; it only ever removes files of ended work. */
-    retention_options_init(&ropt);
-    ropt.log_dir = cfg.log_dir;
-    ropt.keep_days = cfg.log_retention_days;
-    if (retention_start(store, &ropt, &retention, &ei) < 0) {
-        engine_stop(engine);
-        collector_stop(collector);
-        store_close(store);
-        sched_policy_free(policy);
-        free(local_gpus);
-        spawner_stop(spawner);
-        return fail("could not start the log retention", &ei);
+    if (start_retention(store, &cfg, &retention, &ei) < 0) {
+        failed = "could not start the log retention";
+        goto out;
     }
-
-    api_options_init(&aopt);
-    aopt.bind_addr = cfg.listen_addr;
-    aopt.port = cfg.listen_port;
-    aopt.threads = cfg.threads;
-    aopt.max_body_bytes = (size_t)cfg.max_body_bytes;
-    aopt.max_min_runtime_s = cfg.max_min_runtime_s;
-    aopt.max_grace_s = cfg.max_grace_s;
-    aopt.max_connections = cfg.max_connections;
-    aopt.per_ip_connections = cfg.per_ip_connections;
-    aopt.conn_timeout_s = cfg.idle_timeout_s;
-    aopt.header_timeout_s = cfg.header_timeout_s;
-    aopt.engine = engine;
-    aopt.issuer = cfg.issuer;
-    aopt.collector = collector;
-    if (api_start(store, &aopt, &api, &ei) < 0) {
-        retention_stop(retention);
-        engine_stop(engine); /* before the collector: it asks the collector */
-        collector_stop(collector);
-        store_close(store);
-        sched_policy_free(policy);
-        free(local_gpus);
-        spawner_stop(spawner);
-        return fail("", &ei);
+    if (start_api(store, &cfg, engine, collector, &api, &ei) < 0) {
+        failed = "";
+        goto out;
     }
-    snprintf(port, sizeof(port), "%d", api_port(api));
-    snprintf(threads, sizeof(threads), "%d", cfg.threads);
-    log_info("ready", "addr", cfg.listen_addr, "port", port, "store",
-             store_engine(store) == STORE_SQLITE ? "sqlite" : "postgresql", "threads", threads,
-             "version", GPUAAS_VERSION, "placement", cfg.placement[0] ? cfg.placement : "best-fit");
+    log_ready(&cfg, api, store);
 
     lost = wait_for_stop(&sigs, store, &sig, &ei);
     if (lost)
         log_error("stopping: the store can no longer take changes", "error", ei.message);
     else
         log_info("stopping", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+out:
     api_stop(api);
     retention_stop(retention);
     engine_stop(engine); /* before the collector: it asks the collector */
-    spawner_stop(spawner); /* the work it started goes on; a restart adopts it */
-    collector_stop(collector);
-    store_close(store);
-    sched_policy_free(policy);
     free(local_gpus);
+    collector_stop(collector);
+    sched_policy_free(policy);
+    store_close(store);
+    spawner_stop(spawner); /* the work it started goes on; a restart adopts it */
+    if (failed)
+        return fail(failed, &ei);
     log_info("stopped");
     return lost ? 1 : 0;
 }

@@ -271,10 +271,7 @@ void inv_table_release(struct inv_table *t)
 
 void inv_table_add(struct inv_table *t, const struct inv_item *item)
 {
-    if (t->n == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 16;
-        t->items = xreallocarray(t->items, t->cap, sizeof(*t->items));
-    }
+    ALLOC_GROW(t->items, t->n + 1, t->cap);
     for (int c = 0; c < INV_N_COLS; c++)
         t->items[t->n].f[c] = xstrdup(item->f[c] ? item->f[c] : "");
     t->n++;

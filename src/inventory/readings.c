@@ -140,10 +140,7 @@ int inv_readings_get(struct inv_readings *rs, const char *uuid, int32_t mig_inst
     }
     if (rs->n >= rs->max)
         return ERR_TOO_LARGE;
-    if (rs->n == rs->cap) {
-        rs->cap = rs->cap ? rs->cap * 2 : 16;
-        rs->v = xreallocarray(rs->v, rs->cap, sizeof(*rs->v));
-    }
+    ALLOC_GROW(rs->v, rs->n + 1, rs->cap);
     r = &rs->v[rs->n];
     inv_reading_clear(r);
     memcpy(r->uuid, uuid, n + 1);

@@ -3,7 +3,7 @@
  * decide.c: the retention's pure part: which directory entries are the
  * per-workload files of log-dir, and which of them have been kept long
  * enough. No clock and no I/O, so the rule is tested with plain data
- * (tests/unit/test_retention_decide.c).
+ * (tests/retention/test_retention_decide.c).
  */
 #include "base/common.h"
 

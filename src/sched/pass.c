@@ -22,12 +22,6 @@
 
 /* ---- decisions ---- */
 
-#define PUSH(d, arr, n, cap)                                                                   \
-    ((n) == (cap) ? ((cap) = (cap) ? (cap) * 2 : 64,                                           \
-                     (d)->arr = xreallocarray((d)->arr, (cap), sizeof(*(d)->arr)), 0)          \
-                  : 0,                                                                         \
-     &(d)->arr[(n)++])
-
 static int64_t need_of(const struct workload *wl)
 {
     return (int64_t)wl->spec.replicas * wl->spec.gpu_milli;
@@ -624,7 +618,8 @@ static void record_preemption(struct sched *s, int32_t w, const struct ivec *vic
     int64_t grace = 0, freed = 0;
     int32_t projects[64], n_projects = 0;
 
-    pe = PUSH(d, preemptions, d->n_preemptions, d->cap_preemptions);
+    ALLOC_GROW(d->preemptions, d->n_preemptions + 1, d->cap_preemptions);
+    pe = &d->preemptions[d->n_preemptions++];
     memset(pe, 0, sizeof(*pe));
     pe->preemptor_id = wl->spec.id;
     pe->rule = SCHED_RULE_RECLAIM;
@@ -634,9 +629,11 @@ static void record_preemption(struct sched *s, int32_t w, const struct ivec *vic
     projects[n_projects++] = wl->project;
     for (int32_t i = 0; i < victims->n; i++) {
         struct workload *v = &s->wls[victims->v[i]];
-        struct sched_victim *sv = PUSH(d, victims, d->n_victims, d->cap_victims);
+        struct sched_victim *sv;
         int64_t g = v->spec.grace_ms >= 0 ? v->spec.grace_ms : s->cfg.default_grace_ms;
         bool seen = false;
+        ALLOC_GROW(d->victims, d->n_victims + 1, d->cap_victims);
+        sv = &d->victims[d->n_victims++];
         sv->workload_id = v->spec.id;
         sv->project_id = v->spec.project_id;
         sv->gpu_milli = need_of(v);
@@ -652,8 +649,10 @@ static void record_preemption(struct sched *s, int32_t w, const struct ivec *vic
     pe->gpu_milli_reclaimed = freed;
     pe->first_quota = d->n_quotas;
     for (int32_t k = 0; k < n_projects; k++) {
-        struct sched_quota_snapshot *qs = PUSH(d, quotas, d->n_quotas, d->cap_quotas);
+        struct sched_quota_snapshot *qs;
         struct quota *q = sched__quota(&s->projects[projects[k]], wl->cls, false);
+        ALLOC_GROW(d->quotas, d->n_quotas + 1, d->cap_quotas);
+        qs = &d->quotas[d->n_quotas++];
         qs->project_id = s->projects[projects[k]].id;
         qs->class_id = wl->spec.class_id;
         qs->used = q ? q->p1 + q->p2 : 0;
@@ -920,15 +919,17 @@ static void admit(struct sched *s, int32_t w, int64_t now, struct sched_decision
     wl->reason = (struct sched_reason){0};
     sched__charge(s, w, +1);
     sched__unreserve(s, w);
-    ad = PUSH(d, admits, d->n_admits, d->cap_admits);
+    ALLOC_GROW(d->admits, d->n_admits + 1, d->cap_admits);
+    ad = &d->admits[d->n_admits++];
     ad->workload_id = wl->spec.id;
     ad->first_assign = d->n_assigns;
     ad->n_assigns = (size_t)wl->n_assigns;
     ad->borrowed = wl->cls != NONE &&
                    (held_of(s, wl->project, wl->cls) > guaranteed_of(s, wl->project, wl->cls) ||
                     on_pool_owned(s, w, false));
+    ALLOC_GROW(d->assigns, d->n_assigns + (size_t)wl->n_assigns, d->cap_assigns);
     for (int32_t i = 0; i < wl->n_assigns; i++)
-        *PUSH(d, assigns, d->n_assigns, d->cap_assigns) = wl->assigns[i];
+        d->assigns[d->n_assigns++] = wl->assigns[i];
 }
 
 static void wait_for(struct workload *wl, enum sched_reason_code code, int64_t used, int64_t cap)

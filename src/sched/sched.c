@@ -93,10 +93,7 @@ void idmap_del(struct idmap *m, int64_t key)
 
 void ivec_push(struct ivec *a, int32_t x)
 {
-    if (a->n == a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 4;
-        a->v = xreallocarray(a->v, (size_t)a->cap, sizeof(int32_t));
-    }
+    ALLOC_GROW(a->v, a->n + 1, a->cap);
     a->v[a->n++] = x;
 }
 
@@ -116,13 +113,6 @@ void ivec_release(struct ivec *a)
     free(a->v);
     memset(a, 0, sizeof(*a));
 }
-
-/* Appends one zeroed element to a growable array of structs and returns its index. */
-#define GROW(arr, n, cap)                                                                      \
-    ((n) == (cap) ? ((cap) = (cap) ? (cap) * 2 : 16,                                           \
-                     (arr) = xreallocarray((arr), (size_t)(cap), sizeof(*(arr))), 0)           \
-                  : 0,                                                                         \
-     memset(&(arr)[(n)], 0, sizeof(*(arr))), (n)++)
 
 /* ---- lifecycle ---- */
 
@@ -234,7 +224,9 @@ int sched_add_class(struct sched *s, int64_t class_id)
         return SCHED_EINVAL;
     if (idmap_get(&s->class_ids, class_id) != NONE)
         return SCHED_EEXIST;
-    c = GROW(s->classes, s->n_classes, s->cap_classes);
+    ALLOC_GROW(s->classes, s->n_classes + 1, s->cap_classes);
+    c = s->n_classes++;
+    memset(&s->classes[c], 0, sizeof(s->classes[c]));
     s->classes[c].id = class_id;
     s->classes[c].hol_reserver = NONE;
     grow_bins(&s->classes[c], s->n_pools + 1);
@@ -251,7 +243,9 @@ int sched_add_node(struct sched *s, const struct sched_node_spec *spec)
         return SCHED_EINVAL;
     if (idmap_get(&s->node_ids, spec->id) != NONE)
         return SCHED_EEXIST;
-    n = GROW(s->nodes, s->n_nodes, s->cap_nodes);
+    ALLOC_GROW(s->nodes, s->n_nodes + 1, s->cap_nodes);
+    n = s->n_nodes++;
+    memset(&s->nodes[n], 0, sizeof(s->nodes[n]));
     nd = &s->nodes[n];
     nd->id = spec->id;
     nd->cluster_id = spec->cluster_id;
@@ -275,7 +269,9 @@ static int32_t node_slot(struct sched *s, int32_t n, int32_t c, int32_t pool)
         if (s->slots[nd->slots.v[i]].cls == c && s->slots[nd->slots.v[i]].pool == pool)
             return nd->slots.v[i];
     }
-    sl = GROW(s->slots, s->n_slots, s->cap_slots);
+    ALLOC_GROW(s->slots, s->n_slots + 1, s->cap_slots);
+    sl = s->n_slots++;
+    memset(&s->slots[sl], 0, sizeof(s->slots[sl]));
     s->slots[sl].node = n;
     s->slots[sl].cls = c;
     s->slots[sl].pool = pool;
@@ -300,7 +296,8 @@ int sched_add_gpu(struct sched *s, int64_t node_id, int64_t gpu_id, int64_t clas
     sl = node_slot(s, n, c, p);
     if (s->slots[sl].gpus.n >= SCHED_MAX_GPUS_PER_NODE)
         return SCHED_EINVAL;
-    g = GROW(s->gpus, s->n_gpus, s->cap_gpus);
+    ALLOC_GROW(s->gpus, s->n_gpus + 1, s->cap_gpus);
+    g = s->n_gpus++;
     s->gpus[g] = (struct gpu){.id = gpu_id, .node = n, .slot = sl, .pool = p, .free = WHOLE,
                               .sbucket = NONE, .sprev = NONE, .snext = NONE};
     idmap_put(&s->gpu_ids, gpu_id, g);
@@ -368,7 +365,9 @@ static int32_t org_index(struct sched *s, int64_t org_id)
 {
     int32_t o = idmap_get(&s->org_ids, org_id);
     if (o == NONE) {
-        o = GROW(s->orgs, s->n_orgs, s->cap_orgs);
+        ALLOC_GROW(s->orgs, s->n_orgs + 1, s->cap_orgs);
+        o = s->n_orgs++;
+        memset(&s->orgs[o], 0, sizeof(s->orgs[o]));
         s->orgs[o].id = org_id;
         idmap_put(&s->org_ids, org_id, o);
     }
@@ -381,7 +380,9 @@ int sched_set_project(struct sched *s, int64_t project_id, int64_t org_id, int w
     if (project_id <= 0 || org_id <= 0 || weight < 1)
         return SCHED_EINVAL;
     if (p == NONE) {
-        p = GROW(s->projects, s->n_projects, s->cap_projects);
+        ALLOC_GROW(s->projects, s->n_projects + 1, s->cap_projects);
+        p = s->n_projects++;
+        memset(&s->projects[p], 0, sizeof(s->projects[p]));
         s->projects[p].id = project_id;
         idmap_put(&s->project_ids, project_id, p);
     } else if (s->projects[p].org_id != org_id && s->projects[p].queue.n > 0) {
@@ -401,7 +402,9 @@ int sched_set_pool(struct sched *s, const struct sched_pool_spec *spec)
     if (spec->id <= 0 || (spec->owner_project_id == 0) == (spec->owner_org_id == 0))
         return SCHED_EINVAL;
     if (p == NONE) {
-        p = GROW(s->pools, s->n_pools, s->cap_pools);
+        ALLOC_GROW(s->pools, s->n_pools + 1, s->cap_pools);
+        p = s->n_pools++;
+        memset(&s->pools[p], 0, sizeof(s->pools[p]));
         idmap_put(&s->pool_ids, spec->id, p);
         for (int32_t c = 0; c < s->n_classes; c++)
             grow_bins(&s->classes[c], s->n_pools + 1);
@@ -462,7 +465,9 @@ struct quota *sched__quota(struct project *p, int32_t cls, bool create)
     }
     if (!create)
         return NULL;
-    GROW(p->quotas, p->n_quotas, p->cap_quotas);
+    ALLOC_GROW(p->quotas, p->n_quotas + 1, p->cap_quotas);
+    memset(&p->quotas[p->n_quotas], 0, sizeof(p->quotas[p->n_quotas]));
+    p->n_quotas++;
     p->quotas[p->n_quotas - 1].cls = cls;
     p->quotas[p->n_quotas - 1].guaranteed = 0;
     p->quotas[p->n_quotas - 1].limit = -1;
@@ -533,7 +538,9 @@ struct org_cap *sched__org_cap(struct sched *s, int32_t org, int32_t cls, bool c
     }
     if (!create)
         return NULL;
-    GROW(o->caps, o->n_caps, o->cap_caps);
+    ALLOC_GROW(o->caps, o->n_caps + 1, o->cap_caps);
+    memset(&o->caps[o->n_caps], 0, sizeof(o->caps[o->n_caps]));
+    o->n_caps++;
     o->caps[o->n_caps - 1].cls = cls;
     o->caps[o->n_caps - 1].limit = -1;
     return &o->caps[o->n_caps - 1];
@@ -603,7 +610,8 @@ void sched__wake_at(struct sched *s, int64_t when_ms, int32_t project)
     if (p->wake_at != 0 && p->wake_at <= when_ms)
         return;
     p->wake_at = when_ms;
-    i = GROW(s->timers, s->n_timers, s->cap_timers);
+    ALLOC_GROW(s->timers, s->n_timers + 1, s->cap_timers);
+    i = s->n_timers++;
     s->timers[i] = (struct timer){when_ms, project};
     while (i > 0 && timer_before(&s->timers[i], &s->timers[(i - 1) / 2])) {
         struct timer t = s->timers[i];
@@ -772,7 +780,9 @@ static int32_t workload_new(struct sched *s, const struct sched_workload_spec *s
         w = s->free_wls.v[--s->free_wls.n];
         memset(&s->wls[w], 0, sizeof(s->wls[w]));
     } else {
-        w = GROW(s->wls, s->n_wls, s->cap_wls);
+        ALLOC_GROW(s->wls, s->n_wls + 1, s->cap_wls);
+        w = s->n_wls++;
+        memset(&s->wls[w], 0, sizeof(s->wls[w]));
     }
     s->wls[w].spec = *spec;
     /* Clamped so that start + minimum runtime and decision + grace never overflow. */

@@ -365,10 +365,7 @@ void **store__stmt_slot(struct store__stmt_cache *sc, const struct resource_def 
         if (sc->e[i].def == def)
             return &sc->e[i].h[k];
     }
-    if (sc->n == sc->cap) {
-        sc->cap = sc->cap ? 2 * sc->cap : 16;
-        sc->e = xreallocarray(sc->e, sc->cap, sizeof(*sc->e));
-    }
+    ALLOC_GROW(sc->e, sc->n + 1, sc->cap);
     e = &sc->e[sc->n++];
     memset(e, 0, sizeof(*e));
     e->def = def;

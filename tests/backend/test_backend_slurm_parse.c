@@ -418,8 +418,8 @@ static void test_parse_job_devices_malformed(void **state)
         "Nodes=node1 GRES=gpu:1(IDX:1024)",      /* above the highest index */
         "Nodes=node1 GRES=gpu:65(IDX:0-64)",     /* too many on one node */
         "Nodes=node1 GRES=gpu:1(IDX:99999999999999999999)",
-        "Nodes=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa GRES=gpu:1(IDX:0)", /* name too long */
+        ("Nodes=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa GRES=gpu:1(IDX:0)"), /* name too long */
     };
     (void)state;
 

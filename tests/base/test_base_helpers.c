@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests of src/base: bounded buffers, arenas, parsing, time, the error table. */
+/*
+ * Unit tests of src/base: bounded buffers, arenas, the array-growth helper, parsing, time, the
+ * error table.
+ */
 #include "base/common.h"
 
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "base/alloc.h"
@@ -70,6 +75,60 @@ static void test_arena_alignment_and_big_blocks(void **state)
     assert_string_equal(arena_strndup(&a, "abcdef", 3), "abc");
     arena_release(&a);
     assert_null(a.head);
+}
+
+/* ALLOC_GROW doubles (16 at first), jumps straight to a larger need, keeps the contents. */
+static void test_alloc_grow(void **state)
+{
+    int64_t *v = NULL;
+    int32_t cap = 0; /* a narrower capacity type than size_t, as the scheduler's */
+    size_t n = 0, big_cap = 0;
+    char *big = NULL;
+    (void)state;
+
+    ALLOC_GROW(v, 0, cap); /* nothing needed: nothing allocated */
+    assert_null(v);
+    assert_int_equal(cap, 0);
+    for (int64_t i = 0; i < 100; i++) {
+        ALLOC_GROW(v, n + 1, cap);
+        v[n++] = i * 3;
+    }
+    assert_int_equal(cap, 128); /* 16, 32, 64, 128 */
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(v[i], (int64_t)i * 3);
+    ALLOC_GROW(v, 1000, cap); /* more than twice: exactly what is asked */
+    assert_int_equal(cap, 1000);
+    ALLOC_GROW(v, 1000, cap); /* enough already: unchanged */
+    assert_int_equal(cap, 1000);
+    assert_int_equal(v[99], 99 * 3);
+    free(v);
+
+    ALLOC_GROW(big, 3, big_cap);
+    assert_int_equal(big_cap, 16);
+    free(big);
+}
+
+/* A count past ALLOC_GROW_MAX or below zero aborts, as out-of-memory does: never a short array. */
+static void test_alloc_grow_refuses_bad_counts(void **state)
+{
+    const int64_t bad[] = {-1, ALLOC_GROW_MAX + 1, INT64_MAX};
+    (void)state;
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        int status = 0;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            char *p = NULL;
+            size_t cap = 0;
+            if (!freopen("/dev/null", "w", stderr))
+                _exit(3);
+            ALLOC_GROW(p, bad[i], cap);
+            _exit(0); /* not reached */
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status));
+        assert_int_equal(WTERMSIG(status), SIGABRT);
+    }
 }
 
 static void test_parse_int64(void **state)
@@ -153,6 +212,8 @@ int main(void)
         cmocka_unit_test(test_buf_respects_its_maximum),
         cmocka_unit_test(test_buf_detach_hands_over_ownership),
         cmocka_unit_test(test_arena_alignment_and_big_blocks),
+        cmocka_unit_test(test_alloc_grow),
+        cmocka_unit_test(test_alloc_grow_refuses_bad_counts),
         cmocka_unit_test(test_parse_int64),
         cmocka_unit_test(test_parse_duration),
         cmocka_unit_test(test_rfc3339_round_trip_and_offsets),

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * test_api_lists.c: what the API reads from the store in one go is read to the end, never
+ * cut at the store's largest page (10,000 rows): a user's role bindings (whoami, and the
+ * roles a request is checked against) and the allocations behind a workload's GPU history.
+ * The rows past the first page are written straight into the store, one transaction each.
+ */
+#include "base/common.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "store/store.h"
+#include "support/testsrv.h"
+
+#define PAGE 10000 /* the largest page store_list returns */
+
+struct fixture {
+    struct testsrv *srv;
+    const char *admin;
+    int64_t org, flavor, cluster, node, gpu_class;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = xcalloc(1, sizeof(*f));
+    struct testsrv *s = f->srv = testsrv_start();
+
+    f->admin = s->admin_token;
+    f->org = testsrv_create(s, f->admin, "organizations", "{\"name\":\"many\"}");
+    f->flavor = testsrv_create(s, f->admin, "flavors", "{\"name\":\"gpu.one\"}");
+    f->cluster = testsrv_create(s, f->admin, "clusters", "{\"name\":\"c\",\"backend\":\"sim\"}");
+    f->node = testsrv_create(s, f->admin, "nodes", "{\"cluster_id\":%" PRId64 ",\"name\":\"n\"}",
+                             f->cluster);
+    f->gpu_class = testsrv_create(s, f->admin, "gpu-classes", "{\"name\":\"h100\"}");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    testsrv_stop(f->srv);
+    free(f);
+    return 0;
+}
+
+/* n projects of the organization and a viewer binding of user on each, in one transaction. */
+static void bind_on_new_projects(struct fixture *f, int64_t user, int n, const char *prefix)
+{
+    struct store_conn *c = store_conn_get(f->srv->store);
+    const struct resource_def *pd = &model_projects, *bd = &model_role_bindings;
+    struct error_info ei = {0};
+    struct arena a;
+
+    arena_init(&a);
+    assert_int_equal(store_begin(c, &ei), 0);
+    for (int i = 0; i < n; i++) {
+        struct row p = model_row_new(pd, &a), b = model_row_new(bd, &a);
+        int64_t project, id;
+        char name[32];
+        snprintf(name, sizeof(name), "%s%d", prefix, i);
+        model_set_int(&p, model_field_index(pd, "org_id"), f->org);
+        model_set_str(&p, &a, model_field_index(pd, "name"), name);
+        model_set_str(&p, &a, model_field_index(pd, "display_name"), "");
+        model_set_str(&p, &a, model_field_index(pd, "description"), "");
+        model_set_int(&p, model_field_index(pd, "weight"), 1);
+        model_set_int(&p, model_field_index(pd, "created_at"), time(NULL));
+        model_set_int(&p, model_field_index(pd, "updated_at"), time(NULL));
+        if (store_insert(c, pd, &p, &project, &ei) < 0)
+            fail_msg("project: %s", ei.message);
+        model_set_int(&b, model_field_index(bd, "user_id"), user);
+        model_set_str(&b, &a, model_field_index(bd, "role"), "viewer");
+        model_set_null(&b, model_field_index(bd, "org_id"));
+        model_set_int(&b, model_field_index(bd, "project_id"), project);
+        model_set_int(&b, model_field_index(bd, "created_at"), time(NULL));
+        if (store_insert(c, bd, &b, &id, &ei) < 0)
+            fail_msg("role binding: %s", ei.message);
+        if (i % 1000 == 999) /* keep the arena small */
+            arena_release(&a);
+    }
+    assert_int_equal(store_commit(c, &ei), 0);
+    store_conn_put(c);
+    arena_release(&a);
+}
+
+/*
+ * A user with more role bindings than one page: whoami lists every one, and the last one
+ * (the highest id, past the first page) still grants its role.
+ */
+static void test_every_role_binding_counts(void **state)
+{
+    struct fixture *f = *state;
+    struct testsrv *s = f->srv;
+    int64_t user = testsrv_create(s, f->admin, "users", "{\"name\":\"many-roles\"}");
+    int64_t last = testsrv_create(s, f->admin, "projects",
+                                  "{\"org_id\":%" PRId64 ",\"name\":\"the-last\"}", f->org);
+    char *token, path[64];
+    json_t *who = NULL;
+    long status = 0;
+
+    bind_on_new_projects(f, user, PAGE, "p");
+    testsrv_create(s, f->admin, "role-bindings",
+                   "{\"user_id\":%" PRId64 ",\"role\":\"viewer\",\"project_id\":%" PRId64 "}", user,
+                   last);
+    token = testsrv_token_for(s, user, NULL);
+
+    assert_int_equal(testsrv_req(s, "GET", "/v1/whoami", token, NULL, &status, &who), 0);
+    assert_int_equal(status, 200);
+    assert_int_equal(json_array_size(json_object_get(who, "bindings")), PAGE + 1);
+    json_decref(who);
+
+    snprintf(path, sizeof(path), "/v1/projects/%" PRId64, last);
+    testsrv_expect(s, "GET", path, token, NULL, 200);
+    free(token);
+}
+
+/*
+ * A workload with more allocations than one page: its history covers the GPU of the last
+ * one too.
+ */
+static void test_history_reads_every_allocation(void **state)
+{
+    struct fixture *f = *state;
+    struct testsrv *s = f->srv;
+    const struct resource_def *d = &model_allocations;
+    int64_t project = testsrv_create(s, f->admin, "projects",
+                                     "{\"org_id\":%" PRId64 ",\"name\":\"long-runner\"}", f->org);
+    int64_t workload = testsrv_create(s, f->admin, "workloads",
+                                      "{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64 "}",
+                                      project, f->flavor);
+    int64_t gpus[2], now_ms = (int64_t)time(NULL) * 1000;
+    struct store_conn *c;
+    struct error_info ei = {0};
+    struct arena a;
+    char path[160];
+    json_t *h = NULL;
+    long status = 0;
+
+    for (int i = 0; i < 2; i++)
+        gpus[i] = testsrv_create(s, f->admin, "gpus",
+                                 "{\"node_id\":%" PRId64 ",\"index\":%d,\"gpu_class_id\":%" PRId64
+                                 ",\"uuid\":\"GPU-history-%d\"}",
+                                 f->node, i, f->gpu_class, i);
+    /* PAGE short runs on the first GPU, then one on the second */
+    c = store_conn_get(s->store);
+    arena_init(&a);
+    assert_int_equal(store_begin(c, &ei), 0);
+    for (int i = 0; i <= PAGE; i++) {
+        struct row al = model_row_new(d, &a);
+        int64_t id, start = now_ms - 600000 + i * 10;
+        model_set_int(&al, model_field_index(d, "workload_id"), workload);
+        model_set_int(&al, model_field_index(d, "project_id"), project);
+        model_set_int(&al, model_field_index(d, "replica"), 0);
+        model_set_int(&al, model_field_index(d, "node_id"), f->node);
+        model_set_int(&al, model_field_index(d, "gpu_id"), gpus[i == PAGE]);
+        model_set_int(&al, model_field_index(d, "gpu_class_id"), f->gpu_class);
+        model_set_int(&al, model_field_index(d, "milli"), 1000);
+        model_set_str(&al, &a, model_field_index(d, "priority_class"), "owned");
+        model_set_int(&al, model_field_index(d, "borrowed"), 0);
+        model_set_int(&al, model_field_index(d, "started_ms"), start);
+        model_set_int(&al, model_field_index(d, "ended_ms"), start + 5);
+        model_set_str(&al, &a, model_field_index(d, "end_reason"), "succeeded");
+        if (store_insert(c, d, &al, &id, &ei) < 0)
+            fail_msg("allocation: %s", ei.message);
+        if (i % 1000 == 999)
+            arena_release(&a);
+    }
+    assert_int_equal(store_commit(c, &ei), 0);
+    store_conn_put(c);
+    arena_release(&a);
+
+    snprintf(path, sizeof(path), "/v1/inventory/history?workload=%" PRId64, workload);
+    assert_int_equal(testsrv_req(s, "GET", path, f->admin, NULL, &status, &h), 0);
+    assert_int_equal(status, 200);
+    assert_int_equal(json_integer_value(json_object_get(h, "gpus")), 2);
+    json_decref(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_role_binding_counts),
+        cmocka_unit_test(test_history_reads_every_allocation),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
