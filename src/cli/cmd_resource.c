@@ -17,6 +17,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/names.h"
 #include "cli/render.h"
 #include "cli/resolve.h"
 
@@ -287,7 +288,8 @@ static void print_verb_help(const struct invocation *inv)
         break;
     }
     printf("\nFlags that name another object take its id or its name; '' or null clears\n"
-           "a field that may be null. Global flags: --server URL, --token TOKEN, -o table|json.\n");
+           "a field that may be null. Global flags: --server URL, --token TOKEN, -o "
+           "table|wide|json.\n");
 }
 
 /* ---- pass 1: the words ---- */
@@ -637,7 +639,12 @@ static int do_list(struct invocation *inv, struct client *c)
             render_json(page, &out);
         }
     } else if (json_array_size(all) > 0) {
-        render_list(inv->def, all, &out);
+        struct names names;
+        struct render_names rn;
+        names_init(&names, c);
+        rn = names_for_render(&names);
+        render_list_named(inv->def, all, &rn, &out);
+        names_release(&names);
     }
     rc = render_flush(&out);
     buf_release(&out);

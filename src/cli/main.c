@@ -50,8 +50,9 @@ static int cmd_version(int argc, char **argv)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gpuaas [--server URL] [--token TOKEN] [-o table|json] <command> [<args>]\n"
-               "\nCommands:\n");
+    fprintf(f,
+            "usage: gpuaas [--server URL] [--token TOKEN] [-o table|wide|json] <command> [<args>]\n"
+            "\nCommands:\n");
     for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
         fprintf(f, "  %-24s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nResources: gpuaas <resource> list|show|create|update|delete [<args>]\n");
@@ -70,7 +71,7 @@ static void usage(FILE *f)
             "\nGlobal flags:\n"
             "  --server URL             gpuaasd's address (also GPUAAS_SERVER, or saved by login)\n"
             "  --token TOKEN            API token (also GPUAAS_TOKEN, or saved by login)\n"
-            "  -o, --output FORMAT      table (the default) or json\n"
+            "  -o, --output FORMAT      table (the default), wide (a table, nothing cut) or json\n"
             "  -h, --help               this help (a command's: gpuaas <command> --help)\n"
             "  --version                the client's version\n"
             "\nExit status: 0 success, 1 error, 2 usage error.\n");

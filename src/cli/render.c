@@ -11,7 +11,7 @@
 #include "cli/render.h"
 #include "cli/table.h"
 
-#define LIST_CELL_MAX 48   /* characters; longer cells are cut with "..." */
+#define LIST_CELL_MAX 48   /* characters; longer cells are cut at a terminal */
 #define AUTO_COLUMNS_MAX 7 /* columns picked for a resource without a view */
 
 enum col_kind {
@@ -196,13 +196,35 @@ static const struct field_def *find_field(const struct resource_def *def, const 
     return idx >= 0 ? &def->fields[idx] : NULL;
 }
 
-static char *format_column(const struct resource_def *def, const struct column *col, json_t *obj)
+/* The resource a column names objects of, when names are shown for it; else NULL. */
+static const struct resource_def *named_ref(const struct resource_def *def,
+                                            const struct column *col,
+                                            const struct render_names *names)
+{
+    const struct field_def *f = find_field(def, col->field);
+    const struct resource_def *ref;
+    int idx;
+
+    if (!names || !f || f->type != FT_REF || !f->ref || !(ref = model_find(f->ref)))
+        return NULL;
+    idx = model_field_index(ref, "name");
+    return idx >= 0 ? ref : NULL;
+}
+
+static char *format_column(const struct resource_def *def, const struct column *col, json_t *obj,
+                           const struct render_names *names)
 {
     json_t *v = json_object_get(obj, col->field);
     const struct field_def *f = find_field(def, col->field);
+    const struct resource_def *ref = named_ref(def, col, names);
 
     if (!v || json_is_null(v))
         return xstrdup("-");
+    if (ref && json_is_integer(v)) {
+        char *name = names->name(names->ctx, ref, json_integer_value(v));
+        if (name)
+            return name;
+    }
     if (col->kind == COL_MILLI && json_is_integer(v))
         return render_milli(json_integer_value(v));
     if (col->kind == COL_MONEY && json_is_integer(v)) {
@@ -248,7 +270,25 @@ static char *upper_header(const char *field)
     return h;
 }
 
+/* A column's header: its own, else the field's name in capitals; "_ID" dropped when named. */
+static char *column_header(const struct resource_def *def, const struct column *col,
+                           const struct render_names *names)
+{
+    char *h = col->header ? xstrdup(col->header) : upper_header(col->field);
+    size_t n = strlen(h);
+
+    if (named_ref(def, col, names) && n > 3 && strcmp(h + n - 3, "_ID") == 0)
+        h[n - 3] = '\0';
+    return h;
+}
+
 int render_list(const struct resource_def *def, json_t *items, struct buf *out)
+{
+    return render_list_named(def, items, NULL, out);
+}
+
+int render_list_named(const struct resource_def *def, json_t *items,
+                      const struct render_names *names, struct buf *out)
 {
     struct column auto_cols[AUTO_COLUMNS_MAX];
     const struct column *cols = NULL;
@@ -269,17 +309,17 @@ int render_list(const struct resource_def *def, json_t *items, struct buf *out)
         cols = auto_cols;
     }
     table_init(&t, n_cols);
-    t.max_width = LIST_CELL_MAX;
+    t.max_width = cli_cut_cells() ? LIST_CELL_MAX : 0;
     cells = xcalloc(n_cols, sizeof(char *));
     for (size_t c = 0; c < n_cols; c++)
-        cells[c] = cols[c].header ? xstrdup(cols[c].header) : upper_header(cols[c].field);
+        cells[c] = column_header(def, &cols[c], names);
     table_add_row(&t, cells);
     for (size_t c = 0; c < n_cols; c++)
         free((char *)cells[c]);
     json_array_foreach(items, i, obj)
     {
         for (size_t c = 0; c < n_cols; c++)
-            cells[c] = format_column(def, &cols[c], obj);
+            cells[c] = format_column(def, &cols[c], obj, names);
         table_add_row(&t, cells);
         for (size_t c = 0; c < n_cols; c++)
             free((char *)cells[c]);

@@ -56,6 +56,10 @@ static void test_list_all_pages(void **state)
               "\"parent_id\":null,\"manager_id\":3,\"cost_center\":\"cc\"}],\"next_after\":1}"},
         {200, "{\"items\":[{\"id\":2,\"name\":\"beta\",\"display_name\":\"\","
               "\"parent_id\":1,\"manager_id\":null,\"cost_center\":\"\"}],\"next_after\":null}"},
+        /* the names of the managers and parents, one list each */
+        {200, "{\"items\":[{\"id\":3,\"name\":\"carol\"}],\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":1,\"name\":\"acme\"},{\"id\":2,\"name\":\"beta\"}],"
+              "\"next_after\":null}"},
         {200, "{\"items\":[{\"id\":1,\"name\":\"acme\"}],\"next_after\":null}"},
         {200, "{\"items\":[],\"next_after\":null}"},
     };
@@ -66,9 +70,9 @@ static void test_list_all_pages(void **state)
     fake_start(&f, replies, ARRAY_SIZE(replies));
     r = run(cmd_resource, ARGV("orgs", "list", "--all", "--limit", "1"), f.url, CLI_OUTPUT_TABLE);
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.out, "ID  NAME  DISPLAY_NAME  PARENT_ID  MANAGER_ID  COST_CENTER\n"
-                               "1   acme  Acme          -          3           cc\n"
-                               "2   beta  -             1          -           -\n");
+    assert_string_equal(r.out, "ID  NAME  DISPLAY_NAME  PARENT  MANAGER  COST_CENTER\n"
+                               "1   acme  Acme          -       carol    cc\n"
+                               "2   beta  -             acme    -        -\n");
     assert_string_equal(r.err, "");
     result_free(&r);
     /* a filter given by name resolves first */
@@ -77,11 +81,13 @@ static void test_list_all_pages(void **state)
     fake_wait(&f);
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out, "{\n  \"items\": [],\n  \"next_after\": null\n}\n");
-    assert_int_equal(f.n_requests, 4);
+    assert_int_equal(f.n_requests, 6);
     assert_contains(req(&f, 0), "GET /v1/organizations?limit=1 HTTP/1.1");
     assert_contains(req(&f, 1), "GET /v1/organizations?limit=1&after=1 HTTP/1.1");
-    assert_contains(req(&f, 2), "GET /v1/organizations?name=acme&limit=2 HTTP/1.1");
-    assert_contains(req(&f, 3), "GET /v1/organizations?parent_id=1 HTTP/1.1");
+    assert_contains(req(&f, 2), "GET /v1/users?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 3), "GET /v1/organizations?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 4), "GET /v1/organizations?name=acme&limit=2 HTTP/1.1");
+    assert_contains(req(&f, 5), "GET /v1/organizations?parent_id=1 HTTP/1.1");
     result_free(&r);
     fake_free(&f);
 }
@@ -92,6 +98,8 @@ static void test_list_more_hint_and_filters(void **state)
         {200, "{\"items\":[{\"id\":7,\"name\":\"gpu01\",\"cluster_id\":1,\"state\":\"drain\","
               "\"cpu_milli\":64000,\"memory_mib\":515000,\"labels\":{\"rack\":\"r1\"}}],"
               "\"next_after\":7}"},
+        /* clusters the caller may not list: their ids show as #N */
+        {403, "{\"error\":{\"code\":\"forbidden\",\"message\":\"admins only\"}}"},
         {200, "{\"items\":[],\"next_after\":null}"},
     };
     struct fake_http f;
@@ -102,8 +110,8 @@ static void test_list_more_hint_and_filters(void **state)
     r = run(cmd_resource, ARGV("nodes", "list", "--cluster", "1", "--state", "drain"), f.url,
             CLI_OUTPUT_TABLE);
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.out, "ID  CLUSTER_ID  NAME   STATE  CPUS  MEMORY_MIB  LABELS\n"
-                               "7   1           gpu01  drain  64    515000      rack=r1\n");
+    assert_string_equal(r.out, "ID  CLUSTER  NAME   STATE  CPUS  MEMORY_MIB  LABELS\n"
+                               "7   #1       gpu01  drain  64    515000      rack=r1\n");
     assert_string_equal(r.err, "(more nodes: add --all, or --after 7 for the next page)\n");
     result_free(&r);
     r = run(cmd_resource, ARGV("flavors", "list", "--active", "false"), f.url, CLI_OUTPUT_TABLE);
@@ -112,7 +120,8 @@ static void test_list_more_hint_and_filters(void **state)
     assert_string_equal(r.out, "");
     assert_string_equal(r.err, "no flavors found\n");
     assert_contains(req(&f, 0), "GET /v1/nodes?cluster_id=1&state=drain HTTP/1.1");
-    assert_contains(req(&f, 1), "GET /v1/flavors?active=false HTTP/1.1");
+    assert_contains(req(&f, 1), "GET /v1/clusters?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 2), "GET /v1/flavors?active=false HTTP/1.1");
     result_free(&r);
     fake_free(&f);
 }
@@ -280,7 +289,7 @@ static void test_usage_errors(void **state)
          "'site=a,rack=b'\n"
          "hint: see 'gpuaas clusters create --help'\n"},
         {ARGV("orgs", "list", "-o", "yaml"),
-         "gpuaas: error: output format must be 'table' or 'json', not 'yaml'\n"
+         "gpuaas: error: output format must be 'table', 'wide' or 'json', not 'yaml'\n"
          "hint: see 'gpuaas organizations list --help'\n"},
         {ARGV("orgs", "create", "a", "--display-name"),
          "gpuaas: error: flag '--display-name' needs a value\n"
@@ -335,6 +344,8 @@ static void test_whoami(void **state)
               "\"bindings\":[{\"id\":1,\"user_id\":3,\"role\":\"org-admin\",\"org_id\":2,"
               "\"project_id\":null},{\"id\":5,\"user_id\":3,\"role\":\"member\","
               "\"org_id\":null,\"project_id\":4}],\"admin\":false}"},
+        {200, "{\"items\":[{\"id\":2,\"name\":\"acme\"}],\"next_after\":null}"},
+        {200, "{\"items\":[],\"next_after\":null}"}, /* a project it cannot see */
         {401, "{\"error\":{\"code\":\"unauthenticated\",\"message\":\"token expired\"}}"},
     };
     struct fake_http f;
@@ -350,9 +361,9 @@ static void test_whoami(void **state)
                                "admin:         no\n"
                                "\n"
                                "roles:\n"
-                               "ID  USER_ID  ROLE       ORG_ID  PROJECT_ID\n"
-                               "1   3        org-admin  2       -\n"
-                               "5   3        member     -       4\n");
+                               "ID  USER   ROLE       ORG   PROJECT\n"
+                               "1   alice  org-admin  acme  -\n"
+                               "5   alice  member     -     #4\n");
     result_free(&r);
     r = run(cmd_whoami, ARGV("whoami"), f.url, CLI_OUTPUT_TABLE);
     fake_wait(&f);

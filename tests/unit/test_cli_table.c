@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "cli/cli.h"
 #include "cli/render.h"
 #include "cli/table.h"
 
@@ -285,10 +286,22 @@ static void test_render_list_empty_and_cut(void **state)
     assert_int_equal(render_list(&model_users, empty, &b), 0);
     assert_string_equal(b.data, "ID  NAME  EMAIL  DISPLAY_NAME  DISABLED\n");
     buf_reset(&b);
+    cli_opts.tty = 1; /* at a terminal long cells are cut */
     assert_int_equal(render_list(&model_users, users, &b), 0);
     assert_string_equal(
         b.data, "ID  NAME  EMAIL  DISPLAY_NAME                                      DISABLED\n"
                 "1   bob   -      Bartholomew Montgomery-Featherstonehaugh the ...  no\n");
+    /* ... and not with -o wide, nor in a pipe or a file */
+    cli_opts.wide = true;
+    buf_reset(&b);
+    assert_int_equal(render_list(&model_users, users, &b), 0);
+    assert_non_null(strstr(b.data, "the Third of Ely  no\n"));
+    cli_opts.wide = false;
+    cli_opts.tty = -1;
+    buf_reset(&b);
+    assert_int_equal(render_list(&model_users, users, &b), 0);
+    assert_non_null(strstr(b.data, "the Third of Ely  no\n"));
+    cli_opts.tty = 0;
     buf_release(&b);
     json_decref(empty);
     json_decref(users);

@@ -67,7 +67,9 @@ static void test_ps_unfinished(void **state)
     (void)state;
 
     fake_start(&f, replies, ARRAY_SIZE(replies));
+    cli_opts.tty = 1; /* a person at a terminal: long cells are cut */
     r = run(cmd_ps, ARGV("ps"), f.url, CLI_OUTPUT_TABLE);
+    cli_opts.tty = 0;
     fake_wait(&f);
     assert_string_equal(r.err, "");
     assert_int_equal(r.rc, 0);
@@ -81,7 +83,7 @@ static void test_ps_unfinished(void **state)
         "running on borrowed capacity\n"
         "3   -                     ml       h100.4x  P2     4         queued      1m30s        "
         "waiting for 4 h100: project at ...\n"
-        "4   -                     9        7        P2     1         preempting  30s          "
+        "4   -                     #9       #7       P2     1         preempting  30s          "
         "preempted for workload 9\n");
     assert_width(r.out, 120);
     assert_int_equal(f.n_requests, 6);
@@ -137,6 +139,56 @@ static void test_ps_all_pages_limit_and_state(void **state)
     fake_free(&f);
 }
 
+/* In a pipe nothing is cut (scripts and grep see every word); -o wide does the same at a terminal.
+ */
+static void test_ps_piped_wide_and_user(void **state)
+{
+    static const char *const reason = "waiting for 4 h100: project at its limit 16/16, and the "
+                                      "organization acme is at its cap 32/32 as well";
+    char *one = xasprintf("{\"items\":[{\"id\":3,\"project_id\":1,\"name\":\"a-very-long-name-"
+                          "for-a-workload\",\"flavor_id\":2,\"priority_class\":\"owned\","
+                          "\"replicas\":4,\"state\":\"queued\",\"reason\":\"%s\","
+                          "\"submitted_ms\":1796056509194}],\"next_after\":null}",
+                          reason);
+    const struct fake_reply replies[] = {
+        {200, one},
+        {200, projects_json},
+        {200, flavors_json},
+        {200, one},
+        {200, projects_json},
+        {200, flavors_json},
+        {200, "{\"items\":[{\"id\":7,\"name\":\"alice\"}],\"next_after\":null}"},
+        {200, empty_json},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_ps, ARGV("ps", "--state", "queued"), f.url, CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 0);
+    assert_contains(r.out, reason);
+    assert_contains(r.out, "a-very-long-name-for-a-workload");
+    result_free(&r);
+    cli_opts.tty = 1;
+    r = run(cmd_ps, ARGV("ps", "--state", "queued", "-o", "wide"), f.url, CLI_OUTPUT_TABLE);
+    cli_opts.tty = 0;
+    cli_opts.wide = false;
+    assert_int_equal(r.rc, 0);
+    assert_contains(r.out, reason);
+    result_free(&r);
+    r = run(cmd_ps, ARGV("ps", "--user", "alice", "--state", "running"), f.url, CLI_OUTPUT_TABLE);
+    fake_wait(&f);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.err, "no workloads found\n");
+    assert_int_equal(f.n_requests, 8);
+    assert_contains(req(&f, 6), "GET /v1/users?name=alice&limit=2 HTTP/1.1");
+    assert_contains(req(&f, 7), "GET /v1/workloads?user_id=7&state=running&limit=1000 HTTP/1.1");
+    result_free(&r);
+    fake_free(&f);
+    free(one);
+}
+
 static void test_ps_usage_errors(void **state)
 {
     struct fake_http f;
@@ -146,9 +198,13 @@ static void test_ps_usage_errors(void **state)
     fake_start(&f, NULL, 0);
     r = run(cmd_ps, ARGV("ps", "--state", "done"), f.url, CLI_OUTPUT_TABLE);
     assert_int_equal(r.rc, 2);
-    assert_string_equal(r.err, "gpuaas: error: --state must be queued, running, preempting, "
-                               "succeeded, failed, cancelled or preempted, not 'done'\n"
+    assert_string_equal(r.err, "gpuaas: error: --state must be queued, admitted, running, "
+                               "preempting, succeeded, failed, cancelled or preempted, not 'done'\n"
                                "hint: see 'gpuaas ps --help'\n");
+    result_free(&r);
+    r = run(cmd_ps, ARGV("ps", "--state", "runing"), f.url, CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err, "not 'runing'; did you mean 'running'?\n");
     result_free(&r);
     r = run(cmd_ps, ARGV("ps", "--limit", "0"), f.url, CLI_OUTPUT_TABLE);
     assert_int_equal(r.rc, 2);
@@ -325,7 +381,7 @@ static void test_preemptions(void **state)
     assert_string_equal(r.out,
                         "ID  DECIDED              PREEMPTOR  VICTIMS  GPUS  RECLAIM_S  LOST_GPU_S\n"
                         "1   2026-11-30 16:35:00  5/ml       2,1      4     2.004      10.77\n"
-                        "2   2026-11-30 16:36:30  9/3        4        0.5   -          30\n");
+                        "2   2026-11-30 16:36:30  9/#3       4        0.5   -          30\n");
     result_free(&r);
     r = run(cmd_preemptions, ARGV("preemptions", "show", "1"), f.url, CLI_OUTPUT_TABLE);
     fake_wait(&f);
@@ -592,6 +648,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ps_unfinished),
         cmocka_unit_test(test_ps_all_pages_limit_and_state),
+        cmocka_unit_test(test_ps_piped_wide_and_user),
         cmocka_unit_test(test_ps_usage_errors),
         cmocka_unit_test(test_queue),
         cmocka_unit_test(test_timeline),
