@@ -189,6 +189,54 @@ static void test_ps_piped_wide_and_user(void **state)
     free(one);
 }
 
+/* usage names the organization of each total; bad values are usage errors before any request. */
+static void test_usage_totals_and_bad_values(void **state)
+{
+    const struct fake_reply replies[] = {
+        {200, "{\"period\":\"2026-11\",\"provisional\":true,\"items\":[{\"project\":\"ml\","
+              "\"flavor\":\"h100.1x\",\"class\":\"owned\",\"hours\":\"2.0\","
+              "\"gpu_hours\":\"2.0\",\"amount\":\"12.00\",\"currency\":\"USD\","
+              "\"org_id\":1}],\"totals\":[{\"org_id\":1,\"currency\":\"USD\","
+              "\"amount\":\"12.00\"}]}"},
+        {200, "{\"items\":[{\"id\":1,\"name\":\"acme\"}],\"next_after\":null}"},
+    };
+    const struct {
+        char **argv;
+        int (*fn)(int, char **);
+        const char *err;
+    } bad[] = {
+        {ARGV("usage", "--period", "2026-13"), cmd_usage,
+         "gpuaas: error: --period must be a month written YYYY-MM (2026-11), not '2026-13'\n"},
+        {ARGV("invoice", "list", "--period", "nov"), cmd_invoice,
+         "gpuaas: error: --period must be a month written YYYY-MM (2026-11), not 'nov'\n"},
+        {ARGV("inventory", "--state", "bogus"), cmd_inventory,
+         "gpuaas: error: --state must be allocated, busy, idle-allocated, free, draining, mig, "
+         "down or unknown, not 'bogus'\n"},
+        {ARGV("cost", "--by", "projet"), cmd_cost,
+         "gpuaas: error: --by must be pool, project, org or manager, not 'projet'; did you "
+         "mean 'project'?\n"},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_usage, ARGV("usage"), f.url, CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 0);
+    assert_contains(r.out, "\ntotal acme: 12.00 USD\n");
+    result_free(&r);
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        r = run(bad[i].fn, bad[i].argv, f.url, CLI_OUTPUT_TABLE);
+        assert_int_equal(r.rc, 2);
+        assert_contains(r.err, bad[i].err);
+        result_free(&r);
+    }
+    fake_wait(&f);
+    assert_int_equal(f.n_requests, 2); /* none for the bad values */
+    assert_contains(req(&f, 1), "GET /v1/organizations?limit=1000 HTTP/1.1");
+    fake_free(&f);
+}
+
 static void test_ps_usage_errors(void **state)
 {
     struct fake_http f;
@@ -650,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_ps_all_pages_limit_and_state),
         cmocka_unit_test(test_ps_piped_wide_and_user),
         cmocka_unit_test(test_ps_usage_errors),
+        cmocka_unit_test(test_usage_totals_and_bad_values),
         cmocka_unit_test(test_queue),
         cmocka_unit_test(test_timeline),
         cmocka_unit_test(test_preemptions),
