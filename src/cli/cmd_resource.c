@@ -20,6 +20,7 @@
 #include "cli/names.h"
 #include "cli/render.h"
 #include "cli/resolve.h"
+#include "cli/units.h"
 
 #define OUTPUT_MAX ((size_t)1 << 30)
 #define MAX_FIELD_FLAGS 64
@@ -180,6 +181,35 @@ static void help_print(struct help_rows *h)
     h->n = 0;
 }
 
+/* A field with a unit in its name: its human flag, with the exact one named in the note. */
+static void help_add_unit_field(struct help_rows *h, const struct field_def *f, enum verb v,
+                                bool mark_fixed)
+{
+    static const char *const ph[] = {
+        [UNITS_NONE] = "N", [UNITS_MILLI] = "N", [UNITS_MIB] = "SIZE", [UNITS_MICROS] = "AMOUNT"};
+    static const char *const how[] = {
+        [UNITS_NONE] = "",
+        [UNITS_MILLI] = "16 or 0.5",
+        [UNITS_MIB] = "128GiB or 512MiB (a number is MiB)",
+        [UNITS_MICROS] = "1.80 in the currency",
+    };
+    enum units_kind k = units_of_field(f->name);
+    char *human = xstrdup(f->name), *exact = args_flag_name(f);
+
+    human[units_stem_len(f->name)] = '\0';
+    for (char *p = human; *p; p++) {
+        if (*p == '_')
+            *p = '-';
+    }
+    help_add(h, xasprintf("--%s %s", human, ph[k]),
+             xasprintf("%s, or --%s N: %s%s%s%s", how[k], exact, f->help,
+                       (v == VERB_CREATE && (f->flags & FF_REQUIRED)) ? " (required)" : "",
+                       (v != VERB_LIST && (f->flags & FF_NULLABLE)) ? " (may be null)" : "",
+                       (mark_fixed && (f->flags & FF_IMMUTABLE)) ? " (fixed)" : ""));
+    free(human);
+    free(exact);
+}
+
 /* The field flags a verb takes, with notes; fixed marks fields update cannot change. */
 static void help_add_fields(struct help_rows *h, const struct resource_def *def, enum verb v,
                             bool mark_fixed)
@@ -189,6 +219,10 @@ static void help_add_fields(struct help_rows *h, const struct resource_def *def,
         char *flag, *ph;
         if (!field_usable(f, v))
             continue;
+        if (f->type == FT_INT && units_stem_len(f->name) > 0) {
+            help_add_unit_field(h, f, v, mark_fixed);
+            continue;
+        }
         flag = display_flag(f);
         ph = placeholder(f);
         help_add(h, xasprintf("--%s %s", flag, ph),
@@ -294,16 +328,81 @@ static void print_verb_help(const struct invocation *inv)
 
 /* ---- pass 1: the words ---- */
 
+/* The flag of a field that takes a human quantity: "memory" for memory_mib (caller frees). */
+static char *unit_flag(const struct field_def *f)
+{
+    char *flag = args_flag_name(f);
+    flag[units_stem_len(f->name)] = '\0';
+    return flag;
+}
+
+/* "unknown flag" with the closest flag the verb takes, when the word looks like a typo of it. */
+static int unknown_flag(const struct invocation *inv, const char *flag)
+{
+    const char *words[2 * MAX_FIELD_FLAGS + 8];
+    char *owned[2 * MAX_FIELD_FLAGS];
+    size_t n = 0, n_owned = 0;
+    const char *close;
+    int rc;
+
+    if (inv->verb->verb == VERB_LIST) {
+        words[n++] = "limit";
+        words[n++] = "after";
+        words[n++] = "all";
+    }
+    for (size_t i = 0; i < inv->def->n_fields && n_owned + 2 <= ARRAY_SIZE(owned); i++) {
+        const struct field_def *f = &inv->def->fields[i];
+        if (!field_usable(f, inv->verb->verb))
+            continue;
+        words[n++] = owned[n_owned++] = display_flag(f);
+        if (f->type == FT_INT && units_stem_len(f->name) > 0)
+            words[n++] = owned[n_owned++] = unit_flag(f);
+    }
+    words[n] = NULL;
+    close = strncmp(flag, "--", 2) == 0 ? cli_closest(flag + 2, words) : NULL;
+    if (close)
+        rc = cli_usage_error(inv->cmd, "unknown flag '%s' for '%s'; did you mean '--%s'?", flag,
+                             inv->cmd, close);
+    else
+        rc = cli_usage_error(inv->cmd, "unknown flag '%s' for '%s'", flag, inv->cmd);
+    for (size_t i = 0; i < n_owned; i++)
+        free(owned[i]);
+    return rc;
+}
+
+/* A human quantity (--memory 128GiB) as the field's exact integer, or the usage error. */
+static int exact_value(struct invocation *inv, const struct field_def *f, const char *flag,
+                       const char *value, char **ret)
+{
+    char err[256];
+    int64_t v;
+
+    if ((f->flags & FF_NULLABLE) && (*value == '\0' || strcmp(value, "null") == 0)) {
+        *ret = xstrdup(value);
+        return 0;
+    }
+    if (units_parse(units_of_field(f->name), value, f->max, &v, err, sizeof(err)) < 0)
+        return cli_usage_error(inv->cmd, "%s: %s", flag, err);
+    if (v < f->min)
+        return cli_usage_error(inv->cmd, "%s: '%s' is below the least allowed", flag, value);
+    *ret = xasprintf("%" PRId64, v);
+    return 0;
+}
+
 static int take_field_flag(struct invocation *inv, int argc, char **argv, int *i)
 {
     const char *arg = argv[*i], *eq = strchr(arg, '=');
     char *flag = eq ? xstrndup(arg, (size_t)(eq - arg)) : xstrdup(arg);
     const struct field_def *f;
     const char *value;
+    char *exact = NULL;
     int idx = args_field_for_flag(inv->def, flag + 2), rc;
+    bool human = false;
 
+    if (idx < 0 && (idx = args_field_for_unit_flag(inv->def, flag + 2)) >= 0)
+        human = true;
     if (idx < 0) {
-        rc = cli_usage_error(inv->cmd, "unknown flag '%s' for '%s'", flag, inv->cmd);
+        rc = unknown_flag(inv, flag);
         goto fail;
     }
     f = &inv->def->fields[idx];
@@ -335,9 +434,11 @@ static int take_field_flag(struct invocation *inv, int argc, char **argv, int *i
         rc = cli_usage_error(inv->cmd, "flag '%s' needs a value", flag);
         goto fail;
     }
+    if (human && (rc = exact_value(inv, f, flag, value, &exact)) != 0)
+        goto fail;
     inv->fields[inv->n_fields].idx = idx;
     inv->fields[inv->n_fields].flag = flag;
-    inv->fields[inv->n_fields].value = xstrdup(value);
+    inv->fields[inv->n_fields].value = exact ? exact : xstrdup(value);
     inv->n_fields++;
     return 1;
 fail:
@@ -395,7 +496,7 @@ static int parse_words(struct invocation *inv, int argc, char **argv, int start)
                 }
             }
             if (strncmp(arg, "--", 2) != 0)
-                return cli_usage_error(inv->cmd, "unknown flag '%s' for '%s'", arg, inv->cmd);
+                return unknown_flag(inv, arg);
             rc = take_field_flag(inv, argc, argv, &i);
             if (rc != 1)
                 return rc;

@@ -10,14 +10,17 @@
 #include "cli/cli.h"
 #include "cli/render.h"
 #include "cli/table.h"
+#include "cli/units.h"
 
 #define LIST_CELL_MAX 48   /* characters; longer cells are cut at a terminal */
 #define AUTO_COLUMNS_MAX 7 /* columns picked for a resource without a view */
 
 enum col_kind {
-    COL_AUTO,  /* by field type: times shortened, booleans yes/no, ... */
-    COL_MILLI, /* milli-units shown as units: 1500 -> 1.5 */
-    COL_MONEY, /* micro-units of the object's currency: 2500000 -> 2.50 USD */
+    COL_AUTO,       /* by field type: times shortened, booleans yes/no, ... */
+    COL_MILLI,      /* milli-units shown as units: 1500 -> 1.5 */
+    COL_MONEY,      /* micro-units of the object's currency: 2500000 -> 2.50 USD */
+    COL_MONEY_HOUR, /* the same per hour: 1800000 -> 1.80 USD/h */
+    COL_MIB,        /* MiB in the largest whole unit: 81920 -> 80 GiB */
 };
 
 struct column {
@@ -57,10 +60,10 @@ static const struct column cluster_cols[] = {
 };
 static const struct column node_cols[] = {
     ID_COL, COL("cluster_id", "CLUSTER_ID"), NAME_COL, COL("state", "STATE"),
-    {"cpu_milli", "CPUS", COL_MILLI}, COL("memory_mib", "MEMORY_MIB"), COL("labels", "LABELS"),
+    {"cpu_milli", "CPUS", COL_MILLI}, {"memory_mib", "MEMORY", COL_MIB}, COL("labels", "LABELS"),
 };
 static const struct column class_cols[] = {
-    ID_COL, NAME_COL, COL("vendor", "VENDOR"), COL("memory_mib", "MEMORY_MIB"),
+    ID_COL, NAME_COL, COL("vendor", "VENDOR"), {"memory_mib", "MEMORY", COL_MIB},
     COL("parent_id", "PARENT_ID"), {"milli", "SHARE", COL_MILLI},
 };
 static const struct column gpu_cols[] = {
@@ -70,12 +73,12 @@ static const struct column gpu_cols[] = {
 static const struct column pool_cols[] = {
     ID_COL, NAME_COL, COL("owner_org_id", "OWNER_ORG_ID"),
     COL("owner_project_id", "OWNER_PROJECT_ID"), COL("cluster_id", "CLUSTER_ID"),
-    {"cost_per_gpu_hour_micros", "COST_PER_GPU_HOUR", COL_MONEY},
+    {"cost_per_gpu_hour_micros", "COST_PER_GPU_HOUR", COL_MONEY_HOUR},
 };
 static const struct column flavor_cols[] = {
     ID_COL, NAME_COL, COL("gpu_class_id", "CLASS_ID"), {"gpu_milli", "GPUS", COL_MILLI},
-    COL("vcpus", "VCPUS"), COL("memory_mib", "MEMORY_MIB"),
-    {"price_per_hour_micros", "PRICE_PER_HOUR", COL_MONEY}, COL("active", "ACTIVE"),
+    COL("vcpus", "VCPUS"), {"memory_mib", "MEMORY", COL_MIB},
+    {"price_per_hour_micros", "PRICE_PER_HOUR", COL_MONEY_HOUR}, COL("active", "ACTIVE"),
 };
 static const struct column quota_cols[] = {
     ID_COL, COL("project_id", "PROJECT_ID"), COL("gpu_class_id", "CLASS_ID"),
@@ -227,10 +230,13 @@ static char *format_column(const struct resource_def *def, const struct column *
     }
     if (col->kind == COL_MILLI && json_is_integer(v))
         return render_milli(json_integer_value(v));
-    if (col->kind == COL_MONEY && json_is_integer(v)) {
+    if (col->kind == COL_MIB && json_is_integer(v))
+        return units_format_mib(json_integer_value(v));
+    if ((col->kind == COL_MONEY || col->kind == COL_MONEY_HOUR) && json_is_integer(v)) {
         char *amount = render_micros(json_integer_value(v));
         const char *cur = json_string_value(json_object_get(obj, "currency"));
-        char *s = cur ? xasprintf("%s %s", amount, cur) : xstrdup(amount);
+        const char *per = col->kind == COL_MONEY_HOUR ? "/h" : "";
+        char *s = cur ? xasprintf("%s %s%s", amount, cur, per) : xasprintf("%s%s", amount, per);
         free(amount);
         return s;
     }

@@ -110,8 +110,8 @@ static void test_list_more_hint_and_filters(void **state)
     r = run(cmd_resource, ARGV("nodes", "list", "--cluster", "1", "--state", "drain"), f.url,
             CLI_OUTPUT_TABLE);
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.out, "ID  CLUSTER  NAME   STATE  CPUS  MEMORY_MIB  LABELS\n"
-                               "7   #1       gpu01  drain  64    515000      rack=r1\n");
+    assert_string_equal(r.out, "ID  CLUSTER  NAME   STATE  CPUS  MEMORY      LABELS\n"
+                               "7   #1       gpu01  drain  64    515000 MiB  rack=r1\n");
     assert_string_equal(r.err, "(more nodes: add --all, or --after 7 for the next page)\n");
     result_free(&r);
     r = run(cmd_resource, ARGV("flavors", "list", "--active", "false"), f.url, CLI_OUTPUT_TABLE);
@@ -123,6 +123,67 @@ static void test_list_more_hint_and_filters(void **state)
     assert_contains(req(&f, 1), "GET /v1/clusters?limit=1000 HTTP/1.1");
     assert_contains(req(&f, 2), "GET /v1/flavors?active=false HTTP/1.1");
     result_free(&r);
+    fake_free(&f);
+}
+
+/* --memory 128GiB, --cost-per-gpu-hour 1.80, --guaranteed 0.5 reach the server as exact integers. */
+static void test_human_units_in_flags(void **state)
+{
+    static const struct fake_reply replies[] = {
+        {201, "{\"id\":3,\"name\":\"big\"}"},
+        {200, "{\"id\":5,\"name\":\"p\"}"},
+        {200, "{\"id\":7}"},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_resource,
+            ARGV("flavors", "create", "big", "--memory", "128GiB", "--gpu", "0.5",
+                 "--price-per-hour", "2.50"),
+            f.url, CLI_OUTPUT_JSON);
+    assert_int_equal(r.rc, 0);
+    result_free(&r);
+    r = run(cmd_resource, ARGV("pools", "update", "5", "--cost-per-gpu-hour=1.80"), f.url,
+            CLI_OUTPUT_JSON);
+    assert_int_equal(r.rc, 0);
+    result_free(&r);
+    r = run(cmd_resource, ARGV("quotas", "update", "7", "--guaranteed", "16", "--limit", "null"),
+            f.url, CLI_OUTPUT_JSON);
+    assert_int_equal(r.rc, 0);
+    result_free(&r);
+    fake_wait(&f);
+    assert_int_equal(f.n_requests, 3);
+    assert_contains(req(&f, 0), "\"memory_mib\":131072");
+    assert_contains(req(&f, 0), "\"gpu_milli\":500");
+    assert_contains(req(&f, 0), "\"price_per_hour_micros\":2500000");
+    assert_contains(req(&f, 1), "{\"cost_per_gpu_hour_micros\":1800000}");
+    assert_contains(req(&f, 2), "\"guaranteed_milli\":16000");
+    assert_contains(req(&f, 2), "\"limit_milli\":null");
+    fake_free(&f);
+
+    /* bad quantities and mistyped flags are usage errors, before any request */
+    fake_start(&f, NULL, 0);
+    r = run(cmd_resource, ARGV("flavors", "create", "x", "--memory", "128GB"), f.url,
+            CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err, "gpuaas: error: --memory: '128GB' is not a size; write it as 512MiB, "
+                           "128GiB or 1TiB (a plain number is MiB)\n");
+    result_free(&r);
+    r = run(cmd_resource, ARGV("pools", "update", "5", "--cost-per-gpu-hour", "1.8000001"), f.url,
+            CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err, "'1.8000001' has more than 6 decimals");
+    result_free(&r);
+    r = run(cmd_resource, ARGV("flavors", "create", "x", "--memroy", "1GiB"), f.url,
+            CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err,
+                    "unknown flag '--memroy' for 'flavors create'; did you mean '--memory'?\n");
+    result_free(&r);
+    fake_wait(&f);
+    assert_int_equal(f.n_requests, 0);
     fake_free(&f);
 }
 
@@ -471,6 +532,7 @@ int main(void)
         cmocka_unit_test(test_create_with_ref_name),
         cmocka_unit_test(test_list_all_pages),
         cmocka_unit_test(test_list_more_hint_and_filters),
+        cmocka_unit_test(test_human_units_in_flags),
         cmocka_unit_test(test_token_create_shows_secret),
         cmocka_unit_test(test_show_update_delete),
         cmocka_unit_test(test_usage_errors),

@@ -201,9 +201,9 @@ static void test_render_list_units(void **state)
     buf_init(&b, 1 << 20);
     assert_int_equal(render_list(&model_flavors, flavors, &b), 0);
     assert_string_equal(
-        b.data, "ID  NAME       CLASS_ID  GPUS   VCPUS  MEMORY_MIB  PRICE_PER_HOUR  ACTIVE\n"
-                "3   h100.1x    2         1      16     131072      2.50 USD        yes\n"
-                "4   mig.small  5         0.125  2      8192        0.31 EUR        no\n");
+        b.data, "ID  NAME       CLASS_ID  GPUS   VCPUS  MEMORY   PRICE_PER_HOUR  ACTIVE\n"
+                "3   h100.1x    2         1      16     128 GiB  2.50 USD/h      yes\n"
+                "4   mig.small  5         0.125  2      8 GiB    0.31 EUR/h      no\n");
     buf_reset(&b);
     assert_int_equal(render_list(&model_tokens, tokens, &b), 0);
     assert_string_equal(b.data,
