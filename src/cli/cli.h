@@ -94,7 +94,19 @@ bool cli_is_help(const char *arg);
 /* Now in ms since the epoch: cli_opts.now_ms when set, else the wall clock. */
 int64_t cli_now_ms(void);
 
-/* The commands of main.c's table. */
+/*
+ * The whole command line (argv[0] is the program): global flags, then a
+ * command of commands.c's table or a resource word. Returns the exit code.
+ */
+int cli_main(int argc, char **argv);
+
+/*
+ * "unknown flag" for a command of the table, naming its closest flag when
+ * the word looks like a typo of one. Returns CLI_USAGE.
+ */
+int cli_unknown_flag(const char *cmd, const char *flag);
+
+/* The commands of commands.c's table. */
 int cmd_login(int argc, char **argv);
 int cmd_logout(int argc, char **argv);
 int cmd_whoami(int argc, char **argv);

@@ -164,7 +164,7 @@ static int parse_ps(struct ps_args *a, int argc, char **argv)
             continue;
         }
         if (arg[0] == '-')
-            return cli_usage_error("ps", "unknown flag '%s' for 'ps'", arg);
+            return cli_unknown_flag("ps", arg);
         return cli_usage_error("ps", "unexpected argument '%s'", arg);
     }
     return 0;
