@@ -24,6 +24,9 @@
 
 #define OUTPUT_MAX ((size_t)1 << 30)
 #define MAX_FIELD_FLAGS 64
+/* The audit log reads newest first; the API lists oldest first, so the table reverses it. */
+#define AUDIT_SHOWN 50  /* entries shown without --limit or --all */
+#define AUDIT_PAGE 1000 /* the API's largest page */
 
 enum verb { VERB_LIST, VERB_SHOW, VERB_CREATE, VERB_UPDATE, VERB_DELETE };
 
@@ -294,7 +297,12 @@ static void print_verb_help(const struct invocation *inv)
     free(args);
     switch (v) {
     case VERB_LIST:
-        printf("Lists %s, one page unless --all is given.\n\nFlags:\n", def->name);
+        if (def == &model_audit)
+            printf("Lists the audit log, newest first: the newest %d entries, or --limit N,\n"
+                   "or every one with --all (-o json: pages of the server's order).\n\nFlags:\n",
+                   AUDIT_SHOWN);
+        else
+            printf("Lists %s, one page unless --all is given.\n\nFlags:\n", def->name);
         help_add_fields(&h, def, v, false);
         help_add(&h, xstrdup("--limit N"), xstrdup("at most N per page"));
         help_add(&h, xstrdup("--after ID"), xstrdup("start after this id (the next page)"));
@@ -694,17 +702,26 @@ static int page_parts(const struct invocation *inv, json_t *page, json_t **ret_i
     return 0;
 }
 
-static int do_list(struct invocation *inv, struct client *c)
-{
-    json_t *filters = NULL, *page = NULL, *all = NULL, *items = NULL;
-    int64_t after = inv->after, next = 0;
-    struct buf out;
-    int rc;
+/* The audit log reads newest first; the API lists oldest first, so the table reverses it. */
+#define AUDIT_SHOWN 50  /* entries shown without --limit or --all */
+#define AUDIT_PAGE 1000 /* the API's largest page */
 
-    rc = build_fields(inv, c, &filters);
-    if (rc != 0)
-        return rc;
-    all = json_array();
+static bool newest_first(const struct invocation *inv)
+{
+    return inv->def == &model_audit && cli_opts.output == CLI_OUTPUT_TABLE;
+}
+
+/* Every page (or one, as asked) of the list into *ret_all; *ret_page keeps the last page. */
+static int fetch_pages(struct invocation *inv, struct client *c, json_t *filters, json_t **ret_page,
+                       json_t *all, int64_t *ret_next)
+{
+    int64_t after = inv->after, next = 0, limit = inv->limit;
+    bool every = inv->all || newest_first(inv);
+    json_t *page = NULL, *items = NULL;
+    int rc = 0;
+
+    if (newest_first(inv))
+        inv->limit = AUDIT_PAGE; /* --limit counts the newest shown, not the page */
     for (;;) {
         char *path = list_path(inv, filters, after);
         json_decref(page);
@@ -713,22 +730,59 @@ static int do_list(struct invocation *inv, struct client *c)
         free(path);
         if (rc < 0) {
             rc = client_report(c);
-            goto out;
+            break;
         }
         rc = page_parts(inv, page, &items, &next);
         if (rc != 0)
-            goto out;
+            break;
         json_array_extend(all, items);
-        if (!inv->all || next == 0)
+        if (!every || next == 0)
             break;
         if (next == after) {
             cli_error("the server sent the same page of %s twice (after=%" PRId64 ")",
                       inv->def->name, after);
             rc = CLI_ERROR;
-            goto out;
+            break;
         }
         after = next;
     }
+    inv->limit = limit;
+    *ret_page = page;
+    *ret_next = next;
+    return rc;
+}
+
+/* Reverses all in place, keeping the newest max (0: all); returns how many there were. */
+static size_t newest(json_t *all, size_t max)
+{
+    size_t n = json_array_size(all);
+    json_t *rev = json_array();
+
+    for (size_t i = n; i > 0 && (max == 0 || json_array_size(rev) < max); i--)
+        json_array_append(rev, json_array_get(all, i - 1));
+    json_array_clear(all);
+    json_array_extend(all, rev);
+    json_decref(rev);
+    return n;
+}
+
+static int do_list(struct invocation *inv, struct client *c)
+{
+    json_t *filters = NULL, *page = NULL, *all = NULL;
+    int64_t next = 0;
+    size_t total = 0;
+    struct buf out;
+    int rc;
+
+    rc = build_fields(inv, c, &filters);
+    if (rc != 0)
+        return rc;
+    all = json_array();
+    rc = fetch_pages(inv, c, filters, &page, all, &next);
+    if (rc != 0)
+        goto out;
+    if (newest_first(inv))
+        total = newest(all, inv->all ? 0 : inv->limit ? (size_t)inv->limit : AUDIT_SHOWN);
 
     buf_init(&out, OUTPUT_MAX);
     if (cli_opts.output == CLI_OUTPUT_JSON) {
@@ -752,7 +806,10 @@ static int do_list(struct invocation *inv, struct client *c)
     if (cli_opts.output == CLI_OUTPUT_TABLE) {
         if (json_array_size(all) == 0)
             fprintf(stderr, "no %s found\n", inv->def->name);
-        if (!inv->all && next != 0)
+        if (newest_first(inv) && json_array_size(all) < total)
+            fprintf(stderr, "(the newest %zu of %zu shown; --limit N for more, --all for all)\n",
+                    json_array_size(all), total);
+        else if (!inv->all && !newest_first(inv) && next != 0)
             fprintf(stderr, "(more %s: add --all, or --after %" PRId64 " for the next page)\n",
                     inv->def->name, next);
     }

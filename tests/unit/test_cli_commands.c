@@ -126,7 +126,8 @@ static void test_list_more_hint_and_filters(void **state)
     fake_free(&f);
 }
 
-/* --memory 128GiB, --cost-per-gpu-hour 1.80, --guaranteed 0.5 reach the server as exact integers. */
+/* --memory 128GiB, --cost-per-gpu-hour 1.80, --guaranteed 0.5 reach the server as exact integers.
+ */
 static void test_human_units_in_flags(void **state)
 {
     static const struct fake_reply replies[] = {
@@ -184,6 +185,38 @@ static void test_human_units_in_flags(void **state)
     result_free(&r);
     fake_wait(&f);
     assert_int_equal(f.n_requests, 0);
+    fake_free(&f);
+}
+
+/* The API lists the audit log oldest first; the table shows the newest first, from every page. */
+static void test_audit_newest_first(void **state)
+{
+    static const struct fake_reply replies[] = {
+        {200, "{\"items\":[{\"id\":1,\"time\":\"2026-11-30T10:00:00Z\",\"actor\":\"root\","
+              "\"action\":\"create\",\"resource\":\"pools\",\"object_id\":4},"
+              "{\"id\":2,\"time\":\"2026-11-30T11:00:00Z\",\"actor\":\"root\","
+              "\"action\":\"update\",\"resource\":\"pools\",\"object_id\":4}],\"next_after\":2}"},
+        {200, "{\"items\":[{\"id\":3,\"time\":\"2026-11-30T12:00:00Z\",\"actor\":\"root\","
+              "\"action\":\"delete\",\"resource\":\"pools\",\"object_id\":4}],"
+              "\"next_after\":null}"},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_resource, ARGV("audit", "list", "--limit", "2"), f.url, CLI_OUTPUT_TABLE);
+    fake_wait(&f);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out,
+                        "ID  TIME              ACTOR  ACTION  RESOURCE  OBJECT_ID  REQUEST_ID\n"
+                        "3   2026-11-30 12:00  root   delete  pools     4          -\n"
+                        "2   2026-11-30 11:00  root   update  pools     4          -\n");
+    assert_string_equal(r.err, "(the newest 2 of 3 shown; --limit N for more, --all for all)\n");
+    assert_int_equal(f.n_requests, 2);
+    assert_contains(req(&f, 0), "GET /v1/audit?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 1), "GET /v1/audit?limit=1000&after=2 HTTP/1.1");
+    result_free(&r);
     fake_free(&f);
 }
 
@@ -533,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_list_all_pages),
         cmocka_unit_test(test_list_more_hint_and_filters),
         cmocka_unit_test(test_human_units_in_flags),
+        cmocka_unit_test(test_audit_newest_first),
         cmocka_unit_test(test_token_create_shows_secret),
         cmocka_unit_test(test_show_update_delete),
         cmocka_unit_test(test_usage_errors),
