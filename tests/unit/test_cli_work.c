@@ -237,6 +237,50 @@ static void test_usage_totals_and_bad_values(void **state)
     fake_free(&f);
 }
 
+/* Simulated work has no output: logs says so, and -f ends when the work does. */
+static void test_logs_of_simulated_work(void **state)
+{
+    static const char *const sim = "{\"id\":2,\"name\":\"sim-eu\",\"backend\":\"sim\"}";
+    const struct fake_reply replies[] = {
+        {200, "{\"id\":5,\"state\":\"running\",\"cluster_id\":2}"},
+        {200, sim},
+        {200, "{\"id\":5,\"state\":\"running\",\"cluster_id\":2}"},
+        {200, sim},
+        {200, "{\"id\":5,\"state\":\"succeeded\",\"cluster_id\":2}"},
+        /* work on a real cluster: its log */
+        {200, "{\"id\":6,\"state\":\"succeeded\",\"cluster_id\":1}"},
+        {200, "{\"id\":1,\"name\":\"gpu-lab\",\"backend\":\"local\"}"},
+        {200, "{\"log\":\"hello\\n\",\"next_offset\":6}"},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_logs, ARGV("logs", "5"), f.url, CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, "workload 5 runs on the simulated cluster 'sim-eu', which runs no "
+                               "command: it has no output\n");
+    result_free(&r);
+    r = run(cmd_logs, ARGV("logs", "5", "-f"), f.url, CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 0);
+    assert_contains(r.err, "it has no output\nworkload 5 ended: succeeded\n");
+    result_free(&r);
+    r = run(cmd_logs, ARGV("logs", "6"), f.url, CLI_OUTPUT_TABLE);
+    fake_wait(&f);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "hello\n");
+    assert_string_equal(r.err, "");
+    assert_int_equal(f.n_requests, 8);
+    assert_contains(req(&f, 0), "GET /v1/workloads/5 HTTP/1.1");
+    assert_contains(req(&f, 1), "GET /v1/clusters/2 HTTP/1.1");
+    assert_contains(req(&f, 4), "GET /v1/workloads/5 HTTP/1.1");
+    assert_contains(req(&f, 7), "GET /v1/workloads/6/logs HTTP/1.1");
+    result_free(&r);
+    fake_free(&f);
+}
+
 static void test_ps_usage_errors(void **state)
 {
     struct fake_http f;
@@ -698,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_ps_all_pages_limit_and_state),
         cmocka_unit_test(test_ps_piped_wide_and_user),
         cmocka_unit_test(test_ps_usage_errors),
+        cmocka_unit_test(test_logs_of_simulated_work),
         cmocka_unit_test(test_usage_totals_and_bad_values),
         cmocka_unit_test(test_queue),
         cmocka_unit_test(test_timeline),
