@@ -21,6 +21,7 @@ enum col_kind {
     COL_MONEY,      /* micro-units of the object's currency: 2500000 -> 2.50 USD */
     COL_MONEY_HOUR, /* the same per hour: 1800000 -> 1.80 USD/h */
     COL_MIB,        /* MiB in the largest whole unit: 81920 -> 80 GiB */
+    COL_GUARANTEE,  /* a quota's guarantee in GPUs; null: derived from the project's pools */
 };
 
 struct column {
@@ -82,7 +83,7 @@ static const struct column flavor_cols[] = {
 };
 static const struct column quota_cols[] = {
     ID_COL, COL("project_id", "PROJECT_ID"), COL("gpu_class_id", "CLASS_ID"),
-    {"guaranteed_milli", "GUARANTEED", COL_MILLI}, {"limit_milli", "LIMIT", COL_MILLI},
+    {"guaranteed_milli", "GUARANTEED", COL_GUARANTEE}, {"limit_milli", "LIMIT", COL_MILLI},
 };
 static const struct column org_quota_cols[] = {
     ID_COL, COL("org_id", "ORG_ID"), COL("gpu_class_id", "CLASS_ID"),
@@ -221,6 +222,8 @@ static char *format_column(const struct resource_def *def, const struct column *
     const struct field_def *f = find_field(def, col->field);
     const struct resource_def *ref = named_ref(def, col, names);
 
+    if (col->kind == COL_GUARANTEE && json_is_null(v))
+        return xstrdup("from pools"); /* the API does not say how much that is */
     if (!v || json_is_null(v))
         return xstrdup("-");
     if (ref && json_is_integer(v)) {
@@ -228,7 +231,7 @@ static char *format_column(const struct resource_def *def, const struct column *
         if (name)
             return name;
     }
-    if (col->kind == COL_MILLI && json_is_integer(v))
+    if ((col->kind == COL_MILLI || col->kind == COL_GUARANTEE) && json_is_integer(v))
         return render_milli(json_integer_value(v));
     if (col->kind == COL_MIB && json_is_integer(v))
         return units_format_mib(json_integer_value(v));

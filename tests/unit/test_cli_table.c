@@ -200,10 +200,10 @@ static void test_render_list_units(void **state)
 
     buf_init(&b, 1 << 20);
     assert_int_equal(render_list(&model_flavors, flavors, &b), 0);
-    assert_string_equal(
-        b.data, "ID  NAME       CLASS_ID  GPUS   VCPUS  MEMORY   PRICE_PER_HOUR  ACTIVE\n"
-                "3   h100.1x    2         1      16     128 GiB  2.50 USD/h      yes\n"
-                "4   mig.small  5         0.125  2      8 GiB    0.31 EUR/h      no\n");
+    assert_string_equal(b.data,
+                        "ID  NAME       CLASS_ID  GPUS   VCPUS  MEMORY   PRICE_PER_HOUR  ACTIVE\n"
+                        "3   h100.1x    2         1      16     128 GiB  2.50 USD/h      yes\n"
+                        "4   mig.small  5         0.125  2      8 GiB    0.31 EUR/h      no\n");
     buf_reset(&b);
     assert_int_equal(render_list(&model_tokens, tokens, &b), 0);
     assert_string_equal(b.data,
@@ -271,6 +271,25 @@ static void test_table_fit_and_blank(void **state)
     cut = table_cut(NULL, 8);
     assert_string_equal(cut, "-");
     free(cut);
+}
+
+/* A quota without an explicit guarantee has one derived from the pools its project owns. */
+static void test_render_quota_guarantee(void **state)
+{
+    json_t *quotas = parse("[{\"id\":1,\"project_id\":4,\"gpu_class_id\":2,"
+                           "\"guaranteed_milli\":null,\"limit_milli\":null},"
+                           "{\"id\":2,\"project_id\":4,\"gpu_class_id\":3,"
+                           "\"guaranteed_milli\":8000,\"limit_milli\":16500}]");
+    struct buf b;
+    (void)state;
+
+    buf_init(&b, 1 << 20);
+    assert_int_equal(render_list(&model_quotas, quotas, &b), 0);
+    assert_string_equal(b.data, "ID  PROJECT_ID  CLASS_ID  GUARANTEED  LIMIT\n"
+                                "1   4           2         from pools  -\n"
+                                "2   4           3         8           16.5\n");
+    buf_release(&b);
+    json_decref(quotas);
 }
 
 static void test_render_list_empty_and_cut(void **state)
@@ -382,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_cells),
         cmocka_unit_test(test_render_list_organizations),
         cmocka_unit_test(test_render_list_units),
+        cmocka_unit_test(test_render_quota_guarantee),
         cmocka_unit_test(test_render_list_empty_and_cut),
         cmocka_unit_test(test_render_object),
         cmocka_unit_test(test_render_json),
