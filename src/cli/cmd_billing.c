@@ -344,6 +344,24 @@ static int invoice_id(const char *word, int64_t *ret)
     return rc;
 }
 
+/* A verb invoice knows, or the usage error (with the closest verb), before any request. */
+static int check_invoice_verb(const char *verb)
+{
+    static const char *const verbs[] = {"list",   "show",   "draft",  "issue", "pay",
+                                        "credit", "export", "verify", NULL};
+    const char *close;
+
+    for (const char *const *v = verbs; *v; v++) {
+        if (strcmp(*v, verb) == 0)
+            return 0;
+    }
+    close = cli_closest(verb, verbs);
+    if (close)
+        return cli_usage_error("invoice", "unknown invoice command '%s'; did you mean '%s'?", verb,
+                               close);
+    return cli_usage_error("invoice", "unknown invoice command '%s'", verb);
+}
+
 int cmd_invoice(int argc, char **argv)
 {
     const char *verb = argc > 1 ? argv[1] : NULL, *org = NULL, *period = NULL, *reason = NULL;
@@ -381,6 +399,8 @@ int cmd_invoice(int argc, char **argv)
         if (rc != 1)
             return rc;
     }
+    if ((rc = check_invoice_verb(verb)) != 0)
+        return rc;
     if (period && (rc = work_check_period("invoice", period)) != 0)
         return rc;
     if (org && (rc = resolve_word("invoice", &model_organizations, org, &org_id)) != 0)
@@ -442,7 +462,7 @@ int cmd_invoice(int argc, char **argv)
         snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/verify", id);
         return work_show("GET", path, NULL, NULL);
     }
-    return cli_usage_error("invoice", "unknown invoice command '%s'", verb);
+    return CLI_USAGE; /* not reached: check_invoice_verb knows the verbs */
 }
 
 /* ---- cost (showback) ---- */

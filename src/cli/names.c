@@ -56,14 +56,17 @@ char *names_get(struct names *n, const struct resource_def *def, int64_t id)
 {
     char key[32];
     const char *name;
+    json_t *obj;
 
     if (model_field_index(def, "name") < 0)
         return NULL;
     snprintf(key, sizeof(key), "%" PRId64, id);
-    name = json_string_value(json_object_get(json_object_get(load(n, def), key), "name"));
+    obj = json_object_get(load(n, def), key);
+    name = json_string_value(json_object_get(obj, "name"));
     if (name && *name)
         return xstrdup(name);
-    return xasprintf("#%" PRId64, id);
+    /* an object without a name (a workload may have none) is known by its id */
+    return obj ? xasprintf("%" PRId64, id) : xasprintf("#%" PRId64, id);
 }
 
 void names_add(struct names *n, const struct resource_def *def, json_t *obj)

@@ -24,8 +24,9 @@ void names_init(struct names *n, struct client *c);
 void names_release(struct names *n);
 
 /*
- * What to show for the object of def with this id (caller frees): its name,
- * "#N" when it cannot be found. NULL when def's objects have no names.
+ * What to show for the object of def with this id (caller frees): its name;
+ * its id as digits when it has none; "#N" when it cannot be found. NULL
+ * when def's objects have no names.
  */
 char *names_get(struct names *n, const struct resource_def *def, int64_t id);
 

@@ -188,6 +188,38 @@ static void test_human_units_in_flags(void **state)
     fake_free(&f);
 }
 
+/* allocation list names its workload, project, node and class; GPUs have no names: ids. */
+static void test_allocations_named(void **state)
+{
+    static const struct fake_reply replies[] = {
+        {200, "{\"items\":[{\"id\":9,\"workload_id\":5,\"project_id\":2,\"replica\":0,"
+              "\"node_id\":3,\"gpu_id\":17,\"gpu_class_id\":1},"
+              "{\"id\":10,\"workload_id\":6,\"project_id\":2,\"replica\":0,"
+              "\"node_id\":3,\"gpu_id\":18,\"gpu_class_id\":1}],\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":5,\"name\":\"train\"},{\"id\":6,\"name\":\"\"}],"
+              "\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":2,\"name\":\"ml\"}],\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":3,\"name\":\"node-a\"}],\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":1,\"name\":\"h100\"}],\"next_after\":null}"},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_resource, ARGV("allocations", "list"), f.url, CLI_OUTPUT_TABLE);
+    fake_wait(&f);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "ID  WORKLOAD  PROJECT  REPLICA  NODE    GPU_ID  GPU_CLASS\n"
+                               "9   train     ml       0        node-a  17      h100\n"
+                               "10  6         ml       0        node-a  18      h100\n");
+    assert_int_equal(f.n_requests, 5);
+    assert_contains(req(&f, 1), "GET /v1/workloads?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 4), "GET /v1/gpu-classes?limit=1000 HTTP/1.1");
+    result_free(&r);
+    fake_free(&f);
+}
+
 /* The API lists the audit log oldest first; the table shows the newest first, from every page. */
 static void test_audit_newest_first(void **state)
 {
@@ -567,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_list_more_hint_and_filters),
         cmocka_unit_test(test_human_units_in_flags),
         cmocka_unit_test(test_audit_newest_first),
+        cmocka_unit_test(test_allocations_named),
         cmocka_unit_test(test_token_create_shows_secret),
         cmocka_unit_test(test_show_update_delete),
         cmocka_unit_test(test_usage_errors),

@@ -212,6 +212,8 @@ static void test_usage_totals_and_bad_values(void **state)
         {ARGV("inventory", "--state", "bogus"), cmd_inventory,
          "gpuaas: error: --state must be allocated, busy, idle-allocated, free, draining, mig, "
          "down or unknown, not 'bogus'\n"},
+        {ARGV("invoice", "lst"), cmd_invoice,
+         "gpuaas: error: unknown invoice command 'lst'; did you mean 'list'?\n"},
         {ARGV("cost", "--by", "projet"), cmd_cost,
          "gpuaas: error: --by must be pool, project, org or manager, not 'projet'; did you "
          "mean 'project'?\n"},
