@@ -17,6 +17,7 @@
 #include "cli/render.h"
 #include "cli/resolve.h"
 #include "cli/table.h"
+#include "cli/units.h"
 #include "cli/work.h"
 
 static const char *s_of(json_t *o, const char *k)
@@ -198,29 +199,10 @@ int cmd_usage(int argc, char **argv)
 /* "12.34" -> 12340000 micro-units; positive, at most 6 decimals, at most 10^12 units. */
 static int parse_amount(const char *s, int64_t *ret)
 {
-    int64_t units = 0, frac = 0;
-    int digits = 0, n_int = 0;
-    const char *p = s;
+    char err[128];
 
-    for (; *p >= '0' && *p <= '9'; p++, n_int++) {
-        if (n_int >= 12)
-            return -1;
-        units = units * 10 + (*p - '0');
-    }
-    if (*p == '.') {
-        for (p++; *p >= '0' && *p <= '9'; p++, digits++) {
-            if (digits >= 6)
-                return -1;
-            frac = frac * 10 + (*p - '0');
-        }
-        if (digits == 0)
-            return -1;
-    }
-    if (*p || n_int == 0)
+    if (units_parse(UNITS_MICROS, s, INT64_C(1000000000000000000), ret, err, sizeof(err)) < 0)
         return -1;
-    for (int k = digits; k < 6; k++)
-        frac *= 10;
-    *ret = units * 1000000 + frac;
     return *ret > 0 ? 0 : -1;
 }
 

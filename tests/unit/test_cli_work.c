@@ -237,6 +237,22 @@ static void test_usage_totals_and_bad_values(void **state)
     assert_int_equal(f.n_requests, 2); /* none for the bad values */
     assert_contains(req(&f, 1), "GET /v1/organizations?limit=1000 HTTP/1.1");
     fake_free(&f);
+
+    /* a credit's amount is read exactly into micro-units */
+    fake_start(&f, (const struct fake_reply[]){{201, "{\"id\":3}"}}, 1);
+    r = run(cmd_invoice, ARGV("invoice", "credit", "3", "--reason", "outage", "--amount", "0.1"),
+            f.url, CLI_OUTPUT_JSON);
+    assert_int_equal(r.rc, 0);
+    result_free(&r);
+    r = run(cmd_invoice,
+            ARGV("invoice", "credit", "3", "--reason", "outage", "--amount", "0.0000001"), f.url,
+            CLI_OUTPUT_JSON);
+    assert_int_equal(r.rc, 2);
+    result_free(&r);
+    fake_wait(&f);
+    assert_int_equal(f.n_requests, 1);
+    assert_contains(req(&f, 0), "\"amount_micros\":100000");
+    fake_free(&f);
 }
 
 /* Simulated work has no output: logs says so, and -f ends when the work does. */
