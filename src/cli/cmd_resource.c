@@ -949,6 +949,20 @@ static const struct verb_def *find_verb(const char *word)
     return NULL;
 }
 
+static int unknown_verb(const struct resource_def *def, const char *word)
+{
+    static const char *const words[] = {"list",   "ls",  "show",   "get", "create", "add",
+                                        "update", "set", "delete", "rm",  "revoke", NULL};
+    const char *close = cli_closest(word, words);
+
+    if (close)
+        return cli_usage_error(def->name, "unknown verb '%s' for %s; did you mean '%s'?", word,
+                               def->name, close);
+    return cli_usage_error(def->name,
+                           "unknown verb '%s' for %s; use list, show, create, update or delete",
+                           word, def->name);
+}
+
 int cmd_resource(int argc, char **argv)
 {
     struct invocation inv;
@@ -975,10 +989,7 @@ int cmd_resource(int argc, char **argv)
     if (i < argc && argv[i][0] != '-') {
         inv.verb = find_verb(argv[i]);
         if (!inv.verb)
-            return cli_usage_error(inv.def->name,
-                                   "unknown verb '%s' for %s; use list, show, create, update or "
-                                   "delete",
-                                   argv[i], inv.def->name);
+            return unknown_verb(inv.def, argv[i]);
         i++;
     } else {
         inv.verb = &verbs[VERB_LIST];

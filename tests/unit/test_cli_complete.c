@@ -23,6 +23,7 @@ static void test_did_you_mean(void **state)
         {{"pss"}, "unknown command or resource 'pss'; did you mean 'ps'?\n"},
         {{"projcts", "list"}, "unknown command or resource 'projcts'; did you mean 'projects'?\n"},
         {{"invoise", "list"}, "did you mean 'invoice'?\n"},
+        {{"orgs", "lst"}, "unknown verb 'lst' for organizations; did you mean 'list'?\n"},
         {{"zzzzzz"}, "gpuaas: error: unknown command or resource 'zzzzzz'\nhint"},
         {{"ps", "--stat", "queued"}, "unknown flag '--stat' for 'ps'; did you mean '--state'?\n"},
         {{"run", "--flavour", "x"}, "unknown flag '--flavour' for 'run'; did you mean '--flavor'?"},
