@@ -12,6 +12,7 @@
 #include "base/parse.h"
 #include "base/timeutil.h"
 #include "cli/args.h"
+#include "cli/units.h"
 
 /* Words beyond each resource's plural and singular. */
 static const struct {
@@ -118,6 +119,17 @@ int args_field_for_flag(const struct resource_def *def, const char *flag)
                     return (int)i;
             }
         }
+    }
+    return -1;
+}
+
+int args_field_for_unit_flag(const struct resource_def *def, const char *flag)
+{
+    for (size_t i = 0; i < def->n_fields; i++) {
+        const struct field_def *f = &def->fields[i];
+        size_t stem = units_stem_len(f->name);
+        if (f->type == FT_INT && stem > 0 && word_eq_n(flag, f->name, stem))
+            return (int)i;
     }
     return -1;
 }

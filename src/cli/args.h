@@ -35,6 +35,14 @@ const char *args_resource_short(const struct resource_def *def);
  */
 int args_field_for_flag(const struct resource_def *def, const char *flag);
 
+/*
+ * The field whose unit-less name a flag is (--memory for memory_mib,
+ * --guaranteed for guaranteed_milli, --price-per-hour for
+ * price_per_hour_micros): such flags take human quantities (units.h).
+ * Returns the field index, or -1.
+ */
+int args_field_for_unit_flag(const struct resource_def *def, const char *flag);
+
 /* The flag of a field as help shows it: "display-name" (caller frees). */
 char *args_flag_name(const struct field_def *f);
 

@@ -6,10 +6,12 @@
  */
 #include "base/common.h"
 
+#include "base/alloc.h"
+#include "base/buf.h"
 #include "base/timeutil.h"
 #include "cli/cli.h"
 
-struct cli_options cli_opts = {NULL, NULL, CLI_OUTPUT_TABLE, 0};
+struct cli_options cli_opts = {NULL, NULL, CLI_OUTPUT_TABLE, 0, false, 0};
 
 static void vmessage(const char *prefix, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
@@ -59,13 +61,23 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 
 int cli_parse_output(const char *s, enum cli_output *ret)
 {
-    if (strcmp(s, "table") == 0)
+    if (strcmp(s, "table") == 0 || strcmp(s, "wide") == 0) {
         *ret = CLI_OUTPUT_TABLE;
-    else if (strcmp(s, "json") == 0)
+        cli_opts.wide = strcmp(s, "wide") == 0;
+    } else if (strcmp(s, "json") == 0)
         *ret = CLI_OUTPUT_JSON;
     else
         return -1;
     return 0;
+}
+
+bool cli_cut_cells(void)
+{
+    if (cli_opts.wide)
+        return false;
+    if (cli_opts.tty)
+        return cli_opts.tty > 0;
+    return isatty(STDOUT_FILENO) == 1;
 }
 
 bool cli_is_help(const char *arg)
@@ -116,7 +128,8 @@ int cli_take_global_flag(const char *cmd, int argc, char **argv, int *i)
         if (rc != 1)
             return rc;
         if (cli_parse_output(v, &cli_opts.output) < 0)
-            return cli_usage_error(cmd, "output format must be 'table' or 'json', not '%s'", v);
+            return cli_usage_error(cmd, "output format must be 'table', 'wide' or 'json', not '%s'",
+                                   v);
         return 1;
     }
     rc = cli_take_value_flag(cmd, argc, argv, i, "--server", NULL, &v);
@@ -128,4 +141,72 @@ int cli_take_global_flag(const char *cmd, int argc, char **argv, int *i)
     if (rc == 1)
         cli_opts.token = v;
     return rc;
+}
+
+/* Levenshtein distance of a and b, or more than cap when it exceeds cap. */
+static size_t edit_distance(const char *a, const char *b, size_t cap)
+{
+    size_t na = strlen(a), nb = strlen(b), *row, d;
+
+    if (na > 64 || nb > 64)
+        return cap + 1; /* no typo of a word this long is worth the work */
+    row = xcalloc(nb + 1, sizeof(*row));
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    d = row[nb];
+    free(row);
+    return d;
+}
+
+const char *cli_closest(const char *word, const char *const *candidates)
+{
+    size_t len = strlen(word), cap = len <= 4 ? 1 : 2, best_d = cap + 1;
+    const char *best = NULL;
+
+    if (cap > len / 3 + 1)
+        cap = len / 3 + 1;
+    for (const char *const *c = candidates; c && *c; c++) {
+        size_t d = edit_distance(word, *c, cap);
+        if (d <= cap && d < best_d) {
+            best_d = d;
+            best = *c;
+        }
+    }
+    return best;
+}
+
+int cli_check_enum(const char *cmd, const char *flag, const char *value, const char *const *values)
+{
+    const char *close;
+    struct buf b;
+
+    for (const char *const *v = values; *v; v++) {
+        if (strcmp(*v, value) == 0)
+            return 0;
+    }
+    buf_init(&b, 4096);
+    for (const char *const *v = values; *v; v++)
+        buf_printf(&b, "%s%s", v == values ? "" : (v[1] ? ", " : " or "), *v);
+    close = cli_closest(value, values);
+    if (close)
+        cli_usage_error(cmd, "%s must be %s, not '%s'; did you mean '%s'?", flag, b.data, value,
+                        close);
+    else
+        cli_usage_error(cmd, "%s must be %s, not '%s'", flag, b.data, value);
+    buf_release(&b);
+    return CLI_USAGE;
 }

@@ -29,6 +29,8 @@ struct cli_options {
     const char *token;  /* --token, NULL when not given */
     enum cli_output output;
     int64_t now_ms; /* the time commands take as now; 0 for the clock (tests set it) */
+    bool wide;      /* -o wide: a table, with no cell cut to fit a terminal */
+    int tty;        /* whether stdout is a terminal: 0 asks isatty, 1 yes, -1 no (tests) */
 };
 extern struct cli_options cli_opts;
 
@@ -45,8 +47,14 @@ void cli_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Parses "table" or "json"; returns 0 or -1. */
+/* Parses "table", "wide" (a table; sets cli_opts.wide) or "json"; returns 0 or -1. */
 int cli_parse_output(const char *s, enum cli_output *ret);
+
+/*
+ * Whether tables cut long cells: only for a person at a terminal, who can
+ * ask for everything with -o wide; a pipe or a file gets every character.
+ */
+bool cli_cut_cells(void);
 
 /*
  * Global flags may also follow the command word (`gpuaas orgs list -o json`).
@@ -66,13 +74,39 @@ int cli_take_global_flag(const char *cmd, int argc, char **argv, int *i);
 int cli_take_value_flag(const char *cmd, int argc, char **argv, int *i, const char *name,
                         const char *short_name, const char **ret_value);
 
+/*
+ * Checks that flag's value is one of values (NULL-terminated). Returns 0,
+ * or prints a usage error naming the valid values (and the closest one,
+ * when the value looks like a typo of it) and returns CLI_USAGE.
+ */
+int cli_check_enum(const char *cmd, const char *flag, const char *value, const char *const *values);
+
+/*
+ * The word of candidates (NULL-terminated) closest to word by edit
+ * distance, when close enough to be a typo of it (at most 1 edit for short
+ * words, 2 for longer, never more than a third of the word); else NULL.
+ */
+const char *cli_closest(const char *word, const char *const *candidates);
+
 /* True for "-h" and "--help". */
 bool cli_is_help(const char *arg);
 
 /* Now in ms since the epoch: cli_opts.now_ms when set, else the wall clock. */
 int64_t cli_now_ms(void);
 
-/* The commands of main.c's table. */
+/*
+ * The whole command line (argv[0] is the program): global flags, then a
+ * command of commands.c's table or a resource word. Returns the exit code.
+ */
+int cli_main(int argc, char **argv);
+
+/*
+ * "unknown flag" for a command of the table, naming its closest flag when
+ * the word looks like a typo of one. Returns CLI_USAGE.
+ */
+int cli_unknown_flag(const char *cmd, const char *flag);
+
+/* The commands of commands.c's table. */
 int cmd_login(int argc, char **argv);
 int cmd_logout(int argc, char **argv);
 int cmd_whoami(int argc, char **argv);

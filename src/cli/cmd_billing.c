@@ -13,9 +13,11 @@
 #include "base/parse.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/names.h"
 #include "cli/render.h"
 #include "cli/resolve.h"
 #include "cli/table.h"
+#include "cli/units.h"
 #include "cli/work.h"
 
 static const char *s_of(json_t *o, const char *k)
@@ -84,8 +86,9 @@ static void usage_help(void)
            "records; runs still open are recorded when they end.\n");
 }
 
-static int show_usage(json_t *ans, struct buf *out)
+static int show_usage(struct client *c, json_t *ans, struct buf *out)
 {
+    struct names names;
     static const char *const header[] = {"PROJECT",   "FLAVOR", "CLASS",   "HOURS",
                                          "GPU-HOURS", "AMOUNT", "CURRENCY"};
     static const char *const keys[] = {"project",   "flavor", "class",   "hours",
@@ -97,12 +100,15 @@ static int show_usage(json_t *ans, struct buf *out)
     if (json_array_size(json_object_get(ans, "items")) == 0)
         return buf_puts(out, "no usage\n");
     rc |= render_rows(json_object_get(ans, "items"), header, keys, ARRAY_SIZE(header), out);
+    names_init(&names, c);
     json_array_foreach(totals, i, t)
     {
-        rc |= buf_printf(out, "total org %" JSON_INTEGER_FORMAT ": %s %s\n",
-                         json_integer_value(json_object_get(t, "org_id")), s_of(t, "amount"),
-                         s_of(t, "currency"));
+        char *org = names_get(&names, &model_organizations,
+                              json_integer_value(json_object_get(t, "org_id")));
+        rc |= buf_printf(out, "total %s: %s %s\n", org, s_of(t, "amount"), s_of(t, "currency"));
+        free(org);
     }
+    names_release(&names);
     return rc;
 }
 
@@ -157,6 +163,8 @@ int cmd_usage(int argc, char **argv)
             return cli_usage_error("usage", "usage verify takes no flags");
         return work_show("GET", "/v1/ledger/verify", NULL, show_verify);
     }
+    if (period && (rc = work_check_period("usage", period)) != 0)
+        return rc;
     buf_init(&path, 1024);
     buf_puts(&path, "/v1/usage?x=1");
     if (period) {
@@ -181,7 +189,7 @@ int cmd_usage(int argc, char **argv)
         }
         buf_printf(&path, "&project_id=%" PRId64, id);
     }
-    rc = work_show("GET", path.data, NULL, show_usage);
+    rc = work_show_with("GET", path.data, NULL, show_usage);
     buf_release(&path);
     return rc;
 }
@@ -191,29 +199,10 @@ int cmd_usage(int argc, char **argv)
 /* "12.34" -> 12340000 micro-units; positive, at most 6 decimals, at most 10^12 units. */
 static int parse_amount(const char *s, int64_t *ret)
 {
-    int64_t units = 0, frac = 0;
-    int digits = 0, n_int = 0;
-    const char *p = s;
+    char err[128];
 
-    for (; *p >= '0' && *p <= '9'; p++, n_int++) {
-        if (n_int >= 12)
-            return -1;
-        units = units * 10 + (*p - '0');
-    }
-    if (*p == '.') {
-        for (p++; *p >= '0' && *p <= '9'; p++, digits++) {
-            if (digits >= 6)
-                return -1;
-            frac = frac * 10 + (*p - '0');
-        }
-        if (digits == 0)
-            return -1;
-    }
-    if (*p || n_int == 0)
+    if (units_parse(UNITS_MICROS, s, INT64_C(1000000000000000000), ret, err, sizeof(err)) < 0)
         return -1;
-    for (int k = digits; k < 6; k++)
-        frac *= 10;
-    *ret = units * 1000000 + frac;
     return *ret > 0 ? 0 : -1;
 }
 
@@ -337,6 +326,24 @@ static int invoice_id(const char *word, int64_t *ret)
     return rc;
 }
 
+/* A verb invoice knows, or the usage error (with the closest verb), before any request. */
+static int check_invoice_verb(const char *verb)
+{
+    static const char *const verbs[] = {"list",   "show",   "draft",  "issue", "pay",
+                                        "credit", "export", "verify", NULL};
+    const char *close;
+
+    for (const char *const *v = verbs; *v; v++) {
+        if (strcmp(*v, verb) == 0)
+            return 0;
+    }
+    close = cli_closest(verb, verbs);
+    if (close)
+        return cli_usage_error("invoice", "unknown invoice command '%s'; did you mean '%s'?", verb,
+                               close);
+    return cli_usage_error("invoice", "unknown invoice command '%s'", verb);
+}
+
 int cmd_invoice(int argc, char **argv)
 {
     const char *verb = argc > 1 ? argv[1] : NULL, *org = NULL, *period = NULL, *reason = NULL;
@@ -374,6 +381,10 @@ int cmd_invoice(int argc, char **argv)
         if (rc != 1)
             return rc;
     }
+    if ((rc = check_invoice_verb(verb)) != 0)
+        return rc;
+    if (period && (rc = work_check_period("invoice", period)) != 0)
+        return rc;
     if (org && (rc = resolve_word("invoice", &model_organizations, org, &org_id)) != 0)
         return rc;
     if (strcmp(verb, "list") == 0) {
@@ -433,7 +444,7 @@ int cmd_invoice(int argc, char **argv)
         snprintf(path, sizeof(path), "/v1/invoices/%" PRId64 "/verify", id);
         return work_show("GET", path, NULL, NULL);
     }
-    return cli_usage_error("invoice", "unknown invoice command '%s'", verb);
+    return CLI_USAGE; /* not reached: check_invoice_verb knows the verbs */
 }
 
 /* ---- cost (showback) ---- */
@@ -459,6 +470,8 @@ static int show_cost(json_t *ans, struct buf *out)
     return render_rows(items, header, keys, ARRAY_SIZE(header), out);
 }
 
+static const char *const cost_by[] = {"pool", "project", "org", "manager", NULL};
+
 int cmd_cost(int argc, char **argv)
 {
     const char *by = "pool", *period = NULL;
@@ -480,10 +493,10 @@ int cmd_cost(int argc, char **argv)
         if (rc != 1)
             return rc;
     }
-    if (strcmp(by, "pool") && strcmp(by, "project") && strcmp(by, "org") && strcmp(by, "manager"))
-        return cli_usage_error("cost", "--by must be pool, project, org or manager");
-    if (period && (strlen(period) != 7 || period[4] != '-'))
-        return cli_usage_error("cost", "--period '%s' is not a month such as 2026-11", period);
+    if ((rc = cli_check_enum("cost", "--by", by, cost_by)) != 0)
+        return rc;
+    if (period && (rc = work_check_period("cost", period)) != 0)
+        return rc;
     snprintf(path, sizeof(path), "/v1/cost?by=%s%s%s", by, period ? "&period=" : "",
              period ? period : "");
     return work_show("GET", path, NULL, show_cost);

@@ -25,7 +25,7 @@ static void events_help(void)
            "  -f, --follow     then print new events as they happen, until interrupted\n"
            "  --workload ID    only this workload's events\n"
            "  --project P      only this project's (NAME, ORG/NAME or id)\n"
-           "  -n N             the last N events (default %d; 0 for all)\n",
+           "  -n, --lines N    the last N events (default %d; 0 for all)\n",
            EVENTS_DEFAULT_N);
 }
 
@@ -179,7 +179,7 @@ int cmd_events(int argc, char **argv)
             continue;
         }
         if (argv[i][0] == '-')
-            return cli_usage_error("events", "unknown flag '%s' for 'events'", argv[i]);
+            return cli_unknown_flag("events", argv[i]);
         return cli_usage_error("events", "unexpected argument '%s'", argv[i]);
     }
     if (client_open(&c) < 0) {

@@ -242,6 +242,10 @@ static int do_history(int argc, char **argv)
     return rc;
 }
 
+/* The states the inventory reports (src/api/inventory.c and src/inventory/classify.c). */
+static const char *const gpu_states[] = {"allocated", "busy", "idle-allocated", "free", "draining",
+                                         "mig",       "down", "unknown",        NULL};
+
 int cmd_inventory(int argc, char **argv)
 {
     static const char *const filters[] = {"org", "manager", "cluster", "class", "state", "owner"};
@@ -268,6 +272,9 @@ int cmd_inventory(int argc, char **argv)
     rc = take_flags(argc, argv, i, filters, values, ARRAY_SIZE(filters), inventory_help);
     if (rc != 0)
         return rc == 1 ? CLI_OK : rc;
+    /* filters[4] is state: a state the server never reports would match nothing, silently */
+    if (values[4] && (rc = cli_check_enum("inventory", "--state", values[4], gpu_states)) != 0)
+        return rc;
     query_path(&path, export ? "/v1/inventory/export" : "/v1/inventory", filters, values,
                ARRAY_SIZE(filters));
     rc = export ? work_download(path.data) : work_show("GET", path.data, NULL, render_inventory);

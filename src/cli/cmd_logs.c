@@ -2,7 +2,8 @@
 /*
  * cmd_logs.c: `gpuaas logs ID [-f] [--tail BYTES]` (GET /v1/workloads/{id}/logs):
  * a workload's output; with -f, keeps printing what it writes until it has
- * ended.
+ * ended. Work on a simulated cluster runs no command and writes nothing:
+ * logs says so rather than print nothing (or, with -f, wait in silence).
  */
 #include "base/common.h"
 
@@ -19,26 +20,76 @@ static void logs_help(void)
            "Prints a workload's output (stdout and stderr), the last 64 KiB unless --tail\n"
            "says otherwise. With -f, keeps printing new output until the workload has ended.\n"
            "The log of work that ended more than the server's log-retention-days ago is\n"
-           "removed: then this fails and says when.\n");
+           "removed: then this fails and says when. Work on a simulated cluster (backend\n"
+           "sim) runs no command, so it has no output: logs says so, and -f waits for it\n"
+           "to end.\n");
 }
 
-/* Whether the workload may still write: queued, running or stopping. */
-static int still_going(struct client *c, int64_t id, bool *ret)
+/* GET /v1/workloads/ID into *ret (new reference). */
+static int get_workload(struct client *c, int64_t id, json_t **ret)
 {
     char *path = xasprintf("/v1/workloads/%" PRId64, id);
-    json_t *w = NULL;
-    const char *state;
-    int rc = client_request(c, "GET", path, NULL, &w);
+    int rc = client_request(c, "GET", path, NULL, ret);
 
     free(path);
-    if (rc < 0)
-        return rc;
-    state = json_string_value(json_object_get(w, "state"));
-    *ret = state && (strcmp(state, "queued") == 0 || strcmp(state, "admitted") == 0 ||
-                     strcmp(state, "running") == 0 ||
-                     strcmp(state, "preempting") == 0);
-    json_decref(w);
-    return 0;
+    return rc;
+}
+
+/* Whether w can no longer write: not queued, running or stopping. */
+static bool ended(json_t *w)
+{
+    const char *state = json_string_value(json_object_get(w, "state"));
+    return !state || !(strcmp(state, "queued") == 0 || strcmp(state, "admitted") == 0 ||
+                       strcmp(state, "running") == 0 || strcmp(state, "preempting") == 0);
+}
+
+/*
+ * The name of the simulated cluster w was placed on (caller frees), or NULL
+ * when it is not placed, or not on a simulated cluster, or the cluster
+ * cannot be read (then the log is read as for any work).
+ */
+static char *sim_cluster(struct client *c, json_t *w)
+{
+    json_t *cid = json_object_get(w, "cluster_id"), *cluster = NULL;
+    const char *backend, *name;
+    char *path, *ret = NULL;
+
+    if (!json_is_integer(cid))
+        return NULL;
+    path = xasprintf("/v1/clusters/%" JSON_INTEGER_FORMAT, json_integer_value(cid));
+    if (client_request(c, "GET", path, NULL, &cluster) >= 0) {
+        backend = json_string_value(json_object_get(cluster, "backend"));
+        name = json_string_value(json_object_get(cluster, "name"));
+        if (backend && strcmp(backend, "sim") == 0)
+            ret = xstrdup(name ? name : "sim");
+    }
+    free(path);
+    json_decref(cluster);
+    return ret;
+}
+
+/* Simulated work: says there is no output; with -f, waits for the end and says how it ended. */
+static int sim_logs(struct client *c, int64_t id, json_t *w, const char *cluster, bool follow)
+{
+    json_t *now = json_incref(w);
+    int rc = 0;
+
+    fprintf(stderr,
+            "workload %" PRId64 " runs on the simulated cluster '%s', which runs no command: "
+            "it has no output\n",
+            id, cluster);
+    while (follow && !ended(now)) {
+        usleep(LOGS_POLL_US);
+        json_decref(now);
+        now = NULL;
+        if ((rc = get_workload(c, id, &now)) < 0)
+            break;
+    }
+    if (rc >= 0 && follow)
+        fprintf(stderr, "workload %" PRId64 " ended: %s\n", id,
+                json_string_value(json_object_get(now, "state")));
+    json_decref(now);
+    return rc < 0 ? client_report(c) : CLI_OK;
 }
 
 int cmd_logs(int argc, char **argv)
@@ -79,14 +130,24 @@ int cmd_logs(int argc, char **argv)
         client_release(&c);
         return rc;
     }
+    if (cli_opts.output != CLI_OUTPUT_JSON) {
+        json_t *w = NULL;
+        char *sim = NULL;
+        if (get_workload(&c, id, &w) >= 0 && (sim = sim_cluster(&c, w)) != NULL)
+            rc = sim_logs(&c, id, w, sim, follow);
+        json_decref(w);
+        if (sim) {
+            free(sim);
+            client_release(&c);
+            return rc;
+        }
+    }
     for (;;) {
-        char *path = offset >= 0 ? xasprintf("/v1/workloads/%" PRId64 "/logs?offset=%" PRId64, id,
-                                             offset)
-                     : tail >= 0 ? xasprintf("/v1/workloads/%" PRId64 "/logs?tail=%" PRId64, id,
-                                             tail)
-                                 : xasprintf("/v1/workloads/%" PRId64 "/logs", id);
-        json_t *j = NULL;
-        bool going = false;
+        char *path =
+            offset >= 0 ? xasprintf("/v1/workloads/%" PRId64 "/logs?offset=%" PRId64, id, offset)
+            : tail >= 0 ? xasprintf("/v1/workloads/%" PRId64 "/logs?tail=%" PRId64, id, tail)
+                        : xasprintf("/v1/workloads/%" PRId64 "/logs", id);
+        json_t *j = NULL, *w = NULL;
         rc = client_request(&c, "GET", path, NULL, &j);
         free(path);
         if (rc < 0)
@@ -106,14 +167,15 @@ int cmd_logs(int argc, char **argv)
         json_decref(j);
         if (!follow || last)
             break;
-        rc = still_going(&c, id, &going);
+        rc = get_workload(&c, id, &w);
         if (rc < 0)
             break;
         /* Ended: one more read for what it wrote since the last one. */
-        if (!going)
+        if (ended(w))
             last = true;
         else
             usleep(LOGS_POLL_US);
+        json_decref(w);
     }
     if (rc < 0)
         rc = client_report(&c);

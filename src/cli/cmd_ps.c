@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/render.h"
+#include "cli/resolve.h"
 #include "cli/table.h"
 #include "cli/work.h"
 
@@ -20,25 +21,18 @@ static const char *const unfinished[] = {"queued", "admitted", "running", "preem
 
 static void ps_help(void)
 {
-    printf("usage: gpuaas ps [--project P] [--state STATE] [--all] [--limit N]\n\n"
+    printf("usage: gpuaas ps [--project P] [--user U] [--state STATE] [--all] [--limit N]\n\n"
            "Lists workloads you can see: by default the unfinished ones (queued, running,\n"
            "preempting), oldest first. AGE/RUNTIME is how long queued work has waited since\n"
            "it was submitted, and how long other work has run. CLASS is P1 (owned) or P2\n"
-           "(opportunistic). REASON says why queued work waits, or how work ended.\n\n"
+           "(opportunistic). REASON says why queued work waits, or how work ended; at a\n"
+           "terminal long cells are cut to fit (-o wide shows them whole), in a pipe never.\n\n"
            "  --project P      only this project (NAME, ORG/NAME or id)\n"
+           "  --user U         only work this user submitted (NAME or id)\n"
            "  --state STATE    only this state: queued, running, preempting, succeeded,\n"
            "                   failed, cancelled or preempted\n"
            "  -a, --all        every state, finished work included\n"
            "  --limit N        only the newest N\n");
-}
-
-static bool known_state(const char *s)
-{
-    for (const char *const *p = model_workload_states; *p; p++) {
-        if (strcmp(*p, s) == 0)
-            return true;
-    }
-    return false;
 }
 
 static int by_id(const void *a, const void *b)
@@ -71,6 +65,7 @@ static int render_ps(json_t *items, struct work_names *n, int64_t now, struct bu
 {
     static const char *const header[] = {"ID",       "NAME",  "PROJECT",     "FLAVOR", "CLASS",
                                          "REPLICAS", "STATE", "AGE/RUNTIME", "REASON"};
+    size_t cell_max = cli_cut_cells() ? PS_CELL_MAX : 0;
     struct table t;
     size_t i;
     json_t *w;
@@ -81,11 +76,11 @@ static int render_ps(json_t *items, struct work_names *n, int64_t now, struct bu
     json_array_foreach(items, i, w)
     {
         char *id = render_cell(json_object_get(w, "id"));
-        char *name = table_cut(json_string_value(json_object_get(w, "name")), PS_CELL_MAX);
+        char *name = table_cut(json_string_value(json_object_get(w, "name")), cell_max);
         char *project = work_name(n->projects, json_object_get(w, "project_id"));
         char *flavor = work_name(n->flavors, json_object_get(w, "flavor_id"));
-        char *project_cut = table_cut(project, PS_CELL_MAX);
-        char *flavor_cut = table_cut(flavor, PS_CELL_MAX);
+        char *project_cut = table_cut(project, cell_max);
+        char *flavor_cut = table_cut(flavor, cell_max);
         char *replicas = render_cell(json_object_get(w, "replicas"));
         char *age = age_or_runtime(w, now);
         const char *cells[] = {
@@ -109,14 +104,15 @@ static int render_ps(json_t *items, struct work_names *n, int64_t now, struct bu
         free(replicas);
         free(age);
     }
-    table_fit_column(&t, t.n_cols - 1, WORK_LINE_WIDTH);
+    if (cell_max)
+        table_fit_column(&t, t.n_cols - 1, WORK_LINE_WIDTH);
     rc = table_render(&t, out);
     table_release(&t);
     return rc;
 }
 
 struct ps_args {
-    const char *project, *state;
+    const char *project, *user, *state;
     bool all;
     int64_t limit;
 };
@@ -142,14 +138,16 @@ static int parse_ps(struct ps_args *a, int argc, char **argv)
                 return rc;
             continue;
         }
+        if ((rc = cli_take_value_flag("ps", argc, argv, &i, "--user", NULL, &a->user))) {
+            if (rc != 1)
+                return rc;
+            continue;
+        }
         if ((rc = cli_take_value_flag("ps", argc, argv, &i, "--state", NULL, &a->state))) {
             if (rc != 1)
                 return rc;
-            if (!known_state(a->state))
-                return cli_usage_error("ps",
-                                       "--state must be queued, running, preempting, succeeded, "
-                                       "failed, cancelled or preempted, not '%s'",
-                                       a->state);
+            if ((rc = cli_check_enum("ps", "--state", a->state, model_workload_states)) != 0)
+                return rc;
             continue;
         }
         if ((rc = cli_take_value_flag("ps", argc, argv, &i, "--limit", NULL, &v))) {
@@ -166,14 +164,14 @@ static int parse_ps(struct ps_args *a, int argc, char **argv)
             continue;
         }
         if (arg[0] == '-')
-            return cli_usage_error("ps", "unknown flag '%s' for 'ps'", arg);
+            return cli_unknown_flag("ps", arg);
         return cli_usage_error("ps", "unexpected argument '%s'", arg);
     }
     return 0;
 }
 
 /* Every workload of the states asked for, oldest first, in *ret (a new array). */
-static int fetch(struct client *c, const struct ps_args *a, int64_t project_id, json_t **ret)
+static int fetch(struct client *c, const struct ps_args *a, const char *filter, json_t **ret)
 {
     const char *const *states = unfinished;
     size_t n_states = ARRAY_SIZE(unfinished);
@@ -191,18 +189,17 @@ static int fetch(struct client *c, const struct ps_args *a, int64_t project_id, 
     }
     for (size_t s = 0; s < n_states; s++) {
         json_t *items = NULL;
-        char *path, *proj = project_id ? xasprintf("project_id=%" PRId64, project_id) : NULL;
+        char *path;
         int rc;
 
-        if (states[s] && proj)
-            path = xasprintf("/v1/workloads?%s&state=%s", proj, states[s]);
-        else if (states[s])
-            path = xasprintf("/v1/workloads?state=%s", states[s]);
-        else if (proj)
-            path = xasprintf("/v1/workloads?%s", proj);
+        /* filter is "" or "&key=value..." */
+        if (states[s])
+            path = xasprintf("/v1/workloads?%s%sstate=%s", *filter ? filter + 1 : "",
+                             *filter ? "&" : "", states[s]);
+        else if (*filter)
+            path = xasprintf("/v1/workloads?%s", filter + 1);
         else
             path = xstrdup("/v1/workloads");
-        free(proj);
         rc = work_list_all(c, path, &items);
         free(path);
         if (rc < 0) {
@@ -226,6 +223,23 @@ static int fetch(struct client *c, const struct ps_args *a, int64_t project_id, 
     return 0;
 }
 
+/* The id of the user --user names; prints why not and returns the exit code. */
+static int find_user(struct client *c, const char *word, int64_t *ret_id)
+{
+    char err[512];
+    int rc = resolve_id(c, &model_users, word, ret_id, err, sizeof(err));
+
+    if (rc == ERR_IO)
+        return client_report(c);
+    if (rc == ERR_INVALID)
+        return cli_usage_error("ps", "--user: %s", err);
+    if (rc < 0) {
+        cli_error("--user: %s", err);
+        return CLI_ERROR;
+    }
+    return 0;
+}
+
 int cmd_ps(int argc, char **argv)
 {
     struct ps_args a;
@@ -233,7 +247,8 @@ int cmd_ps(int argc, char **argv)
     struct client c;
     struct buf out;
     json_t *items = NULL;
-    int64_t project_id = 0;
+    int64_t project_id = 0, user_id = 0;
+    struct buf filter;
     size_t n_all = 0;
     int rc;
 
@@ -242,13 +257,21 @@ int cmd_ps(int argc, char **argv)
     if (rc != 0)
         return rc < 0 ? CLI_OK : rc;
     work_names_init(&names);
+    buf_init(&filter, 1024);
+    buf_puts(&filter, "");
     if (client_open(&c) < 0) {
         rc = client_report(&c);
         goto out;
     }
     if (a.project && (rc = work_project(&c, "ps", a.project, &project_id)) != 0)
         goto out;
-    if (fetch(&c, &a, project_id, &items) < 0) {
+    if (a.user && (rc = find_user(&c, a.user, &user_id)) != 0)
+        goto out;
+    if (project_id)
+        buf_printf(&filter, "&project_id=%" PRId64, project_id);
+    if (user_id)
+        buf_printf(&filter, "&user_id=%" PRId64, user_id);
+    if (fetch(&c, &a, filter.data, &items) < 0) {
         rc = client_report(&c);
         goto out;
     }
@@ -280,6 +303,7 @@ int cmd_ps(int argc, char **argv)
                     json_array_size(items), n_all);
     }
 out:
+    buf_release(&filter);
     json_decref(items);
     work_names_release(&names);
     client_release(&c);

@@ -121,7 +121,7 @@ int cmd_queue(int argc, char **argv)
             continue;
         }
         if (argv[i][0] == '-')
-            return cli_usage_error("queue", "unknown flag '%s' for 'queue'", argv[i]);
+            return cli_unknown_flag("queue", argv[i]);
         return cli_usage_error("queue", "unexpected argument '%s'", argv[i]);
     }
     work_names_init(&names);

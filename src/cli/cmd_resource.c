@@ -17,11 +17,16 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/names.h"
 #include "cli/render.h"
 #include "cli/resolve.h"
+#include "cli/units.h"
 
 #define OUTPUT_MAX ((size_t)1 << 30)
 #define MAX_FIELD_FLAGS 64
+/* The audit log reads newest first; the API lists oldest first, so the table reverses it. */
+#define AUDIT_SHOWN 50  /* entries shown without --limit or --all */
+#define AUDIT_PAGE 1000 /* the API's largest page */
 
 enum verb { VERB_LIST, VERB_SHOW, VERB_CREATE, VERB_UPDATE, VERB_DELETE };
 
@@ -179,6 +184,35 @@ static void help_print(struct help_rows *h)
     h->n = 0;
 }
 
+/* A field with a unit in its name: its human flag, with the exact one named in the note. */
+static void help_add_unit_field(struct help_rows *h, const struct field_def *f, enum verb v,
+                                bool mark_fixed)
+{
+    static const char *const ph[] = {
+        [UNITS_NONE] = "N", [UNITS_MILLI] = "N", [UNITS_MIB] = "SIZE", [UNITS_MICROS] = "AMOUNT"};
+    static const char *const how[] = {
+        [UNITS_NONE] = "",
+        [UNITS_MILLI] = "16 or 0.5",
+        [UNITS_MIB] = "128GiB or 512MiB (a number is MiB)",
+        [UNITS_MICROS] = "1.80 in the currency",
+    };
+    enum units_kind k = units_of_field(f->name);
+    char *human = xstrdup(f->name), *exact = args_flag_name(f);
+
+    human[units_stem_len(f->name)] = '\0';
+    for (char *p = human; *p; p++) {
+        if (*p == '_')
+            *p = '-';
+    }
+    help_add(h, xasprintf("--%s %s", human, ph[k]),
+             xasprintf("%s, or --%s N: %s%s%s%s", how[k], exact, f->help,
+                       (v == VERB_CREATE && (f->flags & FF_REQUIRED)) ? " (required)" : "",
+                       (v != VERB_LIST && (f->flags & FF_NULLABLE)) ? " (may be null)" : "",
+                       (mark_fixed && (f->flags & FF_IMMUTABLE)) ? " (fixed)" : ""));
+    free(human);
+    free(exact);
+}
+
 /* The field flags a verb takes, with notes; fixed marks fields update cannot change. */
 static void help_add_fields(struct help_rows *h, const struct resource_def *def, enum verb v,
                             bool mark_fixed)
@@ -188,6 +222,10 @@ static void help_add_fields(struct help_rows *h, const struct resource_def *def,
         char *flag, *ph;
         if (!field_usable(f, v))
             continue;
+        if (f->type == FT_INT && units_stem_len(f->name) > 0) {
+            help_add_unit_field(h, f, v, mark_fixed);
+            continue;
+        }
         flag = display_flag(f);
         ph = placeholder(f);
         help_add(h, xasprintf("--%s %s", flag, ph),
@@ -259,7 +297,12 @@ static void print_verb_help(const struct invocation *inv)
     free(args);
     switch (v) {
     case VERB_LIST:
-        printf("Lists %s, one page unless --all is given.\n\nFlags:\n", def->name);
+        if (def == &model_audit)
+            printf("Lists the audit log, newest first: the newest %d entries, or --limit N,\n"
+                   "or every one with --all (-o json: pages of the server's order).\n\nFlags:\n",
+                   AUDIT_SHOWN);
+        else
+            printf("Lists %s, one page unless --all is given.\n\nFlags:\n", def->name);
         help_add_fields(&h, def, v, false);
         help_add(&h, xstrdup("--limit N"), xstrdup("at most N per page"));
         help_add(&h, xstrdup("--after ID"), xstrdup("start after this id (the next page)"));
@@ -287,10 +330,72 @@ static void print_verb_help(const struct invocation *inv)
         break;
     }
     printf("\nFlags that name another object take its id or its name; '' or null clears\n"
-           "a field that may be null. Global flags: --server URL, --token TOKEN, -o table|json.\n");
+           "a field that may be null. Global flags: --server URL, --token TOKEN, -o "
+           "table|wide|json.\n");
 }
 
 /* ---- pass 1: the words ---- */
+
+/* The flag of a field that takes a human quantity: "memory" for memory_mib (caller frees). */
+static char *unit_flag(const struct field_def *f)
+{
+    char *flag = args_flag_name(f);
+    flag[units_stem_len(f->name)] = '\0';
+    return flag;
+}
+
+/* "unknown flag" with the closest flag the verb takes, when the word looks like a typo of it. */
+static int unknown_flag(const struct invocation *inv, const char *flag)
+{
+    const char *words[2 * MAX_FIELD_FLAGS + 8];
+    char *owned[2 * MAX_FIELD_FLAGS];
+    size_t n = 0, n_owned = 0;
+    const char *close;
+    int rc;
+
+    if (inv->verb->verb == VERB_LIST) {
+        words[n++] = "limit";
+        words[n++] = "after";
+        words[n++] = "all";
+    }
+    for (size_t i = 0; i < inv->def->n_fields && n_owned + 2 <= ARRAY_SIZE(owned); i++) {
+        const struct field_def *f = &inv->def->fields[i];
+        if (!field_usable(f, inv->verb->verb))
+            continue;
+        words[n++] = owned[n_owned++] = display_flag(f);
+        if (f->type == FT_INT && units_stem_len(f->name) > 0)
+            words[n++] = owned[n_owned++] = unit_flag(f);
+    }
+    words[n] = NULL;
+    close = strncmp(flag, "--", 2) == 0 ? cli_closest(flag + 2, words) : NULL;
+    if (close)
+        rc = cli_usage_error(inv->cmd, "unknown flag '%s' for '%s'; did you mean '--%s'?", flag,
+                             inv->cmd, close);
+    else
+        rc = cli_usage_error(inv->cmd, "unknown flag '%s' for '%s'", flag, inv->cmd);
+    for (size_t i = 0; i < n_owned; i++)
+        free(owned[i]);
+    return rc;
+}
+
+/* A human quantity (--memory 128GiB) as the field's exact integer, or the usage error. */
+static int exact_value(struct invocation *inv, const struct field_def *f, const char *flag,
+                       const char *value, char **ret)
+{
+    char err[256];
+    int64_t v;
+
+    if ((f->flags & FF_NULLABLE) && (*value == '\0' || strcmp(value, "null") == 0)) {
+        *ret = xstrdup(value);
+        return 0;
+    }
+    if (units_parse(units_of_field(f->name), value, f->max, &v, err, sizeof(err)) < 0)
+        return cli_usage_error(inv->cmd, "%s: %s", flag, err);
+    if (v < f->min)
+        return cli_usage_error(inv->cmd, "%s: '%s' is below the least allowed", flag, value);
+    *ret = xasprintf("%" PRId64, v);
+    return 0;
+}
 
 static int take_field_flag(struct invocation *inv, int argc, char **argv, int *i)
 {
@@ -298,10 +403,14 @@ static int take_field_flag(struct invocation *inv, int argc, char **argv, int *i
     char *flag = eq ? xstrndup(arg, (size_t)(eq - arg)) : xstrdup(arg);
     const struct field_def *f;
     const char *value;
+    char *exact = NULL;
     int idx = args_field_for_flag(inv->def, flag + 2), rc;
+    bool human = false;
 
+    if (idx < 0 && (idx = args_field_for_unit_flag(inv->def, flag + 2)) >= 0)
+        human = true;
     if (idx < 0) {
-        rc = cli_usage_error(inv->cmd, "unknown flag '%s' for '%s'", flag, inv->cmd);
+        rc = unknown_flag(inv, flag);
         goto fail;
     }
     f = &inv->def->fields[idx];
@@ -333,9 +442,11 @@ static int take_field_flag(struct invocation *inv, int argc, char **argv, int *i
         rc = cli_usage_error(inv->cmd, "flag '%s' needs a value", flag);
         goto fail;
     }
+    if (human && (rc = exact_value(inv, f, flag, value, &exact)) != 0)
+        goto fail;
     inv->fields[inv->n_fields].idx = idx;
     inv->fields[inv->n_fields].flag = flag;
-    inv->fields[inv->n_fields].value = xstrdup(value);
+    inv->fields[inv->n_fields].value = exact ? exact : xstrdup(value);
     inv->n_fields++;
     return 1;
 fail:
@@ -393,7 +504,7 @@ static int parse_words(struct invocation *inv, int argc, char **argv, int start)
                 }
             }
             if (strncmp(arg, "--", 2) != 0)
-                return cli_usage_error(inv->cmd, "unknown flag '%s' for '%s'", arg, inv->cmd);
+                return unknown_flag(inv, arg);
             rc = take_field_flag(inv, argc, argv, &i);
             if (rc != 1)
                 return rc;
@@ -591,17 +702,26 @@ static int page_parts(const struct invocation *inv, json_t *page, json_t **ret_i
     return 0;
 }
 
-static int do_list(struct invocation *inv, struct client *c)
-{
-    json_t *filters = NULL, *page = NULL, *all = NULL, *items = NULL;
-    int64_t after = inv->after, next = 0;
-    struct buf out;
-    int rc;
+/* The audit log reads newest first; the API lists oldest first, so the table reverses it. */
+#define AUDIT_SHOWN 50  /* entries shown without --limit or --all */
+#define AUDIT_PAGE 1000 /* the API's largest page */
 
-    rc = build_fields(inv, c, &filters);
-    if (rc != 0)
-        return rc;
-    all = json_array();
+static bool newest_first(const struct invocation *inv)
+{
+    return inv->def == &model_audit && cli_opts.output == CLI_OUTPUT_TABLE;
+}
+
+/* Every page (or one, as asked) of the list into *ret_all; *ret_page keeps the last page. */
+static int fetch_pages(struct invocation *inv, struct client *c, json_t *filters, json_t **ret_page,
+                       json_t *all, int64_t *ret_next)
+{
+    int64_t after = inv->after, next = 0, limit = inv->limit;
+    bool every = inv->all || newest_first(inv);
+    json_t *page = NULL, *items = NULL;
+    int rc = 0;
+
+    if (newest_first(inv))
+        inv->limit = AUDIT_PAGE; /* --limit counts the newest shown, not the page */
     for (;;) {
         char *path = list_path(inv, filters, after);
         json_decref(page);
@@ -610,22 +730,59 @@ static int do_list(struct invocation *inv, struct client *c)
         free(path);
         if (rc < 0) {
             rc = client_report(c);
-            goto out;
+            break;
         }
         rc = page_parts(inv, page, &items, &next);
         if (rc != 0)
-            goto out;
+            break;
         json_array_extend(all, items);
-        if (!inv->all || next == 0)
+        if (!every || next == 0)
             break;
         if (next == after) {
             cli_error("the server sent the same page of %s twice (after=%" PRId64 ")",
                       inv->def->name, after);
             rc = CLI_ERROR;
-            goto out;
+            break;
         }
         after = next;
     }
+    inv->limit = limit;
+    *ret_page = page;
+    *ret_next = next;
+    return rc;
+}
+
+/* Reverses all in place, keeping the newest max (0: all); returns how many there were. */
+static size_t newest(json_t *all, size_t max)
+{
+    size_t n = json_array_size(all);
+    json_t *rev = json_array();
+
+    for (size_t i = n; i > 0 && (max == 0 || json_array_size(rev) < max); i--)
+        json_array_append(rev, json_array_get(all, i - 1));
+    json_array_clear(all);
+    json_array_extend(all, rev);
+    json_decref(rev);
+    return n;
+}
+
+static int do_list(struct invocation *inv, struct client *c)
+{
+    json_t *filters = NULL, *page = NULL, *all = NULL;
+    int64_t next = 0;
+    size_t total = 0;
+    struct buf out;
+    int rc;
+
+    rc = build_fields(inv, c, &filters);
+    if (rc != 0)
+        return rc;
+    all = json_array();
+    rc = fetch_pages(inv, c, filters, &page, all, &next);
+    if (rc != 0)
+        goto out;
+    if (newest_first(inv))
+        total = newest(all, inv->all ? 0 : inv->limit ? (size_t)inv->limit : AUDIT_SHOWN);
 
     buf_init(&out, OUTPUT_MAX);
     if (cli_opts.output == CLI_OUTPUT_JSON) {
@@ -637,14 +794,22 @@ static int do_list(struct invocation *inv, struct client *c)
             render_json(page, &out);
         }
     } else if (json_array_size(all) > 0) {
-        render_list(inv->def, all, &out);
+        struct names names;
+        struct render_names rn;
+        names_init(&names, c);
+        rn = names_for_render(&names);
+        render_list_named(inv->def, all, &rn, &out);
+        names_release(&names);
     }
     rc = render_flush(&out);
     buf_release(&out);
     if (cli_opts.output == CLI_OUTPUT_TABLE) {
         if (json_array_size(all) == 0)
             fprintf(stderr, "no %s found\n", inv->def->name);
-        if (!inv->all && next != 0)
+        if (newest_first(inv) && json_array_size(all) < total)
+            fprintf(stderr, "(the newest %zu of %zu shown; --limit N for more, --all for all)\n",
+                    json_array_size(all), total);
+        else if (!inv->all && !newest_first(inv) && next != 0)
             fprintf(stderr, "(more %s: add --all, or --after %" PRId64 " for the next page)\n",
                     inv->def->name, next);
     }
@@ -784,6 +949,20 @@ static const struct verb_def *find_verb(const char *word)
     return NULL;
 }
 
+static int unknown_verb(const struct resource_def *def, const char *word)
+{
+    static const char *const words[] = {"list",   "ls",  "show",   "get", "create", "add",
+                                        "update", "set", "delete", "rm",  "revoke", NULL};
+    const char *close = cli_closest(word, words);
+
+    if (close)
+        return cli_usage_error(def->name, "unknown verb '%s' for %s; did you mean '%s'?", word,
+                               def->name, close);
+    return cli_usage_error(def->name,
+                           "unknown verb '%s' for %s; use list, show, create, update or delete",
+                           word, def->name);
+}
+
 int cmd_resource(int argc, char **argv)
 {
     struct invocation inv;
@@ -810,10 +989,7 @@ int cmd_resource(int argc, char **argv)
     if (i < argc && argv[i][0] != '-') {
         inv.verb = find_verb(argv[i]);
         if (!inv.verb)
-            return cli_usage_error(inv.def->name,
-                                   "unknown verb '%s' for %s; use list, show, create, update or "
-                                   "delete",
-                                   argv[i], inv.def->name);
+            return unknown_verb(inv.def, argv[i]);
         i++;
     } else {
         inv.verb = &verbs[VERB_LIST];

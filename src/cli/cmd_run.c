@@ -172,7 +172,7 @@ static int parse_run(struct run_args *a, int argc, char **argv)
         NUM_FLAG("--duration", take_duration, "duration_s", duration)
 #undef STR_FLAG
 #undef NUM_FLAG
-        return cli_usage_error("run", "unknown flag '%s' for 'run'", arg);
+        return cli_unknown_flag("run", arg);
     }
     if (!a->flavor || !*a->flavor)
         return cli_usage_error("run", "'run' needs --flavor NAME|ID; 'gpuaas flavors list' shows "

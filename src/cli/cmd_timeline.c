@@ -214,7 +214,7 @@ int cmd_timeline(int argc, char **argv)
             continue;
         }
         if (argv[i][0] == '-')
-            return cli_usage_error("timeline", "unknown flag '%s' for 'timeline'", argv[i]);
+            return cli_unknown_flag("timeline", argv[i]);
         return cli_usage_error("timeline", "unexpected argument '%s'", argv[i]);
     }
     if (node && !*node)

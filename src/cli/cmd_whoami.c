@@ -8,6 +8,7 @@
 #include "base/alloc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/names.h"
 #include "cli/render.h"
 #include "cli/table.h"
 
@@ -27,8 +28,9 @@ static void add_pair(struct table *t, const char *key, const char *value)
 }
 
 /* The human view of a whoami answer. */
-static int render_whoami(json_t *who, struct buf *out)
+static int render_whoami(json_t *who, struct names *names, struct buf *out)
 {
+    struct render_names rn = names_for_render(names);
     json_t *user = json_object_get(who, "user");
     json_t *bindings = json_object_get(who, "bindings");
     const char *name = json_string_value(json_object_get(user, "name"));
@@ -52,7 +54,7 @@ static int render_whoami(json_t *who, struct buf *out)
     if (rc == 0 && json_array_size(bindings) > 0) {
         rc = buf_puts(out, "\nroles:\n");
         if (rc == 0)
-            rc = render_list(&model_role_bindings, bindings, out);
+            rc = render_list_named(&model_role_bindings, bindings, &rn, out);
     }
     return rc;
 }
@@ -83,8 +85,14 @@ int cmd_whoami(int argc, char **argv)
     buf_init(&out, OUTPUT_MAX);
     if (cli_opts.output == CLI_OUTPUT_JSON)
         render_json(who, &out);
-    else
-        render_whoami(who, &out);
+    else {
+        struct names names;
+        names_init(&names, &c);
+        /* the bindings are the caller's own: no need to list users (which it may not) */
+        names_add(&names, &model_users, json_object_get(who, "user"));
+        render_whoami(who, &names, &out);
+        names_release(&names);
+    }
     rc = render_flush(&out);
     buf_release(&out);
     json_decref(who);

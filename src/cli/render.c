@@ -10,14 +10,18 @@
 #include "cli/cli.h"
 #include "cli/render.h"
 #include "cli/table.h"
+#include "cli/units.h"
 
-#define LIST_CELL_MAX 48   /* characters; longer cells are cut with "..." */
+#define LIST_CELL_MAX 48   /* characters; longer cells are cut at a terminal */
 #define AUTO_COLUMNS_MAX 7 /* columns picked for a resource without a view */
 
 enum col_kind {
-    COL_AUTO,  /* by field type: times shortened, booleans yes/no, ... */
-    COL_MILLI, /* milli-units shown as units: 1500 -> 1.5 */
-    COL_MONEY, /* micro-units of the object's currency: 2500000 -> 2.50 USD */
+    COL_AUTO,       /* by field type: times shortened, booleans yes/no, ... */
+    COL_MILLI,      /* milli-units shown as units: 1500 -> 1.5 */
+    COL_MONEY,      /* micro-units of the object's currency: 2500000 -> 2.50 USD */
+    COL_MONEY_HOUR, /* the same per hour: 1800000 -> 1.80 USD/h */
+    COL_MIB,        /* MiB in the largest whole unit: 81920 -> 80 GiB */
+    COL_GUARANTEE,  /* a quota's guarantee in GPUs; null: derived from the project's pools */
 };
 
 struct column {
@@ -57,10 +61,10 @@ static const struct column cluster_cols[] = {
 };
 static const struct column node_cols[] = {
     ID_COL, COL("cluster_id", "CLUSTER_ID"), NAME_COL, COL("state", "STATE"),
-    {"cpu_milli", "CPUS", COL_MILLI}, COL("memory_mib", "MEMORY_MIB"), COL("labels", "LABELS"),
+    {"cpu_milli", "CPUS", COL_MILLI}, {"memory_mib", "MEMORY", COL_MIB}, COL("labels", "LABELS"),
 };
 static const struct column class_cols[] = {
-    ID_COL, NAME_COL, COL("vendor", "VENDOR"), COL("memory_mib", "MEMORY_MIB"),
+    ID_COL, NAME_COL, COL("vendor", "VENDOR"), {"memory_mib", "MEMORY", COL_MIB},
     COL("parent_id", "PARENT_ID"), {"milli", "SHARE", COL_MILLI},
 };
 static const struct column gpu_cols[] = {
@@ -70,16 +74,16 @@ static const struct column gpu_cols[] = {
 static const struct column pool_cols[] = {
     ID_COL, NAME_COL, COL("owner_org_id", "OWNER_ORG_ID"),
     COL("owner_project_id", "OWNER_PROJECT_ID"), COL("cluster_id", "CLUSTER_ID"),
-    {"cost_per_gpu_hour_micros", "COST_PER_GPU_HOUR", COL_MONEY},
+    {"cost_per_gpu_hour_micros", "COST_PER_GPU_HOUR", COL_MONEY_HOUR},
 };
 static const struct column flavor_cols[] = {
     ID_COL, NAME_COL, COL("gpu_class_id", "CLASS_ID"), {"gpu_milli", "GPUS", COL_MILLI},
-    COL("vcpus", "VCPUS"), COL("memory_mib", "MEMORY_MIB"),
-    {"price_per_hour_micros", "PRICE_PER_HOUR", COL_MONEY}, COL("active", "ACTIVE"),
+    COL("vcpus", "VCPUS"), {"memory_mib", "MEMORY", COL_MIB},
+    {"price_per_hour_micros", "PRICE_PER_HOUR", COL_MONEY_HOUR}, COL("active", "ACTIVE"),
 };
 static const struct column quota_cols[] = {
     ID_COL, COL("project_id", "PROJECT_ID"), COL("gpu_class_id", "CLASS_ID"),
-    {"guaranteed_milli", "GUARANTEED", COL_MILLI}, {"limit_milli", "LIMIT", COL_MILLI},
+    {"guaranteed_milli", "GUARANTEED", COL_GUARANTEE}, {"limit_milli", "LIMIT", COL_MILLI},
 };
 static const struct column org_quota_cols[] = {
     ID_COL, COL("org_id", "ORG_ID"), COL("gpu_class_id", "CLASS_ID"),
@@ -196,19 +200,46 @@ static const struct field_def *find_field(const struct resource_def *def, const 
     return idx >= 0 ? &def->fields[idx] : NULL;
 }
 
-static char *format_column(const struct resource_def *def, const struct column *col, json_t *obj)
+/* The resource a column names objects of, when names are shown for it; else NULL. */
+static const struct resource_def *named_ref(const struct resource_def *def,
+                                            const struct column *col,
+                                            const struct render_names *names)
+{
+    const struct field_def *f = find_field(def, col->field);
+    const struct resource_def *ref;
+    int idx;
+
+    if (!names || !f || f->type != FT_REF || !f->ref || !(ref = model_find(f->ref)))
+        return NULL;
+    idx = model_field_index(ref, "name");
+    return idx >= 0 ? ref : NULL;
+}
+
+static char *format_column(const struct resource_def *def, const struct column *col, json_t *obj,
+                           const struct render_names *names)
 {
     json_t *v = json_object_get(obj, col->field);
     const struct field_def *f = find_field(def, col->field);
+    const struct resource_def *ref = named_ref(def, col, names);
 
+    if (col->kind == COL_GUARANTEE && json_is_null(v))
+        return xstrdup("from pools"); /* the API does not say how much that is */
     if (!v || json_is_null(v))
         return xstrdup("-");
-    if (col->kind == COL_MILLI && json_is_integer(v))
+    if (ref && json_is_integer(v)) {
+        char *name = names->name(names->ctx, ref, json_integer_value(v));
+        if (name)
+            return name;
+    }
+    if ((col->kind == COL_MILLI || col->kind == COL_GUARANTEE) && json_is_integer(v))
         return render_milli(json_integer_value(v));
-    if (col->kind == COL_MONEY && json_is_integer(v)) {
+    if (col->kind == COL_MIB && json_is_integer(v))
+        return units_format_mib(json_integer_value(v));
+    if ((col->kind == COL_MONEY || col->kind == COL_MONEY_HOUR) && json_is_integer(v)) {
         char *amount = render_micros(json_integer_value(v));
         const char *cur = json_string_value(json_object_get(obj, "currency"));
-        char *s = cur ? xasprintf("%s %s", amount, cur) : xstrdup(amount);
+        const char *per = col->kind == COL_MONEY_HOUR ? "/h" : "";
+        char *s = cur ? xasprintf("%s %s%s", amount, cur, per) : xasprintf("%s%s", amount, per);
         free(amount);
         return s;
     }
@@ -248,7 +279,25 @@ static char *upper_header(const char *field)
     return h;
 }
 
+/* A column's header: its own, else the field's name in capitals; "_ID" dropped when named. */
+static char *column_header(const struct resource_def *def, const struct column *col,
+                           const struct render_names *names)
+{
+    char *h = col->header ? xstrdup(col->header) : upper_header(col->field);
+    size_t n = strlen(h);
+
+    if (named_ref(def, col, names) && n > 3 && strcmp(h + n - 3, "_ID") == 0)
+        h[n - 3] = '\0';
+    return h;
+}
+
 int render_list(const struct resource_def *def, json_t *items, struct buf *out)
+{
+    return render_list_named(def, items, NULL, out);
+}
+
+int render_list_named(const struct resource_def *def, json_t *items,
+                      const struct render_names *names, struct buf *out)
 {
     struct column auto_cols[AUTO_COLUMNS_MAX];
     const struct column *cols = NULL;
@@ -269,17 +318,17 @@ int render_list(const struct resource_def *def, json_t *items, struct buf *out)
         cols = auto_cols;
     }
     table_init(&t, n_cols);
-    t.max_width = LIST_CELL_MAX;
+    t.max_width = cli_cut_cells() ? LIST_CELL_MAX : 0;
     cells = xcalloc(n_cols, sizeof(char *));
     for (size_t c = 0; c < n_cols; c++)
-        cells[c] = cols[c].header ? xstrdup(cols[c].header) : upper_header(cols[c].field);
+        cells[c] = column_header(def, &cols[c], names);
     table_add_row(&t, cells);
     for (size_t c = 0; c < n_cols; c++)
         free((char *)cells[c]);
     json_array_foreach(items, i, obj)
     {
         for (size_t c = 0; c < n_cols; c++)
-            cells[c] = format_column(def, &cols[c], obj);
+            cells[c] = format_column(def, &cols[c], obj, names);
         table_add_row(&t, cells);
         for (size_t c = 0; c < n_cols; c++)
             free((char *)cells[c]);

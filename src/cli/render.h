@@ -18,6 +18,23 @@
 int render_list(const struct resource_def *def, json_t *items, struct buf *out);
 
 /*
+ * Where a list finds the names of the objects its rows refer to. name
+ * returns what to show for the object of ref with this id (caller frees),
+ * or NULL when ref objects have no names, so the column keeps the id.
+ */
+struct render_names {
+    char *(*name)(void *ctx, const struct resource_def *ref, int64_t id);
+    void *ctx;
+};
+
+/*
+ * As render_list, but columns that refer to objects with names show the
+ * names ("CLASS" with "a100-80gb" instead of "CLASS_ID" with 3).
+ */
+int render_list_named(const struct resource_def *def, json_t *items,
+                      const struct render_names *names, struct buf *out);
+
+/*
  * Appends one object as "field:  value" lines: the fields of def in model
  * order, then any members def does not know. def may be NULL.
  */

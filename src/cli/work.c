@@ -133,7 +133,7 @@ char *work_name(json_t *map, json_t *idv)
     if (name && *name)
         return xstrdup(name);
     if (json_is_integer(idv))
-        return xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(idv));
+        return xasprintf("#%" JSON_INTEGER_FORMAT, json_integer_value(idv));
     return xstrdup("-");
 }
 
@@ -314,6 +314,21 @@ int work_parse_duration(const char *cmd, const char *flag, const char *value, in
     return 0;
 }
 
+int work_check_period(const char *cmd, const char *value)
+{
+    bool ok = strlen(value) == 7 && value[4] == '-';
+    int month = 0;
+
+    for (int k = 0; ok && k < 7; k++)
+        ok = k == 4 || (value[k] >= '0' && value[k] <= '9');
+    if (ok)
+        month = (value[5] - '0') * 10 + (value[6] - '0');
+    if (!ok || month < 1 || month > 12 || strncmp(value, "1970", 4) < 0)
+        return cli_usage_error(cmd, "--period must be a month written YYYY-MM (2026-11), not '%s'",
+                               value);
+    return 0;
+}
+
 int work_flush(struct buf *b)
 {
     int rc = render_flush(b);
@@ -322,8 +337,10 @@ int work_flush(struct buf *b)
     return rc;
 }
 
-int work_show(const char *method, const char *path, json_t *body,
-              int (*fn)(json_t *ans, struct buf *out))
+/* work_show and work_show_with: one of fn and fn_c is set, or neither for JSON. */
+static int show(const char *method, const char *path, json_t *body,
+                int (*fn)(json_t *ans, struct buf *out),
+                int (*fn_c)(struct client *c, json_t *ans, struct buf *out))
 {
     struct client c;
     struct buf out;
@@ -338,14 +355,28 @@ int work_show(const char *method, const char *path, json_t *body,
     }
     json_decref(body);
     buf_init(&out, WORK_OUTPUT_MAX);
-    if (cli_opts.output == CLI_OUTPUT_JSON || !fn)
+    if (cli_opts.output == CLI_OUTPUT_JSON || (!fn && !fn_c))
         render_json(ans, &out);
-    else
+    else if (fn)
         fn(ans, &out);
+    else
+        fn_c(&c, ans, &out);
     rc = work_flush(&out);
     json_decref(ans);
     client_release(&c);
     return rc;
+}
+
+int work_show(const char *method, const char *path, json_t *body,
+              int (*fn)(json_t *ans, struct buf *out))
+{
+    return show(method, path, body, fn, NULL);
+}
+
+int work_show_with(const char *method, const char *path, json_t *body,
+                   int (*fn)(struct client *c, json_t *ans, struct buf *out))
+{
+    return show(method, path, body, NULL, fn);
 }
 
 int work_download(const char *path)

@@ -55,8 +55,9 @@ void work_names_load(struct work_names *n, struct client *c, unsigned mask);
 
 /*
  * The name of the object of map (one of n's members) with id idv (a JSON
- * integer): its "name", else the id as digits; "-" for null or a missing
- * id. Caller frees.
+ * integer): its "name", else "#N" (an object the caller may not see, told
+ * apart from a name that is digits); "-" for null or a missing id. Caller
+ * frees.
  */
 char *work_name(json_t *map, json_t *idv);
 
@@ -105,6 +106,12 @@ char *work_join_command(int n, char *const *words);
 int work_parse_duration(const char *cmd, const char *flag, const char *value, int64_t min,
                         int64_t max, int64_t *ret_s);
 
+/*
+ * Checks a --period value: a month written YYYY-MM (2026-11). Returns 0, or
+ * prints a usage error and returns CLI_USAGE.
+ */
+int work_check_period(const char *cmd, const char *value);
+
 /* Writes b to stdout and releases it; returns CLI_OK or CLI_ERROR. */
 int work_flush(struct buf *b);
 
@@ -115,6 +122,9 @@ int work_flush(struct buf *b);
  */
 int work_show(const char *method, const char *path, json_t *body,
               int (*fn)(json_t *ans, struct buf *out));
+/* As work_show, for renderings that ask the server more (names, through c). */
+int work_show_with(const char *method, const char *path, json_t *body,
+                   int (*fn)(struct client *c, json_t *ans, struct buf *out));
 /* GETs path and copies the body as it is to stdout (exports: CSV, HTML). */
 int work_download(const char *path);
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "cli/args.h"
+#include "cli/units.h"
 
 /* ---- resource words ---- */
 
@@ -354,6 +355,80 @@ static void test_parse_bool(void **state)
     assert_int_equal(v, -1);
 }
 
+/* ---- human quantities ---- */
+
+static void test_units_parse(void **state)
+{
+    static const struct {
+        enum units_kind kind;
+        const char *text;
+        int64_t want; /* -1: an error */
+    } cases[] = {
+        {UNITS_MILLI, "16", 16000},
+        {UNITS_MILLI, "0.5", 500},
+        {UNITS_MILLI, "0.125", 125},
+        {UNITS_MILLI, "2.5000", 2500}, /* zeros past the precision change nothing */
+        {UNITS_MILLI, "0.0001", -1},
+        {UNITS_MILLI, "1e3", -1},
+        {UNITS_MILLI, "-1", -1},
+        {UNITS_MILLI, ".5", -1},
+        {UNITS_MILLI, "5.", -1},
+        {UNITS_MILLI, "", -1},
+        {UNITS_MICROS, "1.80", 1800000},
+        {UNITS_MICROS, "0.1", 100000}, /* exact: no binary fraction on the way */
+        {UNITS_MICROS, "12", 12000000},
+        {UNITS_MICROS, "0.0000001", -1},
+        {UNITS_MICROS, "1,80", -1},
+        {UNITS_MICROS, "99999999999999999999", -1},
+        {UNITS_MIB, "512", 512},
+        {UNITS_MIB, "512MiB", 512},
+        {UNITS_MIB, "128GiB", 131072},
+        {UNITS_MIB, "128gib", 131072},
+        {UNITS_MIB, "1.5GiB", 1536},
+        {UNITS_MIB, "1TiB", 1048576},
+        {UNITS_MIB, "1.5MiB", -1},
+        {UNITS_MIB, "128GB", -1},
+        {UNITS_MIB, "GiB", -1},
+    };
+    char err[256];
+    (void)state;
+
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        int64_t v = -1;
+        int rc = units_parse(cases[i].kind, cases[i].text, INT64_C(1) << 40, &v, err, sizeof(err));
+        if (cases[i].want < 0) {
+            if (rc == 0)
+                fail_msg("'%s' parsed as %" PRId64 ", want an error", cases[i].text, v);
+            assert_true(strstr(err, cases[i].text) != NULL);
+        } else {
+            if (rc != 0)
+                fail_msg("'%s': %s", cases[i].text, err);
+            assert_int_equal(v, cases[i].want);
+        }
+    }
+    assert_int_equal(units_parse(UNITS_MILLI, "17", 16000, &(int64_t){0}, err, sizeof(err)), -1);
+    assert_string_equal(err, "'17' is too large");
+    assert_int_equal(units_of_field("guaranteed_milli"), UNITS_MILLI);
+    assert_int_equal(units_of_field("memory_mib"), UNITS_MIB);
+    assert_int_equal(units_of_field("price_per_hour_micros"), UNITS_MICROS);
+    assert_int_equal(units_of_field("milli"), UNITS_NONE);
+    assert_int_equal(args_field_for_unit_flag(&model_flavors, "memory"),
+                     model_field_index(&model_flavors, "memory_mib"));
+    assert_int_equal(args_field_for_unit_flag(&model_pools, "cost-per-gpu-hour"),
+                     model_field_index(&model_pools, "cost_per_gpu_hour_micros"));
+    assert_int_equal(args_field_for_unit_flag(&model_quotas, "guaranteed"),
+                     model_field_index(&model_quotas, "guaranteed_milli"));
+    assert_int_equal(args_field_for_unit_flag(&model_quotas, "project"), -1);
+    {
+        char *s = units_format_mib(81920);
+        assert_string_equal(s, "80 GiB");
+        free(s);
+        s = units_format_mib(1536);
+        assert_string_equal(s, "1536 MiB");
+        free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_convert_reflist),
         cmocka_unit_test(test_convert_json),
         cmocka_unit_test(test_parse_bool),
+        cmocka_unit_test(test_units_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

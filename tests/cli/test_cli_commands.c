@@ -56,6 +56,10 @@ static void test_list_all_pages(void **state)
               "\"parent_id\":null,\"manager_id\":3,\"cost_center\":\"cc\"}],\"next_after\":1}"},
         {200, "{\"items\":[{\"id\":2,\"name\":\"beta\",\"display_name\":\"\","
               "\"parent_id\":1,\"manager_id\":null,\"cost_center\":\"\"}],\"next_after\":null}"},
+        /* the names of the managers and parents, one list each */
+        {200, "{\"items\":[{\"id\":3,\"name\":\"carol\"}],\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":1,\"name\":\"acme\"},{\"id\":2,\"name\":\"beta\"}],"
+              "\"next_after\":null}"},
         {200, "{\"items\":[{\"id\":1,\"name\":\"acme\"}],\"next_after\":null}"},
         {200, "{\"items\":[],\"next_after\":null}"},
     };
@@ -66,9 +70,9 @@ static void test_list_all_pages(void **state)
     fake_start(&f, replies, ARRAY_SIZE(replies));
     r = run(cmd_resource, ARGV("orgs", "list", "--all", "--limit", "1"), f.url, CLI_OUTPUT_TABLE);
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.out, "ID  NAME  DISPLAY_NAME  PARENT_ID  MANAGER_ID  COST_CENTER\n"
-                               "1   acme  Acme          -          3           cc\n"
-                               "2   beta  -             1          -           -\n");
+    assert_string_equal(r.out, "ID  NAME  DISPLAY_NAME  PARENT  MANAGER  COST_CENTER\n"
+                               "1   acme  Acme          -       carol    cc\n"
+                               "2   beta  -             acme    -        -\n");
     assert_string_equal(r.err, "");
     result_free(&r);
     /* a filter given by name resolves first */
@@ -77,11 +81,13 @@ static void test_list_all_pages(void **state)
     fake_wait(&f);
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out, "{\n  \"items\": [],\n  \"next_after\": null\n}\n");
-    assert_int_equal(f.n_requests, 4);
+    assert_int_equal(f.n_requests, 6);
     assert_contains(req(&f, 0), "GET /v1/organizations?limit=1 HTTP/1.1");
     assert_contains(req(&f, 1), "GET /v1/organizations?limit=1&after=1 HTTP/1.1");
-    assert_contains(req(&f, 2), "GET /v1/organizations?name=acme&limit=2 HTTP/1.1");
-    assert_contains(req(&f, 3), "GET /v1/organizations?parent_id=1 HTTP/1.1");
+    assert_contains(req(&f, 2), "GET /v1/users?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 3), "GET /v1/organizations?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 4), "GET /v1/organizations?name=acme&limit=2 HTTP/1.1");
+    assert_contains(req(&f, 5), "GET /v1/organizations?parent_id=1 HTTP/1.1");
     result_free(&r);
     fake_free(&f);
 }
@@ -92,6 +98,8 @@ static void test_list_more_hint_and_filters(void **state)
         {200, "{\"items\":[{\"id\":7,\"name\":\"gpu01\",\"cluster_id\":1,\"state\":\"drain\","
               "\"cpu_milli\":64000,\"memory_mib\":515000,\"labels\":{\"rack\":\"r1\"}}],"
               "\"next_after\":7}"},
+        /* clusters the caller may not list: their ids show as #N */
+        {403, "{\"error\":{\"code\":\"forbidden\",\"message\":\"admins only\"}}"},
         {200, "{\"items\":[],\"next_after\":null}"},
     };
     struct fake_http f;
@@ -102,8 +110,8 @@ static void test_list_more_hint_and_filters(void **state)
     r = run(cmd_resource, ARGV("nodes", "list", "--cluster", "1", "--state", "drain"), f.url,
             CLI_OUTPUT_TABLE);
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.out, "ID  CLUSTER_ID  NAME   STATE  CPUS  MEMORY_MIB  LABELS\n"
-                               "7   1           gpu01  drain  64    515000      rack=r1\n");
+    assert_string_equal(r.out, "ID  CLUSTER  NAME   STATE  CPUS  MEMORY      LABELS\n"
+                               "7   #1       gpu01  drain  64    515000 MiB  rack=r1\n");
     assert_string_equal(r.err, "(more nodes: add --all, or --after 7 for the next page)\n");
     result_free(&r);
     r = run(cmd_resource, ARGV("flavors", "list", "--active", "false"), f.url, CLI_OUTPUT_TABLE);
@@ -112,7 +120,134 @@ static void test_list_more_hint_and_filters(void **state)
     assert_string_equal(r.out, "");
     assert_string_equal(r.err, "no flavors found\n");
     assert_contains(req(&f, 0), "GET /v1/nodes?cluster_id=1&state=drain HTTP/1.1");
-    assert_contains(req(&f, 1), "GET /v1/flavors?active=false HTTP/1.1");
+    assert_contains(req(&f, 1), "GET /v1/clusters?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 2), "GET /v1/flavors?active=false HTTP/1.1");
+    result_free(&r);
+    fake_free(&f);
+}
+
+/* --memory 128GiB, --cost-per-gpu-hour 1.80, --guaranteed 0.5 reach the server as exact integers.
+ */
+static void test_human_units_in_flags(void **state)
+{
+    static const struct fake_reply replies[] = {
+        {201, "{\"id\":3,\"name\":\"big\"}"},
+        {200, "{\"id\":5,\"name\":\"p\"}"},
+        {200, "{\"id\":7}"},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_resource,
+            ARGV("flavors", "create", "big", "--memory", "128GiB", "--gpu", "0.5",
+                 "--price-per-hour", "2.50"),
+            f.url, CLI_OUTPUT_JSON);
+    assert_int_equal(r.rc, 0);
+    result_free(&r);
+    r = run(cmd_resource, ARGV("pools", "update", "5", "--cost-per-gpu-hour=1.80"), f.url,
+            CLI_OUTPUT_JSON);
+    assert_int_equal(r.rc, 0);
+    result_free(&r);
+    r = run(cmd_resource, ARGV("quotas", "update", "7", "--guaranteed", "16", "--limit", "null"),
+            f.url, CLI_OUTPUT_JSON);
+    assert_int_equal(r.rc, 0);
+    result_free(&r);
+    fake_wait(&f);
+    assert_int_equal(f.n_requests, 3);
+    assert_contains(req(&f, 0), "\"memory_mib\":131072");
+    assert_contains(req(&f, 0), "\"gpu_milli\":500");
+    assert_contains(req(&f, 0), "\"price_per_hour_micros\":2500000");
+    assert_contains(req(&f, 1), "{\"cost_per_gpu_hour_micros\":1800000}");
+    assert_contains(req(&f, 2), "\"guaranteed_milli\":16000");
+    assert_contains(req(&f, 2), "\"limit_milli\":null");
+    fake_free(&f);
+
+    /* bad quantities and mistyped flags are usage errors, before any request */
+    fake_start(&f, NULL, 0);
+    r = run(cmd_resource, ARGV("flavors", "create", "x", "--memory", "128GB"), f.url,
+            CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err, "gpuaas: error: --memory: '128GB' is not a size; write it as 512MiB, "
+                           "128GiB or 1TiB (a plain number is MiB)\n");
+    result_free(&r);
+    r = run(cmd_resource, ARGV("pools", "update", "5", "--cost-per-gpu-hour", "1.8000001"), f.url,
+            CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err, "'1.8000001' has more than 6 decimals");
+    result_free(&r);
+    r = run(cmd_resource, ARGV("flavors", "create", "x", "--memroy", "1GiB"), f.url,
+            CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err,
+                    "unknown flag '--memroy' for 'flavors create'; did you mean '--memory'?\n");
+    result_free(&r);
+    fake_wait(&f);
+    assert_int_equal(f.n_requests, 0);
+    fake_free(&f);
+}
+
+/* allocation list names its workload, project, node and class; GPUs have no names: ids. */
+static void test_allocations_named(void **state)
+{
+    static const struct fake_reply replies[] = {
+        {200, "{\"items\":[{\"id\":9,\"workload_id\":5,\"project_id\":2,\"replica\":0,"
+              "\"node_id\":3,\"gpu_id\":17,\"gpu_class_id\":1},"
+              "{\"id\":10,\"workload_id\":6,\"project_id\":2,\"replica\":0,"
+              "\"node_id\":3,\"gpu_id\":18,\"gpu_class_id\":1}],\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":5,\"name\":\"train\"},{\"id\":6,\"name\":\"\"}],"
+              "\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":2,\"name\":\"ml\"}],\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":3,\"name\":\"node-a\"}],\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":1,\"name\":\"h100\"}],\"next_after\":null}"},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_resource, ARGV("allocations", "list"), f.url, CLI_OUTPUT_TABLE);
+    fake_wait(&f);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "ID  WORKLOAD  PROJECT  REPLICA  NODE    GPU_ID  GPU_CLASS\n"
+                               "9   train     ml       0        node-a  17      h100\n"
+                               "10  6         ml       0        node-a  18      h100\n");
+    assert_int_equal(f.n_requests, 5);
+    assert_contains(req(&f, 1), "GET /v1/workloads?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 4), "GET /v1/gpu-classes?limit=1000 HTTP/1.1");
+    result_free(&r);
+    fake_free(&f);
+}
+
+/* The API lists the audit log oldest first; the table shows the newest first, from every page. */
+static void test_audit_newest_first(void **state)
+{
+    static const struct fake_reply replies[] = {
+        {200, "{\"items\":[{\"id\":1,\"time\":\"2026-11-30T10:00:00Z\",\"actor\":\"root\","
+              "\"action\":\"create\",\"resource\":\"pools\",\"object_id\":4},"
+              "{\"id\":2,\"time\":\"2026-11-30T11:00:00Z\",\"actor\":\"root\","
+              "\"action\":\"update\",\"resource\":\"pools\",\"object_id\":4}],\"next_after\":2}"},
+        {200, "{\"items\":[{\"id\":3,\"time\":\"2026-11-30T12:00:00Z\",\"actor\":\"root\","
+              "\"action\":\"delete\",\"resource\":\"pools\",\"object_id\":4}],"
+              "\"next_after\":null}"},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_resource, ARGV("audit", "list", "--limit", "2"), f.url, CLI_OUTPUT_TABLE);
+    fake_wait(&f);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out,
+                        "ID  TIME              ACTOR  ACTION  RESOURCE  OBJECT_ID  REQUEST_ID\n"
+                        "3   2026-11-30 12:00  root   delete  pools     4          -\n"
+                        "2   2026-11-30 11:00  root   update  pools     4          -\n");
+    assert_string_equal(r.err, "(the newest 2 of 3 shown; --limit N for more, --all for all)\n");
+    assert_int_equal(f.n_requests, 2);
+    assert_contains(req(&f, 0), "GET /v1/audit?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 1), "GET /v1/audit?limit=1000&after=2 HTTP/1.1");
     result_free(&r);
     fake_free(&f);
 }
@@ -280,7 +415,7 @@ static void test_usage_errors(void **state)
          "'site=a,rack=b'\n"
          "hint: see 'gpuaas clusters create --help'\n"},
         {ARGV("orgs", "list", "-o", "yaml"),
-         "gpuaas: error: output format must be 'table' or 'json', not 'yaml'\n"
+         "gpuaas: error: output format must be 'table', 'wide' or 'json', not 'yaml'\n"
          "hint: see 'gpuaas organizations list --help'\n"},
         {ARGV("orgs", "create", "a", "--display-name"),
          "gpuaas: error: flag '--display-name' needs a value\n"
@@ -335,6 +470,8 @@ static void test_whoami(void **state)
               "\"bindings\":[{\"id\":1,\"user_id\":3,\"role\":\"org-admin\",\"org_id\":2,"
               "\"project_id\":null},{\"id\":5,\"user_id\":3,\"role\":\"member\","
               "\"org_id\":null,\"project_id\":4}],\"admin\":false}"},
+        {200, "{\"items\":[{\"id\":2,\"name\":\"acme\"}],\"next_after\":null}"},
+        {200, "{\"items\":[],\"next_after\":null}"}, /* a project it cannot see */
         {401, "{\"error\":{\"code\":\"unauthenticated\",\"message\":\"token expired\"}}"},
     };
     struct fake_http f;
@@ -350,9 +487,9 @@ static void test_whoami(void **state)
                                "admin:         no\n"
                                "\n"
                                "roles:\n"
-                               "ID  USER_ID  ROLE       ORG_ID  PROJECT_ID\n"
-                               "1   3        org-admin  2       -\n"
-                               "5   3        member     -       4\n");
+                               "ID  USER   ROLE       ORG   PROJECT\n"
+                               "1   alice  org-admin  acme  -\n"
+                               "5   alice  member     -     #4\n");
     result_free(&r);
     r = run(cmd_whoami, ARGV("whoami"), f.url, CLI_OUTPUT_TABLE);
     fake_wait(&f);
@@ -460,6 +597,9 @@ int main(void)
         cmocka_unit_test(test_create_with_ref_name),
         cmocka_unit_test(test_list_all_pages),
         cmocka_unit_test(test_list_more_hint_and_filters),
+        cmocka_unit_test(test_human_units_in_flags),
+        cmocka_unit_test(test_audit_newest_first),
+        cmocka_unit_test(test_allocations_named),
         cmocka_unit_test(test_token_create_shows_secret),
         cmocka_unit_test(test_show_update_delete),
         cmocka_unit_test(test_usage_errors),

@@ -234,7 +234,7 @@ static void test_usage_errors(void **state)
         {ARGV("run", "--flavor", "5", "--name", "bad\xff"),
          "gpuaas: error: --name is not valid UTF-8\n"},
         {ARGV("run", "--flavor", "5", "-o", "yaml"),
-         "gpuaas: error: output format must be 'table' or 'json', not 'yaml'\n"},
+         "gpuaas: error: output format must be 'table', 'wide' or 'json', not 'yaml'\n"},
     };
     struct fake_http f;
     (void)state;

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "cli/cli.h"
 #include "cli/render.h"
 #include "cli/table.h"
 
@@ -199,10 +200,10 @@ static void test_render_list_units(void **state)
 
     buf_init(&b, 1 << 20);
     assert_int_equal(render_list(&model_flavors, flavors, &b), 0);
-    assert_string_equal(
-        b.data, "ID  NAME       CLASS_ID  GPUS   VCPUS  MEMORY_MIB  PRICE_PER_HOUR  ACTIVE\n"
-                "3   h100.1x    2         1      16     131072      2.50 USD        yes\n"
-                "4   mig.small  5         0.125  2      8192        0.31 EUR        no\n");
+    assert_string_equal(b.data,
+                        "ID  NAME       CLASS_ID  GPUS   VCPUS  MEMORY   PRICE_PER_HOUR  ACTIVE\n"
+                        "3   h100.1x    2         1      16     128 GiB  2.50 USD/h      yes\n"
+                        "4   mig.small  5         0.125  2      8 GiB    0.31 EUR/h      no\n");
     buf_reset(&b);
     assert_int_equal(render_list(&model_tokens, tokens, &b), 0);
     assert_string_equal(b.data,
@@ -272,6 +273,25 @@ static void test_table_fit_and_blank(void **state)
     free(cut);
 }
 
+/* A quota without an explicit guarantee has one derived from the pools its project owns. */
+static void test_render_quota_guarantee(void **state)
+{
+    json_t *quotas = parse("[{\"id\":1,\"project_id\":4,\"gpu_class_id\":2,"
+                           "\"guaranteed_milli\":null,\"limit_milli\":null},"
+                           "{\"id\":2,\"project_id\":4,\"gpu_class_id\":3,"
+                           "\"guaranteed_milli\":8000,\"limit_milli\":16500}]");
+    struct buf b;
+    (void)state;
+
+    buf_init(&b, 1 << 20);
+    assert_int_equal(render_list(&model_quotas, quotas, &b), 0);
+    assert_string_equal(b.data, "ID  PROJECT_ID  CLASS_ID  GUARANTEED  LIMIT\n"
+                                "1   4           2         from pools  -\n"
+                                "2   4           3         8           16.5\n");
+    buf_release(&b);
+    json_decref(quotas);
+}
+
 static void test_render_list_empty_and_cut(void **state)
 {
     json_t *empty = json_array();
@@ -285,10 +305,22 @@ static void test_render_list_empty_and_cut(void **state)
     assert_int_equal(render_list(&model_users, empty, &b), 0);
     assert_string_equal(b.data, "ID  NAME  EMAIL  DISPLAY_NAME  DISABLED\n");
     buf_reset(&b);
+    cli_opts.tty = 1; /* at a terminal long cells are cut */
     assert_int_equal(render_list(&model_users, users, &b), 0);
     assert_string_equal(
         b.data, "ID  NAME  EMAIL  DISPLAY_NAME                                      DISABLED\n"
                 "1   bob   -      Bartholomew Montgomery-Featherstonehaugh the ...  no\n");
+    /* ... and not with -o wide, nor in a pipe or a file */
+    cli_opts.wide = true;
+    buf_reset(&b);
+    assert_int_equal(render_list(&model_users, users, &b), 0);
+    assert_non_null(strstr(b.data, "the Third of Ely  no\n"));
+    cli_opts.wide = false;
+    cli_opts.tty = -1;
+    buf_reset(&b);
+    assert_int_equal(render_list(&model_users, users, &b), 0);
+    assert_non_null(strstr(b.data, "the Third of Ely  no\n"));
+    cli_opts.tty = 0;
     buf_release(&b);
     json_decref(empty);
     json_decref(users);
@@ -369,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_cells),
         cmocka_unit_test(test_render_list_organizations),
         cmocka_unit_test(test_render_list_units),
+        cmocka_unit_test(test_render_quota_guarantee),
         cmocka_unit_test(test_render_list_empty_and_cut),
         cmocka_unit_test(test_render_object),
         cmocka_unit_test(test_render_json),

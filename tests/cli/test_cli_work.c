@@ -67,7 +67,9 @@ static void test_ps_unfinished(void **state)
     (void)state;
 
     fake_start(&f, replies, ARRAY_SIZE(replies));
+    cli_opts.tty = 1; /* a person at a terminal: long cells are cut */
     r = run(cmd_ps, ARGV("ps"), f.url, CLI_OUTPUT_TABLE);
+    cli_opts.tty = 0;
     fake_wait(&f);
     assert_string_equal(r.err, "");
     assert_int_equal(r.rc, 0);
@@ -81,7 +83,7 @@ static void test_ps_unfinished(void **state)
         "running on borrowed capacity\n"
         "3   -                     ml       h100.4x  P2     4         queued      1m30s        "
         "waiting for 4 h100: project at ...\n"
-        "4   -                     9        7        P2     1         preempting  30s          "
+        "4   -                     #9       #7       P2     1         preempting  30s          "
         "preempted for workload 9\n");
     assert_width(r.out, 120);
     assert_int_equal(f.n_requests, 6);
@@ -137,6 +139,166 @@ static void test_ps_all_pages_limit_and_state(void **state)
     fake_free(&f);
 }
 
+/* In a pipe nothing is cut (scripts and grep see every word); -o wide does the same at a terminal.
+ */
+static void test_ps_piped_wide_and_user(void **state)
+{
+    static const char *const reason = "waiting for 4 h100: project at its limit 16/16, and the "
+                                      "organization acme is at its cap 32/32 as well";
+    char *one = xasprintf("{\"items\":[{\"id\":3,\"project_id\":1,\"name\":\"a-very-long-name-"
+                          "for-a-workload\",\"flavor_id\":2,\"priority_class\":\"owned\","
+                          "\"replicas\":4,\"state\":\"queued\",\"reason\":\"%s\","
+                          "\"submitted_ms\":1796056509194}],\"next_after\":null}",
+                          reason);
+    const struct fake_reply replies[] = {
+        {200, one},
+        {200, projects_json},
+        {200, flavors_json},
+        {200, one},
+        {200, projects_json},
+        {200, flavors_json},
+        {200, "{\"items\":[{\"id\":7,\"name\":\"alice\"}],\"next_after\":null}"},
+        {200, empty_json},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_ps, ARGV("ps", "--state", "queued"), f.url, CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 0);
+    assert_contains(r.out, reason);
+    assert_contains(r.out, "a-very-long-name-for-a-workload");
+    result_free(&r);
+    cli_opts.tty = 1;
+    r = run(cmd_ps, ARGV("ps", "--state", "queued", "-o", "wide"), f.url, CLI_OUTPUT_TABLE);
+    cli_opts.tty = 0;
+    cli_opts.wide = false;
+    assert_int_equal(r.rc, 0);
+    assert_contains(r.out, reason);
+    result_free(&r);
+    r = run(cmd_ps, ARGV("ps", "--user", "alice", "--state", "running"), f.url, CLI_OUTPUT_TABLE);
+    fake_wait(&f);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.err, "no workloads found\n");
+    assert_int_equal(f.n_requests, 8);
+    assert_contains(req(&f, 6), "GET /v1/users?name=alice&limit=2 HTTP/1.1");
+    assert_contains(req(&f, 7), "GET /v1/workloads?user_id=7&state=running&limit=1000 HTTP/1.1");
+    result_free(&r);
+    fake_free(&f);
+    free(one);
+}
+
+/* usage names the organization of each total; bad values are usage errors before any request. */
+static void test_usage_totals_and_bad_values(void **state)
+{
+    const struct fake_reply replies[] = {
+        {200, "{\"period\":\"2026-11\",\"provisional\":true,\"items\":[{\"project\":\"ml\","
+              "\"flavor\":\"h100.1x\",\"class\":\"owned\",\"hours\":\"2.0\","
+              "\"gpu_hours\":\"2.0\",\"amount\":\"12.00\",\"currency\":\"USD\","
+              "\"org_id\":1}],\"totals\":[{\"org_id\":1,\"currency\":\"USD\","
+              "\"amount\":\"12.00\"}]}"},
+        {200, "{\"items\":[{\"id\":1,\"name\":\"acme\"}],\"next_after\":null}"},
+    };
+    const struct {
+        char **argv;
+        int (*fn)(int, char **);
+        const char *err;
+    } bad[] = {
+        {ARGV("usage", "--period", "2026-13"), cmd_usage,
+         "gpuaas: error: --period must be a month written YYYY-MM (2026-11), not '2026-13'\n"},
+        {ARGV("invoice", "list", "--period", "nov"), cmd_invoice,
+         "gpuaas: error: --period must be a month written YYYY-MM (2026-11), not 'nov'\n"},
+        {ARGV("inventory", "--state", "bogus"), cmd_inventory,
+         "gpuaas: error: --state must be allocated, busy, idle-allocated, free, draining, mig, "
+         "down or unknown, not 'bogus'\n"},
+        {ARGV("invoice", "lst"), cmd_invoice,
+         "gpuaas: error: unknown invoice command 'lst'; did you mean 'list'?\n"},
+        {ARGV("cost", "--by", "projet"), cmd_cost,
+         "gpuaas: error: --by must be pool, project, org or manager, not 'projet'; did you "
+         "mean 'project'?\n"},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_usage, ARGV("usage"), f.url, CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 0);
+    assert_contains(r.out, "\ntotal acme: 12.00 USD\n");
+    result_free(&r);
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        r = run(bad[i].fn, bad[i].argv, f.url, CLI_OUTPUT_TABLE);
+        assert_int_equal(r.rc, 2);
+        assert_contains(r.err, bad[i].err);
+        result_free(&r);
+    }
+    fake_wait(&f);
+    assert_int_equal(f.n_requests, 2); /* none for the bad values */
+    assert_contains(req(&f, 1), "GET /v1/organizations?limit=1000 HTTP/1.1");
+    fake_free(&f);
+
+    /* a credit's amount is read exactly into micro-units */
+    fake_start(&f, (const struct fake_reply[]){{201, "{\"id\":3}"}}, 1);
+    r = run(cmd_invoice, ARGV("invoice", "credit", "3", "--reason", "outage", "--amount", "0.1"),
+            f.url, CLI_OUTPUT_JSON);
+    assert_int_equal(r.rc, 0);
+    result_free(&r);
+    r = run(cmd_invoice,
+            ARGV("invoice", "credit", "3", "--reason", "outage", "--amount", "0.0000001"), f.url,
+            CLI_OUTPUT_JSON);
+    assert_int_equal(r.rc, 2);
+    result_free(&r);
+    fake_wait(&f);
+    assert_int_equal(f.n_requests, 1);
+    assert_contains(req(&f, 0), "\"amount_micros\":100000");
+    fake_free(&f);
+}
+
+/* Simulated work has no output: logs says so, and -f ends when the work does. */
+static void test_logs_of_simulated_work(void **state)
+{
+    static const char *const sim = "{\"id\":2,\"name\":\"sim-eu\",\"backend\":\"sim\"}";
+    const struct fake_reply replies[] = {
+        {200, "{\"id\":5,\"state\":\"running\",\"cluster_id\":2}"},
+        {200, sim},
+        {200, "{\"id\":5,\"state\":\"running\",\"cluster_id\":2}"},
+        {200, sim},
+        {200, "{\"id\":5,\"state\":\"succeeded\",\"cluster_id\":2}"},
+        /* work on a real cluster: its log */
+        {200, "{\"id\":6,\"state\":\"succeeded\",\"cluster_id\":1}"},
+        {200, "{\"id\":1,\"name\":\"gpu-lab\",\"backend\":\"local\"}"},
+        {200, "{\"log\":\"hello\\n\",\"next_offset\":6}"},
+    };
+    struct fake_http f;
+    struct result r;
+    (void)state;
+
+    fake_start(&f, replies, ARRAY_SIZE(replies));
+    r = run(cmd_logs, ARGV("logs", "5"), f.url, CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, "workload 5 runs on the simulated cluster 'sim-eu', which runs no "
+                               "command: it has no output\n");
+    result_free(&r);
+    r = run(cmd_logs, ARGV("logs", "5", "-f"), f.url, CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 0);
+    assert_contains(r.err, "it has no output\nworkload 5 ended: succeeded\n");
+    result_free(&r);
+    r = run(cmd_logs, ARGV("logs", "6"), f.url, CLI_OUTPUT_TABLE);
+    fake_wait(&f);
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "hello\n");
+    assert_string_equal(r.err, "");
+    assert_int_equal(f.n_requests, 8);
+    assert_contains(req(&f, 0), "GET /v1/workloads/5 HTTP/1.1");
+    assert_contains(req(&f, 1), "GET /v1/clusters/2 HTTP/1.1");
+    assert_contains(req(&f, 4), "GET /v1/workloads/5 HTTP/1.1");
+    assert_contains(req(&f, 7), "GET /v1/workloads/6/logs HTTP/1.1");
+    result_free(&r);
+    fake_free(&f);
+}
+
 static void test_ps_usage_errors(void **state)
 {
     struct fake_http f;
@@ -146,9 +308,13 @@ static void test_ps_usage_errors(void **state)
     fake_start(&f, NULL, 0);
     r = run(cmd_ps, ARGV("ps", "--state", "done"), f.url, CLI_OUTPUT_TABLE);
     assert_int_equal(r.rc, 2);
-    assert_string_equal(r.err, "gpuaas: error: --state must be queued, running, preempting, "
-                               "succeeded, failed, cancelled or preempted, not 'done'\n"
+    assert_string_equal(r.err, "gpuaas: error: --state must be queued, admitted, running, "
+                               "preempting, succeeded, failed, cancelled or preempted, not 'done'\n"
                                "hint: see 'gpuaas ps --help'\n");
+    result_free(&r);
+    r = run(cmd_ps, ARGV("ps", "--state", "runing"), f.url, CLI_OUTPUT_TABLE);
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err, "not 'runing'; did you mean 'running'?\n");
     result_free(&r);
     r = run(cmd_ps, ARGV("ps", "--limit", "0"), f.url, CLI_OUTPUT_TABLE);
     assert_int_equal(r.rc, 2);
@@ -325,7 +491,7 @@ static void test_preemptions(void **state)
     assert_string_equal(r.out,
                         "ID  DECIDED              PREEMPTOR  VICTIMS  GPUS  RECLAIM_S  LOST_GPU_S\n"
                         "1   2026-11-30 16:35:00  5/ml       2,1      4     2.004      10.77\n"
-                        "2   2026-11-30 16:36:30  9/3        4        0.5   -          30\n");
+                        "2   2026-11-30 16:36:30  9/#3       4        0.5   -          30\n");
     result_free(&r);
     r = run(cmd_preemptions, ARGV("preemptions", "show", "1"), f.url, CLI_OUTPUT_TABLE);
     fake_wait(&f);
@@ -592,7 +758,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ps_unfinished),
         cmocka_unit_test(test_ps_all_pages_limit_and_state),
+        cmocka_unit_test(test_ps_piped_wide_and_user),
         cmocka_unit_test(test_ps_usage_errors),
+        cmocka_unit_test(test_logs_of_simulated_work),
+        cmocka_unit_test(test_usage_totals_and_bad_values),
         cmocka_unit_test(test_queue),
         cmocka_unit_test(test_timeline),
         cmocka_unit_test(test_preemptions),

@@ -29,6 +29,10 @@ g pool create vision-h100 --owner-project vision --cluster demo-sim --node-selec
 g quota create --project vision --gpu-class h100-80gb --limit-milli 16000 >/dev/null
 expect_eq "$(g -o json org show acme | jq -r .cost_center)" CC-100 "org cost center"
 expect_contains "$(g capacity)" "h100-80gb" "capacity view"
+# Lists name what they refer to, with human units; a guarantee left null says where it comes from.
+expect_contains "$(g pool list | tr -s ' ')" "vision-h100 - vision demo-sim 1.80 USD/h" \
+  "pools by name, price per hour"
+expect_contains "$(g quota list | tr -s ' ')" "vision h100-80gb from pools 16" "quotas by name"
 
 # A bad value is a usage error before any request; a server refusal is exit 1.
 rc=0; g project create x --org acme --weight 0 2>"$TMP/err" || rc=$?
@@ -63,10 +67,13 @@ done
 expect_contains "$(alice show "$w1")" "admitted" "show lists the admission event"
 expect_contains "$(alice timeline)" "sim-node" "timeline shows the placement"
 [ "$(alice -o json show "$w2" | jq '.allocations | length')" = 8 ] || fail "8x holds 8 GPUs"
+alice logs "$w1" 2>"$TMP/err" >"$TMP/out" || fail "logs of simulated work failed"
+expect_contains "$(cat "$TMP/err")" "simulated cluster 'demo-sim'" "logs says simulated work has no output"
 
 # The work is metered while it runs: alice sees her project's usage; the admin the draft
 # invoice, the showback and a whole ledger.
 expect_contains "$(alice usage)" "h100.8x" "alice's usage"
+expect_contains "$(alice usage)" "total acme:" "usage totals name the organization"
 expect_contains "$(g invoice draft --org acme)" "vision" "draft invoice"
 expect_contains "$(g cost --by project)" "vision" "showback by project"
 expect_contains "$(g usage verify)" "ledger ok" "ledger verify"
