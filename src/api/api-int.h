@@ -277,6 +277,19 @@ bool billing_route_invoice_action(struct req *r, int64_t id, const char *tail);
 /* Extra rules for creating a price version. */
 int billing_check_price(struct req *r, const struct row *row, struct error_info *ei);
 /*
+ * The rules of billing_check_price but the one against the past: one number
+ * of decimals per currency, nothing inside an issued period. The history
+ * import (history.c) adds its own rule for a version that starts in the past.
+ */
+int billing_check_price_list(struct req *r, const struct row *row, struct error_info *ei);
+/*
+ * POST /v1/history: finished work of the past (and the price versions it is
+ * rated at) written through the API, metered into the ledger (history.c).
+ */
+void history_route_import(struct req *r);
+/* The request body of POST /v1/history, as an OpenAPI requestBody (new reference). */
+json_t *history_openapi_body(void);
+/*
  * A guarantee above what the project's (or its organization's) pools own in
  * that class: ERR_FORBIDDEN unless the caller is a global admin.
  */

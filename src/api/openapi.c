@@ -377,6 +377,8 @@ static void fixed_route_body(const char *path, json_t *op_obj)
         body = json_pack("{s:b,s:{s:{s:{s:s,s:s}}}}", "required", 1, "content", "text/csv",
                          "schema", "type", "string", "description",
                          "a header row naming the columns, then one row per GPU");
+    else if (strcmp(path, "/v1/history") == 0)
+        body = history_openapi_body();
     if (body)
         json_object_set_new(op_obj, "requestBody", body);
     fixed_route_params(path, op_obj);

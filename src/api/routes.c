@@ -230,6 +230,8 @@ const struct route routes_fixed[] = {
      "issues an organization's finished month {org_id, period}: numbered and immutable (admins)"},
     {"GET", "/v1/ledger/verify", true, billing_route_ledger_verify,
      "recomputes the usage ledger's hash chain (admins)"},
+    {"POST", "/v1/history", true, history_route_import,
+     "imports finished work of the past, labelled simulated, and metered into the ledger (admins)"},
 };
 const size_t routes_n_fixed = ARRAY_SIZE(routes_fixed);
 
