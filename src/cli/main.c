@@ -37,6 +37,7 @@ static const struct command commands[] = {
     {"invoice", cmd_invoice, "invoices: list, show, draft, issue, pay, credit, export, verify"},
     {"cost", cmd_cost, "showback: pool cost, used and idle, by pool, project, org or manager"},
     {"inventory", cmd_inventory, "every GPU you may see; inventory import FILE | export"},
+    {"history", cmd_history, "history import FILE.json: finished past work, simulated (admins)"},
     {"version", cmd_version, "print the client's version"},
 };
 
