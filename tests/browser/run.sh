@@ -115,10 +115,11 @@ jq -n --arg url "$URL" --arg admin "$ADMIN_TOKEN" --arg alice "$ALICE" --arg bob
   --arg artifacts "$ARTIFACTS" --arg chromium "$CHROMIUM" \
   --arg invoice "$INVOICE" --arg last "$LAST" --argjson org "$ORG" \
   --argjson flavor4x "$FLAVOR_4X" --argjson projectA "$PROJECT_A" --argjson grace "$GRACE" \
+  --argjson history "$HISTORY" \
   '{url: $url, tokens: {admin: $admin, alice: $alice, bob: $bob, maria: $maria, pat: $pat,
       vic: $vic, carol: $carol},
     artifacts: $artifacts, chromium: $chromium, invoice: $invoice, lastPeriod: $last,
-    org: $org, flavor4x: $flavor4x, projectA: $projectA, grace: $grace}' >"$TMP/env.json"
+    org: $org, flavor4x: $flavor4x, projectA: $projectA, grace: $grace, history: $history}' >"$TMP/env.json"
 
 start=$SECONDS
 NODE_PATH=$NODE_DIR/node_modules node "$HERE/dashboard.test.js" "$TMP/env.json" ||
