@@ -7,7 +7,8 @@
 # a flavor per GPU class and a project 'demo' that may use them all
 # (scripts/local-cluster.sh), so work can run at once. On a machine with no
 # NVIDIA GPU it says so, and on first start it fills the store with a clearly
-# labelled simulated demo fleet.
+# labelled simulated demo fleet and a past month of it: demo-corp's work imported
+# as simulated history and invoiced (scripts/demo-history.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -45,6 +46,8 @@ if [ $fresh -eq 1 ] && [ $has_gpu -eq 0 ] && [ -s "$token_file" ]; then
   GPUAAS_SERVER="http://$listen" GPUAAS_TOKEN="$(cat "$token_file")" \
     bash scripts/demo-fleet.sh build/src/gpuaas >/dev/null
   echo "gpuaas: demo fleet 'demo-sim' created (simulated: no real GPUs behind it)" >&2
+  GPUAAS_SERVER="http://$listen" GPUAAS_TOKEN="$(cat "$token_file")" \
+    bash scripts/demo-history.sh build/src/gpuaas >&2
 fi
 if [ $fresh -eq 1 ] && [ $has_gpu -eq 1 ] && [ -s "$token_file" ]; then
   if GPUAAS_SERVER="http://$listen" GPUAAS_TOKEN="$(cat "$token_file")" \

@@ -82,5 +82,15 @@ g token revoke "$tid" >/dev/null
 rc=0; alice whoami 2>"$TMP/err" || rc=$?
 expect_eq "$rc" 1 "revoked token refused"
 expect_contains "$(cat "$TMP/err")" "revoked" "revocation message"
+
+# The demo's past month: demo-corp's work imported as simulated history and invoiced
+# (USD: 2 x 12 h x 20 + 4 x 6 h x 2.5 x 0.6 + 8 h x 1.2 + 2 x 2 h x 1.3 x 0.6 + 12 h x 20).
+GPUAAS_SERVER=$URL GPUAAS_TOKEN=$ADMIN_TOKEN bash "$GPUAAS_SOURCE_DIR/scripts/demo-history.sh" \
+  "$GPUAAS" >/dev/null || fail "demo-history.sh failed"
+api GET "/v1/invoices?org_id=$("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN" -o json org show demo-corp | jq -r .id)" "$ADMIN_TOKEN"
+expect_eq "$(jq -r '.items[0].total_micros' <<<"$BODY")" 768720000 "the demo's issued invoice of last month"
+api GET "/v1/workloads?imported=true" "$ADMIN_TOKEN"
+expect_eq "$(jq '[.items[] | select(.reason | test("simulated"))] | length' <<<"$BODY")" 5 \
+  "the demo's imported workloads, labelled simulated"
 stop_daemon
 echo "tour: ok"
