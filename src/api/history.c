@@ -71,24 +71,25 @@ struct span {
     int64_t from, to;
 };
 
+/* An allocation this import made on a GPU: checked against the store's and each other. */
+struct held {
+    struct span s;
+    struct held *next;
+};
+
 struct hgpu {
     int64_t id, node_id;
     bool usable; /* not split into MIG instances (those are scheduled instead) */
     bool loaded; /* busy holds its allocations from the store */
     struct span *busy;
     size_t n_busy;
+    struct held *held; /* this import's */
 };
 
 struct hclass {
     int64_t class_id;
-    struct hgpu *gpus; /* by id */
+    struct hgpu *gpus; /* by node, then id: a node's GPUs are together */
     size_t n;
-};
-
-/* An allocation this import made: checked against the store's and each other. */
-struct held {
-    int64_t gpu_id;
-    struct span s;
 };
 
 struct hist {
@@ -97,15 +98,14 @@ struct hist {
     int64_t now_ms;
     struct hclass classes[HISTORY_MAX_CLASSES];
     size_t n_classes;
-    struct held *held; /* HISTORY_MAX_ALLOCATIONS */
-    size_t n_held;
+    size_t n_held;    /* allocations on GPUs so far, at most HISTORY_MAX_ALLOCATIONS */
     int64_t cpu_node; /* the node CPU-only work is put on; 0 until looked up */
 };
 
 /* One replica's placement: its node and GPUs (none for CPU-only work). */
 struct placement {
     int64_t node_id;
-    int64_t *gpu_ids;
+    struct hgpu **gpus;
     size_t n;
 };
 
@@ -257,6 +257,14 @@ static int import_price(struct hist *h, json_t *item, int64_t *ret_id, struct er
 
 /* ---- placement ---- */
 
+static int cmp_node_then_id(const void *pa, const void *pb)
+{
+    const struct hgpu *a = pa, *b = pb;
+    if (a->node_id != b->node_id)
+        return a->node_id < b->node_id ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
 static struct hclass *class_gpus(struct hist *h, int64_t class_id, struct error_info *ei,
                                  int *ret_rc)
 {
@@ -288,6 +296,7 @@ static struct hclass *class_gpus(struct hist *h, int64_t class_id, struct error_
         k->gpus[i].node_id = model_get_int(&model_gpus, &rows[i], "node_id");
         k->gpus[i].usable = strcmp(model_get(&model_gpus, &rows[i], "health")->s, "mig") != 0;
     }
+    qsort(k->gpus, n, sizeof(*k->gpus), cmp_node_then_id);
     return k;
 }
 
@@ -329,46 +338,47 @@ static int gpu_free(struct hist *h, struct hgpu *g, struct span s, struct error_
         if (g->busy[i].from < s.to && s.from < g->busy[i].to)
             return 0;
     }
-    for (size_t i = 0; i < h->n_held; i++) {
-        if (h->held[i].gpu_id == g->id && h->held[i].s.from < s.to && s.from < h->held[i].s.to)
+    for (const struct held *x = g->held; x; x = x->next) {
+        if (x->s.from < s.to && s.from < x->s.to)
             return 0;
     }
     return 1;
 }
 
-static int hold(struct hist *h, int64_t gpu_id, struct span s, struct error_info *ei)
+static int hold(struct hist *h, struct hgpu *g, struct span s, struct error_info *ei)
 {
+    struct held *x;
+
     if (h->n_held == HISTORY_MAX_ALLOCATIONS)
         return errinfo_set(ei, ERR_INVALID, NULL, "at most %d allocations in one import",
                            HISTORY_MAX_ALLOCATIONS);
-    h->held[h->n_held++] = (struct held){gpu_id, s};
+    x = arena_alloc(&h->r->arena, sizeof(*x));
+    *x = (struct held){s, g->held};
+    g->held = x;
+    h->n_held++;
     return 0;
 }
 
-/* First fit: the first node (in GPU id order) with `per` GPUs of the class free over s. */
+/* First fit: the first node (by id) with `per` GPUs of the class free over s; 1 when found. */
 static int place_first_fit(struct hist *h, struct hclass *k, size_t per, struct span s,
                            struct placement *p, struct error_info *ei)
 {
-    for (size_t i = 0; i < k->n; i++) {
+    for (size_t i = 0; i < k->n;) {
         int64_t node = k->gpus[i].node_id;
-        bool tried = false;
-        for (size_t j = 0; j < i && !tried; j++)
-            tried = k->gpus[j].node_id == node;
-        if (tried)
-            continue;
         p->n = 0;
-        for (size_t j = i; j < k->n && p->n < per; j++) {
-            int rc;
-            if (k->gpus[j].node_id != node || !k->gpus[j].usable)
-                continue;
-            if ((rc = gpu_free(h, &k->gpus[j], s, ei)) < 0)
+        for (; i < k->n && k->gpus[i].node_id == node; i++) {
+            int rc = 0;
+            if (p->n < per && k->gpus[i].usable && (rc = gpu_free(h, &k->gpus[i], s, ei)) < 0)
                 return rc;
             if (rc)
-                p->gpu_ids[p->n++] = k->gpus[j].id;
+                p->gpus[p->n++] = &k->gpus[i];
         }
         if (p->n == per) {
+            int rc = 0;
             p->node_id = node;
-            return 1;
+            for (size_t j = 0; rc >= 0 && j < per; j++)
+                rc = hold(h, p->gpus[j], s, ei);
+            return rc < 0 ? rc : 1;
         }
     }
     return 0;
@@ -399,7 +409,10 @@ static int place_named(struct hist *h, struct hclass *k, const int64_t *ids, siz
             return errinfo_set(ei, ERR_CONFLICT, "gpu_ids",
                                "gpu %" PRId64 " was held by other work between %s and %s", ids[i],
                                when(h, s.from), when(h, s.to));
-        p->gpu_ids[p->n++] = ids[i];
+        /* held at once: the same GPU named twice is refused as held */
+        if ((rc = hold(h, g, s, ei)) < 0)
+            return rc;
+        p->gpus[p->n++] = g;
     }
     return 0;
 }
@@ -467,7 +480,7 @@ static int place(struct hist *h, const struct row *it, const struct row *flavor,
                            n_named, replicas, (size_t)replicas * per);
     k = class_gpus(h, cls->i, ei, &rc);
     for (int64_t i = 0; rc >= 0 && i < replicas; i++) {
-        ps[i].gpu_ids = arena_calloc(&h->r->arena, per, sizeof(int64_t));
+        ps[i].gpus = arena_calloc(&h->r->arena, per, sizeof(*ps[i].gpus));
         if (n_named) {
             rc = place_named(h, k, named + i * (int64_t)per, per, s, &ps[i], ei);
         } else {
@@ -478,8 +491,6 @@ static int place(struct hist *h, const struct row *it, const struct row *flavor,
                                  "for replica %" PRId64 " (held by other work then)",
                                  per, when(h, s.from), when(h, s.to), i);
         }
-        for (size_t j = 0; rc >= 0 && j < ps[i].n; j++)
-            rc = hold(h, ps[i].gpu_ids[j], s, ei);
     }
     return rc;
 }
@@ -619,7 +630,7 @@ static int add_allocations(struct hist *h, const struct row *w, int64_t wid, int
             model_set_int(&al, fi(d, "replica"), i);
             model_set_int(&al, fi(d, "node_id"), ps[i].node_id);
             if (ps[i].n) {
-                model_set_int(&al, fi(d, "gpu_id"), ps[i].gpu_ids[j]);
+                model_set_int(&al, fi(d, "gpu_id"), ps[i].gpus[j]->id);
                 model_set_int(&al, fi(d, "gpu_class_id"), class_id);
             } else {
                 model_set_null(&al, fi(d, "gpu_id"));
@@ -764,7 +775,6 @@ void history_route_import(struct req *r)
         rc = body_lists(body, &prices, &workloads, &ei);
     if (rc >= 0) {
         h.db = req_db(r);
-        h.held = arena_calloc(&r->arena, HISTORY_MAX_ALLOCATIONS, sizeof(*h.held));
         rc = store_begin(h.db, &ei);
     }
     if (rc >= 0)

@@ -331,6 +331,13 @@ static void test_overlap_refused(void **state)
     w = item(f, f->other_project, 109, 2, named);
     expect(f, NULL, w, 409, "workloads[0].gpu_ids", "held by other work");
     free(w);
+    /* one GPU named for two replicas at once */
+    snprintf(named, sizeof(named), ",\"replicas\":2,\"gpu_ids\":[%" PRId64 ",%" PRId64 "]",
+             f->gpu[0], f->gpu[0]);
+    w = item(f, f->other_project, 200, 2, named);
+    expect(f, NULL, w, 409, "workloads[0].gpu_ids", "held by other work");
+    free(w);
+    snprintf(named, sizeof(named), ",\"gpu_ids\":[%" PRId64 "]", f->gpu[1]);
     assert_int_equal(testsrv_count(f->srv, f->admin, "/v1/workloads"), 3);
     /* right after they ended, the same GPU is free again */
     w = item(f, f->other_project, 110, 2, named);
