@@ -298,9 +298,14 @@ bool billing_route_invoice_action(struct req *r, int64_t id, const char *tail)
             actions[i].fn(r, id);
         } else {
             struct error_info ei = {0};
+            const char **allow = arena_calloc(&r->arena, 3, sizeof(*allow));
             errinfo_set(&ei, ERR_METHOD, NULL, "method %s is not allowed on %s; use %s", r->method,
                         r->path, actions[i].method);
             req_reply_error(r, ERR_METHOD, &ei);
+            /* the Allow header RFC 9110 requires of a 405 */
+            allow[0] = "Allow";
+            allow[1] = actions[i].method;
+            r->headers = allow;
         }
         return true;
     }

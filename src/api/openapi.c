@@ -458,7 +458,13 @@ json_t *openapi_document(void)
             char path[64], code[8];
             snprintf(path, sizeof(path), "/v1/invoices/{id}/%s", acts[i].tail);
             snprintf(code, sizeof(code), "%d", acts[i].status);
-            json_object_set_new(rs, code, response("ok", ref_to("invoices")));
+            /* verify answers {invoice_id, number, reproduced}; the others an invoice */
+            json_t *ok = strcmp(acts[i].tail, "verify") != 0
+                             ? ref_to("invoices")
+                             : json_pack("{s:s,s:{s:{s:s},s:{s:s},s:{s:s}}}", "type", "object",
+                                         "properties", "invoice_id", "type", "integer", "number",
+                                         "type", "string", "reproduced", "type", "boolean");
+            json_object_set_new(rs, code, response("ok", ok));
             if (strcmp(acts[i].tail, "export") == 0) {
                 json_t *content = json_object_get(json_object_get(rs, code), "content");
                 json_object_set_new(content, "text/csv",
