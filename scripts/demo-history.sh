@@ -6,6 +6,7 @@
 # labelled simulated, placed on the demo GPUs that were free then, metered into
 # the usage ledger) at the demo prices, and that month's invoice of each
 # organization issued. Nothing is written behind the daemon.
+# demo-world.sh calls it once the tenants exist and before any work runs.
 # Usage: GPUAAS_SERVER=... GPUAAS_TOKEN=... demo-history.sh path/to/gpuaas
 set -euo pipefail
 cli=${1:-gpuaas}

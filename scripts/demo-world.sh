@@ -5,7 +5,7 @@
 # (teams vision and nlp) and globex (team robotics), each team owning a pool
 # and lending it to the others; quotas; one user of each role, whose tokens
 # go to USERS_FILE (mode 0600; lines "user role scope token") so the tour can
-# log in as them. Then live contention: nlp and robotics run work of their
+# log in as them; last month's work and invoices (demo-history.sh). Then live contention: nlp and robotics run work of their
 # own (some of it short, so finished work has usage), vision borrows an A100,
 # robotics fills vision's idle H100 node with opportunistic sweeps, and vision
 # then submits owned work that needs its node: the scheduler reclaims the
@@ -69,6 +69,9 @@ as() { # user command...: the CLI with that user's token
   shift
   GPUAAS_TOKEN=$(awk -v u="$u" '$1 == u { print $4 }' "$users_file") "$cli" "$@"
 }
+
+# Last month first (demo-history.sh): imported while no run is ending, as the import asks.
+bash "$(dirname "$0")/demo-history.sh" "$cli"
 
 # Work. The fleet is simulated: --duration says how long each job "runs".
 as nina -o json run --project acme/nlp --flavor h100.1x --replicas 4 --owned --duration 3h \

@@ -10,9 +10,9 @@
 # labelled simulated demo world (the README's tour): a fleet (demo-fleet.sh);
 # two organizations whose teams own pools, lend them and borrow, users of every
 # role with their tokens in gpuaas-demo-users beside the store, and live work in
-# which borrowed GPUs are reclaimed by their owner (demo-world.sh, in the
-# background so the daemon is usable meanwhile); and a past month imported as
-# simulated history and invoiced (demo-history.sh).
+# which borrowed GPUs are reclaimed by their owner, after a past month imported
+# as simulated history and invoiced (demo-world.sh and demo-history.sh, in the
+# background so the daemon is usable meanwhile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -53,8 +53,7 @@ if [ $fresh -eq 1 ] && [ $has_gpu -eq 0 ] && [ -s "$token_file" ]; then
   echo "gpuaas: demo world (SIMULATED): robotics (globex) borrows vision's (acme) idle H100s;" \
     "in about 15 s vision reclaims them ('gpuaas preemptions'; the README's tour)" >&2
   users_file="$(dirname "$db")/gpuaas-demo-users"
-  (bash scripts/demo-world.sh build/src/gpuaas "$users_file" &&
-    bash scripts/demo-history.sh build/src/gpuaas) | sed 's/^/gpuaas: /' >&2 &
+  bash scripts/demo-world.sh build/src/gpuaas "$users_file" | sed 's/^/gpuaas: /' >&2 &
   unset GPUAAS_SERVER GPUAAS_TOKEN
 fi
 if [ $fresh -eq 1 ] && [ $has_gpu -eq 1 ] && [ -s "$token_file" ]; then
