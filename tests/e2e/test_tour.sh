@@ -70,6 +70,14 @@ api GET "/v1/usage-records?workload_id=$tokenize" "$ADMIN_TOKEN"
 expect_eq "$(jq '.items | length >= 1' <<<"$BODY")" true "the finished work's usage record"
 expect_contains "$(as maria usage)" "nlp" "acme's usage this month"
 
+# The manager view maria opens (the dashboard's #/manager): what it reads, for her org.
+curl -fsS "$URL/ui/" >/dev/null || fail "the dashboard is not served"
+api GET "/v1/inventory?org=acme" "$(tok maria)"
+expect_eq "$HTTP_STATUS" 200 "maria reads acme's inventory"
+expect_eq "$(jq '.items | length' <<<"$BODY")" 16 "acme owns two H100 nodes"
+expect_eq "$(jq '[.items[] | select(.used_by.project == "vision")] | length' <<<"$BODY")" 8 \
+  "vision's detector-train holds its node"
+
 # Last month: imported as simulated history, each organization's invoice issued
 # (the totals are worked out in demo-history.sh).
 api GET "/v1/workloads?imported=true" "$ADMIN_TOKEN"
