@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Fills a fresh gpuaas with a simulated demo fleet through the real CLI: a
 # cluster labelled simulated=true, GPU classes, four nodes of eight GPUs in
-# two racks, and a catalog of flavors. Tenants are left to you (see the
-# README's tour). Usage: GPUAAS_SERVER=... GPUAAS_TOKEN=... demo-fleet.sh path/to/gpuaas
+# two racks (each node also labelled host=NAME, so a pool can be one node),
+# and a catalog of flavors with prices. The tenants and their work are
+# scripts/demo-world.sh's (the tests that want a bare fleet use this alone).
+# Usage: GPUAAS_SERVER=... GPUAAS_TOKEN=... demo-fleet.sh path/to/gpuaas
 set -euo pipefail
 cli=${1:-gpuaas}
 g() { "$cli" "$@"; }
@@ -15,7 +17,7 @@ g gpu-class create a100-40gb --model "NVIDIA A100-SXM4-40GB" --vendor nvidia --m
 for n in 0 1 2 3; do
   cls=h100-80gb; [ $n -ge 2 ] && cls=a100-40gb
   g node create "sim-node-$n" --cluster demo-sim --cpu-milli 128000 --memory-mib 1048576 \
-    --labels "simulated=true,rack=r$((n / 2))"
+    --labels "simulated=true,rack=r$((n / 2)),host=sim-node-$n"
   for i in 0 1 2 3 4 5 6 7; do
     g gpu create --node "sim-node-$n" --index $i --gpu-class $cls --uuid "GPU-5130${n}${i}00-0000-4000-8000-00000000000${n}" >/dev/null
   done

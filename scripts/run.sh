@@ -7,7 +7,12 @@
 # a flavor per GPU class and a project 'demo' that may use them all
 # (scripts/local-cluster.sh), so work can run at once. On a machine with no
 # NVIDIA GPU it says so, and on first start it fills the store with a clearly
-# labelled simulated demo fleet.
+# labelled simulated demo world (the README's tour): a fleet (demo-fleet.sh);
+# two organizations whose teams own pools, lend them and borrow, users of every
+# role with their tokens in gpuaas-demo-users beside the store, and live work in
+# which borrowed GPUs are reclaimed by their owner, after a past month imported
+# as simulated history and invoiced (demo-world.sh and demo-history.sh, in the
+# background so the daemon is usable meanwhile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -42,9 +47,14 @@ for _ in $(seq 100); do
 done
 
 if [ $fresh -eq 1 ] && [ $has_gpu -eq 0 ] && [ -s "$token_file" ]; then
-  GPUAAS_SERVER="http://$listen" GPUAAS_TOKEN="$(cat "$token_file")" \
-    bash scripts/demo-fleet.sh build/src/gpuaas >/dev/null
-  echo "gpuaas: demo fleet 'demo-sim' created (simulated: no real GPUs behind it)" >&2
+  export GPUAAS_SERVER="http://$listen" GPUAAS_TOKEN="$(cat "$token_file")"
+  bash scripts/demo-fleet.sh build/src/gpuaas >/dev/null
+  echo "gpuaas: demo fleet 'demo-sim' created (SIMULATED: no real GPUs behind it)" >&2
+  echo "gpuaas: demo world (SIMULATED): robotics (globex) borrows vision's (acme) idle H100s;" \
+    "in about 15 s vision reclaims them ('gpuaas preemptions'; the README's tour)" >&2
+  users_file="$(dirname "$db")/gpuaas-demo-users"
+  bash scripts/demo-world.sh build/src/gpuaas "$users_file" | sed 's/^/gpuaas: /' >&2 &
+  unset GPUAAS_SERVER GPUAAS_TOKEN
 fi
 if [ $fresh -eq 1 ] && [ $has_gpu -eq 1 ] && [ -s "$token_file" ]; then
   if GPUAAS_SERVER="http://$listen" GPUAAS_TOKEN="$(cat "$token_file")" \

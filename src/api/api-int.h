@@ -357,6 +357,19 @@ void billing_route_export(struct req *r);
 void billing_route_verify(struct req *r);
 /* Extra rules for creating a price version (the prices' check_create). */
 int billing_check_price(struct req *r, const struct row *row, struct error_info *ei);
+/*
+ * The rules of billing_check_price but the one against the past: one number
+ * of decimals per currency, nothing inside an issued period. The history
+ * import (history.c) adds its own rule for a version that starts in the past.
+ */
+int billing_check_price_list(struct req *r, const struct row *row, struct error_info *ei);
+/*
+ * POST /v1/history: finished work of the past (and the price versions it is
+ * rated at) written through the API, metered into the ledger (history.c).
+ */
+void history_route_import(struct req *r);
+/* The request body of POST /v1/history, as an OpenAPI requestBody (new reference). */
+json_t *history_openapi_body(void);
 /* Refuses opportunistic work once an enforced budget is spent (a workload's check_create). */
 int billing_check_submit(struct req *r, const struct row *row, struct error_info *ei);
 

@@ -388,6 +388,12 @@ static int check_price_not_past(struct req *r, int64_t from_s, struct error_info
 /* Price versions: not in the past, consistent digits per currency, issued months reproducible. */
 int billing_check_price(struct req *r, const struct row *row, struct error_info *ei)
 {
+    int rc = check_price_not_past(r, model_get_int(&model_prices, row, "effective_from"), ei);
+    return rc < 0 ? rc : billing_check_price_list(r, row, ei);
+}
+
+int billing_check_price_list(struct req *r, const struct row *row, struct error_info *ei)
+{
     const struct resource_def *d = &model_prices;
     const char *cur = model_get(d, row, "currency")->s;
     int64_t digits = model_get_int(d, row, "minor_digits");
@@ -395,10 +401,8 @@ int billing_check_price(struct req *r, const struct row *row, struct error_info 
     struct store_filter f;
     struct row *rows;
     size_t n;
-    int rc = check_price_not_past(r, from_ms / 1000, ei);
+    int rc = 0;
 
-    if (rc < 0)
-        return rc;
     store_filter_init(&f);
     f.limit = 1;
     store_filter_eq_str(&f, model_field_index(d, "currency"), cur);

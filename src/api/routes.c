@@ -291,6 +291,11 @@ const struct route routes[] = {
     {"GET", "/v1/ledger/verify", billing_route_ledger_verify, ROLE_ADMIN,
      "recomputes the usage ledger's hash chain (admins)",
      .denied = "only admins may verify the usage ledger", .errors = ROUTE_ERR_CONFLICT},
+    /* ROLE_NONE: history.c refuses non-admins itself, with its own message */
+    {"POST", "/v1/history", history_route_import, ROLE_NONE,
+     "imports finished work of the past, labelled simulated, and metered into the ledger (admins)",
+     .request_body = history_openapi_body, .answers = made,
+     .errors = ROUTE_ERR_CONFLICT | ROUTE_ERR_BODY},
     /* Sub-routes of an object: {id} is the object's id. */
     {"GET", "/v1/workloads/{id}/logs", workloads_logs, ROLE_VIEWER, "read a workload's output",
      .op = "logs", .object = "workloads",

@@ -102,6 +102,7 @@ static int prepare(struct req *r, struct row *row, struct error_info *ei)
     model_set_null(row, model_field_index(d, "finished_at"));
     model_set_null(row, model_field_index(d, "exit_code"));
     model_set_int(row, model_field_index(d, "preemptions"), 0);
+    model_set_int(row, model_field_index(d, "imported"), 0);
     return 0;
 }
 

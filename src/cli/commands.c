@@ -56,6 +56,8 @@ static const struct command commands[] = {
      "import export history",
      "--org --manager --cluster --class --state --owner --gpu --node --pool --workload "
      "--project --from --to"},
+    {"history", cmd_history, "history import FILE.json: finished past work, simulated (admins)",
+     "import", ""},
     {"completion", cmd_completion, "a shell completion script: completion bash|zsh|fish", "", ""},
     {"version", cmd_version, "print the client's version", "", ""},
 };

@@ -81,6 +81,9 @@ static const struct field_def workload_fields[] = {
     {"queued_after", NULL, FT_REF, FF_READONLY | FF_NULLABLE, 0, 0, NULL, "workloads", 0, NULL,
      "queued: the running workload it is queued behind in its cluster's own queue (Slurm), to"
      " start on that one's GPUs when it ends; null otherwise"},
+    {"imported", NULL, FT_BOOL, FF_READONLY | FF_FILTER, 0, 1, NULL, NULL, 0, NULL,
+     "imported as history (POST /v1/history): finished work of the past that never ran here, "
+     "shown as simulated"},
     {"created_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "creation time (UTC)"},
     {"updated_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "last change (UTC)"},
 };

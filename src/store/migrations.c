@@ -431,6 +431,13 @@ static const char migration_5[] =
     "ALTER TABLE workloads ADD COLUMN queued_after BIGINT REFERENCES workloads (id)"
     " ON DELETE SET NULL;\n";
 
+/*
+ * Workloads written by the history import (POST /v1/history): finished work
+ * of the past that never ran here, so every view can label it simulated.
+ */
+static const char migration_6[] =
+    "ALTER TABLE workloads ADD COLUMN imported BIGINT NOT NULL DEFAULT 0;\n";
+
 static const struct {
     const char *name;
     const char *sql;
@@ -440,6 +447,7 @@ static const struct {
     {"prices, usage ledger, invoices, budgets", migration_3},
     {"imported GPU inventory", migration_4},
     {"workloads queued ahead in their cluster's queue", migration_5},
+    {"workloads imported as history", migration_6},
 };
 
 int store_schema_latest(void)

@@ -94,6 +94,11 @@ export function simChip() {
   return h('span', { class: 'chip sim', title: 'simulated cluster: no real GPUs behind it' }, 'SIMULATED');
 }
 
+/* Work imported as history (POST /v1/history): it never ran here. */
+export function importedChip() {
+  return h('span', { class: 'chip sim', title: 'imported history: finished work of the past that never ran on this fleet' }, 'IMPORTED · SIMULATED');
+}
+
 export function isSimulated(cluster) {
   return !!cluster && (cluster.backend === 'sim' || (cluster.labels && cluster.labels.simulated === 'true'));
 }

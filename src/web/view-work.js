@@ -2,7 +2,7 @@
 // view-work.js: the queues (why each workload waits, and its place), one
 // workload with its events and allocations, and the submit form.
 import { api, listAll, byIds, dropCache } from './api.js';
-import { h, table, section, stat, stats, badge, classChip, nameOf, time, duration, workloadLink, field, select, errorBox, gpus, money } from './dom.js';
+import { h, table, section, stat, stats, badge, classChip, importedChip, nameOf, time, duration, workloadLink, field, select, errorBox, gpus, money } from './dom.js';
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'preempted']);
 
@@ -92,6 +92,7 @@ export async function workload(ctx) {
         ['project', nameOf(n.projects, w.project_id)],
         ['flavor', (w.replicas > 1 ? w.replicas + ' × ' : '') + nameOf(n.flavors, w.flavor_id)],
         ['class', classChip(w.priority_class)],
+        ['history', w.imported ? importedChip() : null],
         ['cluster', w.cluster_id ? nameOf(n.clusters, w.cluster_id) : null],
         ['command', w.command ? h('code', null, w.command) : null],
         ['image', w.image],

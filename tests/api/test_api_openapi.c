@@ -491,6 +491,14 @@ static char *create_body(struct fixture *f, const char *res, int n)
         return xasprintf("{\"org_id\":%" PRId64 ",\"period\":\"2026-10\"}", org);
     if (strcmp(res, "inventory/import") == 0)
         return xstrdup("GPU,Model\nGPU-00000000-1111-2222-3333-555555555555,NVIDIA H100\n");
+    if (strcmp(res, "history") == 0) { /* an hour of CPU-only work, three days ago */
+        char from[40], to[40];
+        time_format_rfc3339(time_now_s() - 3 * 86400, from, sizeof(from));
+        time_format_rfc3339(time_now_s() - 3 * 86400 + 3600, to, sizeof(to));
+        return xasprintf("{\"workloads\":[{\"project_id\":%" PRId64 ",\"flavor_id\":%" PRId64
+                         ",\"started_at\":\"%s\",\"finished_at\":\"%s\"}]}",
+                         prj, get_id(f, "flavors"), from, to);
+    }
     if (strcmp(res, "invoices/credit") == 0)
         return xstrdup("{\"reason\":\"goodwill\",\"amount_micros\":10000}");
     return xstrdup("{}");
@@ -594,6 +602,8 @@ static void call(struct fixture *f, const char *path_tmpl, const char *method, j
             body = create_body(f, "invoices/issue", n);
         if (strcmp(path_tmpl, "/v1/inventory/import") == 0)
             body = create_body(f, "inventory/import", n);
+        if (strcmp(path_tmpl, "/v1/history") == 0)
+            body = create_body(f, "history", n);
     }
     if (strchr(url, '{')) {
         failed(f, "%s %s: a path parameter this test cannot fill", upper, path_tmpl);

@@ -294,6 +294,13 @@ const steps = [
     await shot('11-invoice-issued');
   }],
 
+  ['last month’s imported work is labelled simulated', async () => {
+    await page.goto(env.url + '/ui/#/workloads/' + env.history);
+    await page.locator('.wl-state[data-state="succeeded"]').waitFor({ timeout: T });
+    assert.match(await text('.view h2 + dl'), /IMPORTED · SIMULATED/);
+    assert.match(await text('.view .reason'), /imported history \(simulated\)/);
+  }],
+
   ['every view as admin, org-admin, project-admin, member and viewer: no failed call, no error shown', async () => {
     const views = ['fleet', 'manager', 'queues', 'submit', 'timeline', 'usage', 'quotas', 'invoices'];
     for (const who of ['admin', 'maria', 'pat', 'alice', 'vic']) {

@@ -5,8 +5,8 @@
 # team-c of another organization, globex, may borrow team-a's), makes users
 # of every role (maria: org-admin and manager of acme; pat: project-admin of
 # team-a; alice: member of team-a; vic: viewer of acme; bob and carol: members
-# of team-b and team-c), prices, a finished month with one ledger record and
-# its issued invoice, and fills the fleet with opportunistic work (carol's 2
+# of team-b and team-c), prices, a finished month imported through the API
+# (POST /v1/history) and its issued invoice, and fills the fleet with opportunistic work (carol's 2
 # GPUs, which can only go to team-a's node, then bob's 14); then
 # dashboard.test.js drives Debian's Chromium through playwright-core.
 # Screenshots go to $GPUAAS_UI_ARTIFACTS (default: <build>/ui-artifacts).
@@ -26,7 +26,6 @@ NODE_DIR=$BUILD_DIR/browser-node
 command -v node >/dev/null || fail "node is not installed: run 'bash scripts/deps.sh' (Debian package nodejs)"
 command -v npm >/dev/null || fail "npm is not installed: run 'bash scripts/deps.sh' (Debian package npm)"
 [ -x "$CHROMIUM" ] || fail "no Chromium at $CHROMIUM: run 'bash scripts/deps.sh' (Debian package chromium)"
-command -v b2sum >/dev/null || fail "b2sum (coreutils) is missing"
 
 if [ ! -f "$NODE_DIR/node_modules/playwright-core/package.json" ] ||
   ! cmp -s "$HERE/package-lock.json" "$NODE_DIR/package-lock.json"; then
@@ -65,35 +64,25 @@ CAROL=$(token_of carol)
 PROJECT_C=$("${g[@]}" -o json project show team-c | jq -r .id)
 ORG=$("${g[@]}" -o json org show acme | jq -r .id)
 
-# A finished month to invoice: a short owned run of team-a, then (daemon
-# stopped) prices in force since 2020 (the API takes none that starts in the
-# past) and one more ledger record of 3 GPU-hours in the previous month,
-# chained exactly as src/billing/ledger.c does: BLAKE2b-256 of the previous
-# hash and the record's canonical bytes.
+# A finished month to invoice, made through the API: last month's 3 GPU-hours of
+# team-a imported as history (POST /v1/history: labelled simulated, metered into the
+# ledger as the engine meters a run) with the price versions in force since that month
+# (the import may carry versions of the past while no usage of their flavors is
+# metered), then issued. A short owned run of team-a this month follows.
+LAST=$(date -u -d "$(date -u +%Y-%m-01) -1 month" +%Y-%m)
+api POST /v1/history "$ADMIN_TOKEN" "$(jq -nc --arg from "${LAST}-01T00:00:00Z" \
+  --arg s "${LAST}-10T08:00:00Z" --arg e "${LAST}-10T11:00:00Z" \
+  --argjson f1 "$FLAVOR_1X" --argjson f4 "$FLAVOR_4X" --argjson p "$PROJECT_A" \
+  '{prices: [{flavor_id: $f1, currency: "USD", price_per_hour_micros: 2500000, effective_from: $from},
+             {flavor_id: $f4, currency: "USD", price_per_hour_micros: 10000000, effective_from: $from}],
+    workloads: [{project_id: $p, flavor_id: $f1, name: "last-month", priority_class: "owned",
+                 started_at: $s, finished_at: $e}]}')"
+expect_eq "$HTTP_STATUS" 201 "importing $LAST's work: $BODY"
+HISTORY=$(jq -r '.workload_ids[0]' <<<"$BODY")
+api GET "/v1/workloads/$HISTORY" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .imported <<<"$BODY")" true "the imported workload says so: $BODY"
 old=$(submit "$PROJECT_A" "$FLAVOR_1X" owned 1)
 wait_state "$old" succeeded 20
-stop_daemon
-LAST=$(date -u -d "$(date -u +%Y-%m-01) -1 month" +%Y-%m)
-start_ms=$(($(date -u -d "${LAST}-10T08:00:00Z" +%s) * 1000))
-end_ms=$((start_ms + 3 * 3600 * 1000))
-head=$(sqlite3 "$TMP/gpuaas.db" "SELECT value FROM meta WHERE key = 'usage_ledger_head';")
-seq=$((${head%% *} + 1))
-prev=${head#* }
-hex=$(printf '47555231%016x%016x%016x%016x%02x%08x%08x%016x%016x%016x%016x' \
-  "$seq" "$ORG" "$PROJECT_A" "$FLAVOR_1X" 0 1 1000 "$start_ms" "$end_ms" "$old" "$start_ms")
-hash=$(printf '%s%s' "$prev" "$hex" | perl -ne 'print pack("H*", $_)' | b2sum -l 256 | cut -c1-64)
-sqlite3 "$TMP/gpuaas.db" "BEGIN;
-  INSERT INTO prices (flavor_id, currency, minor_digits, price_per_hour_micros, owned_mult_ppm,
-    opportunistic_mult_ppm, effective_from, created_at)
-  VALUES ($FLAVOR_1X, 'USD', 2, 2500000, 1000000, 600000, 1577836800, 1577836800),
-    ($FLAVOR_4X, 'USD', 2, 10000000, 1000000, 600000, 1577836800, 1577836800);
-  INSERT INTO usage_records (seq, workload_id, org_id, project_id, flavor_id, priority_class,
-    replicas, gpu_milli, run_started_ms, started_ms, ended_ms, prev_hash, hash, recorded_ms)
-  VALUES ($seq, $old, $ORG, $PROJECT_A, $FLAVOR_1X, 'owned', 1, 1000, $start_ms, $start_ms,
-    $end_ms, '$prev', '$hash', $end_ms);
-  UPDATE meta SET value = '$seq $hash' WHERE key = 'usage_ledger_head';
-  COMMIT;"
-start_daemon "$TMP/gpuaas.db" --sim-fleet "$FLEET" --grace-s "$GRACE"
 api GET /v1/ledger/verify "$ADMIN_TOKEN"
 expect_eq "$(jq -r .ok <<<"$BODY")" true "the ledger verifies with last month's record: $BODY"
 api POST /v1/invoices/issue "$ADMIN_TOKEN" "{\"org_id\":$ORG,\"period\":\"$LAST\"}"
@@ -126,10 +115,11 @@ jq -n --arg url "$URL" --arg admin "$ADMIN_TOKEN" --arg alice "$ALICE" --arg bob
   --arg artifacts "$ARTIFACTS" --arg chromium "$CHROMIUM" \
   --arg invoice "$INVOICE" --arg last "$LAST" --argjson org "$ORG" \
   --argjson flavor4x "$FLAVOR_4X" --argjson projectA "$PROJECT_A" --argjson grace "$GRACE" \
+  --argjson history "$HISTORY" \
   '{url: $url, tokens: {admin: $admin, alice: $alice, bob: $bob, maria: $maria, pat: $pat,
       vic: $vic, carol: $carol},
     artifacts: $artifacts, chromium: $chromium, invoice: $invoice, lastPeriod: $last,
-    org: $org, flavor4x: $flavor4x, projectA: $projectA, grace: $grace}' >"$TMP/env.json"
+    org: $org, flavor4x: $flavor4x, projectA: $projectA, grace: $grace, history: $history}' >"$TMP/env.json"
 
 start=$SECONDS
 NODE_PATH=$NODE_DIR/node_modules node "$HERE/dashboard.test.js" "$TMP/env.json" ||

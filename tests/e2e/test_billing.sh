@@ -108,6 +108,30 @@ expect_contains "$out" "team-b" "cost by project"
 api GET "/v1/cost?by=org" "$eve_token"
 expect_eq "$(jq '.items | length' <<<"$BODY")" 0 "costs seen by another tenant"
 
+# Last month's work imported through the API (gpuaas history import: labelled simulated,
+# metered into the ledger) at a price version of last month, then invoiced: 2 replicas x
+# 1.5 h x 1.00 EUR. Only admins may import; a refused import writes nothing.
+last=$(date -u -d "$(date -u +%Y-%m-01) -1 month" +%Y-%m)
+jq -n --argjson f "$FLAVOR_1X" --argjson p "$PROJECT_A" --arg m "$last" \
+  '{prices: [{flavor_id: $f, currency: "EUR", price_per_hour_micros: 1000000,
+              effective_from: ($m + "-01T00:00:00Z")}],
+    workloads: [{project_id: $p, flavor_id: $f, replicas: 2, name: "last-month",
+                 started_at: ($m + "-03T10:00:00Z"), finished_at: ($m + "-03T11:30:00Z")}]}' \
+  >"$TMP/history.json"
+out=$("$GPUAAS" --server "$URL" --token "$eve_token" history import "$TMP/history.json" 2>&1) &&
+  fail "another tenant's org-admin imported history: $out"
+expect_contains "$out" "only admins" "the refusal of a non-admin import"
+out=$("${g[@]}" history import "$TMP/history.json") || fail "history import: $out"
+expect_contains "$out" "imported 1 workload " "history import"
+out=$("${g[@]}" history import "$TMP/history.json" 2>&1) &&
+  fail "the same import twice (its price version exists now): $out"
+api GET "/v1/workloads?imported=true" "$ADMIN_TOKEN"
+expect_eq "$(jq '.items | length' <<<"$BODY")" 1 "imported workloads after a refused second import"
+expect_eq "$(jq -r '.items[0].state' <<<"$BODY")" succeeded "the imported workload's state"
+api POST /v1/invoices/issue "$ADMIN_TOKEN" "{\"org_id\":$acme,\"period\":\"$last\"}"
+expect_eq "$HTTP_STATUS" 201 "issuing $last: $BODY"
+expect_eq "$(jq '.items[0].total_micros' <<<"$BODY")" 3000000 "last month's invoice total"
+
 out=$("${g[@]}" usage verify) || fail "usage verify: $out"
 expect_contains "$out" "ledger ok" "ledger verify"
 # It says what it checked: closed runs' records; open runs are not in the ledger yet.

@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import tempfile
+import time
 
 import pytest
 
@@ -347,6 +348,39 @@ def nonexistent(method, path, body=None):
     return row
 
 
+def invoice_read(tail=""):
+    """An issued invoice of the target's organization (world.py imports last
+    month's work and issues it): its org viewers read it, everyone else gets 404."""
+    def row(ctx):
+        fmt = ""
+        if tail == "/export":
+            fmt = "?format=" + ("json", "csv", "html")[next(counter) % 3]
+        own = 200 if ctx["role"] in ("admin", "org-admin") else 404
+        return ("GET", "/v1/invoices/%d%s%s" % (tid(ctx, "invoice"), tail, fmt), None), \
+            vis(ctx, own)
+    return row
+
+
+def invoice_change(tail, body, admin_want):
+    """Pay or credit a real invoice of either tenant: only the admin may (403 before
+    any lookup, so no one learns whether the other tenant's invoice exists)."""
+    def row(ctx):
+        want = admin_want if ctx["role"] == "admin" else 403
+        return ("POST", "/v1/invoices/%d%s" % (tid(ctx, "invoice"), tail), body), want
+    return row
+
+
+def history_import(ctx):
+    """An hour of the target tenant's work imported as history, early this month:
+    only the admin may (201; 409 when no GPU was free then; 400 in a month's first hour)."""
+    t = time.gmtime()
+    start = "%04d-%02d-01T00:%02d:00Z" % (t.tm_year, t.tm_mon, next(counter) % 50)
+    body = {"workloads": [{"project_id": tid(ctx, "project"), "name": uniq(ctx, "hist"),
+                           "flavor_id": ctx["w"]["ids"]["flavor1"], "started_at": start,
+                           "finished_at": start[:14] + "59:59Z"}]}
+    return ("POST", "/v1/history", body), ADMIN_OK if ctx["role"] == "admin" else NOT_ADMIN
+
+
 def org_view(path_fmt):
     """Org viewers: the org-admin. Project-level roles see the organization
     itself but hold no role on it, so its other objects are not theirs."""
@@ -378,9 +412,11 @@ ROWS = {
     ("post", "/v1/inventory/import"): admin_only("POST", "/v1/inventory/import", {}),
     ("get", "/v1/cost"): get_list("/v1/cost"),
     ("get", "/v1/invoices/draft"): org_view("/v1/invoices/draft?org_id=%d"),
+    # last month is issued already (world.py): 409 for the admin, 403 for anyone else
     ("post", "/v1/invoices/issue"): lambda ctx: (
-        ("POST", "/v1/invoices/issue", {"org_id": tid(ctx, "org"), "period": "2026-01"}),
+        ("POST", "/v1/invoices/issue", {"org_id": tid(ctx, "org"), "period": ctx["w"]["period"]}),
         409 if ctx["role"] == "admin" else 403),
+    ("post", "/v1/history"): history_import,
     ("get", "/v1/ledger/verify"): admin_only("GET", "/v1/ledger/verify", admin_want=200),
     ("get", "/v1/organizations"): get_list("/v1/organizations"),
     ("post", "/v1/organizations"): org_create,
@@ -445,12 +481,13 @@ ROWS = {
     ("get", "/v1/usage-records"): get_list("/v1/usage-records"),
     ("get", "/v1/usage-records/{id}"): by_project("usage-records"),
     ("get", "/v1/invoices"): get_list("/v1/invoices"),
-    ("get", "/v1/invoices/{id}"): nonexistent("GET", "/v1/invoices/999999"),
-    ("post", "/v1/invoices/{id}/pay"): nonexistent("POST", "/v1/invoices/999999/pay"),
-    ("post", "/v1/invoices/{id}/credit"): nonexistent("POST", "/v1/invoices/999999/credit",
-                                                      {"reason": "x"}),
-    ("get", "/v1/invoices/{id}/export"): nonexistent("GET", "/v1/invoices/999999/export"),
-    ("get", "/v1/invoices/{id}/verify"): nonexistent("GET", "/v1/invoices/999999/verify"),
+    ("get", "/v1/invoices/{id}"): invoice_read(),
+    # rows run in path order: credit (one cent, 201), then pay (issued -> paid, 200)
+    ("post", "/v1/invoices/{id}/pay"): invoice_change("/pay", None, 200),
+    ("post", "/v1/invoices/{id}/credit"): invoice_change(
+        "/credit", {"reason": "goodwill", "amount_micros": 10000}, 201),
+    ("get", "/v1/invoices/{id}/export"): invoice_read("/export"),
+    ("get", "/v1/invoices/{id}/verify"): invoice_read("/verify"),
     ("get", "/v1/budgets"): get_list("/v1/budgets"),
     ("post", "/v1/budgets"): budget_create,
     ("get", "/v1/budgets/{id}"): get_item("budgets", "budget"),

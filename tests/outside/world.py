@@ -3,8 +3,10 @@
 127.0.0.1 (a free port, a fresh store, the simulated fleet), and two
 organizations built through the API alone, each with a project, one user
 per role, a pool, a quota, a budget, running, finished and cancelled work
-(so usage, allocations and events), and a preemption of one tenant's
-borrowed work by the other's owned work.
+(so usage, allocations and events), a preemption of one tenant's borrowed
+work by the other's owned work, and last month's finished work imported
+through POST /v1/history (with the price versions it is rated at) and
+invoiced with POST /v1/invoices/issue, so each tenant has an issued invoice.
 
 Every object of organization A is named with "alpha", every object of B
 with "zulu", so a body that names another tenant's object is found by a
@@ -139,6 +141,56 @@ class Client:
         return json.loads(text) if text else None
 
 
+def last_month():
+    """The month before this one (UTC) as "YYYY-MM"."""
+    t = time.gmtime()
+    y, m = (t.tm_year, t.tm_mon - 1) if t.tm_mon > 1 else (t.tm_year - 1, 12)
+    return "%04d-%02d" % (y, m)
+
+
+# Last month's work of each tenant, imported: (tenant, flavor key, class, replicas, day,
+# hours). Amounts at the imported prices: A 2 x 3 h x 3.60 + 1 h x 14.40 x 0.6 = 30.24 EUR,
+# B 1 x 2 h x 3.60 + 2 x 1 h x 14.40 = 36.00 EUR.
+HISTORY = [("A", "flavor1", "owned", 2, 10, 3), ("A", "flavor4", "opportunistic", 1, 11, 1),
+           ("B", "flavor1", "owned", 1, 10, 2), ("B", "flavor4", "owned", 2, 12, 1)]
+HISTORY_TOTALS = {"A": 30240000, "B": 36000000}
+
+
+def history(c, w, admin, flavor, flavor4):
+    """Imports last month's finished work of both tenants, at price versions of
+    last month (the import may carry them: no usage of the flavors is metered
+    yet), and issues each organization's invoice of that month."""
+    ids = w["ids"]
+    last = last_month()
+    since = last + "-01T00:00:00Z"
+    flavors = {"flavor1": flavor, "flavor4": flavor4}
+    body = {"prices": [
+        {"flavor_id": flavor, "currency": "EUR", "price_per_hour_micros": 3600000,
+         "effective_from": since},
+        {"flavor_id": flavor4, "currency": "EUR", "price_per_hour_micros": 14400000,
+         "effective_from": since}], "workloads": []}
+    for key, flv, pclass, replicas, day, hours in HISTORY:
+        body["workloads"].append({
+            "project_id": ids[key + ":project"], "flavor_id": flavors[flv],
+            "name": "%s-history-%d" % (ORGS[key], len(body["workloads"])),
+            "priority_class": pclass, "replicas": replicas,
+            "started_at": "%s-%02dT08:00:00Z" % (last, day),
+            "finished_at": "%s-%02dT%02d:00:00Z" % (last, day, 8 + hours)})
+    got = c.json("POST", "/v1/history", admin, body, 201)
+    for (key, *_), wid in zip(HISTORY, got["workload_ids"]):
+        ids.setdefault(key + ":history", wid)
+    w["period"] = last
+    for key in ORGS:
+        inv = c.json("POST", "/v1/invoices/issue", admin,
+                     {"org_id": ids[key + ":org"], "period": last}, 201)["items"][0]
+        if inv["total_micros"] != HISTORY_TOTALS[key]:
+            raise AssertionError("invoice of %s: %s, not %s" % (
+                key, inv["total_micros"], HISTORY_TOTALS[key]))
+        ids[key + ":invoice"] = inv["id"]
+    if not c.json("GET", "/v1/ledger/verify", admin, want=200)["ok"]:
+        raise AssertionError("the ledger does not verify after the history import")
+
+
 def seed(c, admin):
     """Builds the world through the API as the bootstrap admin. Returns the
     world: ids by name and a token per caller ("admin", "A:member", ...)."""
@@ -191,6 +243,8 @@ def seed(c, admin):
                              "price_per_hour_micros": 3600000, "effective_from": since})
     make("price4", "prices", {"flavor_id": flavor4, "currency": "EUR",
                               "price_per_hour_micros": 14400000, "effective_from": since})
+
+    history(c, w, admin, flavor, flavor4)
 
     def submit(name, key, flv, pclass, duration, want_state):
         wid = c.json("POST", "/v1/workloads", w["tokens"][key + ":member"], {
