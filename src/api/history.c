@@ -185,8 +185,8 @@ static int check_governs_nothing(struct hist *h, int64_t flavor, int64_t from_ms
                                  struct error_info *ei)
 {
     struct store_filter f;
-    struct row *rows;
-    size_t n;
+    struct row *rows = NULL;
+    size_t n = 0;
     int64_t next;
     int rc = next_version_ms(h, flavor, from_ms, &next, ei);
 
@@ -504,8 +504,8 @@ static int check_item(struct hist *h, const struct row *it, int64_t org, struct 
     const struct resource_def *d = &model_invoices;
     int64_t flavor = model_get_int(&item_def, it, "flavor_id");
     struct store_filter f;
-    struct row *rows;
-    size_t n;
+    struct row *rows = NULL;
+    size_t n = 0;
     bool priced = false;
     int rc;
 
