@@ -351,7 +351,7 @@ static bool acceptor_take(struct http_guard *g)
             return false;
         }
         acceptor_count(g, true);
-        /* Refused (the per-address cap): the server has closed it and says why. */
+        /* Refused (the per-address cap, or out of memory): the server closed it and logs why. */
         if (MHD_add_connection(g->mhd, fd, (struct sockaddr *)&ss, len) != MHD_YES)
             acceptor_count(g, false);
     }
