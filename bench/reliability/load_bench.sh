@@ -8,10 +8,13 @@
 # (bench/api_submit.lua; the work queues and runs on the simulated fleet).
 # Prints requests/s, p50/p99 (wrk --latency), errors (socket errors: connect,
 # read, write, timeout -- wrk's timeout is 2 s -- and non-2xx answers), the
-# daemon's peak RSS and a PASS/FAIL line. Exit status 0 only on PASS.
+# daemon's peak RSS, the peak of the listening socket's accept queue (clients
+# connected that the daemon has not accepted yet; ss, every 0.05 s) and a
+# PASS/FAIL line. Exit status 0 only on PASS.
 # Usage: bench/reliability/load_bench.sh [seconds=60] [conns=1000] [submit=100]
 # WRK_TIMEOUT (default 2s, wrk's own) is how long a request may take before it
-# counts as a timeout error; BENCH_NO_BUILD=1 uses the build as it is.
+# counts as a timeout error; BENCH_NO_BUILD=1 uses the build as it is;
+# BENCH_BUILD (default build) is the build folder to take gpuaasd and gpuaas from.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
@@ -31,7 +34,9 @@ need=$((conns + 1024))
   { echo "cannot raise the open-file limit to $need (hard limit $(ulimit -Hn))" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/gpuaas-load.XXXXXX)
 pid=
+sampler=
 cleanup() {
+  [ -n "$sampler" ] && kill "$sampler" 2>/dev/null && wait "$sampler" 2>/dev/null
   [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
   rm -rf "$TMP"
 }
@@ -64,12 +69,18 @@ echo "load: $(nproc) cores, commit $(git rev-parse --short HEAD)$(git diff --qui
   "open-file limit $(ulimit -n); $(grep -o 'threads=[0-9]*' "$TMP/daemon.log");" \
   "wrk ${secs}s (timeout ${WRK_TIMEOUT:-2s}): $get connections GET /v1/whoami, $submit POST /v1/workloads"
 timeout=${WRK_TIMEOUT:-2s}
+# The listening socket's Recv-Q is its accept queue: connections the kernel has
+# completed that gpuaasd has not accepted yet.
+(while :; do ss -Hltn "sport = :$port" | awk '{print $2}'; sleep 0.05; done) >"$TMP/acceptq" 2>/dev/null &
+sampler=$!
 wrk -t2 -c"$get" -d"${secs}s" --timeout "$timeout" --latency -s bench/api_get.lua "$url/v1/whoami" >"$TMP/get.out" 2>&1 &
 wget=$!
 wrk -t1 -c"$submit" -d"${secs}s" --timeout "$timeout" --latency -s bench/api_submit.lua "$url/v1/workloads" >"$TMP/sub.out" 2>&1 &
 wsub=$!
 wait "$wget" || true
 wait "$wsub" || true
+{ kill "$sampler" && wait "$sampler"; } 2>/dev/null || true
+sampler=
 
 # report FILE LABEL: one line from wrk's output; sets ERRS to its error count.
 report() {
@@ -93,7 +104,8 @@ grep -E '^completed=' "$TMP/sub.out" || true
 rss=$(awk '/VmHWM/ {print $2 " " $3}' "/proc/$pid/status" 2>/dev/null || echo "?")
 alive=yes
 kill -0 "$pid" 2>/dev/null || alive=no
-echo "gpuaasd peak RSS $rss, alive after the run: $alive; its log, lines other than info:"
+acceptq=$(sort -n "$TMP/acceptq" | tail -1)
+echo "gpuaasd peak RSS $rss, accept queue peak ${acceptq:-?}, alive after the run: $alive; its log, lines other than info:"
 { grep -v 'level=info' "$TMP/daemon.log" || true; } | sed -E 's/^time=[^ ]+ //; s/request_id=[^ ]+ //' |
   sort | uniq -c | sort -rn | head -5
 if [ "$e1" = 0 ] && [ "$e2" = 0 ] && [ "$alive" = yes ]; then

@@ -12,13 +12,24 @@
  * one deadline per connection and shuts down (never closes: the fd stays
  * libmicrohttpd's) those past it; libmicrohttpd then sees the end and closes
  * them itself. The server's own complaints are logged at most a few a window.
+ *
+ * Accepting: libmicrohttpd's pool threads would each accept from the
+ * listening socket themselves, but at most ten connections per turn of
+ * their loop, and a turn serves every ready connection first. A thousand
+ * clients connecting at once were then accepted over seconds (each turn
+ * longer as more were served) while the kernel's queue held the rest. So
+ * the socket is ours: one thread accepts whatever is queued at once and
+ * hands each connection to the server (MHD_add_connection), stopping at
+ * max-connections, as the server would, until one closes.
  */
 #include "base/common.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sodium.h>
 #include <sys/socket.h>
 
@@ -49,6 +60,8 @@ void api_options_init(struct api_options *opt)
 #define LOG_BURST 5                       /* server log lines per window ... */
 #define LOG_WINDOW_NS (10 * 1000000000LL) /* ... of 10 s; the rest are counted */
 #define SWEEP_EVERY_NS (250 * 1000000LL)  /* how late a deadline may be enforced */
+#define STALL_NS (1000 * 1000000LL)       /* a handed-over connection not started by then is lost */
+#define BUSY_PAUSE_MS 100                 /* after accept fails for want of descriptors */
 
 struct conn_slot {
     struct conn_slot *prev, *next;
@@ -57,13 +70,24 @@ struct conn_slot {
 };
 
 struct http_guard {
-    pthread_mutex_t mu; /* the list and deadlines; held while shutting a socket down */
+    pthread_mutex_t mu; /* the list, deadlines and counts; held while shutting a socket down */
     pthread_cond_t cv;
     pthread_t sweeper;
     bool sweeping, stop;
     struct conn_slot *head;
     int64_t header_ns; /* 0: no header deadline */
     int64_t idle_ns;
+
+    /* Admission: the listening socket and the thread that accepts from it. */
+    struct MHD_Daemon *mhd;
+    int listen_fd; /* -1: none */
+    int wake[2];   /* written to stop the acceptor's poll */
+    pthread_t acceptor;
+    bool accepting;
+    pthread_cond_t room; /* signalled as connections start and close */
+    size_t max_conns;
+    size_t live;   /* started and not yet closed (the server's notices) */
+    size_t queued; /* handed to the server, not started yet */
 
     pthread_mutex_t log_mu;
     int64_t log_window_ns;
@@ -151,6 +175,19 @@ static size_t guard_sweep_locked(struct http_guard *g)
     return n;
 }
 
+/* CLOCK_MONOTONIC ns from now, for the guard's condition variables. */
+static struct timespec mono_after(int64_t ns)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += (time_t)(ns / 1000000000LL);
+    t.tv_nsec += (long)(ns % 1000000000LL);
+    t.tv_sec += t.tv_nsec / 1000000000L;
+    t.tv_nsec %= 1000000000L;
+    return t;
+}
+
 static void *guard_run(void *arg)
 {
     struct http_guard *g = arg;
@@ -167,10 +204,7 @@ static void *guard_run(void *arg)
                        "count", count);
         }
         guard_flush_log(g, false);
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += SWEEP_EVERY_NS;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
+        until = mono_after(SWEEP_EVERY_NS);
         pthread_mutex_lock(&g->mu);
         if (!g->stop)
             pthread_cond_timedwait(&g->cv, &g->mu, &until);
@@ -189,7 +223,10 @@ static struct http_guard *guard_new(const struct api_options *opt)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&g->cv, &ca);
+    pthread_cond_init(&g->room, &ca);
     pthread_condattr_destroy(&ca);
+    g->listen_fd = g->wake[0] = g->wake[1] = -1;
+    g->max_conns = (size_t)opt->max_connections;
     g->header_ns = (int64_t)opt->header_timeout_s * 1000000000LL;
     g->idle_ns = (int64_t)opt->conn_timeout_s * 1000000000LL;
     g->log_window_ns = time_mono_ns() - LOG_WINDOW_NS;
@@ -198,17 +235,39 @@ static struct http_guard *guard_new(const struct api_options *opt)
     return g;
 }
 
-/* Stops the sweeper; the connection slots are freed as libmicrohttpd closes them. */
+/*
+ * Stops the acceptor, closing the listening socket (clients still queued on
+ * it are refused), and the sweeper; the connection slots are freed as
+ * libmicrohttpd closes them.
+ */
 static void guard_stop(struct http_guard *g)
 {
-    if (!g || !g->sweeping)
+    if (!g)
         return;
     pthread_mutex_lock(&g->mu);
     g->stop = true;
     pthread_cond_signal(&g->cv);
+    pthread_cond_signal(&g->room);
     pthread_mutex_unlock(&g->mu);
-    pthread_join(g->sweeper, NULL);
-    g->sweeping = false;
+    if (g->accepting) {
+        char b = 0;
+        while (write(g->wake[1], &b, 1) < 0 && errno == EINTR)
+            ;
+        pthread_join(g->acceptor, NULL);
+        g->accepting = false;
+    }
+    if (g->sweeping) {
+        pthread_join(g->sweeper, NULL);
+        g->sweeping = false;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (g->wake[i] >= 0)
+            close(g->wake[i]);
+        g->wake[i] = -1;
+    }
+    if (g->listen_fd >= 0)
+        close(g->listen_fd);
+    g->listen_fd = -1;
 }
 
 static void guard_free(struct http_guard *g)
@@ -224,9 +283,109 @@ static void guard_free(struct http_guard *g)
         g->head = next;
     }
     pthread_cond_destroy(&g->cv);
+    pthread_cond_destroy(&g->room);
     pthread_mutex_destroy(&g->mu);
     pthread_mutex_destroy(&g->log_mu);
     free(g);
+}
+
+/* ---- the acceptor ---- */
+
+/*
+ * Waits while max-connections are open or handed over; false when the
+ * server stops. A connection handed over that never starts (the server
+ * dropped it, out of memory) would hold its place for ever, so after
+ * STALL_NS with none starting or closing the handed-over ones are no
+ * longer counted; each pool thread still caps its own at max-connections.
+ */
+static bool acceptor_wait_room(struct http_guard *g)
+{
+    bool ok;
+
+    pthread_mutex_lock(&g->mu);
+    while (!g->stop && g->live + g->queued >= g->max_conns) {
+        struct timespec until = mono_after(STALL_NS);
+        if (pthread_cond_timedwait(&g->room, &g->mu, &until) == ETIMEDOUT)
+            g->queued = 0;
+    }
+    ok = !g->stop;
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}
+
+static void acceptor_count(struct http_guard *g, bool handed)
+{
+    pthread_mutex_lock(&g->mu);
+    if (handed)
+        g->queued++;
+    else if (g->queued)
+        g->queued--;
+    pthread_mutex_unlock(&g->mu);
+}
+
+/*
+ * Accepts every connection the kernel has queued while there is room and
+ * hands each to the server. False when accept fails for want of
+ * descriptors or memory: the caller pauses rather than spin on it.
+ */
+static bool acceptor_take(struct http_guard *g)
+{
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        bool room;
+        int fd;
+
+        pthread_mutex_lock(&g->mu);
+        room = !g->stop && g->live + g->queued < g->max_conns;
+        pthread_mutex_unlock(&g->mu);
+        if (!room)
+            return true;
+        fd = accept4(g->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return true;
+            guard_warn(g, "http server: accept failed", "error", strerror(errno));
+            return false;
+        }
+        acceptor_count(g, true);
+        /* Refused (the per-address cap, or out of memory): the server closed it and logs why. */
+        if (MHD_add_connection(g->mhd, fd, (struct sockaddr *)&ss, len) != MHD_YES)
+            acceptor_count(g, false);
+    }
+}
+
+static void *acceptor_run(void *arg)
+{
+    struct http_guard *g = arg;
+    struct pollfd pfd[2] = {{.fd = g->listen_fd, .events = POLLIN},
+                            {.fd = g->wake[0], .events = POLLIN}};
+
+    while (acceptor_wait_room(g)) {
+        bool pause = poll(pfd, 2, -1) < 0 && errno != EINTR;
+        if (pfd[1].revents)
+            break;
+        if (!pause && (pfd[0].revents & POLLIN))
+            pause = !acceptor_take(g);
+        if (pause) /* let connections close before trying again */
+            poll(&pfd[1], 1, BUSY_PAUSE_MS);
+    }
+    return NULL;
+}
+
+/* Starts accepting on fd (the guard owns it from here, even on failure) for mhd. */
+static int acceptor_start(struct http_guard *g, struct MHD_Daemon *mhd, int fd)
+{
+    g->mhd = mhd;
+    g->listen_fd = fd;
+    if (pipe2(g->wake, O_CLOEXEC) < 0)
+        return -errno;
+    if (pthread_create(&g->acceptor, NULL, acceptor_run, g) != 0)
+        return -EAGAIN;
+    g->accepting = true;
+    return 0;
 }
 
 /* A new connection must bring its first request's headers within header_ns. */
@@ -247,6 +406,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (g->head)
             g->head->prev = c;
         g->head = c;
+        g->live++;
+        if (g->queued)
+            g->queued--;
+        pthread_cond_signal(&g->room);
         pthread_mutex_unlock(&g->mu);
         *socket_context = c;
         return;
@@ -260,6 +423,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         g->head = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    g->live--;
+    pthread_cond_signal(&g->room);
     pthread_mutex_unlock(&g->mu);
     free(c);
     *socket_context = NULL;
@@ -543,9 +708,8 @@ static enum MHD_Result refuse_framing(struct req *r, const char *why)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     struct api *api = cls;
     struct req *r = *con_cls;
@@ -601,9 +765,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 /*
- * While api_start runs, the server's own complaints ("Failed to bind to port
- * 8080: Address already in use") become the one-line start error instead of
- * log lines; afterwards they are logged as warnings.
+ * While api_start runs, the server's own complaints (that it could not make
+ * its epoll set or threads) become the one-line start error instead of log
+ * lines; afterwards they are logged as warnings.
  */
 static _Thread_local bool capture_start_error;
 static _Thread_local char start_error[256];
@@ -626,19 +790,35 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
 
 /*
  * Why the server could not start, worded as our errors are: libmicrohttpd's
- * "Failed to bind to port 8080: Address already in use" says
- * "address already in use".
+ * complaint when it made one, else errno's text in lower case ("address
+ * already in use").
  */
 static void start_error_reason(const char *captured, int e, char *buf, size_t size)
 {
-    const char *colon = strrchr(captured, ':');
-
-    if (strncmp(captured, "Failed to bind", 14) == 0 && colon && colon[1] == ' ') {
-        snprintf(buf, size, "%s", colon + 2);
+    snprintf(buf, size, "%s", captured[0] ? captured : strerror(e ? e : EIO));
+    if (!captured[0])
         buf[0] = (char)tolower((unsigned char)buf[0]);
-    } else {
-        snprintf(buf, size, "%s", captured[0] ? captured : strerror(e ? e : EIO));
+}
+
+/* The listening socket, non-blocking for the acceptor; its port in *ret_port. */
+static int listen_open(const struct sockaddr_in *sa, int *ret_port)
+{
+    struct sockaddr_in bound;
+    socklen_t len = sizeof(bound);
+    int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        return -errno;
+    /* As libmicrohttpd did: a restart may bind while old connections linger in TIME_WAIT. */
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 || listen(fd, SOMAXCONN) < 0 ||
+        getsockname(fd, (struct sockaddr *)&bound, &len) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
     }
+    *ret_port = ntohs(bound.sin_port);
+    return fd;
 }
 
 int api_start(struct store *store, const struct api_options *opt, struct api **ret_api,
@@ -646,7 +826,8 @@ int api_start(struct store *store, const struct api_options *opt, struct api **r
 {
     struct api *api;
     struct sockaddr_in sa;
-    const union MHD_DaemonInfo *info;
+    char why[sizeof(start_error)];
+    int fd, rc;
 
     if (sodium_init() < 0)
         return errinfo_set(ei, ERR_INTERNAL, NULL, "could not initialise libsodium");
@@ -668,38 +849,50 @@ int api_start(struct store *store, const struct api_options *opt, struct api **r
     api->auth = auth_cache_new();
     api->guard = guard_new(opt);
 
+    fd = listen_open(&sa, &api->port);
+    if (fd < 0) {
+        start_error_reason("", -fd, why, sizeof(why));
+        api_stop(api);
+        return errinfo_set(ei, ERR_IO, "listen", "could not listen on %s:%d: %s", opt->bind_addr,
+                           opt->port, why);
+    }
     errno = 0;
     capture_start_error = true;
     start_error[0] = '\0';
     /*
      * A thread pool over epoll: a connection costs a socket and a little
      * memory, not a thread, so thousands of idle or slow ones cannot starve
-     * the workers. libmicrohttpd splits max_connections among the threads and
-     * stops accepting while a thread is full; the per-address cap is shared.
-     * The logger comes first, or libmicrohttpd complains about its place.
+     * the workers. The acceptor keeps the total to max_connections; each
+     * thread may hold that many (libmicrohttpd's limit is per thread), so
+     * none is refused while another thread has room. The per-address cap is
+     * shared. The logger comes first, or libmicrohttpd complains about its place.
      */
     api->mhd = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-            MHD_ALLOW_SUSPEND_RESUME,
+            MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
         0, NULL, NULL, on_request, api, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, api,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)opt->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)opt->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)opt->per_ip_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt->conn_timeout_s, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, api, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api, MHD_OPTION_END);
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)opt->threads, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)opt->max_connections * (unsigned)opt->threads, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)opt->per_ip_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)opt->conn_timeout_s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, api, MHD_OPTION_END);
     if (!api->mhd) {
         int e = errno;
-        char why[sizeof(start_error)];
         start_error_reason(start_error, e, why, sizeof(why));
         start_error[0] = '\0';
         capture_start_error = false;
+        close(fd);
         api_stop(api);
         return errinfo_set(ei, ERR_IO, "listen", "could not listen on %s:%d: %s", opt->bind_addr,
                            opt->port, why);
     }
     capture_start_error = false;
-    info = MHD_get_daemon_info(api->mhd, MHD_DAEMON_INFO_BIND_PORT);
-    api->port = info ? info->port : opt->port;
+    rc = acceptor_start(api->guard, api->mhd, fd);
+    if (rc < 0) {
+        api_stop(api);
+        return errinfo_set(ei, ERR_IO, "listen", "could not start accepting on %s:%d: %s",
+                           opt->bind_addr, opt->port, strerror(-rc));
+    }
     *ret_api = api;
     return 0;
 }
