@@ -43,17 +43,6 @@ static int64_t add(struct store_conn *c, const struct resource_def *d, struct ro
     return id;
 }
 
-static void set_i(const struct resource_def *d, struct row *r, const char *f, int64_t v)
-{
-    model_set_int(r, model_field_index(d, f), v);
-}
-
-static void set_s(const struct resource_def *d, struct arena *a, struct row *r, const char *f,
-                  const char *v)
-{
-    model_set_str(r, a, model_field_index(d, f), v);
-}
-
 /* A row with every field at its default, like a create through the API. */
 static struct row fresh(const struct resource_def *d, struct arena *a)
 {
@@ -61,17 +50,17 @@ static struct row fresh(const struct resource_def *d, struct arena *a)
     for (size_t i = 1; i < d->n_fields; i++) {
         const struct field_def *f = &d->fields[i];
         if (f->flags & FF_NULLABLE)
-            model_set_null(&r, (int)i);
+            row_set_null(&r, (int)i);
         else if (f->type == FT_ENUM)
-            model_set_str(&r, a, (int)i, f->enum_values[0]);
+            row_set_str(&r, a, (int)i, f->enum_values[0]);
         else if (f->type == FT_LABELS || f->type == FT_JSON)
-            model_set_str(&r, a, (int)i, "{}");
+            row_set_str(&r, a, (int)i, "{}");
         else if (f->type == FT_REFLIST)
-            model_set_str(&r, a, (int)i, "[]");
+            row_set_str(&r, a, (int)i, "[]");
         else if (f->type == FT_INT || f->type == FT_BOOL || f->type == FT_REF || f->type == FT_TIME)
-            model_set_int(&r, (int)i, f->default_int);
+            row_set_int(&r, (int)i, f->default_int);
         else
-            model_set_str(&r, a, (int)i, f->default_str ? f->default_str : "");
+            row_set_str(&r, a, (int)i, f->default_str ? f->default_str : "");
     }
     return r;
 }
@@ -123,12 +112,12 @@ int main(int argc, char **argv)
         struct row r = fresh(&model_flavors, &a);
         char name[16];
         snprintf(name, sizeof(name), "f%d", f);
-        set_s(&model_flavors, &a, &r, "name", name);
+        row_set_str(&r, &a, F_FLAVORS_NAME, name);
         flavors[f] = add(c, &model_flavors, &r);
         r = fresh(&model_prices, &a);
-        set_i(&model_prices, &r, "flavor_id", flavors[f]);
-        set_i(&model_prices, &r, "price_per_hour_micros", 1000000 + 250000 * f);
-        set_i(&model_prices, &r, "effective_from", (NOV1 - 31 * 24 * H) / 1000);
+        row_set_int(&r, F_PRICES_FLAVOR_ID, flavors[f]);
+        row_set_int(&r, F_PRICES_PRICE_PER_HOUR_MICROS, 1000000 + 250000 * f);
+        row_set_int(&r, F_PRICES_EFFECTIVE_FROM, (NOV1 - 31 * 24 * H) / 1000);
         add(c, &model_prices, &r);
     }
     for (int64_t o = 0; o < n_orgs; o++) {
@@ -136,18 +125,18 @@ int main(int argc, char **argv)
         char name[32];
         int64_t org;
         snprintf(name, sizeof(name), "org-%" PRId64, o);
-        set_s(&model_organizations, &a, &r, "name", name);
+        row_set_str(&r, &a, F_ORGANIZATIONS_NAME, name);
         org = add(c, &model_organizations, &r);
         for (int p = 0; p < 10; p++) {
             int64_t prj, k = o * 10 + p;
             r = fresh(&model_projects, &a);
             snprintf(name, sizeof(name), "p%d", p);
-            set_i(&model_projects, &r, "org_id", org);
-            set_s(&model_projects, &a, &r, "name", name);
+            row_set_int(&r, F_PROJECTS_ORG_ID, org);
+            row_set_str(&r, &a, F_PROJECTS_NAME, name);
             prj = add(c, &model_projects, &r);
             r = fresh(&model_workloads, &a);
-            set_i(&model_workloads, &r, "project_id", prj);
-            set_i(&model_workloads, &r, "flavor_id", flavors[k % 8]);
+            row_set_int(&r, F_WORKLOADS_PROJECT_ID, prj);
+            row_set_int(&r, F_WORKLOADS_FLAVOR_ID, flavors[k % 8]);
             workloads[k] = add(c, &model_workloads, &r);
             project_org[k] = prj * 1000000 + org; /* both, packed */
         }
@@ -164,17 +153,17 @@ int main(int argc, char **argv)
             int64_t start = NOV1 + (int64_t)(next_rand() % (uint64_t)(29 * 24 * H));
             int64_t len = 60000 + (int64_t)(next_rand() % (uint64_t)(3 * 24 * H));
             struct row r = fresh(&model_usage, &a);
-            set_i(&model_usage, &r, "seq", i + 1);
-            set_i(&model_usage, &r, "workload_id", workloads[k]);
-            set_i(&model_usage, &r, "org_id", project_org[k] % 1000000);
-            set_i(&model_usage, &r, "project_id", project_org[k] / 1000000);
-            set_i(&model_usage, &r, "flavor_id", flavors[k % 8]);
-            set_s(&model_usage, &a, &r, "priority_class",
-                  next_rand() % 3 ? "owned" : "opportunistic");
-            set_i(&model_usage, &r, "replicas", 1 + (int64_t)(next_rand() % 4));
-            set_i(&model_usage, &r, "run_started_ms", start);
-            set_i(&model_usage, &r, "started_ms", start + i % 1000); /* unique per workload */
-            set_i(&model_usage, &r, "ended_ms", start + len);
+            row_set_int(&r, F_USAGE_SEQ, i + 1);
+            row_set_int(&r, F_USAGE_WORKLOAD_ID, workloads[k]);
+            row_set_int(&r, F_USAGE_ORG_ID, project_org[k] % 1000000);
+            row_set_int(&r, F_USAGE_PROJECT_ID, project_org[k] / 1000000);
+            row_set_int(&r, F_USAGE_FLAVOR_ID, flavors[k % 8]);
+            row_set_str(&r, &a, F_USAGE_PRIORITY_CLASS,
+                        next_rand() % 3 ? "owned" : "opportunistic");
+            row_set_int(&r, F_USAGE_REPLICAS, 1 + (int64_t)(next_rand() % 4));
+            row_set_int(&r, F_USAGE_RUN_STARTED_MS, start);
+            row_set_int(&r, F_USAGE_STARTED_MS, start + i % 1000); /* unique per workload */
+            row_set_int(&r, F_USAGE_ENDED_MS, start + len);
             add(c, &model_usage, &r);
         }
         if (store_commit(c, &ei) < 0)

@@ -564,28 +564,6 @@ void simfleet_free(struct simfleet *f)
 
 #define REQUEST_ID "simfleet"
 
-static void set_str(const struct resource_def *def, struct row *r, struct arena *a,
-                    const char *field, const char *s)
-{
-    int idx = model_field_index(def, field);
-    assert(idx >= 0);
-    model_set_str(r, a, idx, s);
-}
-
-static void set_int(const struct resource_def *def, struct row *r, const char *field, int64_t i)
-{
-    int idx = model_field_index(def, field);
-    assert(idx >= 0);
-    model_set_int(r, idx, i);
-}
-
-static void set_null(const struct resource_def *def, struct row *r, const char *field)
-{
-    int idx = model_field_index(def, field);
-    assert(idx >= 0);
-    model_set_null(r, idx);
-}
-
 /*
  * Inserts r and its audit entry; *ret_id gets the new id. Every field but id
  * must be set here: store_insert writes an unset one as NULL, and a column
@@ -609,24 +587,24 @@ static int insert_audited(struct store_conn *c, const struct resource_def *def, 
     }
     if ((rc = store_insert(c, def, r, &id, ei)) < 0)
         return rc;
-    model_set_int(r, 0, id);
+    row_set_int(r, 0, id);
 
     e = model_row_new(ad, a);
-    set_int(ad, &e, "time", now_s);
-    set_null(ad, &e, "actor_id");
-    set_str(ad, &e, a, "actor", "system");
-    set_str(ad, &e, a, "action", "import");
-    set_str(ad, &e, a, "resource", def->name);
-    set_int(ad, &e, "object_id", id);
-    set_str(ad, &e, a, "request_id", REQUEST_ID);
-    set_null(ad, &e, "before");
+    row_set_int(&e, F_AUDIT_TIME, now_s);
+    row_set_null(&e, F_AUDIT_ACTOR_ID);
+    row_set_str(&e, a, F_AUDIT_ACTOR, "system");
+    row_set_str(&e, a, F_AUDIT_ACTION, "import");
+    row_set_str(&e, a, F_AUDIT_RESOURCE, def->name);
+    row_set_int(&e, F_AUDIT_OBJECT_ID, id);
+    row_set_str(&e, a, F_AUDIT_REQUEST_ID, REQUEST_ID);
+    row_set_null(&e, F_AUDIT_BEFORE);
     j = model_encode(def, r);
     text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(j);
     if (!text)
         return errinfo_set(ei, ERR_INTERNAL, NULL, "could not encode %s %" PRId64 " for the audit",
                            def->singular, id);
-    set_str(ad, &e, a, "after", text);
+    row_set_str(&e, a, F_AUDIT_AFTER, text);
     free(text);
     if ((rc = store_insert(c, ad, &e, &audit_id, ei)) < 0)
         return rc;
@@ -706,18 +684,18 @@ static int find_cluster(struct store_conn *c, const char *name, struct arena *a,
     int rc;
 
     store_filter_init(&flt);
-    store_filter_eq_str(&flt, model_field_index(def, "name"), name);
+    store_filter_eq_str(&flt, F_CLUSTERS_NAME, name);
     flt.limit = 1;
     if ((rc = store_list(c, def, &flt, a, &rows, &n, ei)) < 0)
         return rc;
     *ret_id = 0;
     if (n == 0)
         return 0;
-    if (strcmp(model_get(def, &rows[0], "backend")->s, "sim") != 0)
+    if (strcmp(row_get(&rows[0], F_CLUSTERS_BACKEND)->s, "sim") != 0)
         return errinfo_set(ei, ERR_CONFLICT, "cluster",
                            "cluster '%s' exists and is not simulated (backend '%s'); choose "
                            "another name for the simulated cluster",
-                           name, model_get(def, &rows[0], "backend")->s);
+                           name, row_get(&rows[0], F_CLUSTERS_BACKEND)->s);
     *ret_id = model_row_id(&rows[0]);
     return 0;
 }
@@ -727,13 +705,13 @@ static int create_cluster(struct store_conn *c, const char *name, int64_t now_s,
 {
     const struct resource_def *def = &model_clusters;
     struct row r = model_row_new(def, a);
-    set_str(def, &r, a, "name", name);
-    set_str(def, &r, a, "backend", "sim");
-    set_str(def, &r, a, "endpoint", "");
-    set_str(def, &r, a, "labels", "{\"simulated\":\"true\"}");
-    set_str(def, &r, a, "description", "SIMULATED cluster: no real GPUs");
-    set_int(def, &r, "created_at", now_s);
-    set_int(def, &r, "updated_at", now_s);
+    row_set_str(&r, a, F_CLUSTERS_NAME, name);
+    row_set_str(&r, a, F_CLUSTERS_BACKEND, "sim");
+    row_set_str(&r, a, F_CLUSTERS_ENDPOINT, "");
+    row_set_str(&r, a, F_CLUSTERS_LABELS, "{\"simulated\":\"true\"}");
+    row_set_str(&r, a, F_CLUSTERS_DESCRIPTION, "SIMULATED cluster: no real GPUs");
+    row_set_int(&r, F_CLUSTERS_CREATED_AT, now_s);
+    row_set_int(&r, F_CLUSTERS_UPDATED_AT, now_s);
     return insert_audited(c, def, &r, now_s, a, ret_id, ei);
 }
 
@@ -748,7 +726,7 @@ static int class_id(struct store_conn *c, const struct simfleet_node *n, int64_t
     int rc;
 
     store_filter_init(&flt);
-    store_filter_eq_str(&flt, model_field_index(def, "name"), n->gpu_class);
+    store_filter_eq_str(&flt, F_GPU_CLASSES_NAME, n->gpu_class);
     flt.limit = 1;
     if ((rc = store_list(c, def, &flt, a, &rows, &cnt, ei)) < 0)
         return rc;
@@ -757,14 +735,14 @@ static int class_id(struct store_conn *c, const struct simfleet_node *n, int64_t
         return 0;
     }
     r = model_row_new(def, a);
-    set_str(def, &r, a, "name", n->gpu_class);
-    set_str(def, &r, a, "model", n->model);
-    set_str(def, &r, a, "vendor", "nvidia");
-    set_int(def, &r, "memory_mib", 0); /* unknown: trace files do not say */
-    set_null(def, &r, "parent_id");
-    set_int(def, &r, "milli", 1000);
-    set_int(def, &r, "created_at", now_s);
-    set_int(def, &r, "updated_at", now_s);
+    row_set_str(&r, a, F_GPU_CLASSES_NAME, n->gpu_class);
+    row_set_str(&r, a, F_GPU_CLASSES_MODEL, n->model);
+    row_set_str(&r, a, F_GPU_CLASSES_VENDOR, "nvidia");
+    row_set_int(&r, F_GPU_CLASSES_MEMORY_MIB, 0); /* unknown: trace files do not say */
+    row_set_null(&r, F_GPU_CLASSES_PARENT_ID);
+    row_set_int(&r, F_GPU_CLASSES_MILLI, 1000);
+    row_set_int(&r, F_GPU_CLASSES_CREATED_AT, now_s);
+    row_set_int(&r, F_GPU_CLASSES_UPDATED_AT, now_s);
     return insert_audited(c, def, &r, now_s, a, ret_id, ei);
 }
 
@@ -808,28 +786,28 @@ static int create_node(struct store_conn *c, const char *cluster_name, int64_t c
     int64_t node_id, gpu_id;
     int rc;
 
-    set_int(nd, &r, "cluster_id", cluster_id);
-    set_str(nd, &r, a, "name", n->name);
-    set_int(nd, &r, "cpu_milli", n->cpu_milli);
-    set_int(nd, &r, "memory_mib", n->memory_mib);
-    set_str(nd, &r, a, "labels", labels_json(n->labels, n->n_labels, a));
-    set_str(nd, &r, a, "state", "ready");
-    set_int(nd, &r, "created_at", now_s);
-    set_int(nd, &r, "updated_at", now_s);
+    row_set_int(&r, F_NODES_CLUSTER_ID, cluster_id);
+    row_set_str(&r, a, F_NODES_NAME, n->name);
+    row_set_int(&r, F_NODES_CPU_MILLI, n->cpu_milli);
+    row_set_int(&r, F_NODES_MEMORY_MIB, n->memory_mib);
+    row_set_str(&r, a, F_NODES_LABELS, labels_json(n->labels, n->n_labels, a));
+    row_set_str(&r, a, F_NODES_STATE, "ready");
+    row_set_int(&r, F_NODES_CREATED_AT, now_s);
+    row_set_int(&r, F_NODES_UPDATED_AT, now_s);
     if ((rc = insert_audited(c, nd, &r, now_s, a, &node_id, ei)) < 0)
         return rc;
     for (int32_t g = 0; g < n->n_gpus; g++) {
         struct row gr = model_row_new(gd, a);
-        set_int(gd, &gr, "node_id", node_id);
-        set_int(gd, &gr, "index", g);
-        model_set_str(&gr, a, model_field_index(gd, "uuid"),
-                      arena_printf(a, "SIM-%s-%s-%d", cluster_name, n->name, (int)g));
-        set_int(gd, &gr, "gpu_class_id", class_id_);
-        set_int(gd, &gr, "memory_mib", 0);
-        set_int(gd, &gr, "mig_mode", 0);
-        set_str(gd, &gr, a, "health", "ok");
-        set_int(gd, &gr, "created_at", now_s);
-        set_int(gd, &gr, "updated_at", now_s);
+        row_set_int(&gr, F_GPUS_NODE_ID, node_id);
+        row_set_int(&gr, F_GPUS_INDEX, g);
+        row_set_str(&gr, a, F_GPUS_UUID,
+                    arena_printf(a, "SIM-%s-%s-%d", cluster_name, n->name, (int)g));
+        row_set_int(&gr, F_GPUS_GPU_CLASS_ID, class_id_);
+        row_set_int(&gr, F_GPUS_MEMORY_MIB, 0);
+        row_set_int(&gr, F_GPUS_MIG_MODE, 0);
+        row_set_str(&gr, a, F_GPUS_HEALTH, "ok");
+        row_set_int(&gr, F_GPUS_CREATED_AT, now_s);
+        row_set_int(&gr, F_GPUS_UPDATED_AT, now_s);
         if ((rc = insert_audited(c, gd, &gr, now_s, a, &gpu_id, ei)) < 0)
             return rc;
     }

@@ -5,13 +5,6 @@
 
 #include "billing/billing.h"
 
-/* Shorthands over model_get for the row of a definition. */
-int64_t billing__int(const struct resource_def *def, const struct row *r, const char *field);
-const char *billing__str(const struct resource_def *def, const struct row *r, const char *field);
-void billing__set_int(const struct resource_def *def, struct row *r, const char *field, int64_t v);
-void billing__set_str(const struct resource_def *def, struct arena *a, struct row *r,
-                      const char *field, const char *s);
-
 /* meter class of a priority class name ("owned" -> METER_OWNED). */
 int billing__class_of(const char *priority_class);
 

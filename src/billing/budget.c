@@ -11,19 +11,18 @@
 
 static struct meter_budget budget_of(const struct row *b, int64_t period_start)
 {
-    const struct resource_def *d = &model_budgets;
-    const struct value *prj = model_get(d, b, "project_id");
-    const struct value *hours = model_get(d, b, "gpu_hours");
-    const struct value *money = model_get(d, b, "money_micros");
+    const struct value *prj = row_get(b, F_BUDGETS_PROJECT_ID);
+    const struct value *hours = row_get(b, F_BUDGETS_GPU_HOURS);
+    const struct value *money = row_get(b, F_BUDGETS_MONEY_MICROS);
     struct meter_budget mb = {
         .id = model_row_id(b),
         .scope = prj->null ? METER_SCOPE_ORG : METER_SCOPE_PROJECT,
-        .scope_id = prj->null ? billing__int(d, b, "org_id") : prj->i,
+        .scope_id = prj->null ? row_int(b, F_BUDGETS_ORG_ID) : prj->i,
         .period_start_ms = period_start,
         .gpu_milli_hours_limit = hours->null ? 0 : hours->i * 1000,
         .money_limit_micro = money->null ? 0 : money->i,
     };
-    snprintf(mb.currency, sizeof(mb.currency), "%s", billing__str(d, b, "currency"));
+    snprintf(mb.currency, sizeof(mb.currency), "%s", row_str(b, F_BUDGETS_CURRENCY));
     return mb;
 }
 
@@ -54,15 +53,15 @@ static struct meter_usage usage_of(const struct meter_invoices *inv, const struc
 static int org_of(struct store_conn *c, const struct row *b, struct arena *a, int64_t *ret,
                   struct error_info *ei)
 {
-    const struct value *prj = model_get(&model_budgets, b, "project_id");
+    const struct value *prj = row_get(b, F_BUDGETS_PROJECT_ID);
     struct row p;
     int rc;
     if (prj->null) {
-        *ret = billing__int(&model_budgets, b, "org_id");
+        *ret = row_int(b, F_BUDGETS_ORG_ID);
         return 0;
     }
     rc = store_get(c, &model_projects, prj->i, a, &p, ei);
-    *ret = rc < 0 ? 0 : billing__int(&model_projects, &p, "org_id");
+    *ret = rc < 0 ? 0 : row_int(&p, F_PROJECTS_ORG_ID);
     return rc;
 }
 
@@ -104,35 +103,36 @@ static int add_alert(struct store_conn *c, const struct row *b, const char *peri
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(d, "budget_id"), model_row_id(b));
-    store_filter_eq_str(&f, model_field_index(d, "period"), period);
+    store_filter_eq_int(&f, F_BUDGET_ALERTS_BUDGET_ID, model_row_id(b));
+    store_filter_eq_str(&f, F_BUDGET_ALERTS_PERIOD, period);
     rc = store_list_all(c, d, &f, a, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
-        if (strcmp(billing__str(d, &rows[i], "kind"), kind) == 0 &&
-            billing__int(d, &rows[i], "percent") == ev->percent)
+        if (strcmp(row_str(&rows[i], F_BUDGET_ALERTS_KIND), kind) == 0 &&
+            row_int(&rows[i], F_BUDGET_ALERTS_PERCENT) == ev->percent)
             return 0; /* raised before */
     }
     if (rc < 0)
         return rc;
     r = model_row_new(d, a);
-    billing__set_int(d, &r, "budget_id", model_row_id(b));
-    for (int k = 0; k < 2; k++) {
-        const char *field = k == 0 ? "org_id" : "project_id";
-        const struct value *v = model_get(&model_budgets, b, field);
+    row_set_int(&r, F_BUDGET_ALERTS_BUDGET_ID, model_row_id(b));
+    for (int k = 0; k < 2; k++) { /* the budget's scope: org_id, project_id */
+        static const int from[] = {F_BUDGETS_ORG_ID, F_BUDGETS_PROJECT_ID};
+        static const int to[] = {F_BUDGET_ALERTS_ORG_ID, F_BUDGET_ALERTS_PROJECT_ID};
+        const struct value *v = row_get(b, from[k]);
         if (v->null)
-            model_set_null(&r, model_field_index(d, field));
+            row_set_null(&r, to[k]);
         else
-            billing__set_int(d, &r, field, v->i);
+            row_set_int(&r, to[k], v->i);
     }
-    billing__set_str(d, a, &r, "period", period);
-    billing__set_str(d, a, &r, "kind", kind);
-    billing__set_int(d, &r, "percent", ev->percent);
-    billing__set_int(d, &r, "used",
-                     ev->kind == METER_BUDGET_GPU_HOURS ? u->gpu_milli_hours : u->money_micro);
-    billing__set_int(d, &r, "limit",
-                     ev->kind == METER_BUDGET_GPU_HOURS ? mb->gpu_milli_hours_limit
-                                                        : mb->money_limit_micro);
-    billing__set_int(d, &r, "at_ms", now_ms);
+    row_set_str(&r, a, F_BUDGET_ALERTS_PERIOD, period);
+    row_set_str(&r, a, F_BUDGET_ALERTS_KIND, kind);
+    row_set_int(&r, F_BUDGET_ALERTS_PERCENT, ev->percent);
+    row_set_int(&r, F_BUDGET_ALERTS_USED,
+                ev->kind == METER_BUDGET_GPU_HOURS ? u->gpu_milli_hours : u->money_micro);
+    row_set_int(&r, F_BUDGET_ALERTS_LIMIT,
+                ev->kind == METER_BUDGET_GPU_HOURS ? mb->gpu_milli_hours_limit
+                                                   : mb->money_limit_micro);
+    row_set_int(&r, F_BUDGET_ALERTS_AT_MS, now_ms);
     rc = store_insert(c, d, &r, &id, ei);
     return rc < 0 ? rc : 1;
 }
@@ -178,9 +178,9 @@ int billing_admit_opportunistic(struct store_conn *c, int64_t project_id, int64_
         return rc;
     for (int pass = 0; pass < 2; pass++) {
         store_filter_init(&f);
-        store_filter_eq_int(&f, model_field_index(d, pass == 0 ? "project_id" : "org_id"),
-                            pass == 0 ? project_id : billing__int(&model_projects, &prj, "org_id"));
-        store_filter_eq_int(&f, model_field_index(d, "enforce"), 1);
+        store_filter_eq_int(&f, pass == 0 ? F_BUDGETS_PROJECT_ID : F_BUDGETS_ORG_ID,
+                            pass == 0 ? project_id : row_int(&prj, F_PROJECTS_ORG_ID));
+        store_filter_eq_int(&f, F_BUDGETS_ENFORCE, 1);
         if ((rc = store_list_all(c, d, &f, a, &rows, &n, ei)) < 0)
             return rc;
         for (size_t i = 0; i < n; i++) {

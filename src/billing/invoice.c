@@ -35,7 +35,7 @@ static const char *project_name(struct store_conn *c, struct arena *a, int64_t i
     struct row p;
     if (store_get(c, &model_projects, id, a, &p, NULL) < 0)
         return "?";
-    return billing__str(&model_projects, &p, "name");
+    return row_str(&p, F_PROJECTS_NAME);
 }
 
 static json_t *lines_json(struct store_conn *c, const struct meter_invoice *inv,
@@ -68,10 +68,10 @@ static json_t *lines_json(struct store_conn *c, const struct meter_invoice *inv,
 }
 
 /* Stores a JSON value (reference stolen) as a row's JSON text. */
-static void set_json(struct arena *a, struct row *r, const char *field, json_t *j)
+static void set_json(struct arena *a, struct row *r, int field, json_t *j)
 {
     char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
-    billing__set_str(&model_invoices, a, r, field, text ? text : "null");
+    row_set_str(r, a, field, text ? text : "null");
     free(text);
     json_decref(j);
 }
@@ -126,28 +126,27 @@ static struct row invoice_row(struct arena *a, const char *kind, const char *num
                               const struct meter_invoice *inv, int64_t now_ms)
 {
     const struct resource_def *d = &model_invoices;
-    const char *display = billing__str(&model_organizations, org, "display_name");
+    const char *display = row_str(org, F_ORGANIZATIONS_DISPLAY_NAME);
     struct row r = model_row_new(d, a);
 
-    billing__set_str(d, a, &r, "kind", kind);
-    billing__set_str(d, a, &r, "number", number);
-    billing__set_int(d, &r, "org_id", model_row_id(org));
-    billing__set_str(d, a, &r, "customer",
-                     *display ? display : billing__str(&model_organizations, org, "name"));
-    billing__set_str(d, a, &r, "cost_center",
-                     billing__str(&model_organizations, org, "cost_center"));
-    billing__set_str(d, a, &r, "period", period);
-    billing__set_int(d, &r, "period_start_ms", inv->period_start_ms);
-    billing__set_int(d, &r, "period_end_ms", inv->period_end_ms);
-    billing__set_str(d, a, &r, "currency", inv->currency);
-    billing__set_int(d, &r, "minor_digits", inv->minor_digits);
-    billing__set_str(d, a, &r, "state", "issued");
-    billing__set_int(d, &r, "total_micros", inv->total_micro);
-    billing__set_int(d, &r, "total_seconds", inv->total_seconds);
-    model_set_null(&r, model_field_index(d, "credits_invoice_id"));
-    billing__set_str(d, a, &r, "reason", "");
-    billing__set_int(d, &r, "issued_at", now_ms / 1000);
-    model_set_null(&r, model_field_index(d, "paid_at"));
+    row_set_str(&r, a, F_INVOICES_KIND, kind);
+    row_set_str(&r, a, F_INVOICES_NUMBER, number);
+    row_set_int(&r, F_INVOICES_ORG_ID, model_row_id(org));
+    row_set_str(&r, a, F_INVOICES_CUSTOMER,
+                *display ? display : row_str(org, F_ORGANIZATIONS_NAME));
+    row_set_str(&r, a, F_INVOICES_COST_CENTER, row_str(org, F_ORGANIZATIONS_COST_CENTER));
+    row_set_str(&r, a, F_INVOICES_PERIOD, period);
+    row_set_int(&r, F_INVOICES_PERIOD_START_MS, inv->period_start_ms);
+    row_set_int(&r, F_INVOICES_PERIOD_END_MS, inv->period_end_ms);
+    row_set_str(&r, a, F_INVOICES_CURRENCY, inv->currency);
+    row_set_int(&r, F_INVOICES_MINOR_DIGITS, inv->minor_digits);
+    row_set_str(&r, a, F_INVOICES_STATE, "issued");
+    row_set_int(&r, F_INVOICES_TOTAL_MICROS, inv->total_micro);
+    row_set_int(&r, F_INVOICES_TOTAL_SECONDS, inv->total_seconds);
+    row_set_null(&r, F_INVOICES_CREDITS_INVOICE_ID);
+    row_set_str(&r, a, F_INVOICES_REASON, "");
+    row_set_int(&r, F_INVOICES_ISSUED_AT, now_ms / 1000);
+    row_set_null(&r, F_INVOICES_PAID_AT);
     return r;
 }
 
@@ -175,16 +174,16 @@ int billing_issue(struct store_conn *c, int64_t org_id, const char *period, int6
                            "period %s has not ended: it can be issued from %s", period, end_s);
     }
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(d, "org_id"), org_id);
-    store_filter_eq_str(&f, model_field_index(d, "period"), period);
-    store_filter_eq_str(&f, model_field_index(d, "kind"), "invoice");
+    store_filter_eq_int(&f, F_INVOICES_ORG_ID, org_id);
+    store_filter_eq_str(&f, F_INVOICES_PERIOD, period);
+    store_filter_eq_str(&f, F_INVOICES_KIND, "invoice");
     if ((rc = store_list_all(c, d, &f, a, &existing, &n_existing, ei)) < 0)
         return rc;
     if (n_existing)
         return errinfo_set(ei, ERR_CONFLICT, "period",
                            "period %s of organization %" PRId64
                            " is already invoiced (%s); correct it with a credit note",
-                           period, org_id, billing__str(d, &existing[0], "number"));
+                           period, org_id, row_str(&existing[0], F_INVOICES_NUMBER));
     /* Runs still open at the end of the month are cut there, so the month is complete. */
     if ((rc = billing_cut_open_runs(c, end, now_ms, a, ei)) < 0 ||
         (rc = billing__load_flavors(c, a, &fl, &n_fl, ei)) < 0)
@@ -204,8 +203,8 @@ int billing_issue(struct store_conn *c, int64_t org_id, const char *period, int6
             (rc = canonical_text(&inv.items[i], &text, ei)) < 0)
             break;
         r = invoice_row(a, "invoice", number, &org, period, &inv.items[i], now_ms);
-        set_json(a, &r, "lines", lines_json(c, &inv.items[i], fl, n_fl, a));
-        billing__set_str(d, a, &r, "canonical", text.data);
+        set_json(a, &r, F_INVOICES_LINES, lines_json(c, &inv.items[i], fl, n_fl, a));
+        row_set_str(&r, a, F_INVOICES_CANONICAL, text.data);
         buf_release(&text);
         rc = store_insert(c, d, &r, &ids[i], ei);
     }
@@ -234,14 +233,14 @@ int billing_pay(struct store_conn *c, int64_t invoice_id, int64_t now_ms, struct
 
     if (rc < 0)
         return rc;
-    if (strcmp(billing__str(d, &r, "kind"), "invoice") != 0)
+    if (strcmp(row_str(&r, F_INVOICES_KIND), "invoice") != 0)
         return errinfo_set(ei, ERR_CONFLICT, NULL, "%s is a credit note: there is nothing to pay",
-                           billing__str(d, &r, "number"));
-    if (strcmp(billing__str(d, &r, "state"), "issued") != 0)
+                           row_str(&r, F_INVOICES_NUMBER));
+    if (strcmp(row_str(&r, F_INVOICES_STATE), "issued") != 0)
         return errinfo_set(ei, ERR_CONFLICT, NULL, "%s is already %s",
-                           billing__str(d, &r, "number"), billing__str(d, &r, "state"));
-    billing__set_str(d, a, &r, "state", "paid");
-    billing__set_int(d, &r, "paid_at", now_ms / 1000);
+                           row_str(&r, F_INVOICES_NUMBER), row_str(&r, F_INVOICES_STATE));
+    row_set_str(&r, a, F_INVOICES_STATE, "paid");
+    row_set_int(&r, F_INVOICES_PAID_AT, now_ms / 1000);
     return store_update(c, d, invoice_id, &r, ei);
 }
 
@@ -260,21 +259,21 @@ int billing_credit(struct store_conn *c, int64_t invoice_id, int64_t amount_micr
 
     if (rc < 0)
         return rc;
-    invno = billing__str(d, &inv, "number");
-    if (strcmp(billing__str(d, &inv, "kind"), "invoice") != 0)
+    invno = row_str(&inv, F_INVOICES_NUMBER);
+    if (strcmp(row_str(&inv, F_INVOICES_KIND), "invoice") != 0)
         return errinfo_set(ei, ERR_CONFLICT, NULL, "%s is a credit note; credit its invoice",
                            invno);
     if (!reason || !*reason)
         return errinfo_set(ei, ERR_INVALID, "reason", "a credit note needs a reason");
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(d, "credits_invoice_id"), invoice_id);
+    store_filter_eq_int(&f, F_INVOICES_CREDITS_INVOICE_ID, invoice_id);
     if ((rc = store_list_all(c, d, &f, a, &credits, &n, ei)) < 0 ||
-        (rc = org_row(c, billing__int(d, &inv, "org_id"), a, &org, ei)) < 0)
+        (rc = org_row(c, row_int(&inv, F_INVOICES_ORG_ID), a, &org, ei)) < 0)
         return rc;
-    left = billing__int(d, &inv, "total_micros");
+    left = row_int(&inv, F_INVOICES_TOTAL_MICROS);
     for (size_t i = 0; i < n; i++)
-        left += billing__int(d, &credits[i], "total_micros"); /* notes are negative */
-    digits = (int)billing__int(d, &inv, "minor_digits");
+        left += row_int(&credits[i], F_INVOICES_TOTAL_MICROS); /* notes are negative */
+    digits = (int)row_int(&inv, F_INVOICES_MINOR_DIGITS);
     for (int i = digits; i < 6; i++)
         unit *= 10;
     if (amount_micros == 0)
@@ -282,7 +281,7 @@ int billing_credit(struct store_conn *c, int64_t invoice_id, int64_t amount_micr
     if (amount_micros <= 0 || amount_micros > left)
         return errinfo_set(ei, left <= 0 ? ERR_CONFLICT : ERR_INVALID, "amount_micros",
                            "%s has %s %s left to credit; asked for %s", invno,
-                           money(a, left, digits), billing__str(d, &inv, "currency"),
+                           money(a, left, digits), row_str(&inv, F_INVOICES_CURRENCY),
                            money(a, amount_micros, 6));
     if (amount_micros % unit != 0)
         return errinfo_set(ei, ERR_INVALID, "amount_micros",
@@ -291,28 +290,28 @@ int billing_credit(struct store_conn *c, int64_t invoice_id, int64_t amount_micr
                            amount_micros, unit);
     if ((rc = next_number(c, "CN", now_ms, a, &number, ei)) < 0)
         return rc;
-    m.period_start_ms = billing__int(d, &inv, "period_start_ms");
-    m.period_end_ms = billing__int(d, &inv, "period_end_ms");
-    snprintf(m.currency, sizeof(m.currency), "%s", billing__str(d, &inv, "currency"));
+    m.period_start_ms = row_int(&inv, F_INVOICES_PERIOD_START_MS);
+    m.period_end_ms = row_int(&inv, F_INVOICES_PERIOD_END_MS);
+    snprintf(m.currency, sizeof(m.currency), "%s", row_str(&inv, F_INVOICES_CURRENCY));
     m.minor_digits = digits;
     m.total_micro = -amount_micros;
-    note = invoice_row(a, "credit-note", number, &org, billing__str(d, &inv, "period"), &m, now_ms);
-    billing__set_int(d, &note, "credits_invoice_id", invoice_id);
-    billing__set_str(d, a, &note, "reason", reason);
-    set_json(a, &note, "lines",
+    note =
+        invoice_row(a, "credit-note", number, &org, row_str(&inv, F_INVOICES_PERIOD), &m, now_ms);
+    row_set_int(&note, F_INVOICES_CREDITS_INVOICE_ID, invoice_id);
+    row_set_str(&note, a, F_INVOICES_REASON, reason);
+    set_json(a, &note, F_INVOICES_LINES,
              json_pack("[{s:s,s:I,s:s}]", "description",
                        arena_printf(a, "Credit against %s: %s", invno, reason), "amount_micros",
                        (json_int_t)-amount_micros, "amount", money(a, -amount_micros, digits)));
-    billing__set_str(d, a, &note, "canonical",
-                     arena_printf(a, "credit-note number=%s invoice=%s currency=%s amount=%s\n",
-                                  number, invno, m.currency, money(a, -amount_micros, digits)));
+    row_set_str(&note, a, F_INVOICES_CANONICAL,
+                arena_printf(a, "credit-note number=%s invoice=%s currency=%s amount=%s\n", number,
+                             invno, m.currency, money(a, -amount_micros, digits)));
     return store_insert(c, d, &note, ret_id, ei);
 }
 
 int billing_rerate_matches(struct store_conn *c, int64_t invoice_id, struct arena *a,
                            bool *ret_same, struct error_info *ei)
 {
-    const struct resource_def *d = &model_invoices;
     struct meter_invoices inv;
     struct row r;
     int rc = load_invoice(c, invoice_id, a, &r, ei);
@@ -320,21 +319,21 @@ int billing_rerate_matches(struct store_conn *c, int64_t invoice_id, struct aren
     *ret_same = false;
     if (rc < 0)
         return rc;
-    if (strcmp(billing__str(d, &r, "kind"), "invoice") != 0) {
+    if (strcmp(row_str(&r, F_INVOICES_KIND), "invoice") != 0) {
         *ret_same = true;
         return 0;
     }
     meter_invoices_init(&inv);
-    rc = billing_rate_period(c, billing__int(d, &r, "org_id"),
-                             billing__int(d, &r, "period_start_ms"),
-                             billing__int(d, &r, "period_end_ms"), 0, a, &inv, ei);
+    rc = billing_rate_period(c, row_int(&r, F_INVOICES_ORG_ID),
+                             row_int(&r, F_INVOICES_PERIOD_START_MS),
+                             row_int(&r, F_INVOICES_PERIOD_END_MS), 0, a, &inv, ei);
     for (size_t i = 0; rc >= 0 && i < inv.n; i++) {
         struct buf text;
-        if (strcmp(inv.items[i].currency, billing__str(d, &r, "currency")) != 0)
+        if (strcmp(inv.items[i].currency, row_str(&r, F_INVOICES_CURRENCY)) != 0)
             continue;
         if ((rc = canonical_text(&inv.items[i], &text, ei)) < 0)
             break;
-        *ret_same = strcmp(text.data, billing__str(d, &r, "canonical")) == 0;
+        *ret_same = strcmp(text.data, row_str(&r, F_INVOICES_CANONICAL)) == 0;
         buf_release(&text);
     }
     meter_invoices_release(&inv);

@@ -78,20 +78,19 @@ static int read_head(struct store_conn *c, struct arena *a, int64_t *ret_seq,
 static void record_of(const struct row *u, struct meter_record *rec, int64_t *ret_wid,
                       int64_t *ret_run)
 {
-    const struct resource_def *d = &model_usage;
     *rec = (struct meter_record){
-        .id = billing__int(d, u, "seq"),
-        .org_id = billing__int(d, u, "org_id"),
-        .project_id = billing__int(d, u, "project_id"),
-        .flavor_id = billing__int(d, u, "flavor_id"),
-        .cls = billing__class_of(billing__str(d, u, "priority_class")),
-        .replicas = (int32_t)billing__int(d, u, "replicas"),
-        .gpu_milli = (int32_t)billing__int(d, u, "gpu_milli"),
-        .started_ms = billing__int(d, u, "started_ms"),
-        .ended_ms = billing__int(d, u, "ended_ms"),
+        .id = row_int(u, F_USAGE_SEQ),
+        .org_id = row_int(u, F_USAGE_ORG_ID),
+        .project_id = row_int(u, F_USAGE_PROJECT_ID),
+        .flavor_id = row_int(u, F_USAGE_FLAVOR_ID),
+        .cls = billing__class_of(row_str(u, F_USAGE_PRIORITY_CLASS)),
+        .replicas = (int32_t)row_int(u, F_USAGE_REPLICAS),
+        .gpu_milli = (int32_t)row_int(u, F_USAGE_GPU_MILLI),
+        .started_ms = row_int(u, F_USAGE_STARTED_MS),
+        .ended_ms = row_int(u, F_USAGE_ENDED_MS),
     };
-    *ret_wid = billing__int(d, u, "workload_id");
-    *ret_run = billing__int(d, u, "run_started_ms");
+    *ret_wid = row_int(u, F_USAGE_WORKLOAD_ID);
+    *ret_run = row_int(u, F_USAGE_RUN_STARTED_MS);
 }
 
 /* Where the run's metering stopped: the end of its last record, or its start. */
@@ -104,12 +103,12 @@ static int metered_until(struct store_conn *c, int64_t workload_id, int64_t run_
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(&model_usage, "workload_id"), workload_id);
-    store_filter_eq_int(&f, model_field_index(&model_usage, "run_started_ms"), run_started_ms);
+    store_filter_eq_int(&f, F_USAGE_WORKLOAD_ID, workload_id);
+    store_filter_eq_int(&f, F_USAGE_RUN_STARTED_MS, run_started_ms);
     rc = store_list_all(c, &model_usage, &f, a, &rows, &n, ei);
     *ret = run_started_ms;
     for (size_t i = 0; rc >= 0 && i < n; i++) {
-        int64_t end = billing__int(&model_usage, &rows[i], "ended_ms");
+        int64_t end = row_int(&rows[i], F_USAGE_ENDED_MS);
         if (end > *ret)
             *ret = end;
     }
@@ -132,42 +131,41 @@ int billing_meter_run(struct store_conn *c, int64_t workload_id, int64_t run_sta
     if (rc < 0 || until_ms <= from)
         return rc;
     if ((rc = store_get(c, &model_workloads, workload_id, a, &w, ei)) < 0 ||
-        (rc = store_get(c, &model_projects, billing__int(&model_workloads, &w, "project_id"), a,
-                        &prj, ei)) < 0 ||
-        (rc = store_get(c, &model_flavors, billing__int(&model_workloads, &w, "flavor_id"), a, &flv,
-                        ei)) < 0 ||
+        (rc = store_get(c, &model_projects, row_int(&w, F_WORKLOADS_PROJECT_ID), a, &prj, ei)) <
+            0 ||
+        (rc = store_get(c, &model_flavors, row_int(&w, F_WORKLOADS_FLAVOR_ID), a, &flv, ei)) < 0 ||
         (rc = read_head(c, a, &seq, prev, ei)) < 0)
         return rc;
     if (!unhex(prev, prev_bin))
         return errinfo_set(ei, ERR_STORE, NULL, "usage ledger head hash is malformed");
     rec = (struct meter_record){
         .id = seq + 1,
-        .org_id = billing__int(&model_projects, &prj, "org_id"),
+        .org_id = row_int(&prj, F_PROJECTS_ORG_ID),
         .project_id = model_row_id(&prj),
         .flavor_id = model_row_id(&flv),
-        .cls = billing__class_of(billing__str(&model_workloads, &w, "priority_class")),
+        .cls = billing__class_of(row_str(&w, F_WORKLOADS_PRIORITY_CLASS)),
         .replicas = replicas,
-        .gpu_milli = (int32_t)billing__int(&model_flavors, &flv, "gpu_milli"),
+        .gpu_milli = (int32_t)row_int(&flv, F_FLAVORS_GPU_MILLI),
         .started_ms = from,
         .ended_ms = until_ms,
     };
     chain_hash(prev_bin, &rec, workload_id, run_started_ms, hash);
 
     u = model_row_new(d, a);
-    billing__set_int(d, &u, "seq", rec.id);
-    billing__set_int(d, &u, "workload_id", workload_id);
-    billing__set_int(d, &u, "org_id", rec.org_id);
-    billing__set_int(d, &u, "project_id", rec.project_id);
-    billing__set_int(d, &u, "flavor_id", rec.flavor_id);
-    billing__set_str(d, a, &u, "priority_class", meter_class_name(rec.cls));
-    billing__set_int(d, &u, "replicas", rec.replicas);
-    billing__set_int(d, &u, "gpu_milli", rec.gpu_milli);
-    billing__set_int(d, &u, "run_started_ms", run_started_ms);
-    billing__set_int(d, &u, "started_ms", rec.started_ms);
-    billing__set_int(d, &u, "ended_ms", rec.ended_ms);
-    billing__set_str(d, a, &u, "prev_hash", prev);
-    billing__set_str(d, a, &u, "hash", hash);
-    billing__set_int(d, &u, "recorded_ms", now_ms);
+    row_set_int(&u, F_USAGE_SEQ, rec.id);
+    row_set_int(&u, F_USAGE_WORKLOAD_ID, workload_id);
+    row_set_int(&u, F_USAGE_ORG_ID, rec.org_id);
+    row_set_int(&u, F_USAGE_PROJECT_ID, rec.project_id);
+    row_set_int(&u, F_USAGE_FLAVOR_ID, rec.flavor_id);
+    row_set_str(&u, a, F_USAGE_PRIORITY_CLASS, meter_class_name(rec.cls));
+    row_set_int(&u, F_USAGE_REPLICAS, rec.replicas);
+    row_set_int(&u, F_USAGE_GPU_MILLI, rec.gpu_milli);
+    row_set_int(&u, F_USAGE_RUN_STARTED_MS, run_started_ms);
+    row_set_int(&u, F_USAGE_STARTED_MS, rec.started_ms);
+    row_set_int(&u, F_USAGE_ENDED_MS, rec.ended_ms);
+    row_set_str(&u, a, F_USAGE_PREV_HASH, prev);
+    row_set_str(&u, a, F_USAGE_HASH, hash);
+    row_set_int(&u, F_USAGE_RECORDED_MS, now_ms);
     rc = store_insert(c, d, &u, &id, ei);
     if (rc < 0)
         return rc;
@@ -187,16 +185,16 @@ int billing__open_runs(struct store_conn *c, struct arena *a, struct billing__ru
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_null(&f, model_field_index(d, "ended_ms"));
+    store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
     rc = store_list_all(c, d, &f, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     runs = arena_calloc(a, n + 1, sizeof(*runs));
     seen = arena_calloc(a, n + 1, sizeof(*seen));
     for (size_t i = 0; i < n; i++) {
-        int64_t wid = billing__int(d, &rows[i], "workload_id");
-        int64_t started = billing__int(d, &rows[i], "started_ms");
-        int64_t rep = billing__int(d, &rows[i], "replica");
+        int64_t wid = row_int(&rows[i], F_ALLOCATIONS_WORKLOAD_ID);
+        int64_t started = row_int(&rows[i], F_ALLOCATIONS_STARTED_MS);
+        int64_t rep = row_int(&rows[i], F_ALLOCATIONS_REPLICA);
         size_t k = 0;
         while (k < n_runs && runs[k].workload_id != wid)
             k++;
@@ -278,7 +276,7 @@ int billing_ledger_verify(struct store_conn *c, struct billing_verify *ret, stru
                          "record %" PRId64 " is missing (found %" PRId64 " next)", expect, rec.id);
                 break;
             }
-            if (strcmp(billing__str(&model_usage, &rows[i], "prev_hash"), prev) != 0) {
+            if (strcmp(row_str(&rows[i], F_USAGE_PREV_HASH), prev) != 0) {
                 ret->bad_seq = rec.id;
                 snprintf(ret->problem, sizeof(ret->problem),
                          "prev_hash does not match the hash of record %" PRId64, rec.id - 1);
@@ -286,7 +284,7 @@ int billing_ledger_verify(struct store_conn *c, struct billing_verify *ret, stru
             }
             unhex(prev, prev_bin);
             chain_hash(prev_bin, &rec, wid, run, hash);
-            if (strcmp(billing__str(&model_usage, &rows[i], "hash"), hash) != 0) {
+            if (strcmp(row_str(&rows[i], F_USAGE_HASH), hash) != 0) {
                 ret->bad_seq = rec.id;
                 snprintf(ret->problem, sizeof(ret->problem),
                          "contents do not match its hash: the record was altered");

@@ -36,13 +36,13 @@ static int load_prices(struct store_conn *c, struct arena *a, struct meter_price
     p = arena_calloc(a, n + 1, sizeof(*p));
     for (size_t i = 0; i < n; i++) {
         p[i].id = model_row_id(&rows[i]);
-        p[i].flavor_id = billing__int(d, &rows[i], "flavor_id");
-        snprintf(p[i].currency, sizeof(p[i].currency), "%s", billing__str(d, &rows[i], "currency"));
-        p[i].minor_digits = (int32_t)billing__int(d, &rows[i], "minor_digits");
-        p[i].price_per_hour_micro = billing__int(d, &rows[i], "price_per_hour_micros");
-        p[i].mult_ppm[METER_OWNED] = billing__int(d, &rows[i], "owned_mult_ppm");
-        p[i].mult_ppm[METER_OPPORTUNISTIC] = billing__int(d, &rows[i], "opportunistic_mult_ppm");
-        p[i].effective_from_ms = billing__int(d, &rows[i], "effective_from") * 1000;
+        p[i].flavor_id = row_int(&rows[i], F_PRICES_FLAVOR_ID);
+        snprintf(p[i].currency, sizeof(p[i].currency), "%s", row_str(&rows[i], F_PRICES_CURRENCY));
+        p[i].minor_digits = (int32_t)row_int(&rows[i], F_PRICES_MINOR_DIGITS);
+        p[i].price_per_hour_micro = row_int(&rows[i], F_PRICES_PRICE_PER_HOUR_MICROS);
+        p[i].mult_ppm[METER_OWNED] = row_int(&rows[i], F_PRICES_OWNED_MULT_PPM);
+        p[i].mult_ppm[METER_OPPORTUNISTIC] = row_int(&rows[i], F_PRICES_OPPORTUNISTIC_MULT_PPM);
+        p[i].effective_from_ms = row_int(&rows[i], F_PRICES_EFFECTIVE_FROM) * 1000;
     }
     *ret = p;
     *ret_n = n;
@@ -68,7 +68,7 @@ static int rate_clipped(struct store_conn *c, struct meter_rater *r, struct mete
     if (rc == ERR_NOT_FOUND) {
         const char *name = "?";
         if (store_get(c, &model_flavors, rec.flavor_id, a, &flv, NULL) >= 0)
-            name = billing__str(&model_flavors, &flv, "name");
+            name = row_str(&flv, F_FLAVORS_NAME);
         time_format_rfc3339(rec.started_ms / 1000, when, sizeof(when));
         return errinfo_set(ei, ERR_NOT_FOUND, "flavor_id",
                            "flavor '%s' has no price in force at %s: add a price version "
@@ -96,15 +96,15 @@ static int rate_open_runs(struct store_conn *c, struct meter_rater *r, int64_t o
         if (rc < 0 || rec.started_ms >= until || rec.replicas < 1)
             continue;
         if ((rc = store_get(c, &model_workloads, runs[i].workload_id, a, &w, ei)) < 0 ||
-            (rc = store_get(c, &model_projects, billing__int(&model_workloads, &w, "project_id"), a,
-                            &prj, ei)) < 0)
+            (rc = store_get(c, &model_projects, row_int(&w, F_WORKLOADS_PROJECT_ID), a, &prj, ei)) <
+                0)
             break;
-        rec.org_id = billing__int(&model_projects, &prj, "org_id");
+        rec.org_id = row_int(&prj, F_PROJECTS_ORG_ID);
         if (org_id && rec.org_id != org_id)
             continue;
         rec.project_id = model_row_id(&prj);
-        rec.flavor_id = billing__int(&model_workloads, &w, "flavor_id");
-        rec.cls = billing__class_of(billing__str(&model_workloads, &w, "priority_class"));
+        rec.flavor_id = row_int(&w, F_WORKLOADS_FLAVOR_ID);
+        rec.cls = billing__class_of(row_str(&w, F_WORKLOADS_PRIORITY_CLASS));
         rc = rate_clipped(c, r, rec, start, end, a, ei);
     }
     return rc;
@@ -129,21 +129,21 @@ int billing_rate_period(struct store_conn *c, int64_t org_id, int64_t start_ms, 
     store_filter_init(&f);
     f.limit = PAGE;
     if (org_id)
-        store_filter_eq_int(&f, model_field_index(d, "org_id"), org_id);
+        store_filter_eq_int(&f, F_USAGE_ORG_ID, org_id);
     while (rc >= 0) {
         struct arena page;
         arena_init(&page);
         rc = store_list(c, d, &f, &page, &rows, &n, ei);
         for (size_t i = 0; rc >= 0 && i < n; i++) {
             struct meter_record rec = {
-                .id = billing__int(d, &rows[i], "seq"),
-                .org_id = billing__int(d, &rows[i], "org_id"),
-                .project_id = billing__int(d, &rows[i], "project_id"),
-                .flavor_id = billing__int(d, &rows[i], "flavor_id"),
-                .cls = billing__class_of(billing__str(d, &rows[i], "priority_class")),
-                .replicas = (int32_t)billing__int(d, &rows[i], "replicas"),
-                .started_ms = billing__int(d, &rows[i], "started_ms"),
-                .ended_ms = billing__int(d, &rows[i], "ended_ms"),
+                .id = row_int(&rows[i], F_USAGE_SEQ),
+                .org_id = row_int(&rows[i], F_USAGE_ORG_ID),
+                .project_id = row_int(&rows[i], F_USAGE_PROJECT_ID),
+                .flavor_id = row_int(&rows[i], F_USAGE_FLAVOR_ID),
+                .cls = billing__class_of(row_str(&rows[i], F_USAGE_PRIORITY_CLASS)),
+                .replicas = (int32_t)row_int(&rows[i], F_USAGE_REPLICAS),
+                .started_ms = row_int(&rows[i], F_USAGE_STARTED_MS),
+                .ended_ms = row_int(&rows[i], F_USAGE_ENDED_MS),
             };
             rc = rate_clipped(c, r, rec, start_ms, end_ms, a, ei);
         }

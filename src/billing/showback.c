@@ -32,7 +32,7 @@ static const char *labels_of(const struct row *nodes, size_t n, int64_t id)
 {
     for (size_t i = 0; i < n; i++) {
         if (model_row_id(&nodes[i]) == id)
-            return billing__str(&model_nodes, &nodes[i], "labels");
+            return row_str(&nodes[i], F_NODES_LABELS);
     }
     return "{}";
 }
@@ -60,11 +60,9 @@ static int64_t manager_of(const struct row *orgs, size_t n, int64_t org)
             o = model_row_id(&orgs[i]) == org ? &orgs[i] : NULL;
         if (!o)
             return 0;
-        if (!model_get(&model_organizations, o, "manager_id")->null)
-            return billing__int(&model_organizations, o, "manager_id");
-        org = model_get(&model_organizations, o, "parent_id")->null
-                  ? 0
-                  : billing__int(&model_organizations, o, "parent_id");
+        if (!row_is_null(o, F_ORGANIZATIONS_MANAGER_ID))
+            return row_int(o, F_ORGANIZATIONS_MANAGER_ID);
+        org = row_is_null(o, F_ORGANIZATIONS_PARENT_ID) ? 0 : row_int(o, F_ORGANIZATIONS_PARENT_ID);
     }
     return 0;
 }
@@ -97,29 +95,28 @@ int billing_cost(struct store_conn *c, enum billing_cost_by by, int64_t start_ms
 
     node_cluster = arena_calloc(a, n_nodes + 1, sizeof(*node_cluster));
     for (size_t i = 0; i < n_nodes; i++)
-        node_cluster[i] = (struct id_pair){model_row_id(&nodes[i]),
-                                           billing__int(&model_nodes, &nodes[i], "cluster_id")};
+        node_cluster[i] =
+            (struct id_pair){model_row_id(&nodes[i]), row_int(&nodes[i], F_NODES_CLUSTER_ID)};
     qsort(node_cluster, n_nodes, sizeof(*node_cluster), cmp_pair);
     project_org = arena_calloc(a, n_projects + 1, sizeof(*project_org));
     for (size_t i = 0; i < n_projects; i++)
-        project_org[i] = (struct id_pair){model_row_id(&projects[i]),
-                                          billing__int(&model_projects, &projects[i], "org_id")};
+        project_org[i] =
+            (struct id_pair){model_row_id(&projects[i]), row_int(&projects[i], F_PROJECTS_ORG_ID)};
     qsort(project_org, n_projects, sizeof(*project_org), cmp_pair);
 
     mp = arena_calloc(a, n_pools + 1, sizeof(*mp));
     for (size_t k = 0; k < n_pools; k++) {
-        const struct value *op = model_get(&model_pools, &pools[k], "owner_project_id");
-        const struct value *oo = model_get(&model_pools, &pools[k], "owner_org_id");
+        const struct value *op = row_get(&pools[k], F_POOLS_OWNER_PROJECT_ID);
+        const struct value *oo = row_get(&pools[k], F_POOLS_OWNER_ORG_ID);
         mp[k].id = model_row_id(&pools[k]);
         mp[k].owner_project_id = op->null ? 0 : op->i;
         mp[k].owner_org_id =
             oo->null ? lookup(project_org, n_projects, mp[k].owner_project_id) : oo->i;
-        mp[k].cost_per_gpu_hour_micro =
-            billing__int(&model_pools, &pools[k], "cost_per_gpu_hour_micros");
+        mp[k].cost_per_gpu_hour_micro = row_int(&pools[k], F_POOLS_COST_PER_GPU_HOUR_MICROS);
     }
     gpu_pool = arena_calloc(a, n_gpus + 1, sizeof(*gpu_pool));
     for (size_t i = 0; i < n_gpus; i++) {
-        int64_t node = billing__int(&model_gpus, &gpus[i], "node_id");
+        int64_t node = row_int(&gpus[i], F_GPUS_NODE_ID);
         int64_t pool =
             model_pool_of_gpu(pools, n_pools, model_row_id(&gpus[i]),
                               lookup(node_cluster, n_nodes, node), labels_of(nodes, n_nodes, node));
@@ -132,19 +129,18 @@ int billing_cost(struct store_conn *c, enum billing_cost_by by, int64_t start_ms
     ma = arena_calloc(a, n_allocs + 1, sizeof(*ma));
     mine = arena_calloc(a, n_allocs + 1, sizeof(*mine));
     for (size_t i = 0; i < n_allocs; i++) {
-        const struct resource_def *d = &model_allocations;
-        const struct value *gpu = model_get(d, &allocs[i], "gpu_id");
-        const struct value *ended = model_get(d, &allocs[i], "ended_ms");
+        const struct value *gpu = row_get(&allocs[i], F_ALLOCATIONS_GPU_ID);
+        const struct value *ended = row_get(&allocs[i], F_ALLOCATIONS_ENDED_MS);
         int64_t pool = gpu->null ? 0 : lookup(gpu_pool, n_gpus, gpu->i);
-        int64_t s = billing__int(d, &allocs[i], "started_ms");
+        int64_t s = row_int(&allocs[i], F_ALLOCATIONS_STARTED_MS);
         int64_t e = ended->null ? until : ended->i;
-        int64_t prj = billing__int(d, &allocs[i], "project_id");
+        int64_t prj = row_int(&allocs[i], F_ALLOCATIONS_PROJECT_ID);
         if (!pool || e <= start_ms || s >= end_ms || e <= s)
             continue;
         ma[n_ma++] = (struct meter_pool_alloc){pool,
                                                prj,
                                                lookup(project_org, n_projects, prj),
-                                               (int32_t)billing__int(d, &allocs[i], "milli"),
+                                               (int32_t)row_int(&allocs[i], F_ALLOCATIONS_MILLI),
                                                s,
                                                e,
                                                -1};
@@ -155,8 +151,8 @@ int billing_cost(struct store_conn *c, enum billing_cost_by by, int64_t start_ms
      * nor in the future.
      */
     for (size_t k = 0; k < n_pools; k++) {
-        int64_t from = billing__int(&model_pools, &pools[k], "created_at") * 1000;
-        const char *cur = billing__str(&model_pools, &pools[k], "currency");
+        int64_t from = row_int(&pools[k], F_POOLS_CREATED_AT) * 1000;
+        const char *cur = row_str(&pools[k], F_POOLS_CURRENCY);
         size_t n_mine = 0;
         int64_t owner;
         struct billing_cost *x;

@@ -4,28 +4,6 @@
 
 #include "billing/billing-int.h"
 
-int64_t billing__int(const struct resource_def *def, const struct row *r, const char *field)
-{
-    return model_get(def, r, field)->i;
-}
-
-const char *billing__str(const struct resource_def *def, const struct row *r, const char *field)
-{
-    const char *s = model_get(def, r, field)->s;
-    return s ? s : "";
-}
-
-void billing__set_int(const struct resource_def *def, struct row *r, const char *field, int64_t v)
-{
-    model_set_int(r, model_field_index(def, field), v);
-}
-
-void billing__set_str(const struct resource_def *def, struct arena *a, struct row *r,
-                      const char *field, const char *s)
-{
-    model_set_str(r, a, model_field_index(def, field), s);
-}
-
 int billing__class_of(const char *priority_class)
 {
     return strcmp(priority_class, "owned") == 0 ? METER_OWNED : METER_OPPORTUNISTIC;
@@ -52,9 +30,9 @@ int billing__load_flavors(struct store_conn *c, struct arena *a, struct billing_
         return rc;
     out = arena_calloc(a, n + 1, sizeof(*out));
     for (size_t i = 0; i < n; i++)
-        out[i] = (struct billing__flavor){model_row_id(&rows[i]),
-                                          billing__int(&model_flavors, &rows[i], "gpu_milli"),
-                                          billing__str(&model_flavors, &rows[i], "name")};
+        out[i] =
+            (struct billing__flavor){model_row_id(&rows[i]), row_int(&rows[i], F_FLAVORS_GPU_MILLI),
+                                     row_str(&rows[i], F_FLAVORS_NAME)};
     qsort(out, n, sizeof(*out), cmp_flavor);
     *ret = out;
     *ret_n = n;

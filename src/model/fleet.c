@@ -44,14 +44,13 @@ static bool id_in_json_list(const char *json, int64_t id)
 int64_t model_pool_of_gpu(const struct row *pools, size_t n_pools, int64_t gpu_id,
                           int64_t cluster_id, const char *node_labels)
 {
-    const struct resource_def *d = &model_pools;
     for (size_t k = 0; k < n_pools; k++) {
-        if (id_in_json_list(model_get(d, &pools[k], "gpu_ids")->s, gpu_id))
+        if (id_in_json_list(row_get(&pools[k], F_POOLS_GPU_IDS)->s, gpu_id))
             return model_row_id(&pools[k]);
     }
     for (size_t k = 0; k < n_pools; k++) {
-        const struct value *cl = model_get(d, &pools[k], "cluster_id");
-        const char *sel = model_get(d, &pools[k], "node_selector")->s;
+        const struct value *cl = row_get(&pools[k], F_POOLS_CLUSTER_ID);
+        const char *sel = row_get(&pools[k], F_POOLS_NODE_SELECTOR)->s;
         int64_t want = cl->null ? 0 : cl->i;
         bool any_criterion = want || (sel && strcmp(sel, "{}") != 0);
         if (!any_criterion || (want && want != cluster_id))

@@ -16,19 +16,24 @@
     }
 
 static const struct field_def item_fields[] = {
-    {"id", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL, "server-assigned id"},
-    {"uuid", NULL, FT_IDENT, FF_READONLY | FF_FILTER, 0, 128, NULL, NULL, 0, NULL,
-     "GPU UUID (the key)"},
-    TEXT("model", "model as written (normalised to a class in the view)"),
-    TEXT("node", "host name"),
-    TEXT("cluster", "cluster name"),
-    TEXT("site", "cloud, region or site"),
-    TEXT("owner", "owning team"),
-    TEXT("manager", "manager"),
-    TEXT("intended_use", "what the GPU is for"),
-    TEXT("environment", "prod, dev, ..."),
-    {"imported_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "last import (UTC)"},
+    [F_INVENTORY_ITEMS_ID] = {"id", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
+                              "server-assigned id"},
+    [F_INVENTORY_ITEMS_UUID] = {"uuid", NULL, FT_IDENT, FF_READONLY | FF_FILTER, 0, 128, NULL, NULL,
+                                0, NULL, "GPU UUID (the key)"},
+    [F_INVENTORY_ITEMS_MODEL] =
+        TEXT("model", "model as written (normalised to a class in the view)"),
+    [F_INVENTORY_ITEMS_NODE] = TEXT("node", "host name"),
+    [F_INVENTORY_ITEMS_CLUSTER] = TEXT("cluster", "cluster name"),
+    [F_INVENTORY_ITEMS_SITE] = TEXT("site", "cloud, region or site"),
+    [F_INVENTORY_ITEMS_OWNER] = TEXT("owner", "owning team"),
+    [F_INVENTORY_ITEMS_MANAGER] = TEXT("manager", "manager"),
+    [F_INVENTORY_ITEMS_INTENDED_USE] = TEXT("intended_use", "what the GPU is for"),
+    [F_INVENTORY_ITEMS_ENVIRONMENT] = TEXT("environment", "prod, dev, ..."),
+    [F_INVENTORY_ITEMS_IMPORTED_AT] = {"imported_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL,
+                                       0, NULL, "last import (UTC)"},
 };
+_Static_assert(ARRAY_SIZE(item_fields) == F_INVENTORY_ITEMS_COUNT_,
+               "item_fields and fields.h differ");
 
 const struct resource_def model_inventory_items = {
     .name = "inventory-items",

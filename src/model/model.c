@@ -67,17 +67,17 @@ struct row model_row_new(const struct resource_def *def, struct arena *a)
 
 void model_set_int(struct row *r, int idx, int64_t i)
 {
-    r->v[idx] = (struct value){.set = true, .i = i};
+    row_set_int(r, idx, i);
 }
 
 void model_set_str(struct row *r, struct arena *a, int idx, const char *s)
 {
-    r->v[idx] = (struct value){.set = true, .s = arena_strdup(a, s), .null = s == NULL};
+    row_set_str(r, a, idx, s);
 }
 
 void model_set_null(struct row *r, int idx)
 {
-    r->v[idx] = (struct value){.set = true, .null = true};
+    row_set_null(r, idx);
 }
 
 const struct value *model_get(const struct resource_def *def, const struct row *r,
@@ -391,16 +391,16 @@ void model_merge(const struct resource_def *def, struct row *base, const struct 
     }
 }
 
-static bool has(const struct resource_def *def, const struct row *r, const char *name)
+static bool has(const struct row *r, int f)
 {
-    const struct value *v = model_get(def, r, name);
+    const struct value *v = row_get(r, f);
     return v->set && !v->null;
 }
 
-static int check_currency(const struct resource_def *def, const struct row *r,
-                          struct error_info *ei)
+/* f: the resource's "currency" field. */
+static int check_currency(const struct row *r, int f, struct error_info *ei)
 {
-    const struct value *v = model_get(def, r, "currency");
+    const struct value *v = row_get(r, f);
     if (!v->s || strlen(v->s) != 3)
         return errinfo_set(ei, ERR_INVALID, "currency", "field 'currency' must be 3 letters");
     for (int i = 0; i < 3; i++) {
@@ -415,8 +415,8 @@ int model_check_row(const struct resource_def *def, const struct row *r, struct 
 {
     if (def == &model_role_bindings) {
         enum role role = ROLE_NONE;
-        bool org = has(def, r, "org_id"), project = has(def, r, "project_id");
-        role_parse(model_get(def, r, "role")->s, &role);
+        bool org = has(r, F_ROLE_BINDINGS_ORG_ID), project = has(r, F_ROLE_BINDINGS_PROJECT_ID);
+        role_parse(row_get(r, F_ROLE_BINDINGS_ROLE)->s, &role);
         if (org && project)
             return errinfo_set(ei, ERR_INVALID, "project_id",
                                "a role binding names an organization or a project, not both");
@@ -432,15 +432,15 @@ int model_check_row(const struct resource_def *def, const struct row *r, struct 
             return errinfo_set(ei, ERR_INVALID, "org_id",
                                "role '%s' needs org_id or project_id", role_name(role));
     } else if (def == &model_pools) {
-        bool org = has(def, r, "owner_org_id"), project = has(def, r, "owner_project_id");
+        bool org = has(r, F_POOLS_OWNER_ORG_ID), project = has(r, F_POOLS_OWNER_PROJECT_ID);
         if (org == project)
             return errinfo_set(ei, ERR_INVALID, "owner_org_id",
                                "a pool has exactly one owner: give owner_org_id or "
                                "owner_project_id");
-        return check_currency(def, r, ei);
+        return check_currency(r, F_POOLS_CURRENCY, ei);
     } else if (def == &model_flavors) {
-        int64_t milli = model_get_int(def, r, "gpu_milli");
-        bool cls = has(def, r, "gpu_class_id");
+        int64_t milli = row_int(r, F_FLAVORS_GPU_MILLI);
+        bool cls = has(r, F_FLAVORS_GPU_CLASS_ID);
         if (milli > 1000 && milli % 1000 != 0)
             return errinfo_set(ei, ERR_INVALID, "gpu_milli",
                                "field 'gpu_milli' above 1000 must be whole GPUs (a multiple of "
@@ -451,21 +451,21 @@ int model_check_row(const struct resource_def *def, const struct row *r, struct 
         if (milli == 0 && cls)
             return errinfo_set(ei, ERR_INVALID, "gpu_milli",
                                "a flavor with gpu_class_id needs gpu_milli above 0");
-        return check_currency(def, r, ei);
+        return check_currency(r, F_FLAVORS_CURRENCY, ei);
     } else if (def == &model_prices) {
-        return check_currency(def, r, ei);
+        return check_currency(r, F_PRICES_CURRENCY, ei);
     } else if (def == &model_budgets) {
-        bool org = has(def, r, "org_id"), project = has(def, r, "project_id");
+        bool org = has(r, F_BUDGETS_ORG_ID), project = has(r, F_BUDGETS_PROJECT_ID);
         if (org == project)
             return errinfo_set(ei, ERR_INVALID, "org_id",
                                "a budget is for exactly one scope: give org_id or project_id");
-        if (model_get(def, r, "gpu_hours")->null && model_get(def, r, "money_micros")->null)
+        if (row_is_null(r, F_BUDGETS_GPU_HOURS) && row_is_null(r, F_BUDGETS_MONEY_MICROS))
             return errinfo_set(ei, ERR_INVALID, "gpu_hours",
                                "a budget needs a limit: give gpu_hours, money_micros or both");
-        return check_currency(def, r, ei);
+        return check_currency(r, F_BUDGETS_CURRENCY, ei);
     } else if (def == &model_quotas) {
-        const struct value *g = model_get(def, r, "guaranteed_milli");
-        const struct value *l = model_get(def, r, "limit_milli");
+        const struct value *g = row_get(r, F_QUOTAS_GUARANTEED_MILLI);
+        const struct value *l = row_get(r, F_QUOTAS_LIMIT_MILLI);
         if (!g->null && !l->null && g->i > l->i)
             return errinfo_set(ei, ERR_INVALID, "guaranteed_milli",
                                "guaranteed_milli (%" PRId64 ") exceeds limit_milli (%" PRId64 ")",

@@ -8,17 +8,21 @@
  * into SQL over bound parameters, the API decodes and validates JSON through
  * it, and the OpenAPI document is generated from it, so the three cannot
  * disagree. A row is an array of struct value, one per field, in field order;
- * field 0 is always "id".
+ * field 0 is always "id". Code names a field by its index from fields.h
+ * (F_WORKLOADS_STATE), never by its JSON name: a misspelt field does not
+ * compile.
  */
 #ifndef GPUAAS_MODEL_H
 #define GPUAAS_MODEL_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/alloc.h"
 #include "base/err.h"
+#include "model/fields.h"
 
 /* json_t from jansson; model.c is the only place that needs its definition here. */
 struct json_t;
@@ -106,7 +110,11 @@ struct resource_def {
 extern const struct resource_def *const model_resources[];
 extern const size_t model_n_resources;
 const struct resource_def *model_find(const char *name);
-/* Index of a field by JSON name, or -1. */
+/*
+ * Index of a field by JSON name, or -1: for names that come from outside (a
+ * JSON member, a query parameter, a command-line option). Code that knows the
+ * field uses its F_ index instead.
+ */
 int model_field_index(const struct resource_def *def, const char *name);
 /* The SQL column of a field. */
 const char *model_column(const struct field_def *f);
@@ -138,13 +146,81 @@ struct row {
     struct value *v;
 };
 
+/*
+ * The field indices: enum workloads_field { F_WORKLOADS_ID, ...,
+ * F_WORKLOADS_STATE, ..., F_WORKLOADS_COUNT_ }, one enum per resource from
+ * its list in fields.h. A resource's table has exactly F_<RESOURCE>_COUNT_
+ * fields; no resource has more than MODEL_MAX_FIELDS.
+ */
+#define MODEL_MAX_FIELDS 32
+#define MODEL_FIELD_ENUM_(R, F) F_##R##_##F,
+#define MODEL_RESOURCE_ENUM_(R, name)                                                              \
+    enum name##_field { MODEL_##R##_FIELDS(MODEL_FIELD_ENUM_, R) F_##R##_COUNT_ };                 \
+    _Static_assert(F_##R##_COUNT_ <= MODEL_MAX_FIELDS, "MODEL_MAX_FIELDS is too small");
+MODEL_RESOURCES(MODEL_RESOURCE_ENUM_)
+#undef MODEL_RESOURCE_ENUM_
+#undef MODEL_FIELD_ENUM_
+
+/*
+ * Typed access to a row: f is an F_ index of the row's resource. These are
+ * array indexing; debug builds assert that f is an index at all (it cannot
+ * tell a workload's index from a pool's: the name of the F_ constant does).
+ * A null value has i 0 and s NULL (every writer of rows keeps this), so
+ * row_int of a null field is 0 and row_str of one is "".
+ */
+static inline const struct value *row_get(const struct row *r, int f)
+{
+    assert(f >= 0 && f < MODEL_MAX_FIELDS);
+    return &r->v[f];
+}
+
+static inline int64_t row_int(const struct row *r, int f)
+{
+    assert(!row_get(r, f)->null || row_get(r, f)->i == 0);
+    return row_get(r, f)->i;
+}
+
+/* The string of a field; "" when it is null or unset, never NULL. */
+static inline const char *row_str(const struct row *r, int f)
+{
+    const char *s = row_get(r, f)->s;
+    return s ? s : "";
+}
+
+static inline bool row_is_null(const struct row *r, int f)
+{
+    return row_get(r, f)->null;
+}
+
+/* Set a value, marking it set (row_set_str copies s into a; NULL s sets null). */
+static inline void row_set_int(struct row *r, int f, int64_t i)
+{
+    assert(f >= 0 && f < MODEL_MAX_FIELDS);
+    r->v[f] = (struct value){.set = true, .i = i};
+}
+
+static inline void row_set_str(struct row *r, struct arena *a, int f, const char *s)
+{
+    assert(f >= 0 && f < MODEL_MAX_FIELDS);
+    r->v[f] = (struct value){.set = true, .s = arena_strdup(a, s), .null = s == NULL};
+}
+
+static inline void row_set_null(struct row *r, int f)
+{
+    assert(f >= 0 && f < MODEL_MAX_FIELDS);
+    r->v[f] = (struct value){.set = true, .null = true};
+}
+
 /* A fresh row with every value unset, in arena a. */
 struct row model_row_new(const struct resource_def *def, struct arena *a);
-/* Sets a value in a row (copies s into a). */
+/*
+ * The string-keyed forms that src/engine and src/api still use until the
+ * conversion to F_ indices reaches them: model_set_* are row_set_*, model_get
+ * looks the name up and asserts the field exists.
+ */
 void model_set_int(struct row *r, int idx, int64_t i);
 void model_set_str(struct row *r, struct arena *a, int idx, const char *s);
 void model_set_null(struct row *r, int idx);
-/* Looks a value up by JSON name; asserts the field exists. */
 const struct value *model_get(const struct resource_def *def, const struct row *r,
                               const char *name);
 int64_t model_get_int(const struct resource_def *def, const struct row *r, const char *name);

@@ -11,10 +11,13 @@
 #define TEXT_MAX_LEN 1024
 #define MONEY_MAX (INT64_C(1) << 53) /* micro-units; far above any real price */
 
-#define F_ID {"id", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL, "server-assigned id"}
-#define F_CREATED                                                                              \
+#define ID_FIELD                                                                                   \
+    {                                                                                              \
+        "id", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL, "server-assigned id"   \
+    }
+#define CREATED_FIELD                                                                              \
     {"created_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "creation time (UTC)"}
-#define F_UPDATED                                                                              \
+#define UPDATED_FIELD                                                                              \
     {"updated_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "last change (UTC)"}
 
 static const char *const role_values[] = {"admin",  "org-admin", "project-admin",
@@ -24,18 +27,22 @@ static const char *const node_state_values[] = {"ready", "drain", "down", NULL};
 static const char *const gpu_health_values[] = {"ok", "degraded", "failed", "down", "mig", NULL};
 
 static const struct field_def org_fields[] = {
-    F_ID,
-    {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL, NULL, 0, NULL,
-     "unique short name"},
-    {"display_name", NULL, FT_STRING, 0, 0, 200, NULL, NULL, 0, "", "human-readable name"},
-    {"parent_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL, "organizations", 0, NULL,
-     "parent organization; null for a top-level one"},
-    {"manager_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL, "users", 0, NULL,
-     "the user who manages this organization"},
-    {"cost_center", NULL, FT_STRING, 0, 0, 100, NULL, NULL, 0, "", "finance cost center"},
-    F_CREATED,
-    F_UPDATED,
+    [F_ORGANIZATIONS_ID] = ID_FIELD,
+    [F_ORGANIZATIONS_NAME] = {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL,
+                              NULL, 0, NULL, "unique short name"},
+    [F_ORGANIZATIONS_DISPLAY_NAME] = {"display_name", NULL, FT_STRING, 0, 0, 200, NULL, NULL, 0, "",
+                                      "human-readable name"},
+    [F_ORGANIZATIONS_PARENT_ID] = {"parent_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL,
+                                   "organizations", 0, NULL,
+                                   "parent organization; null for a top-level one"},
+    [F_ORGANIZATIONS_MANAGER_ID] = {"manager_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL,
+                                    "users", 0, NULL, "the user who manages this organization"},
+    [F_ORGANIZATIONS_COST_CENTER] = {"cost_center", NULL, FT_STRING, 0, 0, 100, NULL, NULL, 0, "",
+                                     "finance cost center"},
+    [F_ORGANIZATIONS_CREATED_AT] = CREATED_FIELD,
+    [F_ORGANIZATIONS_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(org_fields) == F_ORGANIZATIONS_COUNT_, "org_fields and fields.h differ");
 
 const struct resource_def model_organizations = {
     .name = "organizations",
@@ -52,18 +59,22 @@ const struct resource_def model_organizations = {
 };
 
 static const struct field_def project_fields[] = {
-    F_ID,
-    {"org_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL,
-     "organizations", 0, NULL, "owning organization"},
-    {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL, NULL, 0, NULL,
-     "short name, unique within the organization"},
-    {"display_name", NULL, FT_STRING, 0, 0, 200, NULL, NULL, 0, "", "human-readable name"},
-    {"description", NULL, FT_STRING, 0, 0, TEXT_MAX_LEN, NULL, NULL, 0, "", "free text"},
-    {"weight", NULL, FT_INT, 0, 1, 1000, NULL, NULL, 1, NULL,
-     "fair-share weight for borrowed capacity"},
-    F_CREATED,
-    F_UPDATED,
+    [F_PROJECTS_ID] = ID_FIELD,
+    [F_PROJECTS_ORG_ID] = {"org_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0,
+                           NULL, "organizations", 0, NULL, "owning organization"},
+    [F_PROJECTS_NAME] = {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL,
+                         NULL, 0, NULL, "short name, unique within the organization"},
+    [F_PROJECTS_DISPLAY_NAME] = {"display_name", NULL, FT_STRING, 0, 0, 200, NULL, NULL, 0, "",
+                                 "human-readable name"},
+    [F_PROJECTS_DESCRIPTION] = {"description", NULL, FT_STRING, 0, 0, TEXT_MAX_LEN, NULL, NULL, 0,
+                                "", "free text"},
+    [F_PROJECTS_WEIGHT] = {"weight", NULL, FT_INT, 0, 1, 1000, NULL, NULL, 1, NULL,
+                           "fair-share weight for borrowed capacity"},
+    [F_PROJECTS_CREATED_AT] = CREATED_FIELD,
+    [F_PROJECTS_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(project_fields) == F_PROJECTS_COUNT_,
+               "project_fields and fields.h differ");
 
 const struct resource_def model_projects = {
     .name = "projects",
@@ -80,16 +91,18 @@ const struct resource_def model_projects = {
 };
 
 static const struct field_def user_fields[] = {
-    F_ID,
-    {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL, NULL, 0, NULL,
-     "unique login name"},
-    {"email", NULL, FT_STRING, 0, 0, 254, NULL, NULL, 0, "", "contact address"},
-    {"display_name", NULL, FT_STRING, 0, 0, 200, NULL, NULL, 0, "", "full name"},
-    {"disabled", NULL, FT_BOOL, 0, 0, 1, NULL, NULL, 0, NULL,
-     "a disabled user's tokens stop working"},
-    F_CREATED,
-    F_UPDATED,
+    [F_USERS_ID] = ID_FIELD,
+    [F_USERS_NAME] = {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL, NULL,
+                      0, NULL, "unique login name"},
+    [F_USERS_EMAIL] = {"email", NULL, FT_STRING, 0, 0, 254, NULL, NULL, 0, "", "contact address"},
+    [F_USERS_DISPLAY_NAME] = {"display_name", NULL, FT_STRING, 0, 0, 200, NULL, NULL, 0, "",
+                              "full name"},
+    [F_USERS_DISABLED] = {"disabled", NULL, FT_BOOL, 0, 0, 1, NULL, NULL, 0, NULL,
+                          "a disabled user's tokens stop working"},
+    [F_USERS_CREATED_AT] = CREATED_FIELD,
+    [F_USERS_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(user_fields) == F_USERS_COUNT_, "user_fields and fields.h differ");
 
 const struct resource_def model_users = {
     .name = "users",
@@ -105,17 +118,22 @@ const struct resource_def model_users = {
 };
 
 static const struct field_def binding_fields[] = {
-    F_ID,
-    {"user_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "users", 0,
-     NULL, "the user who gets the role"},
-    {"role", NULL, FT_ENUM, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, role_values, NULL, 0,
-     NULL, "admin (global), org-admin, project-admin, member or viewer"},
-    {"org_id", NULL, FT_REF, FF_NULLABLE | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL,
-     "organizations", 0, NULL, "organization the role applies to (and its projects)"},
-    {"project_id", NULL, FT_REF, FF_NULLABLE | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "projects",
-     0, NULL, "project the role applies to"},
-    F_CREATED,
+    [F_ROLE_BINDINGS_ID] = ID_FIELD,
+    [F_ROLE_BINDINGS_USER_ID] = {"user_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0,
+                                 0, NULL, "users", 0, NULL, "the user who gets the role"},
+    [F_ROLE_BINDINGS_ROLE] = {"role", NULL, FT_ENUM, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0,
+                              role_values, NULL, 0, NULL,
+                              "admin (global), org-admin, project-admin, member or viewer"},
+    [F_ROLE_BINDINGS_ORG_ID] = {"org_id", NULL, FT_REF, FF_NULLABLE | FF_IMMUTABLE | FF_FILTER, 0,
+                                0, NULL, "organizations", 0, NULL,
+                                "organization the role applies to (and its projects)"},
+    [F_ROLE_BINDINGS_PROJECT_ID] = {"project_id", NULL, FT_REF,
+                                    FF_NULLABLE | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "projects",
+                                    0, NULL, "project the role applies to"},
+    [F_ROLE_BINDINGS_CREATED_AT] = CREATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(binding_fields) == F_ROLE_BINDINGS_COUNT_,
+               "binding_fields and fields.h differ");
 
 const struct resource_def model_role_bindings = {
     .name = "role-bindings",
@@ -131,20 +149,22 @@ const struct resource_def model_role_bindings = {
 };
 
 static const struct field_def token_fields[] = {
-    F_ID,
-    {"user_id", NULL, FT_REF, FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "users", 0, NULL,
-     "owner of the token; defaults to the caller"},
-    {"name", NULL, FT_STRING, 0, 0, 100, NULL, NULL, 0, "", "what the token is for"},
-    {"prefix", NULL, FT_STRING, FF_READONLY, 0, 32, NULL, NULL, 0, NULL,
-     "first characters of the token, to recognise it"},
-    {"hash", NULL, FT_STRING, FF_READONLY | FF_SECRET | FF_FILTER, 0, 128, NULL, NULL, 0, NULL,
-     "hash of the token"},
-    {"expires_at", NULL, FT_TIME, FF_NULLABLE | FF_IMMUTABLE, 0, 0, NULL, NULL, 0, NULL,
-     "expiry; null for none"},
-    {"revoked_at", NULL, FT_TIME, FF_NULLABLE | FF_READONLY, 0, 0, NULL, NULL, 0, NULL,
-     "when it was revoked; null while valid"},
-    F_CREATED,
+    [F_TOKENS_ID] = ID_FIELD,
+    [F_TOKENS_USER_ID] = {"user_id", NULL, FT_REF, FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "users", 0,
+                          NULL, "owner of the token; defaults to the caller"},
+    [F_TOKENS_NAME] = {"name", NULL, FT_STRING, 0, 0, 100, NULL, NULL, 0, "",
+                       "what the token is for"},
+    [F_TOKENS_PREFIX] = {"prefix", NULL, FT_STRING, FF_READONLY, 0, 32, NULL, NULL, 0, NULL,
+                         "first characters of the token, to recognise it"},
+    [F_TOKENS_HASH] = {"hash", NULL, FT_STRING, FF_READONLY | FF_SECRET | FF_FILTER, 0, 128, NULL,
+                       NULL, 0, NULL, "hash of the token"},
+    [F_TOKENS_EXPIRES_AT] = {"expires_at", NULL, FT_TIME, FF_NULLABLE | FF_IMMUTABLE, 0, 0, NULL,
+                             NULL, 0, NULL, "expiry; null for none"},
+    [F_TOKENS_REVOKED_AT] = {"revoked_at", NULL, FT_TIME, FF_NULLABLE | FF_READONLY, 0, 0, NULL,
+                             NULL, 0, NULL, "when it was revoked; null while valid"},
+    [F_TOKENS_CREATED_AT] = CREATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(token_fields) == F_TOKENS_COUNT_, "token_fields and fields.h differ");
 
 const struct resource_def model_tokens = {
     .name = "tokens",
@@ -160,18 +180,22 @@ const struct resource_def model_tokens = {
 };
 
 static const struct field_def cluster_fields[] = {
-    F_ID,
-    {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL, NULL, 0, NULL,
-     "unique short name"},
-    {"backend", NULL, FT_ENUM, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, backend_values, NULL,
-     0, NULL, "local, slurm, sim or kubernetes"},
-    {"endpoint", NULL, FT_STRING, 0, 0, 512, NULL, NULL, 0, "",
-     "backend address (Slurm controller, ...); empty for local and sim"},
-    {"labels", NULL, FT_LABELS, 0, 0, 0, NULL, NULL, 0, "{}", "site, region, cloud, ..."},
-    {"description", NULL, FT_STRING, 0, 0, TEXT_MAX_LEN, NULL, NULL, 0, "", "free text"},
-    F_CREATED,
-    F_UPDATED,
+    [F_CLUSTERS_ID] = ID_FIELD,
+    [F_CLUSTERS_NAME] = {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL,
+                         NULL, 0, NULL, "unique short name"},
+    [F_CLUSTERS_BACKEND] = {"backend", NULL, FT_ENUM, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0,
+                            backend_values, NULL, 0, NULL, "local, slurm, sim or kubernetes"},
+    [F_CLUSTERS_ENDPOINT] = {"endpoint", NULL, FT_STRING, 0, 0, 512, NULL, NULL, 0, "",
+                             "backend address (Slurm controller, ...); empty for local and sim"},
+    [F_CLUSTERS_LABELS] = {"labels", NULL, FT_LABELS, 0, 0, 0, NULL, NULL, 0, "{}",
+                           "site, region, cloud, ..."},
+    [F_CLUSTERS_DESCRIPTION] = {"description", NULL, FT_STRING, 0, 0, TEXT_MAX_LEN, NULL, NULL, 0,
+                                "", "free text"},
+    [F_CLUSTERS_CREATED_AT] = CREATED_FIELD,
+    [F_CLUSTERS_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(cluster_fields) == F_CLUSTERS_COUNT_,
+               "cluster_fields and fields.h differ");
 
 const struct resource_def model_clusters = {
     .name = "clusters",
@@ -186,21 +210,23 @@ const struct resource_def model_clusters = {
 };
 
 static const struct field_def node_fields[] = {
-    F_ID,
-    {"cluster_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "clusters", 0,
-     NULL, "cluster of the node"},
-    {"name", NULL, FT_IDENT, FF_REQUIRED | FF_FILTER, 0, 128, NULL, NULL, 0, NULL,
-     "host name, unique within the cluster"},
-    {"cpu_milli", NULL, FT_INT, 0, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
-     "CPU capacity in milli-CPUs"},
-    {"memory_mib", NULL, FT_INT, 0, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
-     "memory in MiB"},
-    {"labels", NULL, FT_LABELS, 0, 0, 0, NULL, NULL, 0, "{}", "topology and placement labels"},
-    {"state", NULL, FT_ENUM, FF_FILTER, 0, 0, node_state_values, NULL, 0, "ready",
-     "ready, drain or down"},
-    F_CREATED,
-    F_UPDATED,
+    [F_NODES_ID] = ID_FIELD,
+    [F_NODES_CLUSTER_ID] = {"cluster_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0,
+                            0, NULL, "clusters", 0, NULL, "cluster of the node"},
+    [F_NODES_NAME] = {"name", NULL, FT_IDENT, FF_REQUIRED | FF_FILTER, 0, 128, NULL, NULL, 0, NULL,
+                      "host name, unique within the cluster"},
+    [F_NODES_CPU_MILLI] = {"cpu_milli", NULL, FT_INT, 0, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
+                           "CPU capacity in milli-CPUs"},
+    [F_NODES_MEMORY_MIB] = {"memory_mib", NULL, FT_INT, 0, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
+                            "memory in MiB"},
+    [F_NODES_LABELS] = {"labels", NULL, FT_LABELS, 0, 0, 0, NULL, NULL, 0, "{}",
+                        "topology and placement labels"},
+    [F_NODES_STATE] = {"state", NULL, FT_ENUM, FF_FILTER, 0, 0, node_state_values, NULL, 0, "ready",
+                       "ready, drain or down"},
+    [F_NODES_CREATED_AT] = CREATED_FIELD,
+    [F_NODES_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(node_fields) == F_NODES_COUNT_, "node_fields and fields.h differ");
 
 const struct resource_def model_nodes = {
     .name = "nodes",
@@ -215,20 +241,25 @@ const struct resource_def model_nodes = {
 };
 
 static const struct field_def class_fields[] = {
-    F_ID,
-    {"name", NULL, FT_IDENT, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL, NULL, 0, NULL,
-     "normalised class, e.g. h100-80gb or h100-80gb/1g.10gb"},
-    {"model", NULL, FT_STRING, 0, 0, 200, NULL, NULL, 0, "", "vendor model string"},
-    {"vendor", NULL, FT_STRING, 0, 0, 50, NULL, NULL, 0, "", "nvidia, amd, ..."},
-    {"memory_mib", NULL, FT_INT, 0, 0, INT64_C(1) << 30, NULL, NULL, 0, NULL,
-     "memory per device in MiB"},
-    {"parent_id", NULL, FT_REF, FF_NULLABLE | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "gpu-classes",
-     0, NULL, "for a MIG profile, the class of the whole GPU"},
-    {"milli", NULL, FT_INT, 0, 1, 1000, NULL, NULL, 1000, NULL,
-     "share of the parent GPU in milli-GPU (1000 for a whole GPU)"},
-    F_CREATED,
-    F_UPDATED,
+    [F_GPU_CLASSES_ID] = ID_FIELD,
+    [F_GPU_CLASSES_NAME] = {"name", NULL, FT_IDENT, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL,
+                            NULL, 0, NULL, "normalised class, e.g. h100-80gb or h100-80gb/1g.10gb"},
+    [F_GPU_CLASSES_MODEL] = {"model", NULL, FT_STRING, 0, 0, 200, NULL, NULL, 0, "",
+                             "vendor model string"},
+    [F_GPU_CLASSES_VENDOR] = {"vendor", NULL, FT_STRING, 0, 0, 50, NULL, NULL, 0, "",
+                              "nvidia, amd, ..."},
+    [F_GPU_CLASSES_MEMORY_MIB] = {"memory_mib", NULL, FT_INT, 0, 0, INT64_C(1) << 30, NULL, NULL, 0,
+                                  NULL, "memory per device in MiB"},
+    [F_GPU_CLASSES_PARENT_ID] = {"parent_id", NULL, FT_REF, FF_NULLABLE | FF_IMMUTABLE | FF_FILTER,
+                                 0, 0, NULL, "gpu-classes", 0, NULL,
+                                 "for a MIG profile, the class of the whole GPU"},
+    [F_GPU_CLASSES_MILLI] = {"milli", NULL, FT_INT, 0, 1, 1000, NULL, NULL, 1000, NULL,
+                             "share of the parent GPU in milli-GPU (1000 for a whole GPU)"},
+    [F_GPU_CLASSES_CREATED_AT] = CREATED_FIELD,
+    [F_GPU_CLASSES_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(class_fields) == F_GPU_CLASSES_COUNT_,
+               "class_fields and fields.h differ");
 
 const struct resource_def model_gpu_classes = {
     .name = "gpu-classes",
@@ -243,23 +274,26 @@ const struct resource_def model_gpu_classes = {
 };
 
 static const struct field_def gpu_fields[] = {
-    F_ID,
-    {"node_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "nodes", 0, NULL,
-     "node the GPU sits in"},
-    {"index", "gpu_index", FT_INT, FF_REQUIRED | FF_IMMUTABLE, 0, 1023, NULL, NULL, 0, NULL,
-     "device index on the node"},
-    {"uuid", NULL, FT_IDENT, FF_NULLABLE | FF_FILTER, 0, 128, NULL, NULL, 0, NULL,
-     "device UUID (GPU-...), when known"},
-    {"gpu_class_id", NULL, FT_REF, FF_REQUIRED | FF_FILTER, 0, 0, NULL, "gpu-classes", 0, NULL,
-     "normalised class"},
-    {"memory_mib", NULL, FT_INT, 0, 0, INT64_C(1) << 30, NULL, NULL, 0, NULL, "memory in MiB"},
-    {"mig_mode", NULL, FT_BOOL, 0, 0, 1, NULL, NULL, 0, NULL, "MIG enabled"},
-    {"health", NULL, FT_ENUM, FF_FILTER, 0, 0, gpu_health_values, NULL, 0, "ok",
-     "ok, degraded, failed, down (the local discovery no longer sees it) or mig (split into MIG "
-     "instances, which are scheduled instead)"},
-    F_CREATED,
-    F_UPDATED,
+    [F_GPUS_ID] = ID_FIELD,
+    [F_GPUS_NODE_ID] = {"node_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL,
+                        "nodes", 0, NULL, "node the GPU sits in"},
+    [F_GPUS_INDEX] = {"index", "gpu_index", FT_INT, FF_REQUIRED | FF_IMMUTABLE, 0, 1023, NULL, NULL,
+                      0, NULL, "device index on the node"},
+    [F_GPUS_UUID] = {"uuid", NULL, FT_IDENT, FF_NULLABLE | FF_FILTER, 0, 128, NULL, NULL, 0, NULL,
+                     "device UUID (GPU-...), when known"},
+    [F_GPUS_GPU_CLASS_ID] = {"gpu_class_id", NULL, FT_REF, FF_REQUIRED | FF_FILTER, 0, 0, NULL,
+                             "gpu-classes", 0, NULL, "normalised class"},
+    [F_GPUS_MEMORY_MIB] = {"memory_mib", NULL, FT_INT, 0, 0, INT64_C(1) << 30, NULL, NULL, 0, NULL,
+                           "memory in MiB"},
+    [F_GPUS_MIG_MODE] = {"mig_mode", NULL, FT_BOOL, 0, 0, 1, NULL, NULL, 0, NULL, "MIG enabled"},
+    [F_GPUS_HEALTH] = {"health", NULL, FT_ENUM, FF_FILTER, 0, 0, gpu_health_values, NULL, 0, "ok",
+                       "ok, degraded, failed, down (the local discovery no longer sees it) or mig "
+                       "(split into MIG "
+                       "instances, which are scheduled instead)"},
+    [F_GPUS_CREATED_AT] = CREATED_FIELD,
+    [F_GPUS_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(gpu_fields) == F_GPUS_COUNT_, "gpu_fields and fields.h differ");
 
 const struct resource_def model_gpus = {
     .name = "gpus",
@@ -274,29 +308,33 @@ const struct resource_def model_gpus = {
 };
 
 static const struct field_def pool_fields[] = {
-    F_ID,
-    {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL, NULL, 0, NULL,
-     "unique short name"},
-    {"owner_org_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL, "organizations", 0, NULL,
-     "owning organization (exactly one owner)"},
-    {"owner_project_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL, "projects", 0, NULL,
-     "owning project (exactly one owner)"},
-    {"cost_per_gpu_hour_micros", NULL, FT_INT, 0, 0, MONEY_MAX, NULL, NULL, 0, NULL,
-     "owner's cost per GPU-hour in micro-units of the currency"},
-    {"currency", NULL, FT_STRING, 0, 3, 3, NULL, NULL, 0, "USD", "ISO 4217 code"},
-    {"cluster_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL, "clusters", 0, NULL,
-     "select the GPUs of this cluster"},
-    {"node_selector", NULL, FT_LABELS, 0, 0, 0, NULL, NULL, 0, "{}",
-     "select GPUs on nodes carrying all these labels"},
-    {"gpu_ids", NULL, FT_REFLIST, 0, 0, 100000, NULL, "gpus", 0, "[]",
-     "select exactly these GPUs"},
-    {"access_project_ids", NULL, FT_REFLIST, 0, 0, 10000, NULL, "projects", 0, "[]",
-     "projects that may borrow this pool"},
-    {"access_org_ids", NULL, FT_REFLIST, 0, 0, 10000, NULL, "organizations", 0, "[]",
-     "organizations whose projects may borrow this pool"},
-    F_CREATED,
-    F_UPDATED,
+    [F_POOLS_ID] = ID_FIELD,
+    [F_POOLS_NAME] = {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL, NULL,
+                      0, NULL, "unique short name"},
+    [F_POOLS_OWNER_ORG_ID] = {"owner_org_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL,
+                              "organizations", 0, NULL, "owning organization (exactly one owner)"},
+    [F_POOLS_OWNER_PROJECT_ID] = {"owner_project_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0,
+                                  NULL, "projects", 0, NULL, "owning project (exactly one owner)"},
+    [F_POOLS_COST_PER_GPU_HOUR_MICROS] =
+        {"cost_per_gpu_hour_micros", NULL, FT_INT, 0, 0, MONEY_MAX, NULL, NULL, 0, NULL,
+         "owner's cost per GPU-hour in micro-units of the currency"},
+    [F_POOLS_CURRENCY] = {"currency", NULL, FT_STRING, 0, 3, 3, NULL, NULL, 0, "USD",
+                          "ISO 4217 code"},
+    [F_POOLS_CLUSTER_ID] = {"cluster_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL,
+                            "clusters", 0, NULL, "select the GPUs of this cluster"},
+    [F_POOLS_NODE_SELECTOR] = {"node_selector", NULL, FT_LABELS, 0, 0, 0, NULL, NULL, 0, "{}",
+                               "select GPUs on nodes carrying all these labels"},
+    [F_POOLS_GPU_IDS] = {"gpu_ids", NULL, FT_REFLIST, 0, 0, 100000, NULL, "gpus", 0, "[]",
+                         "select exactly these GPUs"},
+    [F_POOLS_ACCESS_PROJECT_IDS] = {"access_project_ids", NULL, FT_REFLIST, 0, 0, 10000, NULL,
+                                    "projects", 0, "[]", "projects that may borrow this pool"},
+    [F_POOLS_ACCESS_ORG_IDS] = {"access_org_ids", NULL, FT_REFLIST, 0, 0, 10000, NULL,
+                                "organizations", 0, "[]",
+                                "organizations whose projects may borrow this pool"},
+    [F_POOLS_CREATED_AT] = CREATED_FIELD,
+    [F_POOLS_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(pool_fields) == F_POOLS_COUNT_, "pool_fields and fields.h differ");
 
 const struct resource_def model_pools = {
     .name = "pools",
@@ -311,29 +349,35 @@ const struct resource_def model_pools = {
 };
 
 static const struct field_def flavor_fields[] = {
-    F_ID,
-    {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL, NULL, 0, NULL,
-     "catalog name, e.g. h100.1x"},
-    {"description", NULL, FT_STRING, 0, 0, TEXT_MAX_LEN, NULL, NULL, 0, "", "free text"},
-    {"gpu_class_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL, "gpu-classes", 0, NULL,
-     "GPU class; null for a CPU-only flavor"},
-    {"gpu_milli", NULL, FT_INT, 0, 0, 64000, NULL, NULL, 0, NULL,
-     "GPU per replica in milli-GPU: below 1000 is a share of one GPU, else a multiple of 1000"},
-    {"vcpus", NULL, FT_INT, 0, 0, 4096, NULL, NULL, 0, NULL, "vCPUs per replica"},
-    {"memory_mib", NULL, FT_INT, 0, 0, INT64_C(1) << 32, NULL, NULL, 0, NULL,
-     "memory per replica in MiB"},
-    {"price_per_hour_micros", NULL, FT_INT, 0, 0, MONEY_MAX, NULL, NULL, 0, NULL,
-     "list price per replica-hour in micro-units of the currency"},
-    {"currency", NULL, FT_STRING, 0, 3, 3, NULL, NULL, 0, "USD", "ISO 4217 code"},
-    {"pool_ids", NULL, FT_REFLIST, 0, 0, 1000, NULL, "pools", 0, "[]",
-     "pools that may serve it; empty for any"},
-    {"node_selector", NULL, FT_LABELS, 0, 0, 0, NULL, NULL, 0, "{}",
-     "labels a node must carry"},
-    {"active", NULL, FT_BOOL, FF_FILTER, 0, 1, NULL, NULL, 1, NULL,
-     "offered for new workloads"},
-    F_CREATED,
-    F_UPDATED,
+    [F_FLAVORS_ID] = ID_FIELD,
+    [F_FLAVORS_NAME] = {"name", NULL, FT_NAME, FF_REQUIRED | FF_FILTER, 0, NAME_MAX_LEN, NULL, NULL,
+                        0, NULL, "catalog name, e.g. h100.1x"},
+    [F_FLAVORS_DESCRIPTION] = {"description", NULL, FT_STRING, 0, 0, TEXT_MAX_LEN, NULL, NULL, 0,
+                               "", "free text"},
+    [F_FLAVORS_GPU_CLASS_ID] = {"gpu_class_id", NULL, FT_REF, FF_NULLABLE | FF_FILTER, 0, 0, NULL,
+                                "gpu-classes", 0, NULL, "GPU class; null for a CPU-only flavor"},
+    [F_FLAVORS_GPU_MILLI] =
+        {"gpu_milli", NULL, FT_INT, 0, 0, 64000, NULL, NULL, 0, NULL,
+         "GPU per replica in milli-GPU: below 1000 is a share of one GPU, else a multiple of 1000"},
+    [F_FLAVORS_VCPUS] = {"vcpus", NULL, FT_INT, 0, 0, 4096, NULL, NULL, 0, NULL,
+                         "vCPUs per replica"},
+    [F_FLAVORS_MEMORY_MIB] = {"memory_mib", NULL, FT_INT, 0, 0, INT64_C(1) << 32, NULL, NULL, 0,
+                              NULL, "memory per replica in MiB"},
+    [F_FLAVORS_PRICE_PER_HOUR_MICROS] =
+        {"price_per_hour_micros", NULL, FT_INT, 0, 0, MONEY_MAX, NULL, NULL, 0, NULL,
+         "list price per replica-hour in micro-units of the currency"},
+    [F_FLAVORS_CURRENCY] = {"currency", NULL, FT_STRING, 0, 3, 3, NULL, NULL, 0, "USD",
+                            "ISO 4217 code"},
+    [F_FLAVORS_POOL_IDS] = {"pool_ids", NULL, FT_REFLIST, 0, 0, 1000, NULL, "pools", 0, "[]",
+                            "pools that may serve it; empty for any"},
+    [F_FLAVORS_NODE_SELECTOR] = {"node_selector", NULL, FT_LABELS, 0, 0, 0, NULL, NULL, 0, "{}",
+                                 "labels a node must carry"},
+    [F_FLAVORS_ACTIVE] = {"active", NULL, FT_BOOL, FF_FILTER, 0, 1, NULL, NULL, 1, NULL,
+                          "offered for new workloads"},
+    [F_FLAVORS_CREATED_AT] = CREATED_FIELD,
+    [F_FLAVORS_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(flavor_fields) == F_FLAVORS_COUNT_, "flavor_fields and fields.h differ");
 
 const struct resource_def model_flavors = {
     .name = "flavors",
@@ -348,18 +392,21 @@ const struct resource_def model_flavors = {
 };
 
 static const struct field_def quota_fields[] = {
-    F_ID,
-    {"project_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "projects", 0,
-     NULL, "project the quota is for"},
-    {"gpu_class_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL,
-     "gpu-classes", 0, NULL, "GPU class"},
-    {"guaranteed_milli", NULL, FT_INT, FF_NULLABLE, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
-     "owned capacity (P1) in milli-GPU; null derives it from the pools the project owns"},
-    {"limit_milli", NULL, FT_INT, FF_NULLABLE, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
-     "most it may hold, borrowed included, in milli-GPU; null for no limit"},
-    F_CREATED,
-    F_UPDATED,
+    [F_QUOTAS_ID] = ID_FIELD,
+    [F_QUOTAS_PROJECT_ID] = {"project_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0,
+                             0, NULL, "projects", 0, NULL, "project the quota is for"},
+    [F_QUOTAS_GPU_CLASS_ID] = {"gpu_class_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER,
+                               0, 0, NULL, "gpu-classes", 0, NULL, "GPU class"},
+    [F_QUOTAS_GUARANTEED_MILLI] =
+        {"guaranteed_milli", NULL, FT_INT, FF_NULLABLE, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
+         "owned capacity (P1) in milli-GPU; null derives it from the pools the project owns"},
+    [F_QUOTAS_LIMIT_MILLI] =
+        {"limit_milli", NULL, FT_INT, FF_NULLABLE, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
+         "most it may hold, borrowed included, in milli-GPU; null for no limit"},
+    [F_QUOTAS_CREATED_AT] = CREATED_FIELD,
+    [F_QUOTAS_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(quota_fields) == F_QUOTAS_COUNT_, "quota_fields and fields.h differ");
 
 const struct resource_def model_quotas = {
     .name = "quotas",
@@ -375,16 +422,20 @@ const struct resource_def model_quotas = {
 };
 
 static const struct field_def org_quota_fields[] = {
-    F_ID,
-    {"org_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL, "organizations",
-     0, NULL, "organization capped"},
-    {"gpu_class_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL,
-     "gpu-classes", 0, NULL, "GPU class"},
-    {"limit_milli", NULL, FT_INT, 0, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
-     "most the organization's projects may hold together, in milli-GPU"},
-    F_CREATED,
-    F_UPDATED,
+    [F_ORG_QUOTAS_ID] = ID_FIELD,
+    [F_ORG_QUOTAS_ORG_ID] = {"org_id", NULL, FT_REF, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0,
+                             NULL, "organizations", 0, NULL, "organization capped"},
+    [F_ORG_QUOTAS_GPU_CLASS_ID] = {"gpu_class_id", NULL, FT_REF,
+                                   FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0, NULL,
+                                   "gpu-classes", 0, NULL, "GPU class"},
+    [F_ORG_QUOTAS_LIMIT_MILLI] =
+        {"limit_milli", NULL, FT_INT, 0, 0, INT64_C(1) << 40, NULL, NULL, 0, NULL,
+         "most the organization's projects may hold together, in milli-GPU"},
+    [F_ORG_QUOTAS_CREATED_AT] = CREATED_FIELD,
+    [F_ORG_QUOTAS_UPDATED_AT] = UPDATED_FIELD,
 };
+_Static_assert(ARRAY_SIZE(org_quota_fields) == F_ORG_QUOTAS_COUNT_,
+               "org_quota_fields and fields.h differ");
 
 const struct resource_def model_org_quotas = {
     .name = "org-quotas",
@@ -400,24 +451,26 @@ const struct resource_def model_org_quotas = {
 };
 
 static const struct field_def audit_fields[] = {
-    F_ID,
-    {"time", "at", FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "when (UTC)"},
-    {"actor_id", NULL, FT_INT, FF_READONLY | FF_NULLABLE | FF_FILTER, 0, INT64_MAX, NULL, NULL, 0,
-     NULL, "user who acted; null for the system"},
-    {"actor", NULL, FT_STRING, FF_READONLY, 0, 100, NULL, NULL, 0, NULL, "user name"},
-    {"action", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 32, NULL, NULL, 0, NULL,
-     "create, update, delete, revoke, bootstrap"},
-    {"resource", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 64, NULL, NULL, 0, NULL,
-     "resource type"},
-    {"object_id", NULL, FT_INT, FF_READONLY | FF_FILTER, 0, INT64_MAX, NULL, NULL, 0, NULL,
-     "id of the object changed"},
-    {"request_id", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 64, NULL, NULL, 0, NULL,
-     "request that made the change"},
-    {"before", NULL, FT_JSON, FF_READONLY | FF_NULLABLE, 0, 0, NULL, NULL, 0, NULL,
-     "object before the change"},
-    {"after", NULL, FT_JSON, FF_READONLY | FF_NULLABLE, 0, 0, NULL, NULL, 0, NULL,
-     "object after the change"},
+    [F_AUDIT_ID] = ID_FIELD,
+    [F_AUDIT_TIME] = {"time", "at", FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL, "when (UTC)"},
+    [F_AUDIT_ACTOR_ID] = {"actor_id", NULL, FT_INT, FF_READONLY | FF_NULLABLE | FF_FILTER, 0,
+                          INT64_MAX, NULL, NULL, 0, NULL, "user who acted; null for the system"},
+    [F_AUDIT_ACTOR] = {"actor", NULL, FT_STRING, FF_READONLY, 0, 100, NULL, NULL, 0, NULL,
+                       "user name"},
+    [F_AUDIT_ACTION] = {"action", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 32, NULL, NULL, 0,
+                        NULL, "create, update, delete, revoke, bootstrap"},
+    [F_AUDIT_RESOURCE] = {"resource", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 64, NULL, NULL,
+                          0, NULL, "resource type"},
+    [F_AUDIT_OBJECT_ID] = {"object_id", NULL, FT_INT, FF_READONLY | FF_FILTER, 0, INT64_MAX, NULL,
+                           NULL, 0, NULL, "id of the object changed"},
+    [F_AUDIT_REQUEST_ID] = {"request_id", NULL, FT_STRING, FF_READONLY | FF_FILTER, 0, 64, NULL,
+                            NULL, 0, NULL, "request that made the change"},
+    [F_AUDIT_BEFORE] = {"before", NULL, FT_JSON, FF_READONLY | FF_NULLABLE, 0, 0, NULL, NULL, 0,
+                        NULL, "object before the change"},
+    [F_AUDIT_AFTER] = {"after", NULL, FT_JSON, FF_READONLY | FF_NULLABLE, 0, 0, NULL, NULL, 0, NULL,
+                       "object after the change"},
 };
+_Static_assert(ARRAY_SIZE(audit_fields) == F_AUDIT_COUNT_, "audit_fields and fields.h differ");
 
 const struct resource_def model_audit = {
     .name = "audit",

@@ -68,14 +68,14 @@ int retention_find_removal(struct store_conn *c, int64_t workload_id, struct are
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(d, "workload_id"), workload_id);
-    store_filter_eq_str(&f, model_field_index(d, "type"), RETENTION_EVENT);
+    store_filter_eq_int(&f, F_EVENTS_WORKLOAD_ID, workload_id);
+    store_filter_eq_str(&f, F_EVENTS_TYPE, RETENTION_EVENT);
     f.limit = 1;
     rc = store_list(c, d, &f, a, &rows, &n, ei);
     if (rc < 0 || n == 0)
         return rc < 0 ? rc : 0;
-    *ret_at_ms = model_get_int(d, &rows[0], "at_ms");
-    *ret_message = model_get(d, &rows[0], "message")->s;
+    *ret_at_ms = row_int(&rows[0], F_EVENTS_AT_MS);
+    *ret_message = row_get(&rows[0], F_EVENTS_MESSAGE)->s;
     return 1;
 }
 
@@ -92,16 +92,16 @@ static int lookup(struct store_conn *c, const int64_t *ids, size_t n_ids, struct
     int rc;
 
     store_filter_init(&f);
-    store_filter_any(&f, model_field_index(d, "id"), ids, n_ids);
+    store_filter_any(&f, F_WORKLOADS_ID, ids, n_ids);
     f.limit = (int)n_ids;
     rc = store_list(c, d, &f, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     ws = arena_calloc(a, n ? n : 1, sizeof(*ws));
     for (size_t i = 0; i < n; i++) {
-        const struct value *fin = model_get(d, &rows[i], "finished_at");
+        const struct value *fin = row_get(&rows[i], F_WORKLOADS_FINISHED_AT);
         ws[i].id = model_row_id(&rows[i]);
-        ws[i].state = model_get(d, &rows[i], "state")->s;
+        ws[i].state = row_get(&rows[i], F_WORKLOADS_STATE)->s;
         ws[i].finished_ms = fin->null ? -1 : fin->i * 1000;
     }
     *ret_rows = rows;
@@ -133,8 +133,8 @@ static int record_removals(struct retention *r, struct store_conn *c, const stru
     if (rc < 0)
         return rc;
     store_filter_init(&f);
-    store_filter_eq_str(&f, model_field_index(d, "type"), RETENTION_EVENT);
-    store_filter_any(&f, model_field_index(d, "workload_id"), ids, n_gone);
+    store_filter_eq_str(&f, F_EVENTS_TYPE, RETENTION_EVENT);
+    store_filter_any(&f, F_EVENTS_WORKLOAD_ID, ids, n_gone);
     f.limit = (int)n_gone;
     rc = store_list(c, d, &f, a, &had, &n_had, ei);
     for (size_t i = 0; rc >= 0 && i < n_gone; i++) {
@@ -143,16 +143,15 @@ static int record_removals(struct retention *r, struct store_conn *c, const stru
         bool found = false;
         /* had is in event id order, not workload order: n_gone is at most a pass. */
         for (j = 0; j < n_had && !found; j++)
-            found = model_get_int(d, &had[j], "workload_id") == ids[i];
+            found = row_int(&had[j], F_EVENTS_WORKLOAD_ID) == ids[i];
         if (found)
             continue;
         ev = model_row_new(d, a);
-        model_set_int(&ev, model_field_index(d, "workload_id"), ids[i]);
-        model_set_int(&ev, model_field_index(d, "project_id"),
-                      model_get_int(&model_workloads, &gone[i], "project_id"));
-        model_set_int(&ev, model_field_index(d, "at_ms"), now);
-        model_set_str(&ev, a, model_field_index(d, "type"), RETENTION_EVENT);
-        model_set_str(&ev, a, model_field_index(d, "message"), message);
+        row_set_int(&ev, F_EVENTS_WORKLOAD_ID, ids[i]);
+        row_set_int(&ev, F_EVENTS_PROJECT_ID, row_int(&gone[i], F_WORKLOADS_PROJECT_ID));
+        row_set_int(&ev, F_EVENTS_AT_MS, now);
+        row_set_str(&ev, a, F_EVENTS_TYPE, RETENTION_EVENT);
+        row_set_str(&ev, a, F_EVENTS_MESSAGE, message);
         rc = store_insert(c, d, &ev, &id, ei);
     }
     if (rc >= 0)

@@ -37,23 +37,23 @@ static void store_rows(struct fixture *f)
     for (int rep = 0; rep < 2; rep++) {
         struct row al = model_row_new(d, &a);
         int64_t id;
-        model_set_int(&al, model_field_index(d, "workload_id"), f->workload);
-        model_set_int(&al, model_field_index(d, "project_id"), f->project);
-        model_set_int(&al, model_field_index(d, "replica"), rep);
-        model_set_int(&al, model_field_index(d, "node_id"),
-                      testsrv_create(f->srv, f->admin, "nodes",
-                                     "{\"cluster_id\":%" PRId64 ",\"name\":\"n%d\"}",
-                                     testsrv_create(f->srv, f->admin, "clusters",
-                                                    "{\"name\":\"c%d\",\"backend\":\"sim\"}", rep),
-                                     rep));
-        model_set_null(&al, model_field_index(d, "gpu_id"));
-        model_set_null(&al, model_field_index(d, "gpu_class_id"));
-        model_set_int(&al, model_field_index(d, "milli"), 0);
-        model_set_str(&al, &a, model_field_index(d, "priority_class"), "owned");
-        model_set_int(&al, model_field_index(d, "borrowed"), 0);
-        model_set_int(&al, model_field_index(d, "started_ms"), OCT5);
-        model_set_int(&al, model_field_index(d, "ended_ms"), OCT5 + H + H / 2);
-        model_set_str(&al, &a, model_field_index(d, "end_reason"), "succeeded");
+        row_set_int(&al, F_ALLOCATIONS_WORKLOAD_ID, f->workload);
+        row_set_int(&al, F_ALLOCATIONS_PROJECT_ID, f->project);
+        row_set_int(&al, F_ALLOCATIONS_REPLICA, rep);
+        row_set_int(&al, F_ALLOCATIONS_NODE_ID,
+                    testsrv_create(f->srv, f->admin, "nodes",
+                                   "{\"cluster_id\":%" PRId64 ",\"name\":\"n%d\"}",
+                                   testsrv_create(f->srv, f->admin, "clusters",
+                                                  "{\"name\":\"c%d\",\"backend\":\"sim\"}", rep),
+                                   rep));
+        row_set_null(&al, F_ALLOCATIONS_GPU_ID);
+        row_set_null(&al, F_ALLOCATIONS_GPU_CLASS_ID);
+        row_set_int(&al, F_ALLOCATIONS_MILLI, 0);
+        row_set_str(&al, &a, F_ALLOCATIONS_PRIORITY_CLASS, "owned");
+        row_set_int(&al, F_ALLOCATIONS_BORROWED, 0);
+        row_set_int(&al, F_ALLOCATIONS_STARTED_MS, OCT5);
+        row_set_int(&al, F_ALLOCATIONS_ENDED_MS, OCT5 + H + H / 2);
+        row_set_str(&al, &a, F_ALLOCATIONS_END_REASON, "succeeded");
         assert_int_equal(store_insert(c, d, &al, &id, &ei), 0);
     }
     /* what the engine does when the run ends */
@@ -306,7 +306,7 @@ static void test_rerating_notices_an_altered_ledger(void **state)
     store_filter_init(&fl);
     assert_int_equal(store_list(c, &model_usage, &fl, &a, &rows, &n, &ei), 0);
     assert_int_equal(n, 1);
-    model_set_int(&rows[0], model_field_index(&model_usage, "ended_ms"), OCT5 + H / 2);
+    row_set_int(&rows[0], F_USAGE_ENDED_MS, OCT5 + H / 2);
     assert_int_equal(store_update(c, &model_usage, model_row_id(&rows[0]), &rows[0], &ei), 0);
     store_conn_put(c);
     arena_release(&a);
@@ -445,22 +445,22 @@ static int64_t october_pool(struct fixture *f, int64_t project, int64_t workload
                           f->project, clu);
     arena_init(&a);
     assert_int_equal(store_get(c, &model_pools, pool, &a, &row, &ei), 0);
-    model_set_int(&row, model_field_index(&model_pools, "created_at"), OCT5 / 1000 - 5 * 86400);
+    row_set_int(&row, F_POOLS_CREATED_AT, OCT5 / 1000 - 5 * 86400);
     assert_int_equal(store_update(c, &model_pools, pool, &row, &ei), 0);
     row = model_row_new(d, &a);
-    model_set_int(&row, model_field_index(d, "workload_id"), workload);
-    model_set_int(&row, model_field_index(d, "project_id"), project);
-    model_set_int(&row, model_field_index(d, "replica"), 0);
-    model_set_int(&row, model_field_index(d, "node_id"), node);
-    model_set_int(&row, model_field_index(d, "gpu_id"), gpu);
-    model_set_int(&row, model_field_index(d, "gpu_class_id"), cls);
-    model_set_int(&row, model_field_index(d, "milli"), 1000);
-    model_set_str(&row, &a, model_field_index(d, "priority_class"),
-                  project == f->project ? "owned" : "opportunistic");
-    model_set_int(&row, model_field_index(d, "borrowed"), project != f->project);
-    model_set_int(&row, model_field_index(d, "started_ms"), OCT5);
-    model_set_int(&row, model_field_index(d, "ended_ms"), OCT5 + 1251000);
-    model_set_str(&row, &a, model_field_index(d, "end_reason"), "succeeded");
+    row_set_int(&row, F_ALLOCATIONS_WORKLOAD_ID, workload);
+    row_set_int(&row, F_ALLOCATIONS_PROJECT_ID, project);
+    row_set_int(&row, F_ALLOCATIONS_REPLICA, 0);
+    row_set_int(&row, F_ALLOCATIONS_NODE_ID, node);
+    row_set_int(&row, F_ALLOCATIONS_GPU_ID, gpu);
+    row_set_int(&row, F_ALLOCATIONS_GPU_CLASS_ID, cls);
+    row_set_int(&row, F_ALLOCATIONS_MILLI, 1000);
+    row_set_str(&row, &a, F_ALLOCATIONS_PRIORITY_CLASS,
+                project == f->project ? "owned" : "opportunistic");
+    row_set_int(&row, F_ALLOCATIONS_BORROWED, project != f->project);
+    row_set_int(&row, F_ALLOCATIONS_STARTED_MS, OCT5);
+    row_set_int(&row, F_ALLOCATIONS_ENDED_MS, OCT5 + 1251000);
+    row_set_str(&row, &a, F_ALLOCATIONS_END_REASON, "succeeded");
     assert_int_equal(store_insert(c, d, &row, &id, &ei), 0);
     store_conn_put(c);
     arena_release(&a);

@@ -37,34 +37,34 @@ static int64_t store_entry(struct fixture *f, int64_t victim, int64_t victim_pro
 
     arena_init(&a);
     e = model_row_new(d, &a);
-    model_set_int(&e, model_field_index(d, "preemptor_id"), f->wa);
-    model_set_int(&e, model_field_index(d, "project_id"), f->pa);
-    model_set_str(&e, &a, model_field_index(d, "rule"), "reclaim");
-    model_set_null(&e, model_field_index(d, "gpu_class_id"));
-    model_set_str(&e, &a, model_field_index(d, "victims"),
-                  arena_printf(&a,
-                               "[{\"workload_id\":%" PRId64 ",\"project_id\":%" PRId64
-                               ",\"gpu_milli\":1000,\"lost_ms\":5000}]",
-                               victim, victim_project));
-    model_set_str(
-        &e, &a, model_field_index(d, "quota_before"),
+    row_set_int(&e, F_PREEMPTIONS_PREEMPTOR_ID, f->wa);
+    row_set_int(&e, F_PREEMPTIONS_PROJECT_ID, f->pa);
+    row_set_str(&e, &a, F_PREEMPTIONS_RULE, "reclaim");
+    row_set_null(&e, F_PREEMPTIONS_GPU_CLASS_ID);
+    row_set_str(&e, &a, F_PREEMPTIONS_VICTIMS,
+                arena_printf(&a,
+                             "[{\"workload_id\":%" PRId64 ",\"project_id\":%" PRId64
+                             ",\"gpu_milli\":1000,\"lost_ms\":5000}]",
+                             victim, victim_project));
+    row_set_str(
+        &e, &a, F_PREEMPTIONS_QUOTA_BEFORE,
         arena_printf(&a,
                      "[{\"project_id\":%" PRId64 ",\"used\":0,\"guaranteed\":1000,\"limit\":1000},"
                      "{\"project_id\":%" PRId64 ",\"used\":1000,\"guaranteed\":0,\"limit\":8000}]",
                      f->pa, victim_project));
-    model_set_str(&e, &a, model_field_index(d, "quota_after"),
-                  arena_printf(&a,
-                               "[{\"project_id\":%" PRId64
-                               ",\"used\":1000,\"guaranteed\":1000,\"limit\":1000},"
-                               "{\"project_id\":%" PRId64
-                               ",\"used\":0,\"guaranteed\":0,\"limit\":8000}]",
-                               f->pa, victim_project));
-    model_set_int(&e, model_field_index(d, "gpu_milli"), 1000);
-    model_set_int(&e, model_field_index(d, "grace_ms"), 30000);
-    model_set_int(&e, model_field_index(d, "decided_ms"), INT64_C(1796000000000));
-    model_set_null(&e, model_field_index(d, "released_ms"));
-    model_set_null(&e, model_field_index(d, "reclaim_ms"));
-    model_set_int(&e, model_field_index(d, "gpu_ms_lost"), 5000);
+    row_set_str(&e, &a, F_PREEMPTIONS_QUOTA_AFTER,
+                arena_printf(&a,
+                             "[{\"project_id\":%" PRId64
+                             ",\"used\":1000,\"guaranteed\":1000,\"limit\":1000},"
+                             "{\"project_id\":%" PRId64
+                             ",\"used\":0,\"guaranteed\":0,\"limit\":8000}]",
+                             f->pa, victim_project));
+    row_set_int(&e, F_PREEMPTIONS_GPU_MILLI, 1000);
+    row_set_int(&e, F_PREEMPTIONS_GRACE_MS, 30000);
+    row_set_int(&e, F_PREEMPTIONS_DECIDED_MS, INT64_C(1796000000000));
+    row_set_null(&e, F_PREEMPTIONS_RELEASED_MS);
+    row_set_null(&e, F_PREEMPTIONS_RECLAIM_MS);
+    row_set_int(&e, F_PREEMPTIONS_GPU_MS_LOST, 5000);
     assert_int_equal(store_insert(c, d, &e, &id, &ei), 0);
     store_conn_put(c);
     arena_release(&a);

@@ -499,14 +499,14 @@ static void test_store_small_fleet(void **state)
         int64_t id;
         arena_init(&a);
         cr = model_row_new(def, &a);
-        model_set_str(&cr, &a, model_field_index(def, "name"), "a10");
-        model_set_str(&cr, &a, model_field_index(def, "model"), "NVIDIA A10");
-        model_set_str(&cr, &a, model_field_index(def, "vendor"), "nvidia");
-        model_set_int(&cr, model_field_index(def, "memory_mib"), 24576);
-        model_set_null(&cr, model_field_index(def, "parent_id"));
-        model_set_int(&cr, model_field_index(def, "milli"), 1000);
-        model_set_int(&cr, model_field_index(def, "created_at"), 1);
-        model_set_int(&cr, model_field_index(def, "updated_at"), 1);
+        row_set_str(&cr, &a, F_GPU_CLASSES_NAME, "a10");
+        row_set_str(&cr, &a, F_GPU_CLASSES_MODEL, "NVIDIA A10");
+        row_set_str(&cr, &a, F_GPU_CLASSES_VENDOR, "nvidia");
+        row_set_int(&cr, F_GPU_CLASSES_MEMORY_MIB, 24576);
+        row_set_null(&cr, F_GPU_CLASSES_PARENT_ID);
+        row_set_int(&cr, F_GPU_CLASSES_MILLI, 1000);
+        row_set_int(&cr, F_GPU_CLASSES_CREATED_AT, 1);
+        row_set_int(&cr, F_GPU_CLASSES_UPDATED_AT, 1);
         assert_int_equal(store_insert(d.c, def, &cr, &id, &ei), 0);
         class_a10 = id;
         arena_release(&a);
@@ -521,32 +521,30 @@ static void test_store_small_fleet(void **state)
     arena_init(&a);
     r = find_one(&d, &model_clusters, "name", "sim1", &a);
     assert_int_equal(model_row_id(&r), cluster_id);
-    assert_string_equal(model_get(&model_clusters, &r, "backend")->s, "sim");
-    assert_string_equal(model_get(&model_clusters, &r, "description")->s,
-                        "SIMULATED cluster: no real GPUs");
-    assert_string_equal(model_get(&model_clusters, &r, "labels")->s, "{\"simulated\":\"true\"}");
-    assert_int_equal(model_get_int(&model_clusters, &r, "created_at"), 1700000000);
+    assert_string_equal(row_get(&r, F_CLUSTERS_BACKEND)->s, "sim");
+    assert_string_equal(row_get(&r, F_CLUSTERS_DESCRIPTION)->s, "SIMULATED cluster: no real GPUs");
+    assert_string_equal(row_get(&r, F_CLUSTERS_LABELS)->s, "{\"simulated\":\"true\"}");
+    assert_int_equal(row_int(&r, F_CLUSTERS_CREATED_AT), 1700000000);
 
     r = find_one(&d, &model_gpu_classes, "name", "h100", &a);
-    assert_string_equal(model_get(&model_gpu_classes, &r, "model")->s, "H100");
-    assert_string_equal(model_get(&model_gpu_classes, &r, "vendor")->s, "nvidia");
-    assert_int_equal(model_get_int(&model_gpu_classes, &r, "milli"), 1000);
+    assert_string_equal(row_get(&r, F_GPU_CLASSES_MODEL)->s, "H100");
+    assert_string_equal(row_get(&r, F_GPU_CLASSES_VENDOR)->s, "nvidia");
+    assert_int_equal(row_int(&r, F_GPU_CLASSES_MILLI), 1000);
 
     r = find_one(&d, &model_nodes, "name", "h-1", &a);
-    assert_int_equal(model_get_int(&model_nodes, &r, "cluster_id"), cluster_id);
-    assert_int_equal(model_get_int(&model_nodes, &r, "cpu_milli"), 64000);
-    assert_string_equal(model_get(&model_nodes, &r, "labels")->s,
-                        "{\"rack\":\"r1\",\"simulated\":\"true\"}");
-    assert_string_equal(model_get(&model_nodes, &r, "state")->s, "ready");
+    assert_int_equal(row_int(&r, F_NODES_CLUSTER_ID), cluster_id);
+    assert_int_equal(row_int(&r, F_NODES_CPU_MILLI), 64000);
+    assert_string_equal(row_get(&r, F_NODES_LABELS)->s, "{\"rack\":\"r1\",\"simulated\":\"true\"}");
+    assert_string_equal(row_get(&r, F_NODES_STATE)->s, "ready");
     r = find_one(&d, &model_nodes, "name", "c", &a);
-    assert_string_equal(model_get(&model_nodes, &r, "labels")->s, "{\"simulated\":\"true\"}");
+    assert_string_equal(row_get(&r, F_NODES_LABELS)->s, "{\"simulated\":\"true\"}");
 
     r = find_one(&d, &model_gpus, "uuid", "SIM-sim1-a-1", &a);
-    assert_int_equal(model_get_int(&model_gpus, &r, "index"), 1);
-    assert_int_equal(model_get_int(&model_gpus, &r, "gpu_class_id"), class_a10);
-    assert_string_equal(model_get(&model_gpus, &r, "health")->s, "ok");
+    assert_int_equal(row_int(&r, F_GPUS_INDEX), 1);
+    assert_int_equal(row_int(&r, F_GPUS_GPU_CLASS_ID), class_a10);
+    assert_string_equal(row_get(&r, F_GPUS_HEALTH)->s, "ok");
     r = find_one(&d, &model_gpus, "uuid", "SIM-sim1-h-0-7", &a);
-    assert_int_equal(model_get_int(&model_gpus, &r, "index"), 7);
+    assert_int_equal(row_int(&r, F_GPUS_INDEX), 7);
 
     /* Audit: "import" by the system, the object's JSON as "after". */
     assert_int_equal(count_rows(&d, &model_audit, "action", "import"), 24);
@@ -554,12 +552,12 @@ static void test_store_small_fleet(void **state)
     assert_int_equal(count_rows(&d, &model_audit, "resource", "gpus"), 18);
     assert_int_equal(count_rows(&d, &model_audit, "resource", "gpu-classes"), 1);
     r = find_one(&d, &model_audit, "resource", "clusters", &a);
-    assert_string_equal(model_get(&model_audit, &r, "actor")->s, "system");
-    assert_true(model_get(&model_audit, &r, "actor_id")->null);
-    assert_true(model_get(&model_audit, &r, "before")->null);
-    assert_int_equal(model_get_int(&model_audit, &r, "object_id"), cluster_id);
-    assert_int_equal(model_get_int(&model_audit, &r, "time"), 1700000000);
-    j = json_loads(model_get(&model_audit, &r, "after")->s, 0, NULL);
+    assert_string_equal(row_get(&r, F_AUDIT_ACTOR)->s, "system");
+    assert_true(row_is_null(&r, F_AUDIT_ACTOR_ID));
+    assert_true(row_is_null(&r, F_AUDIT_BEFORE));
+    assert_int_equal(row_int(&r, F_AUDIT_OBJECT_ID), cluster_id);
+    assert_int_equal(row_int(&r, F_AUDIT_TIME), 1700000000);
+    j = json_loads(row_get(&r, F_AUDIT_AFTER)->s, 0, NULL);
     assert_non_null(j);
     assert_string_equal(json_string_value(json_object_get(j, "name")), "sim1");
     assert_int_equal(json_integer_value(json_object_get(j, "id")), cluster_id);
@@ -634,13 +632,13 @@ static void test_store_refuses_a_real_cluster_of_that_name(void **state)
 
     arena_init(&a);
     r = model_row_new(def, &a);
-    model_set_str(&r, &a, model_field_index(def, "name"), "prod");
-    model_set_str(&r, &a, model_field_index(def, "backend"), "slurm");
-    model_set_str(&r, &a, model_field_index(def, "endpoint"), "ctl:6817");
-    model_set_str(&r, &a, model_field_index(def, "labels"), "{}");
-    model_set_str(&r, &a, model_field_index(def, "description"), "");
-    model_set_int(&r, model_field_index(def, "created_at"), 1);
-    model_set_int(&r, model_field_index(def, "updated_at"), 1);
+    row_set_str(&r, &a, F_CLUSTERS_NAME, "prod");
+    row_set_str(&r, &a, F_CLUSTERS_BACKEND, "slurm");
+    row_set_str(&r, &a, F_CLUSTERS_ENDPOINT, "ctl:6817");
+    row_set_str(&r, &a, F_CLUSTERS_LABELS, "{}");
+    row_set_str(&r, &a, F_CLUSTERS_DESCRIPTION, "");
+    row_set_int(&r, F_CLUSTERS_CREATED_AT, 1);
+    row_set_int(&r, F_CLUSTERS_UPDATED_AT, 1);
     assert_int_equal(store_insert(d.c, def, &r, &id, &ei), 0);
     arena_release(&a);
 

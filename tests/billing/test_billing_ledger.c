@@ -36,30 +36,19 @@ static struct row new_row(const struct resource_def *def, struct arena *a)
     for (size_t i = 1; i < def->n_fields; i++) {
         const struct field_def *f = &def->fields[i];
         if (f->flags & FF_NULLABLE)
-            model_set_null(&r, (int)i);
+            row_set_null(&r, (int)i);
         else if (f->type == FT_ENUM)
-            model_set_str(&r, a, (int)i, f->enum_values[0]);
+            row_set_str(&r, a, (int)i, f->enum_values[0]);
         else if (f->type == FT_STRING || f->type == FT_NAME || f->type == FT_IDENT)
-            model_set_str(&r, a, (int)i, f->default_str ? f->default_str : "");
+            row_set_str(&r, a, (int)i, f->default_str ? f->default_str : "");
         else if (f->type == FT_LABELS || f->type == FT_JSON)
-            model_set_str(&r, a, (int)i, "{}");
+            row_set_str(&r, a, (int)i, "{}");
         else if (f->type == FT_REFLIST)
-            model_set_str(&r, a, (int)i, "[]");
+            row_set_str(&r, a, (int)i, "[]");
         else
-            model_set_int(&r, (int)i, f->default_int);
+            row_set_int(&r, (int)i, f->default_int);
     }
     return r;
-}
-
-static void seti(const struct resource_def *d, struct row *r, const char *f, int64_t v)
-{
-    model_set_int(r, model_field_index(d, f), v);
-}
-
-static void sets(const struct resource_def *d, struct arena *a, struct row *r, const char *f,
-                 const char *v)
-{
-    model_set_str(r, a, model_field_index(d, f), v);
 }
 
 static int64_t ins(struct env *e, const struct resource_def *d, struct row *r)
@@ -77,14 +66,14 @@ static void add_allocations(struct env *e, int64_t started_ms)
     for (int rep = 0; rep < 2; rep++) {
         for (int g = 0; g < 2; g++) {
             struct row al = new_row(d, &e->a);
-            seti(d, &al, "workload_id", e->workload);
-            seti(d, &al, "project_id", e->project);
-            seti(d, &al, "replica", rep);
-            seti(d, &al, "node_id", 1);
-            model_set_null(&al, model_field_index(d, "gpu_id"));
-            seti(d, &al, "milli", 1000);
-            seti(d, &al, "started_ms", started_ms);
-            model_set_null(&al, model_field_index(d, "ended_ms"));
+            row_set_int(&al, F_ALLOCATIONS_WORKLOAD_ID, e->workload);
+            row_set_int(&al, F_ALLOCATIONS_PROJECT_ID, e->project);
+            row_set_int(&al, F_ALLOCATIONS_REPLICA, rep);
+            row_set_int(&al, F_ALLOCATIONS_NODE_ID, 1);
+            row_set_null(&al, F_ALLOCATIONS_GPU_ID);
+            row_set_int(&al, F_ALLOCATIONS_MILLI, 1000);
+            row_set_int(&al, F_ALLOCATIONS_STARTED_MS, started_ms);
+            row_set_null(&al, F_ALLOCATIONS_ENDED_MS);
             ins(e, d, &al);
         }
     }
@@ -106,48 +95,48 @@ static int setup(void **state)
     arena_init(&e->a);
 
     r = new_row(&model_organizations, &e->a);
-    sets(&model_organizations, &e->a, &r, "name", "acme");
-    sets(&model_organizations, &e->a, &r, "display_name", "Acme <Research> & Co");
-    sets(&model_organizations, &e->a, &r, "cost_center", "CC-4711");
+    row_set_str(&r, &e->a, F_ORGANIZATIONS_NAME, "acme");
+    row_set_str(&r, &e->a, F_ORGANIZATIONS_DISPLAY_NAME, "Acme <Research> & Co");
+    row_set_str(&r, &e->a, F_ORGANIZATIONS_COST_CENTER, "CC-4711");
     e->org = ins(e, &model_organizations, &r);
     r = new_row(&model_projects, &e->a);
-    seti(&model_projects, &r, "org_id", e->org);
-    sets(&model_projects, &e->a, &r, "name", "vision");
+    row_set_int(&r, F_PROJECTS_ORG_ID, e->org);
+    row_set_str(&r, &e->a, F_PROJECTS_NAME, "vision");
     e->project = ins(e, &model_projects, &r);
     /* a node for the allocations */
     r = new_row(&model_clusters, &e->a);
-    sets(&model_clusters, &e->a, &r, "name", "c1");
-    sets(&model_clusters, &e->a, &r, "backend", "sim");
+    row_set_str(&r, &e->a, F_CLUSTERS_NAME, "c1");
+    row_set_str(&r, &e->a, F_CLUSTERS_BACKEND, "sim");
     {
         int64_t clu = ins(e, &model_clusters, &r);
         r = new_row(&model_nodes, &e->a);
-        seti(&model_nodes, &r, "cluster_id", clu);
-        sets(&model_nodes, &e->a, &r, "name", "n1");
+        row_set_int(&r, F_NODES_CLUSTER_ID, clu);
+        row_set_str(&r, &e->a, F_NODES_NAME, "n1");
         ins(e, &model_nodes, &r);
     }
     r = new_row(&model_gpu_classes, &e->a);
-    sets(&model_gpu_classes, &e->a, &r, "name", "h100");
+    row_set_str(&r, &e->a, F_GPU_CLASSES_NAME, "h100");
     {
         int64_t cls = ins(e, &model_gpu_classes, &r);
         r = new_row(&model_flavors, &e->a);
-        sets(&model_flavors, &e->a, &r, "name", "h100.2x");
-        seti(&model_flavors, &r, "gpu_class_id", cls);
-        seti(&model_flavors, &r, "gpu_milli", 2000);
+        row_set_str(&r, &e->a, F_FLAVORS_NAME, "h100.2x");
+        row_set_int(&r, F_FLAVORS_GPU_CLASS_ID, cls);
+        row_set_int(&r, F_FLAVORS_GPU_MILLI, 2000);
         e->flavor = ins(e, &model_flavors, &r);
     }
     r = new_row(&model_prices, &e->a);
-    seti(&model_prices, &r, "flavor_id", e->flavor);
-    sets(&model_prices, &e->a, &r, "currency", "EUR");
-    seti(&model_prices, &r, "price_per_hour_micros", 3600000); /* 3.60 EUR per replica-hour */
-    seti(&model_prices, &r, "opportunistic_mult_ppm", 500000);
-    seti(&model_prices, &r, "effective_from", OCT31_23H / 1000 - 86400 * 30);
+    row_set_int(&r, F_PRICES_FLAVOR_ID, e->flavor);
+    row_set_str(&r, &e->a, F_PRICES_CURRENCY, "EUR");
+    row_set_int(&r, F_PRICES_PRICE_PER_HOUR_MICROS, 3600000); /* 3.60 EUR per replica-hour */
+    row_set_int(&r, F_PRICES_OPPORTUNISTIC_MULT_PPM, 500000);
+    row_set_int(&r, F_PRICES_EFFECTIVE_FROM, OCT31_23H / 1000 - 86400 * 30);
     ins(e, &model_prices, &r);
     r = new_row(&model_workloads, &e->a);
-    seti(&model_workloads, &r, "project_id", e->project);
-    seti(&model_workloads, &r, "flavor_id", e->flavor);
-    seti(&model_workloads, &r, "replicas", 2);
-    sets(&model_workloads, &e->a, &r, "priority_class", "owned");
-    sets(&model_workloads, &e->a, &r, "state", "running");
+    row_set_int(&r, F_WORKLOADS_PROJECT_ID, e->project);
+    row_set_int(&r, F_WORKLOADS_FLAVOR_ID, e->flavor);
+    row_set_int(&r, F_WORKLOADS_REPLICAS, 2);
+    row_set_str(&r, &e->a, F_WORKLOADS_PRIORITY_CLASS, "owned");
+    row_set_str(&r, &e->a, F_WORKLOADS_STATE, "running");
     e->workload = ins(e, &model_workloads, &r);
     *state = e;
     return 0;
@@ -177,11 +166,6 @@ static struct row *records(struct env *e, size_t *ret_n)
     return rows;
 }
 
-static int64_t field(const struct resource_def *d, const struct row *r, const char *f)
-{
-    return model_get(d, r, f)->i;
-}
-
 static void test_meter_run_chains_and_is_idempotent(void **state)
 {
     struct env *e = *state;
@@ -198,17 +182,17 @@ static void test_meter_run_chains_and_is_idempotent(void **state)
                      0);
     rows = records(e, &n);
     assert_int_equal(n, 2);
-    assert_int_equal(field(&model_usage, &rows[1], "started_ms"), NOV1 + H);
-    assert_int_equal(field(&model_usage, &rows[1], "ended_ms"), NOV1 + 3 * H);
-    assert_int_equal(field(&model_usage, &rows[1], "seq"), 2);
-    assert_int_equal(field(&model_usage, &rows[1], "gpu_milli"), 2000);
-    assert_int_equal(field(&model_usage, &rows[1], "org_id"), e->org);
-    assert_string_equal(model_get(&model_usage, &rows[1], "prev_hash")->s,
-                        model_get(&model_usage, &rows[0], "hash")->s);
+    assert_int_equal(row_int(&rows[1], F_USAGE_STARTED_MS), NOV1 + H);
+    assert_int_equal(row_int(&rows[1], F_USAGE_ENDED_MS), NOV1 + 3 * H);
+    assert_int_equal(row_int(&rows[1], F_USAGE_SEQ), 2);
+    assert_int_equal(row_int(&rows[1], F_USAGE_GPU_MILLI), 2000);
+    assert_int_equal(row_int(&rows[1], F_USAGE_ORG_ID), e->org);
+    assert_string_equal(row_get(&rows[1], F_USAGE_PREV_HASH)->s,
+                        row_get(&rows[0], F_USAGE_HASH)->s);
     assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
     assert_true(v.ok);
     assert_int_equal(v.records, 2);
-    assert_string_equal(v.head, model_get(&model_usage, &rows[1], "hash")->s);
+    assert_string_equal(v.head, row_get(&rows[1], F_USAGE_HASH)->s);
 }
 
 static void test_verify_detects_changes_and_truncation(void **state)
@@ -225,14 +209,14 @@ static void test_verify_detects_changes_and_truncation(void **state)
     rows = records(e, &n);
     assert_int_equal(n, 3);
     /* one second less on record 2 */
-    seti(&model_usage, &rows[1], "ended_ms", NOV1 + 2 * H - 1000);
+    row_set_int(&rows[1], F_USAGE_ENDED_MS, NOV1 + 2 * H - 1000);
     assert_int_equal(store_update(e->c, &model_usage, model_row_id(&rows[1]), &rows[1], &ei), 0);
     assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
     assert_false(v.ok);
     assert_int_equal(v.bad_seq, 2);
     assert_non_null(strstr(v.problem, "altered"));
     /* put it back: whole again */
-    seti(&model_usage, &rows[1], "ended_ms", NOV1 + 2 * H);
+    row_set_int(&rows[1], F_USAGE_ENDED_MS, NOV1 + 2 * H);
     assert_int_equal(store_update(e->c, &model_usage, model_row_id(&rows[1]), &rows[1], &ei), 0);
     assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
     assert_true(v.ok);
@@ -333,7 +317,7 @@ static void test_verify_detects_records_past_the_head(void **state)
             billing_meter_run(e->c, e->workload, NOV1, 2, NOV1 + k * H, NOV1, &e->a, &ei), 0);
     rows = records(e, &n);
     assert_int_equal(n, 3);
-    snprintf(head, sizeof(head), "2 %s", model_get(&model_usage, &rows[1], "hash")->s);
+    snprintf(head, sizeof(head), "2 %s", row_get(&rows[1], F_USAGE_HASH)->s);
     assert_int_equal(store_meta_set(e->c, "usage_ledger_head", head, &ei), 0);
     assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
     assert_false(v.ok);
@@ -348,9 +332,8 @@ static int64_t ledger_replica_ms(struct env *e)
     int64_t sum = 0;
     struct row *rows = records(e, &n);
     for (size_t i = 0; i < n; i++)
-        sum += (field(&model_usage, &rows[i], "ended_ms") -
-                field(&model_usage, &rows[i], "started_ms")) *
-               field(&model_usage, &rows[i], "replicas");
+        sum += (row_int(&rows[i], F_USAGE_ENDED_MS) - row_int(&rows[i], F_USAGE_STARTED_MS)) *
+               row_int(&rows[i], F_USAGE_REPLICAS);
     return sum;
 }
 
@@ -390,10 +373,10 @@ static void test_month_cut_and_invoices(void **state)
                      0);
     assert_int_equal(n, 1);
     assert_int_equal(store_get(e->c, &model_invoices, ids[0], &e->a, &stored, &ei), 0);
-    assert_string_equal(model_get(&model_invoices, &stored, "number")->s, "INV-2026-000001");
-    assert_int_equal(field(&model_invoices, &stored, "total_micros"), 7200000);
-    assert_string_equal(model_get(&model_invoices, &stored, "customer")->s, "Acme <Research> & Co");
-    assert_non_null(strstr(model_get(&model_invoices, &stored, "canonical")->s, "amount=7.20"));
+    assert_string_equal(row_get(&stored, F_INVOICES_NUMBER)->s, "INV-2026-000001");
+    assert_int_equal(row_int(&stored, F_INVOICES_TOTAL_MICROS), 7200000);
+    assert_string_equal(row_get(&stored, F_INVOICES_CUSTOMER)->s, "Acme <Research> & Co");
+    assert_non_null(strstr(row_get(&stored, F_INVOICES_CANONICAL)->s, "amount=7.20"));
     assert_int_equal(billing_issue(e->c, e->org, "2026-10", NOV1 + 25 * H, &e->a, &ids, &n, &ei),
                      ERR_CONFLICT);
     /* Re-rating the closed month reproduces the stored text byte for byte. */
@@ -429,9 +412,9 @@ static void test_pay_and_credit_notes(void **state)
     ei = (struct error_info){0};
     assert_int_equal(billing_credit(e->c, inv, 2000000, "outage", NOV1, &e->a, &note, &ei), 0);
     assert_int_equal(store_get(e->c, &model_invoices, note, &e->a, &r, &ei), 0);
-    assert_string_equal(model_get(&model_invoices, &r, "number")->s, "CN-2026-000001");
-    assert_int_equal(field(&model_invoices, &r, "total_micros"), -2000000);
-    assert_int_equal(field(&model_invoices, &r, "credits_invoice_id"), inv);
+    assert_string_equal(row_get(&r, F_INVOICES_NUMBER)->s, "CN-2026-000001");
+    assert_int_equal(row_int(&r, F_INVOICES_TOTAL_MICROS), -2000000);
+    assert_int_equal(row_int(&r, F_INVOICES_CREDITS_INVOICE_ID), inv);
     /* 5.20 is left: more is refused, a fraction of a cent too */
     assert_int_equal(billing_credit(e->c, inv, 6000000, "x", NOV1, &e->a, &note, &ei), ERR_INVALID);
     ei = (struct error_info){0};
@@ -441,7 +424,7 @@ static void test_pay_and_credit_notes(void **state)
     ei = (struct error_info){0};
     assert_int_equal(billing_credit(e->c, inv, 0, "rest", NOV1, &e->a, &note, &ei), 0);
     assert_int_equal(store_get(e->c, &model_invoices, note, &e->a, &r, &ei), 0);
-    assert_int_equal(field(&model_invoices, &r, "total_micros"), -5200000);
+    assert_int_equal(row_int(&r, F_INVOICES_TOTAL_MICROS), -5200000);
     assert_int_equal(billing_credit(e->c, inv, 0, "again", NOV1, &e->a, &note, &ei), ERR_CONFLICT);
 }
 
@@ -499,9 +482,9 @@ static void test_budgets(void **state)
     size_t n;
 
     b = new_row(&model_budgets, &e->a);
-    seti(&model_budgets, &b, "project_id", e->project);
-    seti(&model_budgets, &b, "gpu_hours", 4);
-    seti(&model_budgets, &b, "enforce", 1);
+    row_set_int(&b, F_BUDGETS_PROJECT_ID, e->project);
+    row_set_int(&b, F_BUDGETS_GPU_HOURS, 4);
+    row_set_int(&b, F_BUDGETS_ENFORCE, 1);
     ins(e, &model_budgets, &b);
     add_allocations(e, NOV1); /* 2 replicas x 2 GPUs: 4 GPU-hours per hour */
 
@@ -516,8 +499,8 @@ static void test_budgets(void **state)
     store_filter_init(&f);
     assert_int_equal(store_list(e->c, &model_budget_alerts, &f, &e->a, &rows, &n, &ei), 0);
     assert_int_equal(n, 3);
-    assert_int_equal(field(&model_budget_alerts, &rows[2], "percent"), 100);
-    assert_string_equal(model_get(&model_budget_alerts, &rows[2], "period")->s, "2026-11");
+    assert_int_equal(row_int(&rows[2], F_BUDGET_ALERTS_PERCENT), 100);
+    assert_string_equal(row_get(&rows[2], F_BUDGET_ALERTS_PERIOD)->s, "2026-11");
     /* December is a new month: a quarter of an hour in, 1 of 4 GPU-hours is used. */
     ei = (struct error_info){0};
     assert_int_equal(billing_admit_opportunistic(e->c, e->project, DEC1 + H / 4, &e->a, &ei), 0);

@@ -115,8 +115,7 @@ static void test_flag_to_field(void **state)
 
 static void test_flag_name(void **state)
 {
-    char *s = args_flag_name(
-        &model_organizations.fields[model_field_index(&model_organizations, "display_name")]);
+    char *s = args_flag_name(&model_organizations.fields[F_ORGANIZATIONS_DISPLAY_NAME]);
     (void)state;
     assert_string_equal(s, "display-name");
     free(s);

@@ -48,16 +48,16 @@ static void test_create_fills_defaults(void **state)
     assert_int_equal(decode(&model_projects, "{\"org_id\":3,\"name\":\"vision\"}", DECODE_CREATE,
                             &a, &row, &ei),
                      0);
-    assert_int_equal(model_get_int(&model_projects, &row, "org_id"), 3);
-    assert_string_equal(model_get(&model_projects, &row, "name")->s, "vision");
-    assert_int_equal(model_get_int(&model_projects, &row, "weight"), 1);
-    assert_string_equal(model_get(&model_projects, &row, "description")->s, "");
-    assert_false(model_get(&model_projects, &row, "id")->set); /* read-only: left to the server */
+    assert_int_equal(row_int(&row, F_PROJECTS_ORG_ID), 3);
+    assert_string_equal(row_get(&row, F_PROJECTS_NAME)->s, "vision");
+    assert_int_equal(row_int(&row, F_PROJECTS_WEIGHT), 1);
+    assert_string_equal(row_get(&row, F_PROJECTS_DESCRIPTION)->s, "");
+    assert_false(row_get(&row, F_PROJECTS_ID)->set); /* read-only: left to the server */
     assert_int_equal(
         decode(&model_nodes, "{\"cluster_id\":1,\"name\":\"n1\"}", DECODE_CREATE, &a, &row, &ei),
         0);
-    assert_string_equal(model_get(&model_nodes, &row, "state")->s, "ready");
-    assert_string_equal(model_get(&model_nodes, &row, "labels")->s, "{}");
+    assert_string_equal(row_get(&row, F_NODES_STATE)->s, "ready");
+    assert_string_equal(row_get(&row, F_NODES_LABELS)->s, "{}");
     arena_release(&a);
 }
 
@@ -201,9 +201,9 @@ static void test_merge_and_encode(void **state)
     (void)state;
     arena_init(&a);
     assert_int_equal(decode(&model_tokens, "{\"name\":\"ci\"}", DECODE_CREATE, &a, &base, &ei), 0);
-    model_set_int(&base, 0, 9);
-    model_set_str(&base, &a, model_field_index(&model_tokens, "hash"), "deadbeef");
-    model_set_int(&base, model_field_index(&model_tokens, "created_at"), 1796053787);
+    row_set_int(&base, 0, 9);
+    row_set_str(&base, &a, F_TOKENS_HASH, "deadbeef");
+    row_set_int(&base, F_TOKENS_CREATED_AT, 1796053787);
     assert_int_equal(decode(&model_tokens, "{\"name\":\"renamed\"}", DECODE_UPDATE, &a, &patch,
                             &ei),
                      0);

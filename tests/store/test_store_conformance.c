@@ -176,50 +176,34 @@ static struct row new_row(const struct resource_def *def, struct arena *a)
         const struct field_def *f = &def->fields[i];
         int k = (int)i;
         if (f->flags & FF_NULLABLE) {
-            model_set_null(&r, k);
+            row_set_null(&r, k);
             continue;
         }
         switch (f->type) {
         case FT_INT:
         case FT_BOOL:
         case FT_REF:
-            model_set_int(&r, k, f->default_int);
+            row_set_int(&r, k, f->default_int);
             break;
         case FT_TIME:
-            model_set_int(&r, k, T0);
+            row_set_int(&r, k, T0);
             break;
         case FT_ENUM:
-            model_set_str(&r, a, k, f->enum_values[0]);
+            row_set_str(&r, a, k, f->enum_values[0]);
             break;
         case FT_LABELS:
         case FT_JSON:
-            model_set_str(&r, a, k, "{}");
+            row_set_str(&r, a, k, "{}");
             break;
         case FT_REFLIST:
-            model_set_str(&r, a, k, "[]");
+            row_set_str(&r, a, k, "[]");
             break;
         default:
-            model_set_str(&r, a, k, f->default_str ? f->default_str : "x");
+            row_set_str(&r, a, k, f->default_str ? f->default_str : "x");
             break;
         }
     }
     return r;
-}
-
-static void set_i(const struct resource_def *def, struct row *r, const char *name, int64_t i)
-{
-    model_set_int(r, fi(def, name), i);
-}
-
-static void set_s(const struct resource_def *def, struct arena *a, struct row *r, const char *name,
-                  const char *s)
-{
-    model_set_str(r, a, fi(def, name), s);
-}
-
-static void set_null(const struct resource_def *def, struct row *r, const char *name)
-{
-    model_set_null(r, fi(def, name));
 }
 
 /* Inserts r (which must succeed) and records the new id in it. */
@@ -232,7 +216,7 @@ static int64_t ins(struct env *e, const struct resource_def *def, struct row *r)
     if (rc < 0)
         fail_msg("insert %s: %s (%s)", def->name, ei.message, err_str(rc));
     assert_true(id > 0);
-    model_set_int(r, 0, id);
+    row_set_int(r, 0, id);
     return id;
 }
 
@@ -303,43 +287,42 @@ static void make_tenants(struct env *e, struct world *w)
     struct arena *a = &e->a;
 
     w->user = new_row(&model_users, a);
-    set_s(&model_users, a, &w->user, "name", "alice");
-    set_s(&model_users, a, &w->user, "email", "alice@example.com");
-    set_s(&model_users, a, &w->user, "display_name", "Alice O'Brien \"ünïcødé\" ✓");
-    set_i(&model_users, &w->user, "disabled", 1);
-    set_i(&model_users, &w->user, "updated_at", T0 + 1);
+    row_set_str(&w->user, a, F_USERS_NAME, "alice");
+    row_set_str(&w->user, a, F_USERS_EMAIL, "alice@example.com");
+    row_set_str(&w->user, a, F_USERS_DISPLAY_NAME, "Alice O'Brien \"ünïcødé\" ✓");
+    row_set_int(&w->user, F_USERS_DISABLED, 1);
+    row_set_int(&w->user, F_USERS_UPDATED_AT, T0 + 1);
     ins(e, &model_users, &w->user);
 
     w->org = new_row(&model_organizations, a);
-    set_s(&model_organizations, a, &w->org, "name", "acme");
-    set_i(&model_organizations, &w->org, "manager_id", model_row_id(&w->user));
-    set_s(&model_organizations, a, &w->org, "cost_center", "cc-42");
+    row_set_str(&w->org, a, F_ORGANIZATIONS_NAME, "acme");
+    row_set_int(&w->org, F_ORGANIZATIONS_MANAGER_ID, model_row_id(&w->user));
+    row_set_str(&w->org, a, F_ORGANIZATIONS_COST_CENTER, "cc-42");
     ins(e, &model_organizations, &w->org);
 
     w->sub_org = new_row(&model_organizations, a);
-    set_s(&model_organizations, a, &w->sub_org, "name", "acme-research");
-    set_i(&model_organizations, &w->sub_org, "parent_id", model_row_id(&w->org));
+    row_set_str(&w->sub_org, a, F_ORGANIZATIONS_NAME, "acme-research");
+    row_set_int(&w->sub_org, F_ORGANIZATIONS_PARENT_ID, model_row_id(&w->org));
     ins(e, &model_organizations, &w->sub_org);
 
     w->project = new_row(&model_projects, a);
-    set_i(&model_projects, &w->project, "org_id", model_row_id(&w->org));
-    set_s(&model_projects, a, &w->project, "name", "vision");
-    set_s(&model_projects, a, &w->project, "description",
-          "line one\nline two\ttab; DROP TABLE x;--");
-    set_i(&model_projects, &w->project, "weight", 7);
+    row_set_int(&w->project, F_PROJECTS_ORG_ID, model_row_id(&w->org));
+    row_set_str(&w->project, a, F_PROJECTS_NAME, "vision");
+    row_set_str(&w->project, a, F_PROJECTS_DESCRIPTION, "line one\nline two\ttab; DROP TABLE x;--");
+    row_set_int(&w->project, F_PROJECTS_WEIGHT, 7);
     ins(e, &model_projects, &w->project);
 
     w->binding = new_row(&model_role_bindings, a);
-    set_i(&model_role_bindings, &w->binding, "user_id", model_row_id(&w->user));
-    set_s(&model_role_bindings, a, &w->binding, "role", "org-admin");
-    set_i(&model_role_bindings, &w->binding, "org_id", model_row_id(&w->org));
+    row_set_int(&w->binding, F_ROLE_BINDINGS_USER_ID, model_row_id(&w->user));
+    row_set_str(&w->binding, a, F_ROLE_BINDINGS_ROLE, "org-admin");
+    row_set_int(&w->binding, F_ROLE_BINDINGS_ORG_ID, model_row_id(&w->org));
     ins(e, &model_role_bindings, &w->binding);
 
     w->token = new_row(&model_tokens, a);
-    set_i(&model_tokens, &w->token, "user_id", model_row_id(&w->user));
-    set_s(&model_tokens, a, &w->token, "prefix", "gpa_abc");
-    set_s(&model_tokens, a, &w->token, "hash", "sha256:0123abcd");
-    set_i(&model_tokens, &w->token, "expires_at", T0 + 86400);
+    row_set_int(&w->token, F_TOKENS_USER_ID, model_row_id(&w->user));
+    row_set_str(&w->token, a, F_TOKENS_PREFIX, "gpa_abc");
+    row_set_str(&w->token, a, F_TOKENS_HASH, "sha256:0123abcd");
+    row_set_int(&w->token, F_TOKENS_EXPIRES_AT, T0 + 86400);
     ins(e, &model_tokens, &w->token);
 }
 
@@ -348,37 +331,37 @@ static void make_fleet(struct env *e, struct world *w)
     struct arena *a = &e->a;
 
     w->cluster = new_row(&model_clusters, a);
-    set_s(&model_clusters, a, &w->cluster, "name", "east");
-    set_s(&model_clusters, a, &w->cluster, "backend", "slurm");
-    set_s(&model_clusters, a, &w->cluster, "labels", "{\"site\":\"east-1\",\"cloud\":\"none\"}");
+    row_set_str(&w->cluster, a, F_CLUSTERS_NAME, "east");
+    row_set_str(&w->cluster, a, F_CLUSTERS_BACKEND, "slurm");
+    row_set_str(&w->cluster, a, F_CLUSTERS_LABELS, "{\"site\":\"east-1\",\"cloud\":\"none\"}");
     ins(e, &model_clusters, &w->cluster);
 
     w->node = new_row(&model_nodes, a);
-    set_i(&model_nodes, &w->node, "cluster_id", model_row_id(&w->cluster));
-    set_s(&model_nodes, a, &w->node, "name", "node-001.east");
-    set_i(&model_nodes, &w->node, "cpu_milli", INT64_C(1) << 40);
-    set_i(&model_nodes, &w->node, "memory_mib", 2048 * 1024);
-    set_s(&model_nodes, a, &w->node, "state", "drain");
+    row_set_int(&w->node, F_NODES_CLUSTER_ID, model_row_id(&w->cluster));
+    row_set_str(&w->node, a, F_NODES_NAME, "node-001.east");
+    row_set_int(&w->node, F_NODES_CPU_MILLI, INT64_C(1) << 40);
+    row_set_int(&w->node, F_NODES_MEMORY_MIB, 2048 * 1024);
+    row_set_str(&w->node, a, F_NODES_STATE, "drain");
     ins(e, &model_nodes, &w->node);
 
     w->gpu_class = new_row(&model_gpu_classes, a);
-    set_s(&model_gpu_classes, a, &w->gpu_class, "name", "h100-80gb");
-    set_i(&model_gpu_classes, &w->gpu_class, "memory_mib", 81920);
+    row_set_str(&w->gpu_class, a, F_GPU_CLASSES_NAME, "h100-80gb");
+    row_set_int(&w->gpu_class, F_GPU_CLASSES_MEMORY_MIB, 81920);
     ins(e, &model_gpu_classes, &w->gpu_class);
 
     w->mig_class = new_row(&model_gpu_classes, a);
-    set_s(&model_gpu_classes, a, &w->mig_class, "name", "h100-80gb/1g.10gb");
-    set_i(&model_gpu_classes, &w->mig_class, "parent_id", model_row_id(&w->gpu_class));
-    set_i(&model_gpu_classes, &w->mig_class, "milli", 142);
+    row_set_str(&w->mig_class, a, F_GPU_CLASSES_NAME, "h100-80gb/1g.10gb");
+    row_set_int(&w->mig_class, F_GPU_CLASSES_PARENT_ID, model_row_id(&w->gpu_class));
+    row_set_int(&w->mig_class, F_GPU_CLASSES_MILLI, 142);
     ins(e, &model_gpu_classes, &w->mig_class);
 
     w->gpu = new_row(&model_gpus, a);
-    set_i(&model_gpus, &w->gpu, "node_id", model_row_id(&w->node));
-    set_i(&model_gpus, &w->gpu, "index", 3);
-    set_s(&model_gpus, a, &w->gpu, "uuid", "GPU-8f6b2c1e-0000-4a1b-9c3d-123456789abc");
-    set_i(&model_gpus, &w->gpu, "gpu_class_id", model_row_id(&w->gpu_class));
-    set_i(&model_gpus, &w->gpu, "mig_mode", 1);
-    set_s(&model_gpus, a, &w->gpu, "health", "degraded");
+    row_set_int(&w->gpu, F_GPUS_NODE_ID, model_row_id(&w->node));
+    row_set_int(&w->gpu, F_GPUS_INDEX, 3);
+    row_set_str(&w->gpu, a, F_GPUS_UUID, "GPU-8f6b2c1e-0000-4a1b-9c3d-123456789abc");
+    row_set_int(&w->gpu, F_GPUS_GPU_CLASS_ID, model_row_id(&w->gpu_class));
+    row_set_int(&w->gpu, F_GPUS_MIG_MODE, 1);
+    row_set_str(&w->gpu, a, F_GPUS_HEALTH, "degraded");
     ins(e, &model_gpus, &w->gpu);
 }
 
@@ -388,40 +371,40 @@ static void make_catalog(struct env *e, struct world *w)
     char *ids = arena_printf(a, "[%" PRId64 "]", model_row_id(&w->gpu));
 
     w->pool = new_row(&model_pools, a);
-    set_s(&model_pools, a, &w->pool, "name", "acme-h100");
-    set_i(&model_pools, &w->pool, "owner_org_id", model_row_id(&w->org));
-    set_i(&model_pools, &w->pool, "cost_per_gpu_hour_micros", INT64_C(1) << 53);
-    set_i(&model_pools, &w->pool, "cluster_id", model_row_id(&w->cluster));
-    set_s(&model_pools, a, &w->pool, "gpu_ids", ids);
-    set_s(&model_pools, a, &w->pool, "node_selector", "{\"rack\":\"r1\"}");
+    row_set_str(&w->pool, a, F_POOLS_NAME, "acme-h100");
+    row_set_int(&w->pool, F_POOLS_OWNER_ORG_ID, model_row_id(&w->org));
+    row_set_int(&w->pool, F_POOLS_COST_PER_GPU_HOUR_MICROS, INT64_C(1) << 53);
+    row_set_int(&w->pool, F_POOLS_CLUSTER_ID, model_row_id(&w->cluster));
+    row_set_str(&w->pool, a, F_POOLS_GPU_IDS, ids);
+    row_set_str(&w->pool, a, F_POOLS_NODE_SELECTOR, "{\"rack\":\"r1\"}");
     ins(e, &model_pools, &w->pool);
 
     w->flavor = new_row(&model_flavors, a);
-    set_s(&model_flavors, a, &w->flavor, "name", "h100.1x");
-    set_i(&model_flavors, &w->flavor, "gpu_class_id", model_row_id(&w->gpu_class));
-    set_i(&model_flavors, &w->flavor, "gpu_milli", 1000);
-    set_s(&model_flavors, a, &w->flavor, "pool_ids",
-          arena_printf(a, "[%" PRId64 "]", model_row_id(&w->pool)));
-    set_i(&model_flavors, &w->flavor, "active", 0);
+    row_set_str(&w->flavor, a, F_FLAVORS_NAME, "h100.1x");
+    row_set_int(&w->flavor, F_FLAVORS_GPU_CLASS_ID, model_row_id(&w->gpu_class));
+    row_set_int(&w->flavor, F_FLAVORS_GPU_MILLI, 1000);
+    row_set_str(&w->flavor, a, F_FLAVORS_POOL_IDS,
+                arena_printf(a, "[%" PRId64 "]", model_row_id(&w->pool)));
+    row_set_int(&w->flavor, F_FLAVORS_ACTIVE, 0);
     ins(e, &model_flavors, &w->flavor);
 
     w->quota = new_row(&model_quotas, a);
-    set_i(&model_quotas, &w->quota, "project_id", model_row_id(&w->project));
-    set_i(&model_quotas, &w->quota, "gpu_class_id", model_row_id(&w->gpu_class));
-    set_i(&model_quotas, &w->quota, "limit_milli", 4000);
+    row_set_int(&w->quota, F_QUOTAS_PROJECT_ID, model_row_id(&w->project));
+    row_set_int(&w->quota, F_QUOTAS_GPU_CLASS_ID, model_row_id(&w->gpu_class));
+    row_set_int(&w->quota, F_QUOTAS_LIMIT_MILLI, 4000);
     ins(e, &model_quotas, &w->quota);
 
     w->org_quota = new_row(&model_org_quotas, a);
-    set_i(&model_org_quotas, &w->org_quota, "org_id", model_row_id(&w->org));
-    set_i(&model_org_quotas, &w->org_quota, "gpu_class_id", model_row_id(&w->gpu_class));
-    set_i(&model_org_quotas, &w->org_quota, "limit_milli", 8000);
+    row_set_int(&w->org_quota, F_ORG_QUOTAS_ORG_ID, model_row_id(&w->org));
+    row_set_int(&w->org_quota, F_ORG_QUOTAS_GPU_CLASS_ID, model_row_id(&w->gpu_class));
+    row_set_int(&w->org_quota, F_ORG_QUOTAS_LIMIT_MILLI, 8000);
     ins(e, &model_org_quotas, &w->org_quota);
 
     w->audit = new_row(&model_audit, a);
-    set_s(&model_audit, a, &w->audit, "action", "create");
-    set_s(&model_audit, a, &w->audit, "resource", "projects");
-    set_i(&model_audit, &w->audit, "object_id", INT64_MAX);
-    set_s(&model_audit, a, &w->audit, "after", "{\"name\":\"vision\",\"weight\":7}");
+    row_set_str(&w->audit, a, F_AUDIT_ACTION, "create");
+    row_set_str(&w->audit, a, F_AUDIT_RESOURCE, "projects");
+    row_set_int(&w->audit, F_AUDIT_OBJECT_ID, INT64_MAX);
+    row_set_str(&w->audit, a, F_AUDIT_AFTER, "{\"name\":\"vision\",\"weight\":7}");
     ins(e, &model_audit, &w->audit);
 }
 
@@ -432,47 +415,46 @@ static void make_work(struct env *e, struct world *w)
     const struct resource_def *wd = &model_workloads, *ad = &model_allocations;
 
     w->workload = new_row(wd, a);
-    set_i(wd, &w->workload, "project_id", model_row_id(&w->project));
-    set_i(wd, &w->workload, "flavor_id", model_row_id(&w->flavor));
-    set_s(wd, a, &w->workload, "command", "python train.py --lr 3e-4 'quoted' \"x\"");
-    set_s(wd, a, &w->workload, "priority_class", "owned");
-    set_i(wd, &w->workload, "replicas", 4);
-    set_i(wd, &w->workload, "max_runtime_s", 3600);
-    set_null(wd, &w->workload, "grace_s");
-    set_s(wd, a, &w->workload, "idempotency_key", "k-1");
-    set_null(wd, &w->workload, "duration_s");
-    set_i(wd, &w->workload, "user_id", model_row_id(&w->user));
-    set_i(wd, &w->workload, "cluster_id", model_row_id(&w->cluster));
-    set_i(wd, &w->workload, "submitted_ms", INT64_C(1796053787250));
-    set_null(wd, &w->workload, "finished_at");
-    set_i(wd, &w->workload, "exit_code", -9);
+    row_set_int(&w->workload, F_WORKLOADS_PROJECT_ID, model_row_id(&w->project));
+    row_set_int(&w->workload, F_WORKLOADS_FLAVOR_ID, model_row_id(&w->flavor));
+    row_set_str(&w->workload, a, F_WORKLOADS_COMMAND, "python train.py --lr 3e-4 'quoted' \"x\"");
+    row_set_str(&w->workload, a, F_WORKLOADS_PRIORITY_CLASS, "owned");
+    row_set_int(&w->workload, F_WORKLOADS_REPLICAS, 4);
+    row_set_int(&w->workload, F_WORKLOADS_MAX_RUNTIME_S, 3600);
+    row_set_null(&w->workload, F_WORKLOADS_GRACE_S);
+    row_set_str(&w->workload, a, F_WORKLOADS_IDEMPOTENCY_KEY, "k-1");
+    row_set_null(&w->workload, F_WORKLOADS_DURATION_S);
+    row_set_int(&w->workload, F_WORKLOADS_USER_ID, model_row_id(&w->user));
+    row_set_int(&w->workload, F_WORKLOADS_CLUSTER_ID, model_row_id(&w->cluster));
+    row_set_int(&w->workload, F_WORKLOADS_SUBMITTED_MS, INT64_C(1796053787250));
+    row_set_null(&w->workload, F_WORKLOADS_FINISHED_AT);
+    row_set_int(&w->workload, F_WORKLOADS_EXIT_CODE, -9);
     ins(e, wd, &w->workload);
 
     w->allocation = new_row(ad, a);
-    set_i(ad, &w->allocation, "workload_id", model_row_id(&w->workload));
-    set_i(ad, &w->allocation, "project_id", model_row_id(&w->project));
-    set_i(ad, &w->allocation, "node_id", model_row_id(&w->node));
-    set_i(ad, &w->allocation, "gpu_id", model_row_id(&w->gpu));
-    set_i(ad, &w->allocation, "gpu_class_id", model_row_id(&w->gpu_class));
-    set_i(ad, &w->allocation, "milli", 500);
-    set_s(ad, a, &w->allocation, "priority_class", "opportunistic");
-    set_i(ad, &w->allocation, "borrowed", 1);
-    set_null(ad, &w->allocation, "ended_ms");
+    row_set_int(&w->allocation, F_ALLOCATIONS_WORKLOAD_ID, model_row_id(&w->workload));
+    row_set_int(&w->allocation, F_ALLOCATIONS_PROJECT_ID, model_row_id(&w->project));
+    row_set_int(&w->allocation, F_ALLOCATIONS_NODE_ID, model_row_id(&w->node));
+    row_set_int(&w->allocation, F_ALLOCATIONS_GPU_ID, model_row_id(&w->gpu));
+    row_set_int(&w->allocation, F_ALLOCATIONS_GPU_CLASS_ID, model_row_id(&w->gpu_class));
+    row_set_int(&w->allocation, F_ALLOCATIONS_MILLI, 500);
+    row_set_str(&w->allocation, a, F_ALLOCATIONS_PRIORITY_CLASS, "opportunistic");
+    row_set_int(&w->allocation, F_ALLOCATIONS_BORROWED, 1);
+    row_set_null(&w->allocation, F_ALLOCATIONS_ENDED_MS);
     ins(e, ad, &w->allocation);
 
     w->event = new_row(&model_events, a);
-    set_i(&model_events, &w->event, "workload_id", model_row_id(&w->workload));
-    set_i(&model_events, &w->event, "project_id", model_row_id(&w->project));
-    set_s(&model_events, a, &w->event, "type", "admitted");
+    row_set_int(&w->event, F_EVENTS_WORKLOAD_ID, model_row_id(&w->workload));
+    row_set_int(&w->event, F_EVENTS_PROJECT_ID, model_row_id(&w->project));
+    row_set_str(&w->event, a, F_EVENTS_TYPE, "admitted");
     ins(e, &model_events, &w->event);
 
     w->preemption = new_row(&model_preemptions, a);
-    set_i(&model_preemptions, &w->preemption, "preemptor_id", model_row_id(&w->workload));
-    set_i(&model_preemptions, &w->preemption, "project_id", model_row_id(&w->project));
-    set_i(&model_preemptions, &w->preemption, "gpu_class_id", model_row_id(&w->gpu_class));
-    set_s(&model_preemptions, a, &w->preemption, "victims",
-          "[{\"workload_id\":1,\"lost_ms\":12}]");
-    set_null(&model_preemptions, &w->preemption, "released_ms");
+    row_set_int(&w->preemption, F_PREEMPTIONS_PREEMPTOR_ID, model_row_id(&w->workload));
+    row_set_int(&w->preemption, F_PREEMPTIONS_PROJECT_ID, model_row_id(&w->project));
+    row_set_int(&w->preemption, F_PREEMPTIONS_GPU_CLASS_ID, model_row_id(&w->gpu_class));
+    row_set_str(&w->preemption, a, F_PREEMPTIONS_VICTIMS, "[{\"workload_id\":1,\"lost_ms\":12}]");
+    row_set_null(&w->preemption, F_PREEMPTIONS_RELEASED_MS);
     ins(e, &model_preemptions, &w->preemption);
 }
 
@@ -483,47 +465,47 @@ static void make_billing(struct env *e, struct world *w)
 
     d = &model_prices;
     w->price = new_row(d, a);
-    set_i(d, &w->price, "flavor_id", model_row_id(&w->flavor));
-    set_s(d, a, &w->price, "currency", "EUR");
-    set_i(d, &w->price, "price_per_hour_micros", 2500000);
+    row_set_int(&w->price, F_PRICES_FLAVOR_ID, model_row_id(&w->flavor));
+    row_set_str(&w->price, a, F_PRICES_CURRENCY, "EUR");
+    row_set_int(&w->price, F_PRICES_PRICE_PER_HOUR_MICROS, 2500000);
     ins(e, d, &w->price);
 
     d = &model_usage;
     w->usage = new_row(d, a);
-    set_i(d, &w->usage, "seq", 1);
-    set_i(d, &w->usage, "workload_id", model_row_id(&w->workload));
-    set_i(d, &w->usage, "org_id", model_row_id(&w->org));
-    set_i(d, &w->usage, "project_id", model_row_id(&w->project));
-    set_i(d, &w->usage, "flavor_id", model_row_id(&w->flavor));
-    set_i(d, &w->usage, "replicas", 2);
-    set_i(d, &w->usage, "started_ms", 1000);
-    set_i(d, &w->usage, "ended_ms", 61000);
-    set_s(d, a, &w->usage, "hash", "ab01");
+    row_set_int(&w->usage, F_USAGE_SEQ, 1);
+    row_set_int(&w->usage, F_USAGE_WORKLOAD_ID, model_row_id(&w->workload));
+    row_set_int(&w->usage, F_USAGE_ORG_ID, model_row_id(&w->org));
+    row_set_int(&w->usage, F_USAGE_PROJECT_ID, model_row_id(&w->project));
+    row_set_int(&w->usage, F_USAGE_FLAVOR_ID, model_row_id(&w->flavor));
+    row_set_int(&w->usage, F_USAGE_REPLICAS, 2);
+    row_set_int(&w->usage, F_USAGE_STARTED_MS, 1000);
+    row_set_int(&w->usage, F_USAGE_ENDED_MS, 61000);
+    row_set_str(&w->usage, a, F_USAGE_HASH, "ab01");
     ins(e, d, &w->usage);
 
     d = &model_invoices;
     w->invoice = new_row(d, a);
-    set_s(d, a, &w->invoice, "number", "INV-2026-000001");
-    set_i(d, &w->invoice, "org_id", model_row_id(&w->org));
-    set_s(d, a, &w->invoice, "period", "2026-11");
-    set_i(d, &w->invoice, "total_micros", -12340000);
-    set_s(d, a, &w->invoice, "lines", "[{\"amount\":\"1.00\"}]");
-    set_s(d, a, &w->invoice, "canonical", "invoice org=1\nline x\n");
+    row_set_str(&w->invoice, a, F_INVOICES_NUMBER, "INV-2026-000001");
+    row_set_int(&w->invoice, F_INVOICES_ORG_ID, model_row_id(&w->org));
+    row_set_str(&w->invoice, a, F_INVOICES_PERIOD, "2026-11");
+    row_set_int(&w->invoice, F_INVOICES_TOTAL_MICROS, -12340000);
+    row_set_str(&w->invoice, a, F_INVOICES_LINES, "[{\"amount\":\"1.00\"}]");
+    row_set_str(&w->invoice, a, F_INVOICES_CANONICAL, "invoice org=1\nline x\n");
     ins(e, d, &w->invoice);
 
     d = &model_budgets;
     w->budget = new_row(d, a);
-    set_i(d, &w->budget, "project_id", model_row_id(&w->project));
-    set_i(d, &w->budget, "gpu_hours", 100);
-    set_i(d, &w->budget, "enforce", 1);
+    row_set_int(&w->budget, F_BUDGETS_PROJECT_ID, model_row_id(&w->project));
+    row_set_int(&w->budget, F_BUDGETS_GPU_HOURS, 100);
+    row_set_int(&w->budget, F_BUDGETS_ENFORCE, 1);
     ins(e, d, &w->budget);
 
     d = &model_budget_alerts;
     w->alert = new_row(d, a);
-    set_i(d, &w->alert, "budget_id", model_row_id(&w->budget));
-    set_i(d, &w->alert, "project_id", model_row_id(&w->project));
-    set_i(d, &w->alert, "percent", 80);
-    set_i(d, &w->alert, "limit", 100000);
+    row_set_int(&w->alert, F_BUDGET_ALERTS_BUDGET_ID, model_row_id(&w->budget));
+    row_set_int(&w->alert, F_BUDGET_ALERTS_PROJECT_ID, model_row_id(&w->project));
+    row_set_int(&w->alert, F_BUDGET_ALERTS_PERCENT, 80);
+    row_set_int(&w->alert, F_BUDGET_ALERTS_LIMIT, 100000);
     ins(e, d, &w->alert);
 }
 
@@ -531,9 +513,10 @@ static void make_inventory(struct env *e, struct world *w)
 {
     const struct resource_def *d = &model_inventory_items;
     w->item = new_row(d, &e->a);
-    set_s(d, &e->a, &w->item, "uuid", "GPU-00000000-1111-2222-3333-444444444444");
-    set_s(d, &e->a, &w->item, "site", "eu-west, \"rack\" 3");
-    set_s(d, &e->a, &w->item, "intended_use", "ünïcødé training");
+    row_set_str(&w->item, &e->a, F_INVENTORY_ITEMS_UUID,
+                "GPU-00000000-1111-2222-3333-444444444444");
+    row_set_str(&w->item, &e->a, F_INVENTORY_ITEMS_SITE, "eu-west, \"rack\" 3");
+    row_set_str(&w->item, &e->a, F_INVENTORY_ITEMS_INTENDED_USE, "ünïcødé training");
     ins(e, d, &w->item);
 }
 
@@ -670,37 +653,37 @@ static void test_update_roundtrip(void **state)
     struct world w;
 
     make_world(e, &w);
-    set_i(&model_users, &w.user, "disabled", 0);
-    set_s(&model_users, a, &w.user, "email", "");
+    row_set_int(&w.user, F_USERS_DISABLED, 0);
+    row_set_str(&w.user, a, F_USERS_EMAIL, "");
     update_ok(e, &model_users, &w.user);
     assert_roundtrip(e, &model_users, &w.user);
 
-    set_null(&model_organizations, &w.org, "manager_id");
-    set_i(&model_organizations, &w.org, "updated_at", T0 + 99);
+    row_set_null(&w.org, F_ORGANIZATIONS_MANAGER_ID);
+    row_set_int(&w.org, F_ORGANIZATIONS_UPDATED_AT, T0 + 99);
     update_ok(e, &model_organizations, &w.org);
     assert_roundtrip(e, &model_organizations, &w.org);
 
-    set_i(&model_tokens, &w.token, "revoked_at", T0 + 5);
+    row_set_int(&w.token, F_TOKENS_REVOKED_AT, T0 + 5);
     update_ok(e, &model_tokens, &w.token);
     assert_roundtrip(e, &model_tokens, &w.token);
 
-    set_null(&model_gpus, &w.gpu, "uuid");
-    set_i(&model_gpus, &w.gpu, "mig_mode", 0);
+    row_set_null(&w.gpu, F_GPUS_UUID);
+    row_set_int(&w.gpu, F_GPUS_MIG_MODE, 0);
     update_ok(e, &model_gpus, &w.gpu);
     assert_roundtrip(e, &model_gpus, &w.gpu);
 
-    set_null(&model_pools, &w.pool, "owner_org_id");
-    set_i(&model_pools, &w.pool, "owner_project_id", model_row_id(&w.project));
-    set_s(&model_pools, a, &w.pool, "access_org_ids", "[1,2,3]");
+    row_set_null(&w.pool, F_POOLS_OWNER_ORG_ID);
+    row_set_int(&w.pool, F_POOLS_OWNER_PROJECT_ID, model_row_id(&w.project));
+    row_set_str(&w.pool, a, F_POOLS_ACCESS_ORG_IDS, "[1,2,3]");
     update_ok(e, &model_pools, &w.pool);
     assert_roundtrip(e, &model_pools, &w.pool);
 
-    set_i(&model_quotas, &w.quota, "guaranteed_milli", 2000);
-    set_null(&model_quotas, &w.quota, "limit_milli");
+    row_set_int(&w.quota, F_QUOTAS_GUARANTEED_MILLI, 2000);
+    row_set_null(&w.quota, F_QUOTAS_LIMIT_MILLI);
     update_ok(e, &model_quotas, &w.quota);
     assert_roundtrip(e, &model_quotas, &w.quota);
 
-    set_s(&model_audit, a, &w.audit, "before", "[null,true,1.5,\"x\"]");
+    row_set_str(&w.audit, a, F_AUDIT_BEFORE, "[null,true,1.5,\"x\"]");
     update_ok(e, &model_audit, &w.audit);
     assert_roundtrip(e, &model_audit, &w.audit);
 }
@@ -717,16 +700,16 @@ static void test_unset_values(void **state)
 
     make_tenants(e, &w);
     r = new_row(&model_tokens, &e->a);
-    set_i(&model_tokens, &r, "user_id", model_row_id(&w.user));
-    set_s(&model_tokens, &e->a, &r, "hash", "h-unset");
-    r.v[fi(&model_tokens, "expires_at")].set = false;
+    row_set_int(&r, F_TOKENS_USER_ID, model_row_id(&w.user));
+    row_set_str(&r, &e->a, F_TOKENS_HASH, "h-unset");
+    r.v[F_TOKENS_EXPIRES_AT].set = false;
     ins(e, &model_tokens, &r);
-    set_null(&model_tokens, &r, "expires_at");
+    row_set_null(&r, F_TOKENS_EXPIRES_AT);
     assert_roundtrip(e, &model_tokens, &r);
 
     r = new_row(&model_projects, &e->a);
-    set_i(&model_projects, &r, "org_id", model_row_id(&w.org));
-    r.v[fi(&model_projects, "name")].set = false;
+    row_set_int(&r, F_PROJECTS_ORG_ID, model_row_id(&w.org));
+    r.v[F_PROJECTS_NAME].set = false;
     rc = store_insert(e->c, &model_projects, &r, &id, &ei);
     assert_err(rc, ERR_INVALID, &ei, "project field 'name' may not be null");
     assert_string_equal(ei.field, "name");
@@ -740,7 +723,7 @@ static void test_not_found(void **state)
     struct row got;
     int rc;
 
-    set_s(&model_clusters, &e->a, &r, "name", "c");
+    row_set_str(&r, &e->a, F_CLUSTERS_NAME, "c");
     rc = store_get(e->c, &model_clusters, 424242, &e->a, &got, &ei);
     assert_err(rc, ERR_NOT_FOUND, &ei, "no cluster with id 424242");
     memset(&ei, 0, sizeof(ei));
@@ -777,22 +760,22 @@ static void test_unique_conflicts(void **state)
 
     make_world(e, &w);
     r = new_row(&model_organizations, a);
-    set_s(&model_organizations, a, &r, "name", "acme");
+    row_set_str(&r, a, F_ORGANIZATIONS_NAME, "acme");
     expect_insert_err(e, &model_organizations, &r, ERR_CONFLICT,
                       "an organization with the same name already exists");
 
     r = new_row(&model_projects, a);
-    set_i(&model_projects, &r, "org_id", model_row_id(&w.org));
-    set_s(&model_projects, a, &r, "name", "vision");
+    row_set_int(&r, F_PROJECTS_ORG_ID, model_row_id(&w.org));
+    row_set_str(&r, a, F_PROJECTS_NAME, "vision");
     expect_insert_err(e, &model_projects, &r, ERR_CONFLICT,
                       "a project with the same org_id and name already exists");
     /* The same name in another organization is fine. */
-    set_i(&model_projects, &r, "org_id", model_row_id(&w.sub_org));
+    row_set_int(&r, F_PROJECTS_ORG_ID, model_row_id(&w.sub_org));
     ins(e, &model_projects, &r);
 
     /* Unique on update too. */
-    set_s(&model_projects, a, &r, "name", "vision");
-    set_i(&model_projects, &r, "org_id", model_row_id(&w.org));
+    row_set_str(&r, a, F_PROJECTS_NAME, "vision");
+    row_set_int(&r, F_PROJECTS_ORG_ID, model_row_id(&w.org));
     {
         struct error_info ei = {0};
         int rc = store_update(e->c, &model_projects, model_row_id(&r), &r, &ei);
@@ -801,34 +784,34 @@ static void test_unique_conflicts(void **state)
 
     /* A global binding has NULL scope columns and must still be unique. */
     r = new_row(&model_role_bindings, a);
-    set_i(&model_role_bindings, &r, "user_id", model_row_id(&w.user));
-    set_s(&model_role_bindings, a, &r, "role", "admin");
+    row_set_int(&r, F_ROLE_BINDINGS_USER_ID, model_row_id(&w.user));
+    row_set_str(&r, a, F_ROLE_BINDINGS_ROLE, "admin");
     ins(e, &model_role_bindings, &r);
     expect_insert_err(e, &model_role_bindings, &r, ERR_CONFLICT,
                       "a role binding with the same user_id, role and scope already exists");
 
     r = new_row(&model_tokens, a);
-    set_i(&model_tokens, &r, "user_id", model_row_id(&w.user));
-    set_s(&model_tokens, a, &r, "hash", "sha256:0123abcd");
+    row_set_int(&r, F_TOKENS_USER_ID, model_row_id(&w.user));
+    row_set_str(&r, a, F_TOKENS_HASH, "sha256:0123abcd");
     expect_insert_err(e, &model_tokens, &r, ERR_CONFLICT, "same hash");
 
     r = new_row(&model_gpus, a);
-    set_i(&model_gpus, &r, "node_id", model_row_id(&w.node));
-    set_i(&model_gpus, &r, "gpu_class_id", model_row_id(&w.gpu_class));
-    set_i(&model_gpus, &r, "index", 3);
+    row_set_int(&r, F_GPUS_NODE_ID, model_row_id(&w.node));
+    row_set_int(&r, F_GPUS_GPU_CLASS_ID, model_row_id(&w.gpu_class));
+    row_set_int(&r, F_GPUS_INDEX, 3);
     expect_insert_err(e, &model_gpus, &r, ERR_CONFLICT, "a gpu with the same node_id and index");
-    set_i(&model_gpus, &r, "index", 4);
-    set_s(&model_gpus, a, &r, "uuid", "GPU-8f6b2c1e-0000-4a1b-9c3d-123456789abc");
+    row_set_int(&r, F_GPUS_INDEX, 4);
+    row_set_str(&r, a, F_GPUS_UUID, "GPU-8f6b2c1e-0000-4a1b-9c3d-123456789abc");
     expect_insert_err(e, &model_gpus, &r, ERR_CONFLICT, "uuid");
     /* Several GPUs may have no UUID yet. */
-    set_null(&model_gpus, &r, "uuid");
+    row_set_null(&r, F_GPUS_UUID);
     ins(e, &model_gpus, &r);
-    set_i(&model_gpus, &r, "index", 5);
+    row_set_int(&r, F_GPUS_INDEX, 5);
     ins(e, &model_gpus, &r);
 
     r = new_row(&model_quotas, a);
-    set_i(&model_quotas, &r, "project_id", model_row_id(&w.project));
-    set_i(&model_quotas, &r, "gpu_class_id", model_row_id(&w.gpu_class));
+    row_set_int(&r, F_QUOTAS_PROJECT_ID, model_row_id(&w.project));
+    row_set_int(&r, F_QUOTAS_GPU_CLASS_ID, model_row_id(&w.gpu_class));
     expect_insert_err(e, &model_quotas, &r, ERR_CONFLICT, "project_id and gpu_class_id");
 }
 
@@ -843,12 +826,12 @@ static void test_foreign_keys(void **state)
 
     make_world(e, &w);
     r = new_row(&model_projects, a);
-    set_i(&model_projects, &r, "org_id", 987654);
-    set_s(&model_projects, a, &r, "name", "orphan");
+    row_set_int(&r, F_PROJECTS_ORG_ID, 987654);
+    row_set_str(&r, a, F_PROJECTS_NAME, "orphan");
     expect_insert_err(e, &model_projects, &r, ERR_INVALID, "a referenced object does not exist");
 
     r = w.project;
-    set_i(&model_projects, &r, "org_id", 987654);
+    row_set_int(&r, F_PROJECTS_ORG_ID, 987654);
     rc = store_update(e->c, &model_projects, model_row_id(&r), &r, &ei);
     assert_err(rc, ERR_INVALID, &ei, "a referenced object does not exist");
 
@@ -866,8 +849,8 @@ static void test_foreign_keys(void **state)
 
     /* The audit log keeps no references: it may name anything. */
     r = new_row(&model_audit, a);
-    set_i(&model_audit, &r, "actor_id", 555555);
-    set_i(&model_audit, &r, "object_id", 666666);
+    row_set_int(&r, F_AUDIT_ACTOR_ID, 555555);
+    row_set_int(&r, F_AUDIT_OBJECT_ID, 666666);
     ins(e, &model_audit, &r);
 }
 
@@ -914,7 +897,7 @@ static void test_cascades(void **state)
     assert_int_equal(count_rows(e, &model_tokens, "user_id", uid), 0);
     assert_int_equal(count_rows(e, &model_role_bindings, "user_id", uid), 0);
     org = get_ok(e, &model_organizations, model_row_id(&w.org));
-    assert_true(org.v[fi(&model_organizations, "manager_id")].null);
+    assert_true(org.v[F_ORGANIZATIONS_MANAGER_ID].null);
 
     /* Work keeps its history: a project that ran work cannot go, until the work rows do. */
     {
@@ -982,18 +965,17 @@ static void make_projects(struct env *e, int64_t *ret_org_a, int64_t *ret_org_b,
 
     for (int k = 0; k < 2; k++) {
         struct row o = new_row(&model_organizations, a);
-        set_s(&model_organizations, a, &o, "name", k ? "b" : "a");
+        row_set_str(&o, a, F_ORGANIZATIONS_NAME, k ? "b" : "a");
         if (k)
-            set_i(&model_organizations, &o, "parent_id", orgs[0]);
+            row_set_int(&o, F_ORGANIZATIONS_PARENT_ID, orgs[0]);
         orgs[k] = ins(e, &model_organizations, &o);
     }
     for (int i = 0; i < 15; i++) {
         struct row p = new_row(&model_projects, a);
         int64_t id;
-        set_i(&model_projects, &p, "org_id", orgs[i >= 10]);
-        set_s(&model_projects, a, &p, "name",
-              arena_printf(a, "%c%02d", i < 10 ? 'p' : 'q', i % 10));
-        set_i(&model_projects, &p, "weight", i % 3 + 1);
+        row_set_int(&p, F_PROJECTS_ORG_ID, orgs[i >= 10]);
+        row_set_str(&p, a, F_PROJECTS_NAME, arena_printf(a, "%c%02d", i < 10 ? 'p' : 'q', i % 10));
+        row_set_int(&p, F_PROJECTS_WEIGHT, i % 3 + 1);
         id = ins(e, &model_projects, &p);
         if (i == 0)
             *ret_first_a = id;
@@ -1015,53 +997,53 @@ static void test_list_filters(void **state)
     ids_b[0] = org_b;
 
     store_filter_init(&f);
-    store_filter_eq_int(&f, fi(P, "org_id"), org_a);
+    store_filter_eq_int(&f, F_PROJECTS_ORG_ID, org_a);
     lr = list_ok(e, P, &f);
     assert_int_equal(lr.n, 10);
     assert_int_equal(model_row_id(&lr.rows[0]), first_a);
 
-    store_filter_eq_int(&f, fi(P, "weight"), 2);
+    store_filter_eq_int(&f, F_PROJECTS_WEIGHT, 2);
     assert_int_equal(list_ok(e, P, &f).n, 3); /* p01, p04, p07 */
 
     store_filter_init(&f);
-    store_filter_eq_str(&f, fi(P, "name"), "q03");
+    store_filter_eq_str(&f, F_PROJECTS_NAME, "q03");
     lr = list_ok(e, P, &f);
     assert_int_equal(lr.n, 1);
-    assert_string_equal(lr.rows[0].v[fi(P, "name")].s, "q03");
-    assert_int_equal(lr.rows[0].v[fi(P, "org_id")].i, org_b);
+    assert_string_equal(lr.rows[0].v[F_PROJECTS_NAME].s, "q03");
+    assert_int_equal(lr.rows[0].v[F_PROJECTS_ORG_ID].i, org_b);
 
     store_filter_init(&f);
-    store_filter_eq_str(&f, fi(P, "name"), "nope' OR '1'='1");
+    store_filter_eq_str(&f, F_PROJECTS_NAME, "nope' OR '1'='1");
     assert_int_equal(list_ok(e, P, &f).n, 0);
 
     /* NULL matches with IS NULL. */
     store_filter_init(&f);
-    store_filter_eq_null(&f, fi(O, "parent_id"));
+    store_filter_eq_null(&f, F_ORGANIZATIONS_PARENT_ID);
     lr = list_ok(e, O, &f);
     assert_int_equal(lr.n, 1);
     assert_int_equal(model_row_id(&lr.rows[0]), org_a);
     store_filter_init(&f);
-    store_filter_eq_int(&f, fi(O, "parent_id"), org_a);
+    store_filter_eq_int(&f, F_ORGANIZATIONS_PARENT_ID, org_a);
     assert_int_equal(list_ok(e, O, &f).n, 1);
 
     /* any-of: one list, an empty list, and an OR of two. */
     store_filter_init(&f);
-    store_filter_any(&f, fi(P, "org_id"), ids_b, 1);
+    store_filter_any(&f, F_PROJECTS_ORG_ID, ids_b, 1);
     assert_int_equal(list_ok(e, P, &f).n, 5);
 
     store_filter_init(&f);
-    store_filter_any(&f, fi(P, "org_id"), NULL, 0);
+    store_filter_any(&f, F_PROJECTS_ORG_ID, NULL, 0);
     assert_int_equal(list_ok(e, P, &f).n, 0);
 
     store_filter_init(&f);
-    store_filter_any(&f, fi(P, "org_id"), ids_b, 1);
+    store_filter_any(&f, F_PROJECTS_ORG_ID, ids_b, 1);
     store_filter_any(&f, 0, &first_a, 1);
     lr = list_ok(e, P, &f);
     assert_int_equal(lr.n, 6);
     assert_int_equal(model_row_id(&lr.rows[0]), first_a);
 
     /* any-of combines with equalities by AND. */
-    store_filter_eq_int(&f, fi(P, "weight"), 1);
+    store_filter_eq_int(&f, F_PROJECTS_WEIGHT, 1);
     assert_int_equal(list_ok(e, P, &f).n, 2); /* p00 and q02 */
 }
 
@@ -1114,18 +1096,18 @@ static void test_list_invalid_filters(void **state)
     assert_int_equal(store_list(e->c, P, &f, &e->a, &rows, &n, &ei), ERR_INVALID);
 
     store_filter_init(&f);
-    store_filter_any(&f, fi(P, "name"), &one, 1);
+    store_filter_any(&f, F_PROJECTS_NAME, &one, 1);
     memset(&ei, 0, sizeof(ei));
     rc = store_list(e->c, P, &f, &e->a, &rows, &n, &ei);
     assert_err(rc, ERR_INVALID, &ei, "'name' is not an id field");
 
     store_filter_init(&f);
-    store_filter_eq_str(&f, fi(P, "org_id"), "1");
+    store_filter_eq_str(&f, F_PROJECTS_ORG_ID, "1");
     memset(&ei, 0, sizeof(ei));
     assert_int_equal(store_list(e->c, P, &f, &e->a, &rows, &n, &ei), ERR_INVALID);
 
     store_filter_init(&f);
-    store_filter_eq_int(&f, fi(P, "name"), 1);
+    store_filter_eq_int(&f, F_PROJECTS_NAME, 1);
     memset(&ei, 0, sizeof(ei));
     assert_int_equal(store_list(e->c, P, &f, &e->a, &rows, &n, &ei), ERR_INVALID);
 }
@@ -1135,7 +1117,7 @@ static void test_list_invalid_filters(void **state)
 static struct row cluster_row(struct env *e, const char *name)
 {
     struct row r = new_row(&model_clusters, &e->a);
-    set_s(&model_clusters, &e->a, &r, "name", name);
+    row_set_str(&r, &e->a, F_CLUSTERS_NAME, name);
     return r;
 }
 
@@ -1260,7 +1242,7 @@ static int write_batch(struct store_conn *c, int writer, int from, struct arena 
     for (int i = from; rc == 0 && i < from + ROWS_PER_TX; i++) {
         struct row r = new_row(&model_organizations, a);
         int64_t id;
-        set_s(&model_organizations, a, &r, "name", arena_printf(a, "w%d-%03d", writer, i));
+        row_set_str(&r, a, F_ORGANIZATIONS_NAME, arena_printf(a, "w%d-%03d", writer, i));
         rc = store_insert(c, &model_organizations, &r, &id, ei);
     }
     if (rc == 0)

@@ -384,9 +384,9 @@ int64_t testsrv_insert(struct testsrv *srv, const struct resource_def *def, cons
     if (model_decode(def, body, DECODE_CREATE, &a, &row, &ei) < 0)
         fail_msg("testsrv_insert: %s", ei.message);
     if ((i = model_field_index(def, "created_at")) >= 0)
-        model_set_int(&row, i, time_now_s());
+        row_set_int(&row, i, time_now_s());
     if ((i = model_field_index(def, "updated_at")) >= 0)
-        model_set_int(&row, i, time_now_s());
+        row_set_int(&row, i, time_now_s());
     if (store_insert(c, def, &row, &id, &ei) < 0)
         fail_msg("testsrv_insert into %s: %s", def->name, ei.message);
     store_conn_put(c);
