@@ -32,25 +32,25 @@ int resource_audit(struct req *r, struct store_conn *db, const char *action,
     const char *b = row_json(r, def, before), *af = row_json(r, def, after);
     int64_t id;
 
-    model_set_int(&e, model_field_index(a, "time"), r->now);
+    row_set_int(&e, F_AUDIT_TIME, r->now);
     if (r->who && r->who->user_id) {
-        model_set_int(&e, model_field_index(a, "actor_id"), r->who->user_id);
-        model_set_str(&e, &r->arena, model_field_index(a, "actor"), r->who->name);
+        row_set_int(&e, F_AUDIT_ACTOR_ID, r->who->user_id);
+        row_set_str(&e, &r->arena, F_AUDIT_ACTOR, r->who->name);
     } else {
-        model_set_null(&e, model_field_index(a, "actor_id"));
-        model_set_str(&e, &r->arena, model_field_index(a, "actor"), "system");
+        row_set_null(&e, F_AUDIT_ACTOR_ID);
+        row_set_str(&e, &r->arena, F_AUDIT_ACTOR, "system");
     }
-    model_set_str(&e, &r->arena, model_field_index(a, "action"), action);
-    model_set_str(&e, &r->arena, model_field_index(a, "resource"), def->name);
-    model_set_int(&e, model_field_index(a, "object_id"), object_id);
-    model_set_str(&e, &r->arena, model_field_index(a, "request_id"), r->id);
+    row_set_str(&e, &r->arena, F_AUDIT_ACTION, action);
+    row_set_str(&e, &r->arena, F_AUDIT_RESOURCE, def->name);
+    row_set_int(&e, F_AUDIT_OBJECT_ID, object_id);
+    row_set_str(&e, &r->arena, F_AUDIT_REQUEST_ID, r->id);
     if (b)
-        model_set_str(&e, &r->arena, model_field_index(a, "before"), b);
+        row_set_str(&e, &r->arena, F_AUDIT_BEFORE, b);
     else
-        model_set_null(&e, model_field_index(a, "before"));
+        row_set_null(&e, F_AUDIT_BEFORE);
     if (af)
-        model_set_str(&e, &r->arena, model_field_index(a, "after"), af);
+        row_set_str(&e, &r->arena, F_AUDIT_AFTER, af);
     else
-        model_set_null(&e, model_field_index(a, "after"));
+        row_set_null(&e, F_AUDIT_AFTER);
     return store_insert(db, a, &e, &id, ei);
 }

@@ -140,35 +140,35 @@ static int load_principal(struct req *r, const char *hash, struct principal *who
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_str(&f, model_field_index(&model_tokens, "hash"), hash);
+    store_filter_eq_str(&f, F_TOKENS_HASH, hash);
     f.limit = 1;
     rc = store_list(db, &model_tokens, &f, &r->arena, &rows, &n, ei);
     if (rc < 0)
         return rc;
     if (n == 0)
         return errinfo_set(ei, ERR_UNAUTHENTICATED, NULL, "unknown token");
-    if (!model_get(&model_tokens, &rows[0], "revoked_at")->null)
+    if (!row_is_null(&rows[0], F_TOKENS_REVOKED_AT))
         return errinfo_set(ei, ERR_UNAUTHENTICATED, NULL, "token has been revoked");
     {
-        const struct value *exp = model_get(&model_tokens, &rows[0], "expires_at");
+        const struct value *exp = row_get(&rows[0], F_TOKENS_EXPIRES_AT);
         if (!exp->null && exp->i <= r->now)
             return errinfo_set(ei, ERR_UNAUTHENTICATED, NULL, "token has expired");
         who->token_expires_at = exp->null ? 0 : exp->i;
     }
     who->token_id = model_row_id(&rows[0]);
-    who->user_id = model_get_int(&model_tokens, &rows[0], "user_id");
+    who->user_id = row_int(&rows[0], F_TOKENS_USER_ID);
     snprintf(who->token_hash, sizeof(who->token_hash), "%s", hash);
     rc = store_get(db, &model_users, who->user_id, &r->arena, &user, ei);
     if (rc == ERR_NOT_FOUND)
         return errinfo_set(ei, ERR_UNAUTHENTICATED, NULL, "the token's user no longer exists");
     if (rc < 0)
         return rc;
-    if (model_get_int(&model_users, &user, "disabled"))
+    if (row_int(&user, F_USERS_DISABLED))
         return errinfo_set(ei, ERR_UNAUTHENTICATED, NULL, "user is disabled");
-    snprintf(who->name, sizeof(who->name), "%s", model_get(&model_users, &user, "name")->s);
+    snprintf(who->name, sizeof(who->name), "%s", row_get(&user, F_USERS_NAME)->s);
 
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(&model_role_bindings, "user_id"), who->user_id);
+    store_filter_eq_int(&f, F_ROLE_BINDINGS_USER_ID, who->user_id);
     rc = store_list_all(db, &model_role_bindings, &f, &r->arena, &rows, &n, ei); /* every one */
     if (rc < 0)
         return rc;
@@ -176,9 +176,9 @@ static int load_principal(struct req *r, const char *hash, struct principal *who
     who->n_bindings = n;
     for (size_t i = 0; i < n; i++) {
         struct binding *b = &who->bindings[i];
-        const struct value *org = model_get(&model_role_bindings, &rows[i], "org_id");
-        const struct value *prj = model_get(&model_role_bindings, &rows[i], "project_id");
-        role_parse(model_get(&model_role_bindings, &rows[i], "role")->s, &b->role);
+        const struct value *org = row_get(&rows[i], F_ROLE_BINDINGS_ORG_ID);
+        const struct value *prj = row_get(&rows[i], F_ROLE_BINDINGS_PROJECT_ID);
+        role_parse(row_get(&rows[i], F_ROLE_BINDINGS_ROLE)->s, &b->role);
         b->org_id = org->null ? 0 : org->i;
         b->project_id = prj->null ? 0 : prj->i;
         if (b->role == ROLE_ADMIN)
@@ -225,19 +225,18 @@ int auth_by_hash(struct req *r, const char *hash, struct error_info *ei)
 
 static int token_fill(struct req *r, struct row *row, json_t **ret_reveal, struct error_info *ei)
 {
-    const struct resource_def *d = &model_tokens;
     char hash[TOKEN_HASH_HEX + 1], prefix[16], *token;
-    int uid = model_field_index(d, "user_id");
-    const struct value *exp = model_get(d, row, "expires_at");
+    int uid = F_TOKENS_USER_ID;
+    const struct value *exp = row_get(row, F_TOKENS_EXPIRES_AT);
 
     if (!row->v[uid].set || row->v[uid].null)
-        model_set_int(row, uid, r->who->user_id);
+        row_set_int(row, uid, r->who->user_id);
     if (exp->set && !exp->null && exp->i <= r->now)
         return errinfo_set(ei, ERR_INVALID, "expires_at", "expires_at is in the past");
     auth_token_new(&token, hash, prefix);
-    model_set_str(row, &r->arena, model_field_index(d, "hash"), hash);
-    model_set_str(row, &r->arena, model_field_index(d, "prefix"), prefix);
-    model_set_null(row, model_field_index(d, "revoked_at"));
+    row_set_str(row, &r->arena, F_TOKENS_HASH, hash);
+    row_set_str(row, &r->arena, F_TOKENS_PREFIX, prefix);
+    row_set_null(row, F_TOKENS_REVOKED_AT);
     *ret_reveal = json_pack("{s:s}", "token", token);
     free(token);
     return 0;
@@ -247,13 +246,12 @@ static int token_fill(struct req *r, struct row *row, json_t **ret_reveal, struc
 static int token_retire(struct req *r, const struct row *before, struct row *after,
                         struct error_info *ei)
 {
-    const struct resource_def *d = &model_tokens;
-    const struct value *revoked = model_get(d, before, "revoked_at");
+    const struct value *revoked = row_get(before, F_TOKENS_REVOKED_AT);
 
     if (revoked->set && !revoked->null)
         return errinfo_set(ei, ERR_CONFLICT, NULL, "token %" PRId64 " is already revoked",
                            model_row_id(before));
-    model_set_int(after, model_field_index(d, "revoked_at"), r->now);
+    row_set_int(after, F_TOKENS_REVOKED_AT, r->now);
     return 0;
 }
 

@@ -275,7 +275,7 @@ void billing_route_verify(struct req *r)
     }
     req_reply_json(r, 200,
                    json_pack("{s:I,s:s,s:b}", "invoice_id", (json_int_t)id, "number",
-                             model_get(&model_invoices, &row, "number")->s, "reproduced", same));
+                             row_get(&row, F_INVOICES_NUMBER)->s, "reproduced", same));
 }
 
 /* GET /v1/ledger/verify: recomputes the usage ledger's hash chain (admins). */
@@ -388,16 +388,16 @@ static int check_price_not_past(struct req *r, int64_t from_s, struct error_info
 /* Price versions: not in the past, consistent digits per currency, issued months reproducible. */
 int billing_check_price(struct req *r, const struct row *row, struct error_info *ei)
 {
-    int rc = check_price_not_past(r, model_get_int(&model_prices, row, "effective_from"), ei);
+    int rc = check_price_not_past(r, row_int(row, F_PRICES_EFFECTIVE_FROM), ei);
     return rc < 0 ? rc : billing_check_price_list(r, row, ei);
 }
 
 int billing_check_price_list(struct req *r, const struct row *row, struct error_info *ei)
 {
     const struct resource_def *d = &model_prices;
-    const char *cur = model_get(d, row, "currency")->s;
-    int64_t digits = model_get_int(d, row, "minor_digits");
-    int64_t from_ms = model_get_int(d, row, "effective_from") * 1000;
+    const char *cur = row_get(row, F_PRICES_CURRENCY)->s;
+    int64_t digits = row_int(row, F_PRICES_MINOR_DIGITS);
+    int64_t from_ms = row_int(row, F_PRICES_EFFECTIVE_FROM) * 1000;
     struct store_filter f;
     struct row *rows;
     size_t n;
@@ -405,29 +405,29 @@ int billing_check_price_list(struct req *r, const struct row *row, struct error_
 
     store_filter_init(&f);
     f.limit = 1;
-    store_filter_eq_str(&f, model_field_index(d, "currency"), cur);
+    store_filter_eq_str(&f, F_PRICES_CURRENCY, cur);
     rc = store_list(req_db(r), d, &f, &r->arena, &rows, &n, ei);
-    if (rc >= 0 && n && model_get_int(d, &rows[0], "minor_digits") != digits)
+    if (rc >= 0 && n && row_int(&rows[0], F_PRICES_MINOR_DIGITS) != digits)
         return errinfo_set(ei, ERR_INVALID, "minor_digits",
                            "currency %s has %" PRId64
                            " minor digits in the price list, not %" PRId64,
-                           cur, model_get_int(d, &rows[0], "minor_digits"), digits);
+                           cur, row_int(&rows[0], F_PRICES_MINOR_DIGITS), digits);
     /* The latest issued period end; invoices only ever grow, so a scan is fine at this size. */
     store_filter_init(&f);
-    store_filter_eq_str(&f, model_field_index(&model_invoices, "kind"), "invoice");
+    store_filter_eq_str(&f, F_INVOICES_KIND, "invoice");
     f.limit = 10000;
     for (;;) {
         if (rc < 0 ||
             (rc = store_list(req_db(r), &model_invoices, &f, &r->arena, &rows, &n, ei)) < 0)
             return rc;
         for (size_t i = 0; i < n; i++) {
-            int64_t end = model_get_int(&model_invoices, &rows[i], "period_end_ms");
+            int64_t end = row_int(&rows[i], F_INVOICES_PERIOD_END_MS);
             if (from_ms < end)
                 return errinfo_set(ei, ERR_CONFLICT, "effective_from",
                                    "effective_from is inside period %s, already invoiced (%s): "
                                    "prices may only change after the last issued period",
-                                   model_get(&model_invoices, &rows[i], "period")->s,
-                                   model_get(&model_invoices, &rows[i], "number")->s);
+                                   row_get(&rows[i], F_INVOICES_PERIOD)->s,
+                                   row_get(&rows[i], F_INVOICES_NUMBER)->s);
         }
         if (n < (size_t)f.limit)
             return 0;
@@ -446,10 +446,10 @@ const struct resource_hooks billing_price_hooks = {.check_create = check_price};
 /* Before a submit: opportunistic work is refused once an enforced budget is spent. */
 int billing_check_submit(struct req *r, const struct row *row, struct error_info *ei)
 {
-    if (strcmp(model_get(&model_workloads, row, "priority_class")->s, "opportunistic") != 0)
+    if (strcmp(row_get(row, F_WORKLOADS_PRIORITY_CLASS)->s, "opportunistic") != 0)
         return 0;
-    return billing_admit_opportunistic(
-        req_db(r), model_get_int(&model_workloads, row, "project_id"), now_ms(), &r->arena, ei);
+    return billing_admit_opportunistic(req_db(r), row_int(row, F_WORKLOADS_PROJECT_ID), now_ms(),
+                                       &r->arena, ei);
 }
 
 /* Whether the caller may see a showback group. */

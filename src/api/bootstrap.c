@@ -27,24 +27,8 @@ static int insert_row(struct req *r, const struct resource_def *def, struct row 
     int rc = store_insert(r->db, def, row, ret_id, ei);
     if (rc < 0)
         return rc;
-    model_set_int(row, 0, *ret_id);
+    row_set_int(row, 0, *ret_id);
     return resource_audit(r, r->db, action_of(r), def, *ret_id, NULL, row, ei);
-}
-
-static void set(struct req *r, const struct resource_def *def, struct row *row, const char *f,
-                const char *s)
-{
-    model_set_str(row, &r->arena, model_field_index(def, f), s);
-}
-
-static void set_i(const struct resource_def *def, struct row *row, const char *f, int64_t i)
-{
-    model_set_int(row, model_field_index(def, f), i);
-}
-
-static void set_null(const struct resource_def *def, struct row *row, const char *f)
-{
-    model_set_null(row, model_field_index(def, f));
 }
 
 static int insert_user(struct req *r, const char *name, const char *display_name, int64_t *ret_id,
@@ -53,12 +37,12 @@ static int insert_user(struct req *r, const char *name, const char *display_name
     struct row user = model_row_new(&model_users, &r->arena);
     int rc;
 
-    set(r, &model_users, &user, "name", name);
-    set(r, &model_users, &user, "email", "");
-    set(r, &model_users, &user, "display_name", display_name);
-    set_i(&model_users, &user, "disabled", 0);
-    set_i(&model_users, &user, "created_at", r->now);
-    set_i(&model_users, &user, "updated_at", r->now);
+    row_set_str(&user, &r->arena, F_USERS_NAME, name);
+    row_set_str(&user, &r->arena, F_USERS_EMAIL, "");
+    row_set_str(&user, &r->arena, F_USERS_DISPLAY_NAME, display_name);
+    row_set_int(&user, F_USERS_DISABLED, 0);
+    row_set_int(&user, F_USERS_CREATED_AT, r->now);
+    row_set_int(&user, F_USERS_UPDATED_AT, r->now);
     rc = model_check_row(&model_users, &user, ei);
     return rc < 0 ? rc : insert_row(r, &model_users, &user, ret_id, ei);
 }
@@ -68,11 +52,11 @@ static int insert_admin_binding(struct req *r, int64_t uid, struct error_info *e
     struct row bind = model_row_new(&model_role_bindings, &r->arena);
     int64_t id;
 
-    set_i(&model_role_bindings, &bind, "user_id", uid);
-    set(r, &model_role_bindings, &bind, "role", "admin");
-    set_null(&model_role_bindings, &bind, "org_id");
-    set_null(&model_role_bindings, &bind, "project_id");
-    set_i(&model_role_bindings, &bind, "created_at", r->now);
+    row_set_int(&bind, F_ROLE_BINDINGS_USER_ID, uid);
+    row_set_str(&bind, &r->arena, F_ROLE_BINDINGS_ROLE, "admin");
+    row_set_null(&bind, F_ROLE_BINDINGS_ORG_ID);
+    row_set_null(&bind, F_ROLE_BINDINGS_PROJECT_ID);
+    row_set_int(&bind, F_ROLE_BINDINGS_CREATED_AT, r->now);
     return insert_row(r, &model_role_bindings, &bind, &id, ei);
 }
 
@@ -85,13 +69,13 @@ static int insert_token(struct req *r, int64_t uid, const char *name, char **ret
     int64_t id;
 
     auth_token_new(ret_token, hash, prefix);
-    set_i(&model_tokens, &tok, "user_id", uid);
-    set(r, &model_tokens, &tok, "name", name);
-    set(r, &model_tokens, &tok, "prefix", prefix);
-    set(r, &model_tokens, &tok, "hash", hash);
-    set_null(&model_tokens, &tok, "expires_at");
-    set_null(&model_tokens, &tok, "revoked_at");
-    set_i(&model_tokens, &tok, "created_at", r->now);
+    row_set_int(&tok, F_TOKENS_USER_ID, uid);
+    row_set_str(&tok, &r->arena, F_TOKENS_NAME, name);
+    row_set_str(&tok, &r->arena, F_TOKENS_PREFIX, prefix);
+    row_set_str(&tok, &r->arena, F_TOKENS_HASH, hash);
+    row_set_null(&tok, F_TOKENS_EXPIRES_AT);
+    row_set_null(&tok, F_TOKENS_REVOKED_AT);
+    row_set_int(&tok, F_TOKENS_CREATED_AT, r->now);
     return insert_row(r, &model_tokens, &tok, &id, ei);
 }
 
@@ -154,7 +138,7 @@ static int recover_user(struct req *r, const char *name, int64_t *ret_uid, bool 
 {
     const struct resource_def *def = &model_users;
     struct store_filter f;
-    int name_field = model_field_index(def, "name");
+    int name_field = F_USERS_NAME;
     struct row *rows, after;
     size_t n;
     int rc;
@@ -172,12 +156,12 @@ static int recover_user(struct req *r, const char *name, int64_t *ret_uid, bool 
     if (rc < 0 || n == 0)
         return rc < 0 ? rc : insert_user(r, name, name, ret_uid, ei);
     *ret_uid = model_row_id(&rows[0]);
-    if (!model_get_int(def, &rows[0], "disabled"))
+    if (!row_int(&rows[0], F_USERS_DISABLED))
         return 0;
     after = model_row_new(def, &r->arena);
     memcpy(after.v, rows[0].v, def->n_fields * sizeof(struct value));
-    set_i(def, &after, "disabled", 0);
-    set_i(def, &after, "updated_at", r->now);
+    row_set_int(&after, F_USERS_DISABLED, 0);
+    row_set_int(&after, F_USERS_UPDATED_AT, r->now);
     rc = store_update(r->db, def, *ret_uid, &after, ei);
     return rc < 0 ? rc
                   : resource_audit(r, r->db, action_of(r), def, *ret_uid, &rows[0], &after, ei);
@@ -193,8 +177,8 @@ static int recover_binding(struct req *r, int64_t uid, struct error_info *ei)
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(def, "user_id"), uid);
-    store_filter_eq_str(&f, model_field_index(def, "role"), "admin");
+    store_filter_eq_int(&f, F_ROLE_BINDINGS_USER_ID, uid);
+    store_filter_eq_str(&f, F_ROLE_BINDINGS_ROLE, "admin");
     f.limit = 1;
     rc = store_list(r->db, def, &f, &r->arena, &rows, &n, ei);
     if (rc < 0 || n > 0)

@@ -109,11 +109,6 @@ struct placement {
     size_t n;
 };
 
-static int fi(const struct resource_def *d, const char *name)
-{
-    return model_field_index(d, name);
-}
-
 /* Names the element of the request an error is about: "workloads[3].flavor_id". */
 static int at_item(struct error_info *ei, const char *list, size_t i, int rc)
 {
@@ -165,11 +160,11 @@ static int next_version_ms(struct hist *h, int64_t flavor, int64_t from_ms, int6
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_int(&f, fi(&model_prices, "flavor_id"), flavor);
+    store_filter_eq_int(&f, F_PRICES_FLAVOR_ID, flavor);
     rc = store_list_all(h->db, &model_prices, &f, &h->r->arena, &rows, &n, ei);
     *ret = INT64_MAX;
     for (size_t i = 0; rc >= 0 && i < n; i++) {
-        int64_t t = model_get_int(&model_prices, &rows[i], "effective_from") * 1000;
+        int64_t t = row_int(&rows[i], F_PRICES_EFFECTIVE_FROM) * 1000;
         if (t > from_ms && t < *ret)
             *ret = t;
     }
@@ -191,29 +186,29 @@ static int check_governs_nothing(struct hist *h, int64_t flavor, int64_t from_ms
     int rc = next_version_ms(h, flavor, from_ms, &next, ei);
 
     store_filter_init(&f);
-    store_filter_eq_int(&f, fi(&model_usage, "flavor_id"), flavor);
+    store_filter_eq_int(&f, F_USAGE_FLAVOR_ID, flavor);
     if (rc >= 0)
         rc = store_list_all(h->db, &model_usage, &f, &h->r->arena, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
-        if (model_get_int(&model_usage, &rows[i], "started_ms") < next &&
-            model_get_int(&model_usage, &rows[i], "ended_ms") > from_ms)
+        if (row_int(&rows[i], F_USAGE_STARTED_MS) < next &&
+            row_int(&rows[i], F_USAGE_ENDED_MS) > from_ms)
             return errinfo_set(ei, ERR_CONFLICT, "effective_from",
                                "usage of this flavor is already metered from %s (ledger record "
                                "%" PRId64 "): a price version from %s would re-rate it",
-                               when(h, model_get_int(&model_usage, &rows[i], "started_ms")),
-                               model_get_int(&model_usage, &rows[i], "seq"), when(h, from_ms));
+                               when(h, row_int(&rows[i], F_USAGE_STARTED_MS)),
+                               row_int(&rows[i], F_USAGE_SEQ), when(h, from_ms));
     }
     store_filter_init(&f);
-    store_filter_eq_null(&f, fi(&model_allocations, "ended_ms"));
+    store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
     if (rc >= 0)
         rc = store_list_all(h->db, &model_allocations, &f, &h->r->arena, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         struct row w;
-        int64_t wid = model_get_int(&model_allocations, &rows[i], "workload_id");
-        if (model_get_int(&model_allocations, &rows[i], "started_ms") >= next)
+        int64_t wid = row_int(&rows[i], F_ALLOCATIONS_WORKLOAD_ID);
+        if (row_int(&rows[i], F_ALLOCATIONS_STARTED_MS) >= next)
             continue;
         rc = store_get(h->db, &model_workloads, wid, &h->r->arena, &w, ei);
-        if (rc >= 0 && model_get_int(&model_workloads, &w, "flavor_id") == flavor)
+        if (rc >= 0 && row_int(&w, F_WORKLOADS_FLAVOR_ID) == flavor)
             return errinfo_set(ei, ERR_CONFLICT, "effective_from",
                                "workload %" PRId64 " of this flavor is running: a price version "
                                "from %s would re-rate it",
@@ -231,12 +226,11 @@ static int import_price(struct hist *h, json_t *item, int64_t *ret_id, struct er
 
     if (rc < 0)
         return rc;
-    model_set_int(&p, fi(d, "created_at"), h->r->now);
-    from_ms = model_get_int(d, &p, "effective_from") * 1000;
+    row_set_int(&p, F_PRICES_CREATED_AT, h->r->now);
+    from_ms = row_int(&p, F_PRICES_EFFECTIVE_FROM) * 1000;
     rc = model_check_row(d, &p, ei);
     if (rc >= 0)
-        rc =
-            get_ref(h, &model_flavors, model_get_int(d, &p, "flavor_id"), "flavor_id", &flavor, ei);
+        rc = get_ref(h, &model_flavors, row_int(&p, F_PRICES_FLAVOR_ID), "flavor_id", &flavor, ei);
     if (rc >= 0 && from_ms > h->now_ms)
         rc = errinfo_set(ei, ERR_INVALID, "effective_from",
                          "effective_from %s is not in the past: a version from now on is "
@@ -249,7 +243,7 @@ static int import_price(struct hist *h, json_t *item, int64_t *ret_id, struct er
     if (rc >= 0)
         rc = store_insert(h->db, d, &p, ret_id, ei);
     if (rc >= 0) {
-        model_set_int(&p, 0, *ret_id);
+        row_set_int(&p, 0, *ret_id);
         rc = resource_audit(h->r, h->db, "import", d, *ret_id, NULL, &p, ei);
     }
     return rc;
@@ -284,7 +278,7 @@ static struct hclass *class_gpus(struct hist *h, int64_t class_id, struct error_
         return NULL;
     }
     store_filter_init(&f);
-    store_filter_eq_int(&f, fi(&model_gpus, "gpu_class_id"), class_id);
+    store_filter_eq_int(&f, F_GPUS_GPU_CLASS_ID, class_id);
     if ((*ret_rc = store_list_all(h->db, &model_gpus, &f, &h->r->arena, &rows, &n, ei)) < 0)
         return NULL;
     k = &h->classes[h->n_classes++];
@@ -293,8 +287,8 @@ static struct hclass *class_gpus(struct hist *h, int64_t class_id, struct error_
     k->gpus = arena_calloc(&h->r->arena, n + 1, sizeof(*k->gpus));
     for (size_t i = 0; i < n; i++) {
         k->gpus[i].id = model_row_id(&rows[i]);
-        k->gpus[i].node_id = model_get_int(&model_gpus, &rows[i], "node_id");
-        k->gpus[i].usable = strcmp(model_get(&model_gpus, &rows[i], "health")->s, "mig") != 0;
+        k->gpus[i].node_id = row_int(&rows[i], F_GPUS_NODE_ID);
+        k->gpus[i].usable = strcmp(row_get(&rows[i], F_GPUS_HEALTH)->s, "mig") != 0;
     }
     qsort(k->gpus, n, sizeof(*k->gpus), cmp_node_then_id);
     return k;
@@ -312,14 +306,14 @@ static int load_busy(struct hist *h, struct hgpu *g, struct error_info *ei)
     if (g->loaded)
         return 0;
     store_filter_init(&f);
-    store_filter_eq_int(&f, fi(d, "gpu_id"), g->id);
+    store_filter_eq_int(&f, F_ALLOCATIONS_GPU_ID, g->id);
     rc = store_list_all(h->db, d, &f, &h->r->arena, &rows, &n, ei);
     if (rc < 0)
         return rc;
     g->busy = arena_calloc(&h->r->arena, n + 1, sizeof(*g->busy));
     for (size_t i = 0; i < n; i++) {
-        const struct value *end = model_get(d, &rows[i], "ended_ms");
-        g->busy[i].from = model_get_int(d, &rows[i], "started_ms");
+        const struct value *end = row_get(&rows[i], F_ALLOCATIONS_ENDED_MS);
+        g->busy[i].from = row_int(&rows[i], F_ALLOCATIONS_STARTED_MS);
         g->busy[i].to = end->null ? INT64_MAX : end->i;
     }
     g->n_busy = n;
@@ -459,8 +453,8 @@ static int named_gpus(struct hist *h, const char *text, int64_t **ret, size_t *r
 static int place(struct hist *h, const struct row *it, const struct row *flavor, struct span s,
                  struct placement *ps, struct error_info *ei)
 {
-    const struct value *cls = model_get(&model_flavors, flavor, "gpu_class_id");
-    int64_t milli = model_get_int(&model_flavors, flavor, "gpu_milli");
+    const struct value *cls = row_get(flavor, F_FLAVORS_GPU_CLASS_ID);
+    int64_t milli = row_int(flavor, F_FLAVORS_GPU_MILLI);
     int64_t replicas = model_get_int(&item_def, it, "replicas");
     size_t per = milli >= 1000 ? (size_t)(milli / 1000) : 1, n_named;
     struct hclass *k = NULL;
@@ -522,28 +516,28 @@ static int check_item(struct hist *h, const struct row *it, int64_t org, struct 
         return errinfo_set(ei, ERR_INVALID, "started_at", "started_at %s is more than 400 days ago",
                            when(h, s.from));
     store_filter_init(&f);
-    store_filter_eq_int(&f, fi(&model_prices, "flavor_id"), flavor);
+    store_filter_eq_int(&f, F_PRICES_FLAVOR_ID, flavor);
     rc = store_list_all(h->db, &model_prices, &f, &h->r->arena, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++)
-        priced |= model_get_int(&model_prices, &rows[i], "effective_from") * 1000 <= s.from;
+        priced |= row_int(&rows[i], F_PRICES_EFFECTIVE_FROM) * 1000 <= s.from;
     if (rc >= 0 && !priced)
         return errinfo_set(ei, ERR_INVALID, "flavor_id",
                            "the flavor has no price in force at %s: add a version effective from "
                            "then or earlier in \"prices\"",
                            when(h, s.from));
     store_filter_init(&f);
-    store_filter_eq_int(&f, fi(d, "org_id"), org);
-    store_filter_eq_str(&f, fi(d, "kind"), "invoice");
+    store_filter_eq_int(&f, F_INVOICES_ORG_ID, org);
+    store_filter_eq_str(&f, F_INVOICES_KIND, "invoice");
     if (rc >= 0)
         rc = store_list_all(h->db, d, &f, &h->r->arena, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
-        if (model_get_int(d, &rows[i], "period_start_ms") < s.to &&
-            s.from < model_get_int(d, &rows[i], "period_end_ms"))
+        if (row_int(&rows[i], F_INVOICES_PERIOD_START_MS) < s.to &&
+            s.from < row_int(&rows[i], F_INVOICES_PERIOD_END_MS))
             return errinfo_set(ei, ERR_CONFLICT, "started_at",
                                "period %s of this organization is already invoiced (%s): its "
                                "invoice must stay reproducible",
-                               model_get(d, &rows[i], "period")->s,
-                               model_get(d, &rows[i], "number")->s);
+                               row_get(&rows[i], F_INVOICES_PERIOD)->s,
+                               row_get(&rows[i], F_INVOICES_NUMBER)->s);
     }
     return rc;
 }
@@ -555,11 +549,11 @@ static int add_event(struct hist *h, int64_t wid, int64_t project, int64_t at_ms
     struct row ev = model_row_new(d, &h->r->arena);
     int64_t id;
 
-    model_set_int(&ev, fi(d, "workload_id"), wid);
-    model_set_int(&ev, fi(d, "project_id"), project);
-    model_set_int(&ev, fi(d, "at_ms"), at_ms);
-    model_set_str(&ev, &h->r->arena, fi(d, "type"), type);
-    model_set_str(&ev, &h->r->arena, fi(d, "message"), msg);
+    row_set_int(&ev, F_EVENTS_WORKLOAD_ID, wid);
+    row_set_int(&ev, F_EVENTS_PROJECT_ID, project);
+    row_set_int(&ev, F_EVENTS_AT_MS, at_ms);
+    row_set_str(&ev, &h->r->arena, F_EVENTS_TYPE, type);
+    row_set_str(&ev, &h->r->arena, F_EVENTS_MESSAGE, msg);
     return store_insert(h->db, d, &ev, &id, ei);
 }
 
@@ -571,43 +565,43 @@ static struct row workload_row(struct hist *h, const struct row *it, int64_t clu
     const char *state = model_get(&item_def, it, "state")->s;
     const struct value *code = model_get(&item_def, it, "exit_code");
 
-    model_set_int(&w, fi(d, "project_id"), model_get_int(&item_def, it, "project_id"));
-    model_set_str(&w, a, fi(d, "name"), model_get(&item_def, it, "name")->s);
-    model_set_int(&w, fi(d, "flavor_id"), model_get_int(&item_def, it, "flavor_id"));
-    model_set_str(&w, a, fi(d, "kind"), "batch");
-    model_set_int(&w, fi(d, "replicas"), model_get_int(&item_def, it, "replicas"));
-    model_set_str(&w, a, fi(d, "command"), "");
-    model_set_str(&w, a, fi(d, "image"), "");
-    model_set_str(&w, a, fi(d, "priority_class"), model_get(&item_def, it, "priority_class")->s);
-    model_set_int(&w, fi(d, "priority"), 0);
-    model_set_null(&w, fi(d, "max_runtime_s"));
-    model_set_int(&w, fi(d, "min_runtime_s"), 0);
-    model_set_null(&w, fi(d, "grace_s"));
-    model_set_int(&w, fi(d, "requeue"), 0);
-    model_set_null(&w, fi(d, "idempotency_key"));
-    model_set_int(&w, fi(d, "duration_s"), (s.to - s.from) / 1000);
-    model_set_str(&w, a, fi(d, "state"), state);
-    model_set_str(&w, a, fi(d, "reason"),
-                  arena_printf(a, "imported history (simulated): %s", state));
-    model_set_int(&w, fi(d, "user_id"), h->r->who->user_id);
+    row_set_int(&w, F_WORKLOADS_PROJECT_ID, model_get_int(&item_def, it, "project_id"));
+    row_set_str(&w, a, F_WORKLOADS_NAME, model_get(&item_def, it, "name")->s);
+    row_set_int(&w, F_WORKLOADS_FLAVOR_ID, model_get_int(&item_def, it, "flavor_id"));
+    row_set_str(&w, a, F_WORKLOADS_KIND, "batch");
+    row_set_int(&w, F_WORKLOADS_REPLICAS, model_get_int(&item_def, it, "replicas"));
+    row_set_str(&w, a, F_WORKLOADS_COMMAND, "");
+    row_set_str(&w, a, F_WORKLOADS_IMAGE, "");
+    row_set_str(&w, a, F_WORKLOADS_PRIORITY_CLASS, model_get(&item_def, it, "priority_class")->s);
+    row_set_int(&w, F_WORKLOADS_PRIORITY, 0);
+    row_set_null(&w, F_WORKLOADS_MAX_RUNTIME_S);
+    row_set_int(&w, F_WORKLOADS_MIN_RUNTIME_S, 0);
+    row_set_null(&w, F_WORKLOADS_GRACE_S);
+    row_set_int(&w, F_WORKLOADS_REQUEUE, 0);
+    row_set_null(&w, F_WORKLOADS_IDEMPOTENCY_KEY);
+    row_set_int(&w, F_WORKLOADS_DURATION_S, (s.to - s.from) / 1000);
+    row_set_str(&w, a, F_WORKLOADS_STATE, state);
+    row_set_str(&w, a, F_WORKLOADS_REASON,
+                arena_printf(a, "imported history (simulated): %s", state));
+    row_set_int(&w, F_WORKLOADS_USER_ID, h->r->who->user_id);
     if (cluster)
-        model_set_int(&w, fi(d, "cluster_id"), cluster);
+        row_set_int(&w, F_WORKLOADS_CLUSTER_ID, cluster);
     else
-        model_set_null(&w, fi(d, "cluster_id"));
-    model_set_int(&w, fi(d, "submitted_ms"), s.from);
-    model_set_int(&w, fi(d, "started_at"), s.from / 1000);
-    model_set_int(&w, fi(d, "finished_at"), s.to / 1000);
+        row_set_null(&w, F_WORKLOADS_CLUSTER_ID);
+    row_set_int(&w, F_WORKLOADS_SUBMITTED_MS, s.from);
+    row_set_int(&w, F_WORKLOADS_STARTED_AT, s.from / 1000);
+    row_set_int(&w, F_WORKLOADS_FINISHED_AT, s.to / 1000);
     if (!code->null)
-        model_set_int(&w, fi(d, "exit_code"), code->i);
+        row_set_int(&w, F_WORKLOADS_EXIT_CODE, code->i);
     else if (strcmp(state, "cancelled") == 0)
-        model_set_null(&w, fi(d, "exit_code"));
+        row_set_null(&w, F_WORKLOADS_EXIT_CODE);
     else
-        model_set_int(&w, fi(d, "exit_code"), strcmp(state, "failed") == 0);
-    model_set_int(&w, fi(d, "preemptions"), 0);
-    model_set_null(&w, fi(d, "queued_after"));
-    model_set_int(&w, fi(d, "imported"), 1);
-    model_set_int(&w, fi(d, "created_at"), h->r->now);
-    model_set_int(&w, fi(d, "updated_at"), h->r->now);
+        row_set_int(&w, F_WORKLOADS_EXIT_CODE, strcmp(state, "failed") == 0);
+    row_set_int(&w, F_WORKLOADS_PREEMPTIONS, 0);
+    row_set_null(&w, F_WORKLOADS_QUEUED_AFTER);
+    row_set_int(&w, F_WORKLOADS_IMPORTED, 1);
+    row_set_int(&w, F_WORKLOADS_CREATED_AT, h->r->now);
+    row_set_int(&w, F_WORKLOADS_UPDATED_AT, h->r->now);
     return w;
 }
 
@@ -616,33 +610,32 @@ static int add_allocations(struct hist *h, const struct row *w, int64_t wid, int
                            struct error_info *ei)
 {
     const struct resource_def *d = &model_allocations;
-    const char *pclass = model_get(&model_workloads, w, "priority_class")->s;
-    int64_t replicas = model_get_int(&model_workloads, w, "replicas");
+    const char *pclass = row_get(w, F_WORKLOADS_PRIORITY_CLASS)->s;
+    int64_t replicas = row_int(w, F_WORKLOADS_REPLICAS);
     int rc = 0;
 
     for (int64_t i = 0; rc >= 0 && i < replicas; i++) {
         for (size_t j = 0; rc >= 0 && j < (ps[i].n ? ps[i].n : 1); j++) {
             struct row al = model_row_new(d, &h->r->arena);
             int64_t id;
-            model_set_int(&al, fi(d, "workload_id"), wid);
-            model_set_int(&al, fi(d, "project_id"),
-                          model_get_int(&model_workloads, w, "project_id"));
-            model_set_int(&al, fi(d, "replica"), i);
-            model_set_int(&al, fi(d, "node_id"), ps[i].node_id);
+            row_set_int(&al, F_ALLOCATIONS_WORKLOAD_ID, wid);
+            row_set_int(&al, F_ALLOCATIONS_PROJECT_ID, row_int(w, F_WORKLOADS_PROJECT_ID));
+            row_set_int(&al, F_ALLOCATIONS_REPLICA, i);
+            row_set_int(&al, F_ALLOCATIONS_NODE_ID, ps[i].node_id);
             if (ps[i].n) {
-                model_set_int(&al, fi(d, "gpu_id"), ps[i].gpus[j]->id);
-                model_set_int(&al, fi(d, "gpu_class_id"), class_id);
+                row_set_int(&al, F_ALLOCATIONS_GPU_ID, ps[i].gpus[j]->id);
+                row_set_int(&al, F_ALLOCATIONS_GPU_CLASS_ID, class_id);
             } else {
-                model_set_null(&al, fi(d, "gpu_id"));
-                model_set_null(&al, fi(d, "gpu_class_id"));
+                row_set_null(&al, F_ALLOCATIONS_GPU_ID);
+                row_set_null(&al, F_ALLOCATIONS_GPU_CLASS_ID);
             }
-            model_set_int(&al, fi(d, "milli"), ps[i].n ? (milli < 1000 ? milli : 1000) : 0);
-            model_set_str(&al, &h->r->arena, fi(d, "priority_class"), pclass);
-            model_set_int(&al, fi(d, "borrowed"), strcmp(pclass, "opportunistic") == 0);
-            model_set_int(&al, fi(d, "started_ms"), s.from);
-            model_set_int(&al, fi(d, "ended_ms"), s.to);
-            model_set_str(&al, &h->r->arena, fi(d, "end_reason"),
-                          model_get(&model_workloads, w, "state")->s);
+            row_set_int(&al, F_ALLOCATIONS_MILLI, ps[i].n ? (milli < 1000 ? milli : 1000) : 0);
+            row_set_str(&al, &h->r->arena, F_ALLOCATIONS_PRIORITY_CLASS, pclass);
+            row_set_int(&al, F_ALLOCATIONS_BORROWED, strcmp(pclass, "opportunistic") == 0);
+            row_set_int(&al, F_ALLOCATIONS_STARTED_MS, s.from);
+            row_set_int(&al, F_ALLOCATIONS_ENDED_MS, s.to);
+            row_set_str(&al, &h->r->arena, F_ALLOCATIONS_END_REASON,
+                        row_get(w, F_WORKLOADS_STATE)->s);
             rc = store_insert(h->db, d, &al, &id, ei);
         }
     }
@@ -671,19 +664,19 @@ static int import_workload(struct hist *h, json_t *item, int64_t *ret_id, struct
     if ((rc = get_ref(h, &model_projects, project, "project_id", &prj, ei)) < 0 ||
         (rc = get_ref(h, &model_flavors, model_get_int(&item_def, &it, "flavor_id"), "flavor_id",
                       &flavor, ei)) < 0 ||
-        (rc = check_item(h, &it, model_get_int(&model_projects, &prj, "org_id"), s, ei)) < 0)
+        (rc = check_item(h, &it, row_int(&prj, F_PROJECTS_ORG_ID), s, ei)) < 0)
         return rc;
     ps = arena_calloc(&h->r->arena, (size_t)replicas, sizeof(*ps));
     if ((rc = place(h, &it, &flavor, s, ps, ei)) < 0 ||
         (rc = store_get(h->db, &model_nodes, ps[0].node_id, &h->r->arena, &node, ei)) < 0)
         return rc;
-    w = workload_row(h, &it, model_get_int(&model_nodes, &node, "cluster_id"), s);
-    state = model_get(&model_workloads, &w, "state")->s;
+    w = workload_row(h, &it, row_int(&node, F_NODES_CLUSTER_ID), s);
+    state = row_get(&w, F_WORKLOADS_STATE)->s;
     if ((rc = store_insert(h->db, &model_workloads, &w, &wid, ei)) < 0)
         return rc;
-    model_set_int(&w, 0, wid);
-    rc = add_allocations(h, &w, wid, model_get(&model_flavors, &flavor, "gpu_class_id")->i,
-                         model_get_int(&model_flavors, &flavor, "gpu_milli"), ps, s, ei);
+    row_set_int(&w, 0, wid);
+    rc = add_allocations(h, &w, wid, row_int(&flavor, F_FLAVORS_GPU_CLASS_ID),
+                         row_int(&flavor, F_FLAVORS_GPU_MILLI), ps, s, ei);
     if (rc >= 0)
         rc = add_event(
             h, wid, project, s.from, "submitted",
@@ -692,7 +685,7 @@ static int import_workload(struct hist *h, json_t *item, int64_t *ret_id, struct
     if (rc >= 0)
         rc = add_event(h, wid, project, s.from, "admitted",
                        arena_printf(&h->r->arena, "imported: placed on node %s",
-                                    model_get(&model_nodes, &node, "name")->s),
+                                    row_get(&node, F_NODES_NAME)->s),
                        ei);
     if (rc >= 0)
         rc = add_event(h, wid, project, s.to, state, "imported history (simulated)", ei);

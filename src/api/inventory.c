@@ -160,7 +160,7 @@ static const char *user_name(struct req *r, int64_t id)
     struct row u;
     if (!id || store_get(req_db(r), &model_users, id, &r->arena, &u, NULL) < 0)
         return NULL;
-    return model_get(&model_users, &u, "name")->s;
+    return row_get(&u, F_USERS_NAME)->s;
 }
 
 /* What the collectors said of a GPU: activity (0..1), memory in use, last seen, why. */
@@ -516,16 +516,16 @@ static int upsert(struct req *r, const struct inv_item *it, int *ret_added, stru
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_str(&f, model_field_index(d, "uuid"), it->f[INV_COL_GPU]);
+    store_filter_eq_str(&f, F_INVENTORY_ITEMS_UUID, it->f[INV_COL_GPU]);
     if ((rc = store_list(req_db(r), d, &f, &r->arena, &rows, &n, ei)) < 0)
         return rc;
     row = n ? rows[0] : model_row_new(d, &r->arena);
-    model_set_str(&row, &r->arena, model_field_index(d, "uuid"), it->f[INV_COL_GPU]);
+    row_set_str(&row, &r->arena, F_INVENTORY_ITEMS_UUID, it->f[INV_COL_GPU]);
     for (int c = 0; c < INV_N_COLS; c++) {
         if (cols[c])
-            model_set_str(&row, &r->arena, model_field_index(d, cols[c]), it->f[c]);
+            row_set_str(&row, &r->arena, model_field_index(d, cols[c]), it->f[c]);
     }
-    model_set_int(&row, model_field_index(d, "imported_at"), r->now);
+    row_set_int(&row, F_INVENTORY_ITEMS_IMPORTED_AT, r->now);
     if (n)
         return store_update(req_db(r), d, model_row_id(&row), &row, ei);
     rc = store_insert(req_db(r), d, &row, &id, ei);
@@ -609,7 +609,8 @@ static int held_by(struct req *r, const char *field, int64_t id, bool range_give
         return rc;
     for (size_t i = 0; i < n_rows; i++) {
         int64_t s = i_of(d, &rows[i], "started_ms");
-        int64_t e = model_get(d, &rows[i], "ended_ms")->null ? now : i_of(d, &rows[i], "ended_ms");
+        int64_t e =
+            row_is_null(&rows[i], F_ALLOCATIONS_ENDED_MS) ? now : i_of(d, &rows[i], "ended_ms");
         lo = s < lo ? s : lo;
         hi = e > hi ? e : hi;
     }
@@ -619,9 +620,10 @@ static int held_by(struct req *r, const char *field, int64_t id, bool range_give
     }
     for (size_t i = 0; rc >= 0 && i < n_rows; i++) {
         int64_t s = i_of(d, &rows[i], "started_ms");
-        int64_t e = model_get(d, &rows[i], "ended_ms")->null ? now : i_of(d, &rows[i], "ended_ms");
+        int64_t e =
+            row_is_null(&rows[i], F_ALLOCATIONS_ENDED_MS) ? now : i_of(d, &rows[i], "ended_ms");
         struct row g;
-        if (e <= *from || s >= *to || model_get(d, &rows[i], "gpu_id")->null ||
+        if (e <= *from || s >= *to || row_is_null(&rows[i], F_ALLOCATIONS_GPU_ID) ||
             store_get(req_db(r), &model_gpus, i_of(d, &rows[i], "gpu_id"), &r->arena, &g, NULL) <
                 0 ||
             !*s_of(&model_gpus, &g, "uuid"))

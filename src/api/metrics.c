@@ -110,14 +110,12 @@ static int write_gpus(struct req *r, struct buf *b, struct error_info *ei)
     alloc_index_build(r, allocs, n_allocs, &held);
     for (size_t i = 0; i < n_gpus; i++) {
         const struct row *g = &gpus[i];
-        const struct row *node =
-            rows_find(nodes, n_nodes, model_get_int(&model_gpus, g, "node_id"));
-        const struct value *cls = model_get(&model_gpus, g, "gpu_class_id");
+        const struct row *node = rows_find(nodes, n_nodes, row_int(g, F_GPUS_NODE_ID));
+        const struct value *cls = row_get(g, F_GPUS_GPU_CLASS_ID);
         const char *state, *cl = "", *cn = "";
         bool seen;
         if (node)
-            cl = name_of(clusters, n_clusters, &model_clusters,
-                         model_get_int(&model_nodes, node, "cluster_id"));
+            cl = name_of(clusters, n_clusters, &model_clusters, row_int(node, F_NODES_CLUSTER_ID));
         if (!cls->null)
             cn = name_of(classes, n_classes, &model_gpu_classes, cls->i);
         state = inventory_gpu_state(r, g, node, alloc_index_find(&held, model_row_id(g)) != NULL,

@@ -18,7 +18,7 @@
 /* The projects of an entry's victims (memory of a); *ret_n of them. */
 static int64_t *victim_projects(struct arena *a, const struct row *row, size_t *ret_n)
 {
-    json_t *victims = json_loads(model_get(&model_preemptions, row, "victims")->s, 0, NULL);
+    json_t *victims = json_loads(row_get(row, F_PREEMPTIONS_VICTIMS)->s, 0, NULL);
     size_t n = json_array_size(victims), i;
     int64_t *ids = arena_calloc(a, n + 1, sizeof(*ids));
     json_t *v;
@@ -38,7 +38,7 @@ static bool visible_in(struct req *r, struct arena *a, const struct row *row)
     size_t n;
     int64_t *ids;
 
-    if (r->who->admin || rbac_sees_project(r, model_get_int(&model_preemptions, row, "project_id")))
+    if (r->who->admin || rbac_sees_project(r, row_int(row, F_PREEMPTIONS_PROJECT_ID)))
         return true;
     ids = victim_projects(a, row, &n);
     for (size_t i = 0; i < n; i++) {

@@ -47,7 +47,7 @@ static int owned_milli(struct req *r, int64_t project, int64_t org, int64_t cls,
     if (rc < 0)
         return rc;
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(&model_gpus, "gpu_class_id"), cls);
+    store_filter_eq_int(&f, F_GPUS_GPU_CLASS_ID, cls);
     rc = store_list_all(req_db(r), &model_gpus, &f, &r->arena, &gpus, &n_gpus, ei);
     for (size_t i = 0; rc >= 0 && i < n_gpus; i++) {
         int64_t pool_id;
@@ -77,7 +77,7 @@ static int owned_milli(struct req *r, int64_t project, int64_t org, int64_t cls,
  */
 static int check_backing(struct req *r, const struct row *row, struct error_info *ei)
 {
-    const struct value *g = model_get(&model_quotas, row, "guaranteed_milli");
+    const struct value *g = row_get(row, F_QUOTAS_GUARANTEED_MILLI);
     int64_t project = int_of(&model_quotas, row, "project_id");
     int64_t cls = int_of(&model_quotas, row, "gpu_class_id"), owned;
     struct row prj;
@@ -110,7 +110,7 @@ static int check_update(struct req *r, const struct row *before, const struct ro
                         const struct row *after, struct error_info *ei)
 {
     (void)before;
-    if (!model_get(&model_quotas, patch, "guaranteed_milli")->set)
+    if (!row_get(patch, F_QUOTAS_GUARANTEED_MILLI)->set)
         return 0;
     return check_backing(r, after, ei);
 }

@@ -482,7 +482,7 @@ static int org_list_filter(struct req *r, struct store_filter *f, struct error_i
     size_t n;
     (void)ei;
     rbac_visible_orgs(r, &ids, &n);
-    store_filter_any(f, model_field_index(&model_organizations, "id"), ids, n);
+    store_filter_any(f, F_ORGANIZATIONS_ID, ids, n);
     return 0;
 }
 
@@ -499,7 +499,7 @@ static int org_check_update(struct req *r, const struct row *before, const struc
 {
     const struct resource_def *d = &model_organizations;
 
-    if (!model_get(d, patch, "parent_id")->set)
+    if (!row_get(patch, F_ORGANIZATIONS_PARENT_ID)->set)
         return 0;
     if (!resource_may(r, d, after, ACT_CREATE))
         return errinfo_set(ei, ERR_FORBIDDEN, NULL,

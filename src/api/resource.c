@@ -411,9 +411,9 @@ static void set_times(const struct resource_def *def, struct row *row, int64_t n
 {
     int c = model_field_index(def, "created_at"), u = model_field_index(def, "updated_at");
     if (create && c >= 0)
-        model_set_int(row, c, now);
+        row_set_int(row, c, now);
     if (u >= 0)
-        model_set_int(row, u, now);
+        row_set_int(row, u, now);
 }
 
 static int forbid(struct error_info *ei, const struct resource_def *def, enum action act)
@@ -507,7 +507,7 @@ void resource_create(struct req *r, const struct resource_def *def)
     if (rc >= 0)
         rc = store_insert(req_db(r), def, &row, &id, &ei);
     if (rc >= 0) {
-        model_set_int(&row, 0, id);
+        row_set_int(&row, 0, id);
         rc = resource_audit(r, req_db(r), "create", def, id, NULL, &row, &ei);
     }
     if (rc >= 0 && h->in_tx)

@@ -33,7 +33,7 @@ static void reply_whoami(struct req *r)
     int rc = store_get(req_db(r), &model_users, r->who->user_id, &r->arena, &user, &ei);
 
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(&model_role_bindings, "user_id"), r->who->user_id);
+    store_filter_eq_int(&f, F_ROLE_BINDINGS_USER_ID, r->who->user_id);
     if (rc >= 0)
         rc = store_list_all(req_db(r), &model_role_bindings, &f, &r->arena, &rows, &n, &ei);
     if (rc < 0) {
@@ -61,7 +61,7 @@ static void reply_capacity(struct req *r)
         const char *name = "?";
         json_t *item;
         if (store_get(req_db(r), &model_gpu_classes, caps[i].class_id, &r->arena, &cls, NULL) >= 0)
-            name = model_get(&model_gpu_classes, &cls, "name")->s;
+            name = row_get(&cls, F_GPU_CLASSES_NAME)->s;
         item = json_pack("{s:I,s:s,s:I,s:I,s:I}", "gpu_class_id", (json_int_t)caps[i].class_id,
                          "gpu_class", name, "capacity_milli", (json_int_t)caps[i].capacity,
                          "free_milli", (json_int_t)caps[i].free, "guaranteed_milli",

@@ -26,7 +26,7 @@ const struct row *rows_find(const struct row *rows, size_t n, int64_t id)
 
 static int64_t alloc_gpu(const struct row *al)
 {
-    const struct value *v = model_get(&model_allocations, al, "gpu_id");
+    const struct value *v = row_get(al, F_ALLOCATIONS_GPU_ID);
     return v->null ? 0 : v->i;
 }
 

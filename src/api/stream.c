@@ -234,11 +234,11 @@ static int fetch(struct sse_stream *s)
     f.limit = BATCH;
     f.after_id = s->last_id;
     if (s->project_id)
-        store_filter_eq_int(&f, model_field_index(d, "project_id"), s->project_id);
+        store_filter_eq_int(&f, F_EVENTS_PROJECT_ID, s->project_id);
     if (s->workload_id)
-        store_filter_eq_int(&f, model_field_index(d, "workload_id"), s->workload_id);
+        store_filter_eq_int(&f, F_EVENTS_WORKLOAD_ID, s->workload_id);
     if (!s->admin)
-        store_filter_any(&f, model_field_index(d, "project_id"), s->projects, s->n_projects);
+        store_filter_any(&f, F_EVENTS_PROJECT_ID, s->projects, s->n_projects);
     arena_init(&a);
     c = store_conn_get(s->api->store);
     rc = store_list(c, d, &f, &a, &rows, &n, &ei);
@@ -248,7 +248,7 @@ static int fetch(struct sse_stream *s)
         char *text = json_dumps(j, JSON_COMPACT);
         s->last_id = model_row_id(&rows[i]);
         buf_printf(&s->pending, "id: %" PRId64 "\nevent: %s\ndata: %s\n\n", s->last_id,
-                   model_get(d, &rows[i], "type")->s, text ? text : "{}");
+                   row_get(&rows[i], F_EVENTS_TYPE)->s, text ? text : "{}");
         free(text);
         json_decref(j);
     }

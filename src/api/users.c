@@ -31,7 +31,7 @@ static bool user_visible(struct req *r, int64_t user_id)
     if (r->who->admin || user_id == r->who->user_id)
         return true;
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(b, "user_id"), user_id);
+    store_filter_eq_int(&f, F_ROLE_BINDINGS_USER_ID, user_id);
     f.limit = 1000;
     if (store_list(req_db(r), b, &f, &r->arena, &rows, &n, NULL) < 0)
         return false;
@@ -64,16 +64,16 @@ static int user_list_filter(struct req *r, struct store_filter *f, struct error_
     rbac_orgs_with(r, ROLE_PROJECT_ADMIN, &ids2, &n2);
     store_filter_init(&bf);
     bf.limit = 10000;
-    store_filter_any(&bf, model_field_index(b, "project_id"), ids, n);
-    store_filter_any(&bf, model_field_index(b, "org_id"), ids2, n2);
+    store_filter_any(&bf, F_ROLE_BINDINGS_PROJECT_ID, ids, n);
+    store_filter_any(&bf, F_ROLE_BINDINGS_ORG_ID, ids2, n2);
     rc = store_list(req_db(r), b, &bf, &r->arena, &rows, &nb, ei);
     if (rc < 0)
         return rc;
     ids = arena_calloc(&r->arena, nb + 1, sizeof(*ids));
     ids[0] = r->who->user_id;
     for (size_t i = 0; i < nb; i++)
-        ids[i + 1] = model_get_int(b, &rows[i], "user_id");
-    store_filter_any(f, model_field_index(&model_users, "id"), ids, nb + 1);
+        ids[i + 1] = row_int(&rows[i], F_ROLE_BINDINGS_USER_ID);
+    store_filter_any(f, F_USERS_ID, ids, nb + 1);
     return 0;
 }
 
@@ -92,7 +92,7 @@ static int user_enabled(struct req *r, int64_t uid, bool *ret_enabled, struct er
     }
     if (rc < 0)
         return rc;
-    *ret_enabled = model_get_int(&model_users, &user, "disabled") == 0;
+    *ret_enabled = row_int(&user, F_USERS_DISABLED) == 0;
     return 0;
 }
 
@@ -109,18 +109,18 @@ static int find_admins(struct req *r, int64_t except, bool *ret_found, bool *ret
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_str(&f, model_field_index(&model_role_bindings, "role"), "admin");
+    store_filter_eq_str(&f, F_ROLE_BINDINGS_ROLE, "admin");
     rc = store_list_all(req_db(r), &model_role_bindings, &f, &r->arena, &rows, &n, ei);
     *ret_found = *ret_except_is_admin = false;
     for (size_t i = 0; rc >= 0 && i < n && !*ret_found; i++) {
-        int64_t uid = model_get_int(&model_role_bindings, &rows[i], "user_id");
+        int64_t uid = row_int(&rows[i], F_ROLE_BINDINGS_USER_ID);
         if (uid == except)
             *ret_except_is_admin = true;
         else
             rc = user_enabled(r, uid, ret_found, ei);
     }
     for (size_t i = 0; rc >= 0 && i < n && !*ret_except_is_admin; i++)
-        *ret_except_is_admin = model_get_int(&model_role_bindings, &rows[i], "user_id") == except;
+        *ret_except_is_admin = row_int(&rows[i], F_ROLE_BINDINGS_USER_ID) == except;
     return rc < 0 ? rc : 0;
 }
 
@@ -149,29 +149,26 @@ static int keep_an_admin(struct req *r, int64_t uid, bool removes, struct error_
 static int user_check_update(struct req *r, const struct row *before, const struct row *patch,
                              const struct row *after, struct error_info *ei)
 {
-    const struct resource_def *d = &model_users;
     (void)patch;
-    return keep_an_admin(
-        r, model_row_id(before),
-        !model_get_int(d, before, "disabled") && model_get_int(d, after, "disabled"), ei);
+    return keep_an_admin(r, model_row_id(before),
+                         !row_int(before, F_USERS_DISABLED) && row_int(after, F_USERS_DISABLED),
+                         ei);
 }
 
 /* Deleting an enabled user. */
 static int user_check_delete(struct req *r, const struct row *before, struct error_info *ei)
 {
-    return keep_an_admin(r, model_row_id(before), !model_get_int(&model_users, before, "disabled"),
-                         ei);
+    return keep_an_admin(r, model_row_id(before), !row_int(before, F_USERS_DISABLED), ei);
 }
 
 /* Deleting the admin binding of an enabled user. */
 static int binding_check_delete(struct req *r, const struct row *before, struct error_info *ei)
 {
-    const struct resource_def *d = &model_role_bindings;
-    int64_t uid = model_get_int(d, before, "user_id");
+    int64_t uid = row_int(before, F_ROLE_BINDINGS_USER_ID);
     bool removes;
     int rc;
 
-    if (strcmp(model_get(d, before, "role")->s, "admin") != 0)
+    if (strcmp(row_get(before, F_ROLE_BINDINGS_ROLE)->s, "admin") != 0)
         return 0;
     rc = user_enabled(r, uid, &removes, ei);
     return rc < 0 ? rc : keep_an_admin(r, uid, removes, ei);
@@ -194,7 +191,7 @@ static int binding_check_create(struct req *r, struct row *row, struct row *ret_
     enum role granted = ROLE_NONE;
 
     (void)ret_same;
-    role_parse(model_get(d, row, "role")->s, &granted);
+    role_parse(row_get(row, F_ROLE_BINDINGS_ROLE)->s, &granted);
     if (resource_role(r, d, row) < granted)
         return errinfo_set(ei, ERR_FORBIDDEN, "role",
                            "you cannot grant role '%s': it is above your own on that scope",

@@ -30,7 +30,7 @@ static int find_earlier(struct req *r, const struct row *row, struct row *ret,
                         struct error_info *ei)
 {
     const struct resource_def *d = &model_workloads;
-    const struct value *key = model_get(d, row, "idempotency_key");
+    const struct value *key = row_get(row, F_WORKLOADS_IDEMPOTENCY_KEY);
     struct store_filter f;
     struct row *rows;
     size_t n;
@@ -39,8 +39,8 @@ static int find_earlier(struct req *r, const struct row *row, struct row *ret,
     if (key->null || !key->s)
         return 0;
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(d, "project_id"), model_get_int(d, row, "project_id"));
-    store_filter_eq_str(&f, model_field_index(d, "idempotency_key"), key->s);
+    store_filter_eq_int(&f, F_WORKLOADS_PROJECT_ID, row_int(row, F_WORKLOADS_PROJECT_ID));
+    store_filter_eq_str(&f, F_WORKLOADS_IDEMPOTENCY_KEY, key->s);
     f.limit = 1;
     rc = store_list(req_db(r), d, &f, &r->arena, &rows, &n, ei);
     if (rc < 0)
@@ -57,10 +57,9 @@ static int find_earlier(struct req *r, const struct row *row, struct row *ret,
  */
 static int check_user_times(struct req *r, const struct row *row, struct error_info *ei)
 {
-    const struct resource_def *d = &model_workloads;
-    int64_t min_run = model_get_int(d, row, "min_runtime_s");
-    const struct value *grace = model_get(d, row, "grace_s");
-    const struct value *max_run = model_get(d, row, "max_runtime_s");
+    int64_t min_run = row_int(row, F_WORKLOADS_MIN_RUNTIME_S);
+    const struct value *grace = row_get(row, F_WORKLOADS_GRACE_S);
+    const struct value *max_run = row_get(row, F_WORKLOADS_MAX_RUNTIME_S);
 
     if (min_run > r->api->opt.max_min_runtime_s)
         return errinfo_set(ei, ERR_INVALID, "min_runtime_s",
@@ -82,27 +81,26 @@ static int check_user_times(struct req *r, const struct row *row, struct error_i
 /* Sets what the server decides about a new workload; checks its flavor is offered. */
 static int prepare(struct req *r, struct row *row, struct error_info *ei)
 {
-    const struct resource_def *d = &model_workloads;
     struct row flavor;
     int rc = check_user_times(r, row, ei);
     if (rc >= 0)
-        rc = store_get(req_db(r), &model_flavors, model_get_int(d, row, "flavor_id"), &r->arena,
+        rc = store_get(req_db(r), &model_flavors, row_int(row, F_WORKLOADS_FLAVOR_ID), &r->arena,
                        &flavor, ei);
     if (rc < 0)
         return rc;
-    if (!model_get_int(&model_flavors, &flavor, "active"))
+    if (!row_int(&flavor, F_FLAVORS_ACTIVE))
         return errinfo_set(ei, ERR_INVALID, "flavor_id", "flavor '%s' is not offered any more",
-                           model_get(&model_flavors, &flavor, "name")->s);
-    model_set_str(row, &r->arena, model_field_index(d, "state"), "queued");
-    model_set_str(row, &r->arena, model_field_index(d, "reason"), "submitted");
-    model_set_int(row, model_field_index(d, "user_id"), r->who->user_id);
-    model_set_null(row, model_field_index(d, "cluster_id"));
-    model_set_int(row, model_field_index(d, "submitted_ms"), time_now_ms());
-    model_set_null(row, model_field_index(d, "started_at"));
-    model_set_null(row, model_field_index(d, "finished_at"));
-    model_set_null(row, model_field_index(d, "exit_code"));
-    model_set_int(row, model_field_index(d, "preemptions"), 0);
-    model_set_int(row, model_field_index(d, "imported"), 0);
+                           row_get(&flavor, F_FLAVORS_NAME)->s);
+    row_set_str(row, &r->arena, F_WORKLOADS_STATE, "queued");
+    row_set_str(row, &r->arena, F_WORKLOADS_REASON, "submitted");
+    row_set_int(row, F_WORKLOADS_USER_ID, r->who->user_id);
+    row_set_null(row, F_WORKLOADS_CLUSTER_ID);
+    row_set_int(row, F_WORKLOADS_SUBMITTED_MS, time_now_ms());
+    row_set_null(row, F_WORKLOADS_STARTED_AT);
+    row_set_null(row, F_WORKLOADS_FINISHED_AT);
+    row_set_null(row, F_WORKLOADS_EXIT_CODE);
+    row_set_int(row, F_WORKLOADS_PREEMPTIONS, 0);
+    row_set_int(row, F_WORKLOADS_IMPORTED, 0);
     return 0;
 }
 
@@ -114,14 +112,12 @@ static int submitted_event(struct req *r, enum action act, const struct row *row
     int64_t id;
     if (act != ACT_CREATE)
         return 0;
-    model_set_int(&ev, model_field_index(&model_events, "workload_id"), model_row_id(row));
-    model_set_int(&ev, model_field_index(&model_events, "project_id"),
-                  model_get_int(&model_workloads, row, "project_id"));
-    model_set_int(&ev, model_field_index(&model_events, "at_ms"),
-                  model_get_int(&model_workloads, row, "submitted_ms"));
-    model_set_str(&ev, &r->arena, model_field_index(&model_events, "type"), "submitted");
-    model_set_str(&ev, &r->arena, model_field_index(&model_events, "message"),
-                  arena_printf(&r->arena, "submitted by %s", r->who->name));
+    row_set_int(&ev, F_EVENTS_WORKLOAD_ID, model_row_id(row));
+    row_set_int(&ev, F_EVENTS_PROJECT_ID, row_int(row, F_WORKLOADS_PROJECT_ID));
+    row_set_int(&ev, F_EVENTS_AT_MS, row_int(row, F_WORKLOADS_SUBMITTED_MS));
+    row_set_str(&ev, &r->arena, F_EVENTS_TYPE, "submitted");
+    row_set_str(&ev, &r->arena, F_EVENTS_MESSAGE,
+                arena_printf(&r->arena, "submitted by %s", r->who->name));
     return store_insert(req_db(r), &model_events, &ev, &id, ei);
 }
 
@@ -133,7 +129,7 @@ void workloads_cancel(struct req *r)
     struct row row;
     int rc = resource_load_visible(r, d, id, &row, &ei);
 
-    if (rc >= 0 && rbac_role_on_project(r, model_get_int(d, &row, "project_id")) < ROLE_MEMBER)
+    if (rc >= 0 && rbac_role_on_project(r, row_int(&row, F_WORKLOADS_PROJECT_ID)) < ROLE_MEMBER)
         rc = errinfo_set(&ei, ERR_FORBIDDEN, NULL,
                          "your role does not allow you to cancel work of this project");
     if (rc >= 0 && !r->api->opt.engine)
@@ -188,7 +184,7 @@ static void after_commit(struct req *r, enum action act, const struct row *row)
 static void decorate(struct req *r, const struct row *row, json_t *j)
 {
     struct engine_pending pending;
-    if (r->api->opt.engine && strcmp(model_get(&model_workloads, row, "state")->s, "queued") == 0 &&
+    if (r->api->opt.engine && strcmp(row_get(row, F_WORKLOADS_STATE)->s, "queued") == 0 &&
         engine_pending(r->api->opt.engine, model_row_id(row), &pending) == 0 && pending.queued) {
         json_object_set_new(j, "reason", json_string(pending.reason));
         if (pending.position > 0)
@@ -211,7 +207,7 @@ static int log_removed(struct req *r, int64_t id, const struct row *row, struct 
     char when[40];
     int rc;
 
-    if (!model_workload_state_ended(model_get(&model_workloads, row, "state")->s))
+    if (!model_workload_state_ended(row_get(row, F_WORKLOADS_STATE)->s))
         return 0;
     rc = retention_find_removal(req_db(r), id, &r->arena, &at_ms, &msg, ei);
     if (rc <= 0)

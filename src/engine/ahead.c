@@ -118,13 +118,13 @@ static int record_unstage(struct engine *e, int64_t id, const char *why, int64_t
     rc = store_begin(e->db, ei);
     if (rc >= 0)
         rc = store_get(e->db, d, id, &a, &w, ei);
-    if (rc >= 0 && !get(d, &w, "queued_after")->null) {
-        set_null(d, &w, "queued_after");
-        set_s(d, &a, &w, "reason", "queued");
-        set_i(d, &w, "updated_at", now / 1000);
+    if (rc >= 0 && !row_is_null(&w, F_WORKLOADS_QUEUED_AFTER)) {
+        row_set_null(&w, F_WORKLOADS_QUEUED_AFTER);
+        row_set_str(&w, &a, F_WORKLOADS_REASON, "queued");
+        row_set_int(&w, F_WORKLOADS_UPDATED_AT, now / 1000);
         rc = store_update(e->db, d, id, &w, ei);
         if (rc >= 0)
-            rc = engine__add_event(e, &a, id, get_i(d, &w, "project_id"), now, "unstaged",
+            rc = engine__add_event(e, &a, id, row_int(&w, F_WORKLOADS_PROJECT_ID), now, "unstaged",
                                    arena_printf(&a, "taken back from its cluster's queue: %s", why),
                                    ei);
     }
@@ -187,7 +187,7 @@ void engine__side_end(struct engine *e, const struct backend_event *ev)
         return;
     arena_init(&a);
     if (store_get(e->db, &model_workloads, ev->workload_id, &a, &w, &ei) >= 0 &&
-        strcmp(get_s(&model_workloads, &w, "state"), "queued") == 0) {
+        strcmp(row_str(&w, F_WORKLOADS_STATE), "queued") == 0) {
         struct sched_workload_spec sp;
         if (engine__spec_of(e, &w, &sp) == 0)
             sched_submit(e->sched, &sp, ev->at_ms); /* its original place: submitted_ms */
@@ -236,20 +236,20 @@ static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t
      * restart adopts it, finds no job by its name and queues it again; the
      * other way round its job would run unrecorded.
      */
-    set_i(d, &w, "queued_after", after_id);
-    set_s(d, &a, &w, "reason",
-          arena_printf(&a,
-                       "queued in %s behind workload %" PRId64 " on %s: starts on its GPUs"
-                       " when it ends",
-                       engine__title(b), after_id, ni->name));
-    set_i(d, &w, "cluster_id", ni->cluster_id);
-    set_i(d, &w, "updated_at", now / 1000);
+    row_set_int(&w, F_WORKLOADS_QUEUED_AFTER, after_id);
+    row_set_str(&w, &a, F_WORKLOADS_REASON,
+                arena_printf(&a,
+                             "queued in %s behind workload %" PRId64 " on %s: starts on its GPUs"
+                             " when it ends",
+                             engine__title(b), after_id, ni->name));
+    row_set_int(&w, F_WORKLOADS_CLUSTER_ID, ni->cluster_id);
+    row_set_int(&w, F_WORKLOADS_UPDATED_AT, now / 1000);
     rc = store_begin(e->db, &ei);
     if (rc >= 0)
         rc = store_update(e->db, d, id, &w, &ei);
     if (rc >= 0)
-        rc = engine__add_event(e, &a, id, get_i(d, &w, "project_id"), now, "staged",
-                               get_s(d, &w, "reason"), &ei);
+        rc = engine__add_event(e, &a, id, row_int(&w, F_WORKLOADS_PROJECT_ID), now, "staged",
+                               row_str(&w, F_WORKLOADS_REASON), &ei);
     if (rc >= 0)
         rc = store_commit(e->db, &ei);
     if (rc < 0) {
@@ -347,56 +347,58 @@ int engine__hand_over(struct engine *e, const struct staged *st, const struct ro
     buf_init(&where, 4096);
     for (size_t i = 0; rc >= 0 && i < n_held; i++) {
         struct row al = model_row_new(ald, a);
-        const struct gpu_info *g = FIND_BY_ID(e->gpus, e->n_gpus, get_i(ald, &held[i], "gpu_id"));
+        const struct gpu_info *g =
+            FIND_BY_ID(e->gpus, e->n_gpus, row_int(&held[i], F_ALLOCATIONS_GPU_ID));
         const struct node_info *n =
-            FIND_BY_ID(e->nodes, e->n_nodes, get_i(ald, &held[i], "node_id"));
+            FIND_BY_ID(e->nodes, e->n_nodes, row_int(&held[i], F_ALLOCATIONS_NODE_ID));
         int64_t id;
-        set_i(ald, &al, "workload_id", st->id);
-        set_i(ald, &al, "project_id", get_i(d, &w, "project_id"));
-        set_i(ald, &al, "replica", get_i(ald, &held[i], "replica"));
-        set_i(ald, &al, "node_id", get_i(ald, &held[i], "node_id"));
-        set_i(ald, &al, "gpu_id", get_i(ald, &held[i], "gpu_id"));
-        set_i(ald, &al, "gpu_class_id", get_i(ald, &held[i], "gpu_class_id"));
-        set_i(ald, &al, "milli", get_i(ald, &held[i], "milli"));
-        set_s(ald, a, &al, "priority_class", get_s(d, &w, "priority_class"));
-        borrowed |= get_i(ald, &held[i], "borrowed") != 0;
-        set_i(ald, &al, "borrowed", get_i(ald, &held[i], "borrowed"));
-        set_i(ald, &al, "started_ms", at);
-        set_null(ald, &al, "ended_ms");
-        set_s(ald, a, &al, "end_reason", "");
+        row_set_int(&al, F_ALLOCATIONS_WORKLOAD_ID, st->id);
+        row_set_int(&al, F_ALLOCATIONS_PROJECT_ID, row_int(&w, F_WORKLOADS_PROJECT_ID));
+        row_set_int(&al, F_ALLOCATIONS_REPLICA, row_int(&held[i], F_ALLOCATIONS_REPLICA));
+        row_set_int(&al, F_ALLOCATIONS_NODE_ID, row_int(&held[i], F_ALLOCATIONS_NODE_ID));
+        row_set_int(&al, F_ALLOCATIONS_GPU_ID, row_int(&held[i], F_ALLOCATIONS_GPU_ID));
+        row_set_int(&al, F_ALLOCATIONS_GPU_CLASS_ID, row_int(&held[i], F_ALLOCATIONS_GPU_CLASS_ID));
+        row_set_int(&al, F_ALLOCATIONS_MILLI, row_int(&held[i], F_ALLOCATIONS_MILLI));
+        row_set_str(&al, a, F_ALLOCATIONS_PRIORITY_CLASS, row_str(&w, F_WORKLOADS_PRIORITY_CLASS));
+        borrowed |= row_int(&held[i], F_ALLOCATIONS_BORROWED) != 0;
+        row_set_int(&al, F_ALLOCATIONS_BORROWED, row_int(&held[i], F_ALLOCATIONS_BORROWED));
+        row_set_int(&al, F_ALLOCATIONS_STARTED_MS, at);
+        row_set_null(&al, F_ALLOCATIONS_ENDED_MS);
+        row_set_str(&al, a, F_ALLOCATIONS_END_REASON, "");
         rc = store_insert(e->db, ald, &al, &id, ei);
-        act->gpus[i] = get_i(ald, &held[i], "gpu_id");
-        act->milli[i] = (int32_t)get_i(ald, &held[i], "milli");
-        act->replica[i] = (int32_t)get_i(ald, &held[i], "replica");
+        act->gpus[i] = row_int(&held[i], F_ALLOCATIONS_GPU_ID);
+        act->milli[i] = (int32_t)row_int(&held[i], F_ALLOCATIONS_MILLI);
+        act->replica[i] = (int32_t)row_int(&held[i], F_ALLOCATIONS_REPLICA);
         if (where.len < 3000)
             buf_printf(&where, "%s%s/%d", i ? ", " : "", n ? n->name : "?", g ? g->index : -1);
     }
-    ni = FIND_BY_ID(e->nodes, e->n_nodes, get_i(ald, &held[0], "node_id"));
-    set_s(d, a, &w, "state", "running");
-    set_s(d, a, &w, "reason", borrowed ? "running on borrowed capacity" : "running");
-    set_i(d, &w, "started_at", at / 1000);
-    set_null(d, &w, "finished_at");
-    set_null(d, &w, "exit_code");
-    set_null(d, &w, "queued_after");
+    ni = FIND_BY_ID(e->nodes, e->n_nodes, row_int(&held[0], F_ALLOCATIONS_NODE_ID));
+    row_set_str(&w, a, F_WORKLOADS_STATE, "running");
+    row_set_str(&w, a, F_WORKLOADS_REASON, borrowed ? "running on borrowed capacity" : "running");
+    row_set_int(&w, F_WORKLOADS_STARTED_AT, at / 1000);
+    row_set_null(&w, F_WORKLOADS_FINISHED_AT);
+    row_set_null(&w, F_WORKLOADS_EXIT_CODE);
+    row_set_null(&w, F_WORKLOADS_QUEUED_AFTER);
     if (ni)
-        set_i(d, &w, "cluster_id", ni->cluster_id);
-    set_i(d, &w, "updated_at", at / 1000);
+        row_set_int(&w, F_WORKLOADS_CLUSTER_ID, ni->cluster_id);
+    row_set_int(&w, F_WORKLOADS_UPDATED_AT, at / 1000);
     if (rc >= 0)
         rc = store_update(e->db, d, st->id, &w, ei);
     if (rc >= 0)
-        rc = engine__add_event(e, a, st->id, get_i(d, &w, "project_id"), at, "admitted",
-                               arena_printf(a,
-                                            "admitted as %s%s on %s: the GPUs of workload %" PRId64
-                                            ", which it waited behind in its cluster's queue",
-                                            strcmp(get_s(d, &w, "priority_class"), "owned") == 0
-                                                ? "owned (P1) work"
-                                                : "opportunistic (P2) work",
-                                            borrowed ? ", on borrowed capacity" : "",
-                                            where.data ? where.data : "?", st->after_id),
-                               ei);
+        rc = engine__add_event(
+            e, a, st->id, row_int(&w, F_WORKLOADS_PROJECT_ID), at, "admitted",
+            arena_printf(a,
+                         "admitted as %s%s on %s: the GPUs of workload %" PRId64
+                         ", which it waited behind in its cluster's queue",
+                         strcmp(row_str(&w, F_WORKLOADS_PRIORITY_CLASS), "owned") == 0
+                             ? "owned (P1) work"
+                             : "opportunistic (P2) work",
+                         borrowed ? ", on borrowed capacity" : "", where.data ? where.data : "?",
+                         st->after_id),
+            ei);
     if (rc >= 0)
         rc = engine__add_event(
-            e, a, st->id, get_i(d, &w, "project_id"), at, "running",
+            e, a, st->id, row_int(&w, F_WORKLOADS_PROJECT_ID), at, "running",
             arena_printf(a, "started by its backend as workload %" PRId64 " ended", st->after_id),
             ei);
     buf_release(&where);
@@ -419,8 +421,7 @@ const char *engine__restore_staged(struct engine *e, bool adopt, const struct ro
                                    const struct row *allocs, size_t n_allocs, int64_t now,
                                    struct arena *a)
 {
-    const struct resource_def *ald = &model_allocations;
-    int64_t id = model_row_id(w), after = get_i(&model_workloads, w, "queued_after");
+    int64_t id = model_row_id(w), after = row_int(w, F_WORKLOADS_QUEUED_AFTER);
     int64_t root = engine__staged_root(e, after, NULL); /* restored first: see restore_workloads */
     struct sched_assign as[SCHED_MAX_GPUS_PER_NODE];
     const struct node_info *ni = NULL;
@@ -429,7 +430,7 @@ const char *engine__restore_staged(struct engine *e, bool adopt, const struct ro
     size_t k = 0;
 
     for (size_t j = 0; j < n_allocs && k < ARRAY_SIZE(as); j++) {
-        if (get_i(ald, &allocs[j], "workload_id") != root)
+        if (row_int(&allocs[j], F_ALLOCATIONS_WORKLOAD_ID) != root)
             continue;
         as[k++] = engine__assign_of(&allocs[j]);
     }
@@ -438,7 +439,7 @@ const char *engine__restore_staged(struct engine *e, bool adopt, const struct ro
     if (ni)
         b = engine__backend_of(e, ni->cluster_id);
     if (!b || !b->ops->launch_after) {
-        struct backend *own = engine__backend_of(e, get_i(&model_workloads, w, "cluster_id"));
+        struct backend *own = engine__backend_of(e, row_int(w, F_WORKLOADS_CLUSTER_ID));
         char wid[24];
         snprintf(wid, sizeof(wid), "%" PRId64, id);
         log_warn("work queued ahead behind work that holds nothing: queued here again", "workload",

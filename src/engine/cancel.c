@@ -21,16 +21,16 @@ static int cancel_queued(struct engine *e, int64_t id, struct error_info *ei)
     if (rc >= 0)
         rc = store_get(e->db, &model_workloads, id, &a, &w, ei);
     if (rc >= 0) {
-        set_s(&model_workloads, &a, &w, "state", "cancelled");
-        set_s(&model_workloads, &a, &w, "reason", "cancelled while queued");
-        set_null(&model_workloads, &w, "queued_after");
-        set_i(&model_workloads, &w, "finished_at", now / 1000);
-        set_i(&model_workloads, &w, "updated_at", now / 1000);
+        row_set_str(&w, &a, F_WORKLOADS_STATE, "cancelled");
+        row_set_str(&w, &a, F_WORKLOADS_REASON, "cancelled while queued");
+        row_set_null(&w, F_WORKLOADS_QUEUED_AFTER);
+        row_set_int(&w, F_WORKLOADS_FINISHED_AT, now / 1000);
+        row_set_int(&w, F_WORKLOADS_UPDATED_AT, now / 1000);
         rc = store_update(e->db, &model_workloads, id, &w, ei);
     }
     if (rc >= 0)
-        rc = engine__add_event(e, &a, id, get_i(&model_workloads, &w, "project_id"), now,
-                               "cancelled", "cancelled while queued", ei);
+        rc = engine__add_event(e, &a, id, row_int(&w, F_WORKLOADS_PROJECT_ID), now, "cancelled",
+                               "cancelled while queued", ei);
     if (rc >= 0)
         rc = store_commit(e->db, ei);
     if (rc < 0)
@@ -88,10 +88,10 @@ int engine__stop_running(struct engine *e, int64_t workload_id, const char *why,
     arena_init(&a);
     rc = store_get(e->db, &model_workloads, workload_id, &a, &w, ei);
     if (rc >= 0) {
-        const struct value *g = get(&model_workloads, &w, "grace_s");
+        const struct value *g = row_get(&w, F_WORKLOADS_GRACE_S);
         if (!g->null)
             grace = g->i * 1000; /* the workload's own grace, as for a preemption */
-        rc = engine__add_event(e, &a, workload_id, get_i(&model_workloads, &w, "project_id"), now,
+        rc = engine__add_event(e, &a, workload_id, row_int(&w, F_WORKLOADS_PROJECT_ID), now,
                                "cancelling", why, ei);
     }
     for (size_t b = 0; b < e->n_backends; b++)

@@ -77,9 +77,9 @@ static void track_idle(struct engine *e, const struct row *rows, size_t n, int64
     } *runs = arena_calloc(a, n + 1, sizeof(*runs));
     size_t n_runs = 0;
     for (size_t i = 0; i < n; i++) {
-        int64_t wid = get_i(&model_allocations, &rows[i], "workload_id");
+        int64_t wid = row_int(&rows[i], F_ALLOCATIONS_WORKLOAD_ID);
         const struct gpu_info *g =
-            FIND_BY_ID(e->gpus, e->n_gpus, get_i(&model_allocations, &rows[i], "gpu_id"));
+            FIND_BY_ID(e->gpus, e->n_gpus, row_int(&rows[i], F_ALLOCATIONS_GPU_ID));
         struct collector_gpu cg;
         bool idle = g && g->uuid && collector_gpu(e->opt.collector, g->uuid, true, now, &cg) &&
                     cg.state == INV_STATE_IDLE_ALLOCATED;
@@ -87,10 +87,9 @@ static void track_idle(struct engine *e, const struct row *rows, size_t n, int64
         while (k < n_runs && runs[k].wid != wid)
             k++;
         if (k == n_runs)
-            runs[n_runs++] =
-                (struct run_idle){wid, true,
-                                  strcmp(get_s(&model_allocations, &rows[i], "priority_class"),
-                                         "opportunistic") == 0};
+            runs[n_runs++] = (struct run_idle){
+                wid, true,
+                strcmp(row_str(&rows[i], F_ALLOCATIONS_PRIORITY_CLASS), "opportunistic") == 0};
         runs[k].idle &= idle;
     }
     for (size_t k = 0; k < n_runs; k++) {
@@ -131,9 +130,8 @@ static void act_on_idle(struct engine *e, int64_t now, struct arena *a, struct e
                 snprintf(why, sizeof(why),
                          "idle for %s: its GPUs are allocated but unused (reclaimable)", idle_for);
                 if (store_get(e->db, &model_workloads, t->workload_id, a, &w, ei) >= 0)
-                    engine__add_event(e, a, t->workload_id,
-                                      get_i(&model_workloads, &w, "project_id"), now, "idle", why,
-                                      ei);
+                    engine__add_event(e, a, t->workload_id, row_int(&w, F_WORKLOADS_PROJECT_ID),
+                                      now, "idle", why, ei);
                 t->notified = true;
             }
             if ((act & INV_IDLE_STOP) && !t->stopped) {
@@ -161,7 +159,7 @@ void engine__idle_chores(struct engine *e, int64_t now)
     e->idle_checked = now;
     arena_init(&a);
     store_filter_init(&f);
-    store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
+    store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
     if (store_list_all(e->db, &model_allocations, &f, &a, &rows, &n, &ei) < 0) {
         arena_release(&a);
         return;
@@ -172,7 +170,7 @@ void engine__idle_chores(struct engine *e, int64_t now)
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
             const struct gpu_info *g =
-                FIND_BY_ID(e->gpus, e->n_gpus, get_i(&model_allocations, &rows[i], "gpu_id"));
+                FIND_BY_ID(e->gpus, e->n_gpus, row_int(&rows[i], F_ALLOCATIONS_GPU_ID));
             if (g && g->uuid && *g->uuid)
                 uuids[k++] = g->uuid;
         }

@@ -16,17 +16,18 @@
 void engine__launch_of(struct engine *e, const struct row *w, const struct sched_assign *as,
                        size_t n_as, struct arena *a, struct backend_launch *l)
 {
-    const struct resource_def *d = &model_workloads;
-    const struct flavor_info *f = FIND_BY_ID(e->flavors, e->n_flavors, get_i(d, w, "flavor_id"));
-    int32_t replicas = (int32_t)get_i(d, w, "replicas");
+    const struct flavor_info *f =
+        FIND_BY_ID(e->flavors, e->n_flavors, row_int(w, F_WORKLOADS_FLAVOR_ID));
+    int32_t replicas = (int32_t)row_int(w, F_WORKLOADS_REPLICAS);
     struct backend_replica *reps = arena_calloc(a, (size_t)replicas, sizeof(*reps));
-    const struct value *dur = get(d, w, "duration_s"), *maxrt = get(d, w, "max_runtime_s");
+    const struct value *dur = row_get(w, F_WORKLOADS_DURATION_S),
+                       *maxrt = row_get(w, F_WORKLOADS_MAX_RUNTIME_S);
 
     memset(l, 0, sizeof(*l));
     l->workload_id = model_row_id(w);
-    l->project_id = get_i(d, w, "project_id");
-    l->command = arena_strdup(a, get_s(d, w, "command"));
-    l->image = arena_strdup(a, get_s(d, w, "image"));
+    l->project_id = row_int(w, F_WORKLOADS_PROJECT_ID);
+    l->command = arena_strdup(a, row_str(w, F_WORKLOADS_COMMAND));
+    l->image = arena_strdup(a, row_str(w, F_WORKLOADS_IMAGE));
     l->cpu_milli = f ? f->cpu_milli : 0;
     l->mem_mib = f ? f->mem_mib : 0;
     l->duration_ms = dur->null ? -1 : dur->i * 1000;
@@ -61,11 +62,11 @@ int engine__add_event(struct engine *e, struct arena *a, int64_t wid, int64_t pr
 {
     struct row ev = model_row_new(&model_events, a);
     int64_t id;
-    set_i(&model_events, &ev, "workload_id", wid);
-    set_i(&model_events, &ev, "project_id", project);
-    set_i(&model_events, &ev, "at_ms", at);
-    set_s(&model_events, a, &ev, "type", type);
-    set_s(&model_events, a, &ev, "message", msg);
+    row_set_int(&ev, F_EVENTS_WORKLOAD_ID, wid);
+    row_set_int(&ev, F_EVENTS_PROJECT_ID, project);
+    row_set_int(&ev, F_EVENTS_AT_MS, at);
+    row_set_str(&ev, a, F_EVENTS_TYPE, type);
+    row_set_str(&ev, a, F_EVENTS_MESSAGE, msg);
     return store_insert(e->db, &model_events, &ev, &id, ei);
 }
 
@@ -88,14 +89,15 @@ static int persist_admit(struct engine *e, const struct sched_admit *ad, int64_t
 
     if (rc < 0)
         return rc;
-    set_s(d, a, &w, "state", "admitted");
-    set_s(d, a, &w, "reason", ad->borrowed ? "starting on borrowed capacity" : "starting");
-    set_i(d, &w, "started_at", now / 1000);
-    set_null(d, &w, "finished_at");
-    set_null(d, &w, "exit_code");
+    row_set_str(&w, a, F_WORKLOADS_STATE, "admitted");
+    row_set_str(&w, a, F_WORKLOADS_REASON,
+                ad->borrowed ? "starting on borrowed capacity" : "starting");
+    row_set_int(&w, F_WORKLOADS_STARTED_AT, now / 1000);
+    row_set_null(&w, F_WORKLOADS_FINISHED_AT);
+    row_set_null(&w, F_WORKLOADS_EXIT_CODE);
     if (ni)
-        set_i(d, &w, "cluster_id", ni->cluster_id);
-    set_i(d, &w, "updated_at", now / 1000);
+        row_set_int(&w, F_WORKLOADS_CLUSTER_ID, ni->cluster_id);
+    row_set_int(&w, F_WORKLOADS_UPDATED_AT, now / 1000);
     rc = store_update(e->db, d, ad->workload_id, &w, ei);
     buf_init(&where, 4096);
     for (size_t i = 0; rc >= 0 && i < ad->n_assigns; i++) {
@@ -105,36 +107,37 @@ static int persist_admit(struct engine *e, const struct sched_admit *ad, int64_t
             as[i].gpu_id ? FIND_BY_ID(e->gpus, e->n_gpus, as[i].gpu_id) : NULL;
         const struct node_info *n = FIND_BY_ID(e->nodes, e->n_nodes, as[i].node_id);
         int64_t id;
-        set_i(ald, &al, "workload_id", ad->workload_id);
-        set_i(ald, &al, "project_id", get_i(d, &w, "project_id"));
-        set_i(ald, &al, "replica", as[i].replica);
-        set_i(ald, &al, "node_id", as[i].node_id);
+        row_set_int(&al, F_ALLOCATIONS_WORKLOAD_ID, ad->workload_id);
+        row_set_int(&al, F_ALLOCATIONS_PROJECT_ID, row_int(&w, F_WORKLOADS_PROJECT_ID));
+        row_set_int(&al, F_ALLOCATIONS_REPLICA, as[i].replica);
+        row_set_int(&al, F_ALLOCATIONS_NODE_ID, as[i].node_id);
         if (g) {
-            set_i(ald, &al, "gpu_id", g->id);
-            set_i(ald, &al, "gpu_class_id", g->class_id);
+            row_set_int(&al, F_ALLOCATIONS_GPU_ID, g->id);
+            row_set_int(&al, F_ALLOCATIONS_GPU_CLASS_ID, g->class_id);
         } else {
-            set_null(ald, &al, "gpu_id");
-            set_null(ald, &al, "gpu_class_id");
+            row_set_null(&al, F_ALLOCATIONS_GPU_ID);
+            row_set_null(&al, F_ALLOCATIONS_GPU_CLASS_ID);
         }
-        set_i(ald, &al, "milli", as[i].milli);
-        set_s(ald, a, &al, "priority_class", get_s(d, &w, "priority_class"));
-        set_i(ald, &al, "borrowed", ad->borrowed);
-        set_i(ald, &al, "started_ms", now);
-        set_null(ald, &al, "ended_ms");
-        set_s(ald, a, &al, "end_reason", "");
+        row_set_int(&al, F_ALLOCATIONS_MILLI, as[i].milli);
+        row_set_str(&al, a, F_ALLOCATIONS_PRIORITY_CLASS, row_str(&w, F_WORKLOADS_PRIORITY_CLASS));
+        row_set_int(&al, F_ALLOCATIONS_BORROWED, ad->borrowed);
+        row_set_int(&al, F_ALLOCATIONS_STARTED_MS, now);
+        row_set_null(&al, F_ALLOCATIONS_ENDED_MS);
+        row_set_str(&al, a, F_ALLOCATIONS_END_REASON, "");
         rc = store_insert(e->db, ald, &al, &id, ei);
         if (where.len < 3000)
             buf_printf(&where, "%s%s/%d", i ? ", " : "", n ? n->name : "?", g ? g->index : -1);
     }
     if (rc >= 0)
-        rc = engine__add_event(e, a, ad->workload_id, get_i(d, &w, "project_id"), now, "admitted",
-                               arena_printf(a, "admitted as %s%s on %s",
-                                            strcmp(get_s(d, &w, "priority_class"), "owned") == 0
-                                                ? "owned (P1) work"
-                                                : "opportunistic (P2) work",
-                                            ad->borrowed ? ", on borrowed capacity" : "",
-                                            where.data ? where.data : "cpu"),
-                               ei);
+        rc = engine__add_event(
+            e, a, ad->workload_id, row_int(&w, F_WORKLOADS_PROJECT_ID), now, "admitted",
+            arena_printf(a, "admitted as %s%s on %s",
+                         strcmp(row_str(&w, F_WORKLOADS_PRIORITY_CLASS), "owned") == 0
+                             ? "owned (P1) work"
+                             : "opportunistic (P2) work",
+                         ad->borrowed ? ", on borrowed capacity" : "",
+                         where.data ? where.data : "cpu"),
+            ei);
     buf_release(&where);
     *ret_row = w;
     return rc;
@@ -153,7 +156,7 @@ static int persist_preemption(struct engine *e, const struct sched_preemption *p
 
     if (rc < 0)
         goto out;
-    pre_project = get_i(&model_workloads, &pre, "project_id");
+    pre_project = row_int(&pre, F_WORKLOADS_PROJECT_ID);
     for (size_t i = 0; i < pe->n_victims; i++) {
         json_array_append_new(
             victims, json_pack("{s:I,s:I,s:I,s:I}", "workload_id", (json_int_t)vs[i].workload_id,
@@ -176,25 +179,25 @@ static int persist_preemption(struct engine *e, const struct sched_preemption *p
                              "used", (json_int_t)(qs[i].used - freed), "guaranteed",
                              (json_int_t)qs[i].guaranteed, "limit", (json_int_t)qs[i].limit));
     }
-    set_i(&model_preemptions, &led, "preemptor_id", pe->preemptor_id);
-    set_i(&model_preemptions, &led, "project_id", pre_project);
-    set_s(&model_preemptions, a, &led, "rule", "reclaim");
-    set_i(&model_preemptions, &led, "gpu_class_id", qs[0].class_id);
+    row_set_int(&led, F_PREEMPTIONS_PREEMPTOR_ID, pe->preemptor_id);
+    row_set_int(&led, F_PREEMPTIONS_PROJECT_ID, pre_project);
+    row_set_str(&led, a, F_PREEMPTIONS_RULE, "reclaim");
+    row_set_int(&led, F_PREEMPTIONS_GPU_CLASS_ID, qs[0].class_id);
     text = json_dumps(victims, JSON_COMPACT);
-    set_s(&model_preemptions, a, &led, "victims", text);
+    row_set_str(&led, a, F_PREEMPTIONS_VICTIMS, text);
     free(text);
     text = json_dumps(before, JSON_COMPACT);
-    set_s(&model_preemptions, a, &led, "quota_before", text);
+    row_set_str(&led, a, F_PREEMPTIONS_QUOTA_BEFORE, text);
     free(text);
     text = json_dumps(after, JSON_COMPACT);
-    set_s(&model_preemptions, a, &led, "quota_after", text);
+    row_set_str(&led, a, F_PREEMPTIONS_QUOTA_AFTER, text);
     free(text);
-    set_i(&model_preemptions, &led, "gpu_milli", pe->gpu_milli_reclaimed);
-    set_i(&model_preemptions, &led, "grace_ms", pe->grace_ms);
-    set_i(&model_preemptions, &led, "decided_ms", pe->decided_ms);
-    set_null(&model_preemptions, &led, "released_ms");
-    set_null(&model_preemptions, &led, "reclaim_ms");
-    set_i(&model_preemptions, &led, "gpu_ms_lost", lost);
+    row_set_int(&led, F_PREEMPTIONS_GPU_MILLI, pe->gpu_milli_reclaimed);
+    row_set_int(&led, F_PREEMPTIONS_GRACE_MS, pe->grace_ms);
+    row_set_int(&led, F_PREEMPTIONS_DECIDED_MS, pe->decided_ms);
+    row_set_null(&led, F_PREEMPTIONS_RELEASED_MS);
+    row_set_null(&led, F_PREEMPTIONS_RECLAIM_MS);
+    row_set_int(&led, F_PREEMPTIONS_GPU_MS_LOST, lost);
     rc = store_insert(e->db, &model_preemptions, &led, &ledger_id, ei);
     if (rc >= 0)
         rc = engine__add_event(
@@ -217,11 +220,11 @@ static int persist_preemption(struct engine *e, const struct sched_preemption *p
         rc = store_get(e->db, &model_workloads, vs[i].workload_id, a, &v, ei);
         if (rc < 0)
             break;
-        set_s(&model_workloads, a, &v, "state", "preempting");
-        set_s(&model_workloads, a, &v, "reason",
-              arena_printf(a, "preempted for owned work of %s (ledger entry %" PRId64 ")", taker,
-                           ledger_id));
-        set_i(&model_workloads, &v, "updated_at", pe->decided_ms / 1000);
+        row_set_str(&v, a, F_WORKLOADS_STATE, "preempting");
+        row_set_str(&v, a, F_WORKLOADS_REASON,
+                    arena_printf(a, "preempted for owned work of %s (ledger entry %" PRId64 ")",
+                                 taker, ledger_id));
+        row_set_int(&v, F_WORKLOADS_UPDATED_AT, pe->decided_ms / 1000);
         rc = store_update(e->db, &model_workloads, vs[i].workload_id, &v, ei);
         if (rc >= 0)
             rc = engine__add_event(e, a, vs[i].workload_id, vs[i].project_id, pe->decided_ms,
@@ -258,13 +261,13 @@ static int mark_running(struct engine *e, struct row *rows, const bool *started,
         struct row *w = &rows[i];
         if (!started[i])
             continue;
-        set_s(d, a, w, "state", "running");
-        set_s(d, a, w, "reason",
-              e->dec.admits[i].borrowed ? "running on borrowed capacity" : "running");
+        row_set_str(w, a, F_WORKLOADS_STATE, "running");
+        row_set_str(w, a, F_WORKLOADS_REASON,
+                    e->dec.admits[i].borrowed ? "running on borrowed capacity" : "running");
         rc = store_update(e->db, d, model_row_id(w), w, ei);
         if (rc >= 0)
-            rc = engine__add_event(e, a, model_row_id(w), get_i(d, w, "project_id"), now, "running",
-                                   "started by its backend", ei);
+            rc = engine__add_event(e, a, model_row_id(w), row_int(w, F_WORKLOADS_PROJECT_ID), now,
+                                   "running", "started by its backend", ei);
     }
     if (rc >= 0)
         rc = store_commit(e->db, ei);
@@ -337,10 +340,9 @@ int engine__apply_decisions(struct engine *e, int64_t now, struct error_info *ei
     }
     /* Committed: count it, then act, then record what the backends did with it. */
     for (size_t i = 0; i < e->dec.n_admits; i++) {
-        if (get_i(&model_workloads, &rows[i], "preemptions") == 0)
+        if (row_int(&rows[i], F_WORKLOADS_PREEMPTIONS) == 0)
             metrics_histogram_observe(&e->metrics.queue_wait,
-                                      (now - get_i(&model_workloads, &rows[i], "submitted_ms")) *
-                                          1000);
+                                      (now - row_int(&rows[i], F_WORKLOADS_SUBMITTED_MS)) * 1000);
     }
     e->metrics.preemptions_reclaim += e->dec.n_preemptions; /* reclaim is the only rule */
     launch_admitted(e, rows, now, &a, ei);
@@ -367,7 +369,7 @@ int engine__open_allocations(struct engine *e, int64_t wid, struct arena *a, str
     struct store_filter f;
     store_filter_init(&f);
     f.limit = 10000;
-    store_filter_eq_int(&f, model_field_index(&model_allocations, "workload_id"), wid);
-    store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
+    store_filter_eq_int(&f, F_ALLOCATIONS_WORKLOAD_ID, wid);
+    store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
     return store_list(e->db, &model_allocations, &f, a, ret, ret_n, ei);
 }

@@ -38,16 +38,16 @@ static int close_allocations(struct engine *e, int64_t wid, int64_t at, const ch
     int rc = engine__open_allocations(e, wid, a, &rows, &n, ei);
 
     for (size_t i = 0; rc >= 0 && i < n; i++) {
-        int64_t started = get_i(&model_allocations, &rows[i], "started_ms");
-        int64_t rep = get_i(&model_allocations, &rows[i], "replica");
+        int64_t started = row_int(&rows[i], F_ALLOCATIONS_STARTED_MS);
+        int64_t rep = row_int(&rows[i], F_ALLOCATIONS_REPLICA);
         bool seen = false;
         for (size_t k = 0; k < i; k++)
-            seen |= get_i(&model_allocations, &rows[k], "replica") == rep;
+            seen |= row_int(&rows[k], F_ALLOCATIONS_REPLICA) == rep;
         replicas += !seen;
         if (i == 0 || started < run_started)
             run_started = started;
-        set_i(&model_allocations, &rows[i], "ended_ms", at < 0 ? started : at);
-        set_s(&model_allocations, a, &rows[i], "end_reason", why);
+        row_set_int(&rows[i], F_ALLOCATIONS_ENDED_MS, at < 0 ? started : at);
+        row_set_str(&rows[i], a, F_ALLOCATIONS_END_REASON, why);
         rc = store_update(e->db, &model_allocations, model_row_id(&rows[i]), &rows[i], ei);
     }
     /* The run's usage goes to the ledger in the same transaction: never lost, never twice. */
@@ -78,9 +78,9 @@ static int victim_released(struct engine *e, int64_t vid, int64_t at, struct are
         int rc = store_get(e->db, &model_preemptions, ledger, a, &led, ei);
         if (rc < 0)
             return rc;
-        set_i(&model_preemptions, &led, "released_ms", at);
-        *ret_reclaim_ms = at - get_i(&model_preemptions, &led, "decided_ms");
-        set_i(&model_preemptions, &led, "reclaim_ms", *ret_reclaim_ms);
+        row_set_int(&led, F_PREEMPTIONS_RELEASED_MS, at);
+        *ret_reclaim_ms = at - row_int(&led, F_PREEMPTIONS_DECIDED_MS);
+        row_set_int(&led, F_PREEMPTIONS_RECLAIM_MS, *ret_reclaim_ms);
         return store_update(e->db, &model_preemptions, ledger, &led, ei);
     }
     return 0;
@@ -114,7 +114,7 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
         return rc;
     cancel = take_cancelling(e, ev->workload_id);
     preempted = info.state == SCHED_PREEMPTING && !cancel;
-    requeue = preempted && get_i(d, &w, "requeue");
+    requeue = preempted && row_int(&w, F_WORKLOADS_REQUEUE);
     if (cancel) {
         state = "cancelled";
         reason = "cancelled while running";
@@ -139,18 +139,18 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
         reason = arena_printf(a, "exited with status %d", ev->exit_code);
     }
     alloc_reason = preempted ? "preempted" : state;
-    set_s(d, a, &w, "state", state);
-    set_s(d, a, &w, "reason", reason);
-    set_i(d, &w, "exit_code", ev->exit_code);
+    row_set_str(&w, a, F_WORKLOADS_STATE, state);
+    row_set_str(&w, a, F_WORKLOADS_REASON, reason);
+    row_set_int(&w, F_WORKLOADS_EXIT_CODE, ev->exit_code);
     if (requeue) {
-        set_null(d, &w, "finished_at");
-        set_null(d, &w, "exit_code");
+        row_set_null(&w, F_WORKLOADS_FINISHED_AT);
+        row_set_null(&w, F_WORKLOADS_EXIT_CODE);
     } else {
-        set_i(d, &w, "finished_at", ev->at_ms / 1000);
+        row_set_int(&w, F_WORKLOADS_FINISHED_AT, ev->at_ms / 1000);
     }
     if (preempted)
-        set_i(d, &w, "preemptions", get_i(d, &w, "preemptions") + 1);
-    set_i(d, &w, "updated_at", ev->at_ms / 1000);
+        row_set_int(&w, F_WORKLOADS_PREEMPTIONS, row_int(&w, F_WORKLOADS_PREEMPTIONS) + 1);
+    row_set_int(&w, F_WORKLOADS_UPDATED_AT, ev->at_ms / 1000);
     rc = store_update(e->db, d, ev->workload_id, &w, ei);
     /*
      * Work queued behind it in its backend starts there now, on its GPUs:
@@ -169,11 +169,12 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
         rc = close_allocations(e, ev->workload_id, ev->how == BACKEND_NOT_STARTED ? -1 : ev->at_ms,
                                alloc_reason, a, ei);
     if (rc >= 0)
-        rc = engine__add_event(e, a, ev->workload_id, get_i(d, &w, "project_id"), ev->at_ms,
-                               requeue     ? "requeued"
-                               : preempted ? "preempted"
-                                           : state,
-                               reason, ei);
+        rc =
+            engine__add_event(e, a, ev->workload_id, row_int(&w, F_WORKLOADS_PROJECT_ID), ev->at_ms,
+                              requeue     ? "requeued"
+                              : preempted ? "preempted"
+                                          : state,
+                              reason, ei);
     if (rc >= 0 && next)
         rc = engine__hand_over(e, next, held, n_held, ev->at_ms, a, act, ei);
     if (rc >= 0 && info.state == SCHED_PREEMPTING)

@@ -178,40 +178,6 @@ struct engine {
          : 0,                                                                                      \
      &(arr)[(n)++])
 
-static inline const struct value *get(const struct resource_def *def, const struct row *r,
-                                      const char *f)
-{
-    return model_get(def, r, f);
-}
-
-static inline int64_t get_i(const struct resource_def *def, const struct row *r, const char *f)
-{
-    const struct value *v = model_get(def, r, f);
-    return v->null ? 0 : v->i;
-}
-
-static inline const char *get_s(const struct resource_def *def, const struct row *r, const char *f)
-{
-    const struct value *v = model_get(def, r, f);
-    return v->null || !v->s ? "" : v->s;
-}
-
-static inline void set_i(const struct resource_def *def, struct row *r, const char *f, int64_t i)
-{
-    model_set_int(r, model_field_index(def, f), i);
-}
-
-static inline void set_s(const struct resource_def *def, struct arena *a, struct row *r,
-                         const char *f, const char *s)
-{
-    model_set_str(r, a, model_field_index(def, f), s);
-}
-
-static inline void set_null(const struct resource_def *def, struct row *r, const char *f)
-{
-    model_set_null(r, model_field_index(def, f));
-}
-
 /*
  * Sorted-by-id lookup over an array of structs whose first member is their
  * int64 id: the store lists in id order and new rows get higher ids.

@@ -53,7 +53,7 @@ void engine__take_inbox(struct engine *e, int64_t now)
         struct sched_workload_spec sp;
         struct error_info ei = {0};
         if (store_get(e->db, &model_workloads, ids[i], &a, &w, &ei) < 0 ||
-            strcmp(get_s(&model_workloads, &w, "state"), "queued") != 0)
+            strcmp(row_str(&w, F_WORKLOADS_STATE), "queued") != 0)
             continue;
         if (engine__spec_of(e, &w, &sp) == 0)
             sched_submit(e->sched, &sp, now);
@@ -84,24 +84,25 @@ static void apply_changes(struct engine *e)
             e->reload = true;
         } else if (c->def == &model_projects) {
             struct named *n = FIND_BY_ID(e->projects, e->n_projects, model_row_id(r));
-            sched_set_project(e->sched, model_row_id(r), get_i(c->def, r, "org_id"),
-                              (int)get_i(c->def, r, "weight"));
+            sched_set_project(e->sched, model_row_id(r), row_int(r, F_PROJECTS_ORG_ID),
+                              (int)row_int(r, F_PROJECTS_WEIGHT));
             if (n) {
                 free(n->name);
-                n->name = xstrdup(get_s(c->def, r, "name"));
+                n->name = xstrdup(row_str(r, F_PROJECTS_NAME));
             } else {
                 *APPEND(e->projects, e->n_projects, e->cap_projects) =
-                    (struct named){model_row_id(r), xstrdup(get_s(c->def, r, "name"))};
+                    (struct named){model_row_id(r), xstrdup(row_str(r, F_PROJECTS_NAME))};
             }
         } else if (c->def == &model_quotas) {
-            const struct value *g = get(c->def, r, "guaranteed_milli");
-            const struct value *l = get(c->def, r, "limit_milli");
-            sched_set_quota(e->sched, get_i(c->def, r, "project_id"),
-                            get_i(c->def, r, "gpu_class_id"), g->null ? -1 : g->i,
+            const struct value *g = row_get(r, F_QUOTAS_GUARANTEED_MILLI);
+            const struct value *l = row_get(r, F_QUOTAS_LIMIT_MILLI);
+            sched_set_quota(e->sched, row_int(r, F_QUOTAS_PROJECT_ID),
+                            row_int(r, F_QUOTAS_GPU_CLASS_ID), g->null ? -1 : g->i,
                             l->null ? -1 : l->i);
         } else if (c->def == &model_org_quotas) {
-            sched_set_org_cap(e->sched, get_i(c->def, r, "org_id"),
-                              get_i(c->def, r, "gpu_class_id"), get_i(c->def, r, "limit_milli"));
+            sched_set_org_cap(e->sched, row_int(r, F_ORG_QUOTAS_ORG_ID),
+                              row_int(r, F_ORG_QUOTAS_GPU_CLASS_ID),
+                              row_int(r, F_ORG_QUOTAS_LIMIT_MILLI));
         } else if (c->def == &model_flavors) {
             engine__set_flavor(e, r);
         }

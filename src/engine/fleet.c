@@ -21,6 +21,22 @@
 #include "base/buf.h"
 #include "base/log.h"
 
+/*
+ * Setters by field name, for the few places where the resource is a
+ * parameter (the time stamps of any row, a named node or GPU field); every
+ * fixed field elsewhere is set by its F_* index.
+ */
+static void set_i(const struct resource_def *def, struct row *r, const char *f, int64_t i)
+{
+    row_set_int(r, model_field_index(def, f), i);
+}
+
+static void set_s(const struct resource_def *def, struct arena *a, struct row *r, const char *f,
+                  const char *s)
+{
+    row_set_str(r, a, model_field_index(def, f), s);
+}
+
 /* A log line's message about a backend's kind: "local GPU added". */
 static const char *kind_msg(char *buf, size_t size, const char *kind, const char *what)
 {
@@ -58,7 +74,7 @@ static int class_id_of(struct engine *e, const char *name, const char *model, in
     int rc;
 
     store_filter_init(&f);
-    store_filter_eq_str(&f, model_field_index(&model_gpu_classes, "name"), name);
+    store_filter_eq_str(&f, F_GPU_CLASSES_NAME, name);
     rc = store_list(e->db, &model_gpu_classes, &f, a, &rows, &n, ei);
     if (rc >= 0 && n) {
         *ret = model_row_id(&rows[0]);
@@ -106,10 +122,10 @@ static int sync_node(struct engine *e, int64_t cluster_id, struct row *rows, siz
     int rc;
 
     for (size_t i = 0; i < n_rows && !have; i++)
-        have = strcmp(get_s(nd, &rows[i], "name"), name) == 0 ? &rows[i] : NULL;
+        have = strcmp(row_str(&rows[i], F_NODES_NAME), name) == 0 ? &rows[i] : NULL;
     if (have) {
         *ret_id = model_row_id(have);
-        if (keep_state || strcmp(get_s(nd, have, "state"), state) == 0)
+        if (keep_state || strcmp(row_str(have, F_NODES_STATE), state) == 0)
             return 0;
         log_info("node state", "backend", backend, "node", name, "state", state, "reason", reason);
         return set_state(e, nd, have, "state", state, a, now, ei);
@@ -133,15 +149,14 @@ static int sync_node(struct engine *e, int64_t cluster_id, struct row *rows, siz
 /* Index of the row of gpus that is f: same UUID, or same index when f has no UUID. */
 static struct row *gpu_match(struct row *gpus, size_t n, const struct backend_gpu_report *f)
 {
-    const struct resource_def *gd = &model_gpus;
     for (size_t i = 0; i < n; i++) {
-        if (*f->uuid && strcmp(get_s(gd, &gpus[i], "uuid"), f->uuid) == 0)
+        if (*f->uuid && strcmp(row_str(&gpus[i], F_GPUS_UUID), f->uuid) == 0)
             return &gpus[i];
     }
     /* a row made without a UUID (by hand, or declared) at the same index takes it on */
     for (size_t i = 0; i < n; i++) {
-        if (get_i(gd, &gpus[i], "index") == f->index &&
-            (!*f->uuid || !*get_s(gd, &gpus[i], "uuid")))
+        if (row_int(&gpus[i], F_GPUS_INDEX) == f->index &&
+            (!*f->uuid || !*row_str(&gpus[i], F_GPUS_UUID)))
             return &gpus[i];
     }
     return NULL;
@@ -150,7 +165,7 @@ static struct row *gpu_match(struct row *gpus, size_t n, const struct backend_gp
 static bool index_used(const struct row *gpus, size_t n, int32_t index)
 {
     for (size_t k = 0; k < n; k++) {
-        if (get_i(&model_gpus, &gpus[k], "index") == index)
+        if (row_int(&gpus[k], F_GPUS_INDEX) == index)
             return true;
     }
     return false;
@@ -179,29 +194,29 @@ static int gpu_update(struct engine *e, const char *kind, int64_t class_id, stru
                       struct error_info *ei)
 {
     const struct resource_def *gd = &model_gpus;
-    const struct value *mig = get(gd, r, "mig_mode");
+    const struct value *mig = row_get(r, F_GPUS_MIG_MODE);
     const char *health, *want;
     bool change = false;
     int rc;
 
-    if (*f->uuid && strcmp(get_s(gd, r, "uuid"), f->uuid) != 0) {
-        set_s(gd, a, r, "uuid", f->uuid);
+    if (*f->uuid && strcmp(row_str(r, F_GPUS_UUID), f->uuid) != 0) {
+        row_set_str(r, a, F_GPUS_UUID, f->uuid);
         change = true;
     }
-    if (get_i(gd, r, "gpu_class_id") != class_id) {
-        set_i(gd, r, "gpu_class_id", class_id);
+    if (row_int(r, F_GPUS_GPU_CLASS_ID) != class_id) {
+        row_set_int(r, F_GPUS_GPU_CLASS_ID, class_id);
         change = true;
     }
-    if (f->memory_mib > 0 && get_i(gd, r, "memory_mib") != f->memory_mib) {
-        set_i(gd, r, "memory_mib", f->memory_mib);
+    if (f->memory_mib > 0 && row_int(r, F_GPUS_MEMORY_MIB) != f->memory_mib) {
+        row_set_int(r, F_GPUS_MEMORY_MIB, f->memory_mib);
         change = true;
     }
     if (f->mig_mode >= 0 && (mig->null || mig->i != f->mig_mode)) {
-        set_i(gd, r, "mig_mode", f->mig_mode);
+        row_set_int(r, F_GPUS_MIG_MODE, f->mig_mode);
         change = true;
     }
     /* down (not reported), mig (split) and ok follow the readings; failed, degraded stay */
-    health = get_s(gd, r, "health");
+    health = row_str(r, F_GPUS_HEALTH);
     want = f->split ? "mig" : "ok";
     if ((strcmp(health, "down") == 0 || strcmp(health, "ok") == 0 || strcmp(health, "mig") == 0) &&
         strcmp(health, want) != 0) {
@@ -218,12 +233,12 @@ static int gpu_update(struct engine *e, const char *kind, int64_t class_id, stru
         else
             log_info(kind_msg(msg, sizeof(msg), kind, "GPU reported again"), "uuid", f->uuid,
                      "index", idx);
-        set_s(gd, a, r, "health", want);
+        row_set_str(r, a, F_GPUS_HEALTH, want);
         change = true;
     }
     if (!change)
         return 0;
-    set_i(gd, r, "updated_at", now / 1000);
+    row_set_int(r, F_GPUS_UPDATED_AT, now / 1000);
     rc = store_update(e->db, gd, model_row_id(r), r, ei);
     return rc < 0 ? rc : 1;
 }
@@ -241,7 +256,7 @@ static int apply_counted(struct engine *e, int64_t node_id, const struct backend
 
     store_filter_init(&f);
     f.limit = 10000;
-    store_filter_eq_int(&f, model_field_index(gd, "node_id"), node_id);
+    store_filter_eq_int(&f, F_GPUS_NODE_ID, node_id);
     if ((rc = store_list(e->db, gd, &f, a, &gpus, &n_gpus, ei)) < 0 ||
         (int32_t)n_gpus >= sn->n_counted ||
         (rc = class_id_of(e, sn->counted_class, NULL, 0, a, now, &class_id, ei)) < 0)
@@ -250,7 +265,7 @@ static int apply_counted(struct engine *e, int64_t node_id, const struct backend
         bool exists = false;
         int64_t id;
         for (size_t g = 0; g < n_gpus; g++)
-            exists |= get_i(gd, &gpus[g], "index") == i;
+            exists |= row_int(&gpus[g], F_GPUS_INDEX) == i;
         if (exists)
             continue;
         rc = new_row(gd,
@@ -281,7 +296,7 @@ static int add_identified(struct engine *e, const char *kind, int64_t node_id, c
         struct row *other;
         size_t n_other;
         store_filter_init(&f);
-        store_filter_eq_str(&f, model_field_index(gd, "uuid"), fg->uuid);
+        store_filter_eq_str(&f, F_GPUS_UUID, fg->uuid);
         if ((rc = store_list(e->db, gd, &f, a, &other, &n_other, ei)) < 0)
             return rc;
         if (n_other) {
@@ -327,7 +342,7 @@ static int apply_identified(struct engine *e, const char *kind, int64_t node_id,
 
     store_filter_init(&f);
     f.limit = 10000;
-    store_filter_eq_int(&f, model_field_index(gd, "node_id"), node_id);
+    store_filter_eq_int(&f, F_GPUS_NODE_ID, node_id);
     if ((rc = store_list(e->db, gd, &f, a, &listed, &n_gpus, ei)) < 0)
         return rc;
     /* room for the GPUs added here, so later ones do not take their index */
@@ -356,11 +371,11 @@ static int apply_identified(struct engine *e, const char *kind, int64_t node_id,
     }
     /* GPUs of this node no longer reported: down, kept. */
     for (size_t i = 0; rc >= 0 && i < n_gpus; i++) {
-        const char *health = get_s(gd, &gpus[i], "health");
+        const char *health = row_str(&gpus[i], F_GPUS_HEALTH);
         if (seen[i] || strcmp(health, "down") == 0 || strcmp(health, "failed") == 0)
             continue;
         log_warn(kind_msg(msg, sizeof(msg), kind, "GPU no longer reported; marked down"), "node",
-                 rn->name, "uuid", get_s(gd, &gpus[i], "uuid"));
+                 rn->name, "uuid", row_str(&gpus[i], F_GPUS_UUID));
         rc = set_state(e, gd, &gpus[i], "health", "down", a, now, ei);
         changed++;
     }
@@ -383,7 +398,7 @@ static int apply_report(struct engine *e, const struct backend *b,
 
     store_filter_init(&f);
     f.limit = 10000;
-    store_filter_eq_int(&f, model_field_index(nd, "cluster_id"), b->cluster_id);
+    store_filter_eq_int(&f, F_NODES_CLUSTER_ID, b->cluster_id);
     if ((rc = store_list(e->db, nd, &f, a, &rows, &n_rows, ei)) < 0)
         return rc;
     for (size_t k = 0; rc >= 0 && k < rep->n_nodes; k++) {
@@ -406,8 +421,8 @@ static int apply_report(struct engine *e, const struct backend *b,
     for (size_t i = 0; rc >= 0 && rep->complete && i < n_rows; i++) {
         bool listed = false;
         for (size_t k = 0; k < rep->n_nodes; k++)
-            listed |= strcmp(get_s(nd, &rows[i], "name"), rep->nodes[k].name) == 0;
-        if (listed || strcmp(get_s(nd, &rows[i], "state"), "down") == 0)
+            listed |= strcmp(row_str(&rows[i], F_NODES_NAME), rep->nodes[k].name) == 0;
+        if (listed || strcmp(row_str(&rows[i], F_NODES_STATE), "down") == 0)
             continue;
         rc = set_state(e, nd, &rows[i], "state", "down", a, now, ei);
         changed++;
@@ -515,15 +530,15 @@ static int devices_mine(struct engine *e, const struct backend *b, const struct 
     *ret_n = 0;
     store_filter_init(&f);
     f.limit = 1000;
-    store_filter_eq_int(&f, model_field_index(ad, "workload_id"), d->workload_id);
-    store_filter_eq_int(&f, model_field_index(ad, "node_id"), node->id);
-    store_filter_eq_null(&f, model_field_index(ad, "ended_ms"));
+    store_filter_eq_int(&f, F_ALLOCATIONS_WORKLOAD_ID, d->workload_id);
+    store_filter_eq_int(&f, F_ALLOCATIONS_NODE_ID, node->id);
+    store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
     rc = store_list(e->db, ad, &f, a, &mine, &n_mine, ei);
     if (rc < 0 || n_mine == 0)
         return rc; /* ended meanwhile, or not on that node */
     for (size_t i = 0; i < n_mine && !skip; i++) {
-        const struct value *g = get(ad, &mine[i], "gpu_id");
-        if (g->null || get_i(ad, &mine[i], "milli") < 1000)
+        const struct value *g = row_get(&mine[i], F_ALLOCATIONS_GPU_ID);
+        if (g->null || row_int(&mine[i], F_ALLOCATIONS_MILLI) < 1000)
             skip = "a share or a GPU-less allocation";
     }
     if (!skip && n_mine != d->n_indices)
@@ -580,7 +595,7 @@ static int reconcile_devices(struct engine *e, const struct backend *b,
     buf_init(&was, 4096);
     buf_init(&got, 4096);
     for (size_t i = 0; i < n_mine && rc >= 0 && !skip; i++) {
-        int64_t old = get_i(ad, &mine[i], "gpu_id"), target = 0;
+        int64_t old = row_int(&mine[i], F_ALLOCATIONS_GPU_ID), target = 0;
         const struct gpu_info *og = FIND_BY_ID(e->gpus, e->n_gpus, old), *tg;
         struct row *others;
         size_t n_others;
@@ -593,9 +608,9 @@ static int reconcile_devices(struct engine *e, const struct backend *b,
         for (size_t k = 0; k < d->n_indices && !target; k++) {
             bool taken = false;
             for (size_t j = 0; j < n_mine; j++)
-                taken |= get_i(ad, &mine[j], "gpu_id") == given[k];
+                taken |= row_int(&mine[j], F_ALLOCATIONS_GPU_ID) == given[k];
             for (size_t j = 0; j < n_moved; j++)
-                taken |= get_i(ad, moved[j], "gpu_id") == given[k];
+                taken |= row_int(moved[j], F_ALLOCATIONS_GPU_ID) == given[k];
             if (!taken)
                 target = given[k];
         }
@@ -610,30 +625,30 @@ static int reconcile_devices(struct engine *e, const struct backend *b,
         }
         store_filter_init(&f);
         f.limit = 100;
-        store_filter_eq_int(&f, model_field_index(ad, "gpu_id"), target);
-        store_filter_eq_null(&f, model_field_index(ad, "ended_ms"));
+        store_filter_eq_int(&f, F_ALLOCATIONS_GPU_ID, target);
+        store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
         rc = store_list(e->db, ad, &f, a, &others, &n_others, ei);
         if (rc < 0)
             break;
-        if (n_others > 1 || (n_others == 1 && get_i(ad, &others[0], "milli") < 1000)) {
+        if (n_others > 1 || (n_others == 1 && row_int(&others[0], F_ALLOCATIONS_MILLI) < 1000)) {
             skip = "the GPU given is shared by other work";
             break;
         }
         if (n_others == 1) {
             /* other work's row on the GPU given to us takes ours; its own report fixes it */
-            set_i(ad, &others[0], "gpu_id", old);
+            row_set_int(&others[0], F_ALLOCATIONS_GPU_ID, old);
             rc = store_update(e->db, ad, model_row_id(&others[0]), &others[0], ei);
             if (rc >= 0)
                 log_info(kind_msg(msg, sizeof(msg), kind, "devices: allocations swapped"),
                          "workload", wid, "node", d->node);
         }
-        set_i(ad, &mine[i], "gpu_id", target);
+        row_set_int(&mine[i], F_ALLOCATIONS_GPU_ID, target);
         if (rc >= 0)
             rc = store_update(e->db, ad, model_row_id(&mine[i]), &mine[i], ei);
         moved[n_moved++] = &mine[i];
         buf_printf(&was, "%s%d", was.len ? "," : "", (int)og->index);
         buf_printf(&got, "%s%d", got.len ? "," : "", (int)tg->index);
-        project = get_i(ad, &mine[i], "project_id");
+        project = row_int(&mine[i], F_ALLOCATIONS_PROJECT_ID);
     }
     if (rc >= 0 && skip) {
         log_warn(kind_msg(msg, sizeof(msg), kind, "devices: allocation kept"), "workload", wid,

@@ -120,7 +120,7 @@ static const char *node_labels(const struct row *rows, size_t n, int64_t node_id
         size_t mid = lo + (hi - lo) / 2;
         int64_t id = model_row_id(&rows[mid]);
         if (id == node_id)
-            return get_s(&model_nodes, &rows[mid], "labels");
+            return row_str(&rows[mid], F_NODES_LABELS);
         if (id < node_id)
             lo = mid + 1;
         else
@@ -139,7 +139,7 @@ static int load_classes(struct engine *e, struct arena *a, struct error_info *ei
         int64_t id = model_row_id(&rows[i]);
         sched_add_class(e->sched, id);
         *APPEND(e->classes, e->n_classes, e->cap_classes) =
-            (struct named){id, xstrdup(get_s(&model_gpu_classes, &rows[i], "name"))};
+            (struct named){id, xstrdup(row_str(&rows[i], F_GPU_CLASSES_NAME))};
     }
     return rc;
 }
@@ -153,9 +153,9 @@ static int open_backends(struct engine *e, struct arena *a, struct error_info *e
 
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         int64_t id = model_row_id(&rows[i]);
-        const char *kind = get_s(&model_clusters, &rows[i], "backend");
-        struct backend_cluster c = {id, get_s(&model_clusters, &rows[i], "name"),
-                                    get_s(&model_clusters, &rows[i], "endpoint")};
+        const char *kind = row_str(&rows[i], F_CLUSTERS_BACKEND);
+        struct backend_cluster c = {id, row_str(&rows[i], F_CLUSTERS_NAME),
+                                    row_str(&rows[i], F_CLUSTERS_ENDPOINT)};
         struct error_info bei = {0};
         struct backend *b;
         if (engine__backend_of(e, id))
@@ -186,16 +186,16 @@ static int load_pools(struct engine *e, struct arena *a, struct row **ret, size_
     rc = load_all(e, &model_pools, NULL, a, &pools, &n_pools, ei);
     for (size_t i = 0; rc >= 0 && i < n_pools; i++) {
         const struct row *p = &pools[i];
-        json_t *ap = json_loads(get_s(&model_pools, p, "access_project_ids"), 0, NULL);
-        json_t *ao = json_loads(get_s(&model_pools, p, "access_org_ids"), 0, NULL);
+        json_t *ap = json_loads(row_str(p, F_POOLS_ACCESS_PROJECT_IDS), 0, NULL);
+        json_t *ao = json_loads(row_str(p, F_POOLS_ACCESS_ORG_IDS), 0, NULL);
         int64_t aps[256], aos[256];
         size_t nap = 0, nao = 0, k;
         json_t *v;
         json_array_foreach(ap, k, v) if (nap < 256) aps[nap++] = json_integer_value(v);
         json_array_foreach(ao, k, v) if (nao < 256) aos[nao++] = json_integer_value(v);
         struct sched_pool_spec ps = {.id = model_row_id(p),
-                                     .owner_project_id = get_i(&model_pools, p, "owner_project_id"),
-                                     .owner_org_id = get_i(&model_pools, p, "owner_org_id"),
+                                     .owner_project_id = row_int(p, F_POOLS_OWNER_PROJECT_ID),
+                                     .owner_org_id = row_int(p, F_POOLS_OWNER_ORG_ID),
                                      .access_project_ids = aps,
                                      .n_access_projects = nap,
                                      .access_org_ids = aos,
@@ -221,21 +221,19 @@ static int load_nodes(struct engine *e, struct arena *a, struct row **ret, size_
     for (size_t i = 0; rc >= 0 && i < n_node_rows; i++) {
         const struct row *r = &node_rows[i];
         struct sched_node_spec ns = {.id = model_row_id(r)};
-        const char *state = get_s(&model_nodes, r, "state");
-        ns.cluster_id = get_i(&model_nodes, r, "cluster_id");
+        const char *state = row_str(r, F_NODES_STATE);
+        ns.cluster_id = row_int(r, F_NODES_CLUSTER_ID);
         if (!engine__backend_of(e, ns.cluster_id))
             continue;
-        ns.cpu_milli = get_i(&model_nodes, r, "cpu_milli");
-        ns.mem_mib = get_i(&model_nodes, r, "memory_mib");
-        ns.n_labels =
-            intern_labels(e, get_s(&model_nodes, r, "labels"), ns.labels, SCHED_MAX_LABELS);
+        ns.cpu_milli = row_int(r, F_NODES_CPU_MILLI);
+        ns.mem_mib = row_int(r, F_NODES_MEMORY_MIB);
+        ns.n_labels = intern_labels(e, row_str(r, F_NODES_LABELS), ns.labels, SCHED_MAX_LABELS);
         sched_add_node(e->sched, &ns);
         if (strcmp(state, "ready") != 0)
             sched_set_node_state(e->sched, ns.id,
                                  strcmp(state, "drain") == 0 ? SCHED_NODE_DRAIN : SCHED_NODE_DOWN);
-        e->nodes[e->n_nodes++] =
-            (struct node_info){ns.id, ns.cluster_id, xstrdup(get_s(&model_nodes, r, "name")),
-                               strcmp(state, "ready") == 0};
+        e->nodes[e->n_nodes++] = (struct node_info){
+            ns.id, ns.cluster_id, xstrdup(row_str(r, F_NODES_NAME)), strcmp(state, "ready") == 0};
     }
     *ret = node_rows;
     *ret_n = n_node_rows;
@@ -255,21 +253,20 @@ static int load_gpus(struct engine *e, const struct row *pools, size_t n_pools,
     e->gpus = xcalloc(n + 1, sizeof(*e->gpus));
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         const struct row *r = &rows[i];
-        int64_t node_id = get_i(&model_gpus, r, "node_id"), pool = 0;
+        int64_t node_id = row_int(r, F_GPUS_NODE_ID), pool = 0;
         const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, node_id);
         struct gpu_info *gi;
-        if (!ni || !gpu_schedulable(get_s(&model_gpus, r, "health")))
+        if (!ni || !gpu_schedulable(row_str(r, F_GPUS_HEALTH)))
             continue;
         pool = model_pool_of_gpu(pools, n_pools, model_row_id(r), ni->cluster_id,
                                  node_labels(node_rows, n_node_rows, node_id));
-        sched_add_gpu(e->sched, node_id, model_row_id(r), get_i(&model_gpus, r, "gpu_class_id"),
-                      pool);
+        sched_add_gpu(e->sched, node_id, model_row_id(r), row_int(r, F_GPUS_GPU_CLASS_ID), pool);
         gi = &e->gpus[e->n_gpus++];
         gi->id = model_row_id(r);
         gi->node_id = node_id;
-        gi->class_id = get_i(&model_gpus, r, "gpu_class_id");
-        gi->index = (int32_t)get_i(&model_gpus, r, "index");
-        gi->uuid = xstrdup(get_s(&model_gpus, r, "uuid"));
+        gi->class_id = row_int(r, F_GPUS_GPU_CLASS_ID);
+        gi->index = (int32_t)row_int(r, F_GPUS_INDEX);
+        gi->uuid = xstrdup(row_str(r, F_GPUS_UUID));
     }
     return rc;
 }
@@ -310,20 +307,20 @@ void engine__set_flavor(struct engine *e, const struct row *r)
     }
     memset(f, 0, sizeof(*f));
     f->id = model_row_id(r);
-    f->class_id = get_i(&model_flavors, r, "gpu_class_id");
-    f->gpu_milli = (int32_t)get_i(&model_flavors, r, "gpu_milli");
-    f->cpu_milli = get_i(&model_flavors, r, "vcpus") * 1000;
-    f->mem_mib = get_i(&model_flavors, r, "memory_mib");
-    f->active = get_i(&model_flavors, r, "active");
-    pl = json_loads(get_s(&model_flavors, r, "pool_ids"), 0, NULL);
+    f->class_id = row_int(r, F_FLAVORS_GPU_CLASS_ID);
+    f->gpu_milli = (int32_t)row_int(r, F_FLAVORS_GPU_MILLI);
+    f->cpu_milli = row_int(r, F_FLAVORS_VCPUS) * 1000;
+    f->mem_mib = row_int(r, F_FLAVORS_MEMORY_MIB);
+    f->active = row_int(r, F_FLAVORS_ACTIVE);
+    pl = json_loads(row_str(r, F_FLAVORS_POOL_IDS), 0, NULL);
     json_array_foreach(pl, k, v)
     {
         if (f->n_pools < SCHED_MAX_POOLS)
             f->pools[f->n_pools++] = json_integer_value(v);
     }
     json_decref(pl);
-    f->n_selector = intern_labels(e, get_s(&model_flavors, r, "node_selector"), f->selector,
-                                  SCHED_MAX_SELECTOR);
+    f->n_selector =
+        intern_labels(e, row_str(r, F_FLAVORS_NODE_SELECTOR), f->selector, SCHED_MAX_SELECTOR);
 }
 
 static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei)
@@ -334,26 +331,26 @@ static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei
 
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         int64_t id = model_row_id(&rows[i]);
-        sched_set_project(e->sched, id, get_i(&model_projects, &rows[i], "org_id"),
-                          (int)get_i(&model_projects, &rows[i], "weight"));
+        sched_set_project(e->sched, id, row_int(&rows[i], F_PROJECTS_ORG_ID),
+                          (int)row_int(&rows[i], F_PROJECTS_WEIGHT));
         *APPEND(e->projects, e->n_projects, e->cap_projects) =
-            (struct named){id, xstrdup(get_s(&model_projects, &rows[i], "name"))};
+            (struct named){id, xstrdup(row_str(&rows[i], F_PROJECTS_NAME))};
     }
     if (rc >= 0)
         rc = load_all(e, &model_quotas, NULL, a, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
-        const struct value *g = get(&model_quotas, &rows[i], "guaranteed_milli");
-        const struct value *l = get(&model_quotas, &rows[i], "limit_milli");
-        sched_set_quota(e->sched, get_i(&model_quotas, &rows[i], "project_id"),
-                        get_i(&model_quotas, &rows[i], "gpu_class_id"), g->null ? -1 : g->i,
+        const struct value *g = row_get(&rows[i], F_QUOTAS_GUARANTEED_MILLI);
+        const struct value *l = row_get(&rows[i], F_QUOTAS_LIMIT_MILLI);
+        sched_set_quota(e->sched, row_int(&rows[i], F_QUOTAS_PROJECT_ID),
+                        row_int(&rows[i], F_QUOTAS_GPU_CLASS_ID), g->null ? -1 : g->i,
                         l->null ? -1 : l->i);
     }
     if (rc >= 0)
         rc = load_all(e, &model_org_quotas, NULL, a, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++)
-        sched_set_org_cap(e->sched, get_i(&model_org_quotas, &rows[i], "org_id"),
-                          get_i(&model_org_quotas, &rows[i], "gpu_class_id"),
-                          get_i(&model_org_quotas, &rows[i], "limit_milli"));
+        sched_set_org_cap(e->sched, row_int(&rows[i], F_ORG_QUOTAS_ORG_ID),
+                          row_int(&rows[i], F_ORG_QUOTAS_GPU_CLASS_ID),
+                          row_int(&rows[i], F_ORG_QUOTAS_LIMIT_MILLI));
     if (rc >= 0)
         rc = load_all(e, &model_flavors, NULL, a, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++)
@@ -364,19 +361,19 @@ static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei
 /* The scheduler's view of a workload row. */
 int engine__spec_of(struct engine *e, const struct row *w, struct sched_workload_spec *sp)
 {
-    const struct resource_def *d = &model_workloads;
-    const struct flavor_info *f = FIND_BY_ID(e->flavors, e->n_flavors, get_i(d, w, "flavor_id"));
-    const struct value *grace = get(d, w, "grace_s");
+    const struct flavor_info *f =
+        FIND_BY_ID(e->flavors, e->n_flavors, row_int(w, F_WORKLOADS_FLAVOR_ID));
+    const struct value *grace = row_get(w, F_WORKLOADS_GRACE_S);
 
     if (!f)
         return ERR_INVALID;
     memset(sp, 0, sizeof(*sp));
     sp->id = model_row_id(w);
-    sp->project_id = get_i(d, w, "project_id");
-    sp->pclass = strcmp(get_s(d, w, "priority_class"), "owned") == 0 ? SCHED_P1 : SCHED_P2;
-    sp->priority = (int32_t)get_i(d, w, "priority");
-    sp->submit_ms = get_i(d, w, "submitted_ms");
-    sp->replicas = (int32_t)get_i(d, w, "replicas");
+    sp->project_id = row_int(w, F_WORKLOADS_PROJECT_ID);
+    sp->pclass = strcmp(row_str(w, F_WORKLOADS_PRIORITY_CLASS), "owned") == 0 ? SCHED_P1 : SCHED_P2;
+    sp->priority = (int32_t)row_int(w, F_WORKLOADS_PRIORITY);
+    sp->submit_ms = row_int(w, F_WORKLOADS_SUBMITTED_MS);
+    sp->replicas = (int32_t)row_int(w, F_WORKLOADS_REPLICAS);
     sp->class_id = f->class_id;
     sp->gpu_milli = f->gpu_milli;
     sp->cpu_milli = f->cpu_milli;
@@ -385,18 +382,18 @@ int engine__spec_of(struct engine *e, const struct row *w, struct sched_workload
     sp->n_selector = f->n_selector;
     memcpy(sp->pool_ids, f->pools, sizeof(f->pools));
     sp->n_pools = f->n_pools;
-    sp->min_runtime_ms = get_i(d, w, "min_runtime_s") * 1000;
+    sp->min_runtime_ms = row_int(w, F_WORKLOADS_MIN_RUNTIME_S) * 1000;
     sp->grace_ms = grace->null ? -1 : grace->i * 1000;
-    sp->requeue = get_i(d, w, "requeue") != 0;
+    sp->requeue = row_int(w, F_WORKLOADS_REQUEUE) != 0;
     return 0;
 }
 
 /* What an allocation row says a replica holds, as the scheduler's assign. */
 struct sched_assign engine__assign_of(const struct row *al)
 {
-    const struct resource_def *d = &model_allocations;
-    return (struct sched_assign){(int32_t)get_i(d, al, "replica"), get_i(d, al, "node_id"),
-                                 get_i(d, al, "gpu_id"), (int32_t)get_i(d, al, "milli")};
+    return (struct sched_assign){
+        (int32_t)row_int(al, F_ALLOCATIONS_REPLICA), row_int(al, F_ALLOCATIONS_NODE_ID),
+        row_int(al, F_ALLOCATIONS_GPU_ID), (int32_t)row_int(al, F_ALLOCATIONS_MILLI)};
 }
 
 /* ---- workloads ---- */
@@ -420,16 +417,16 @@ static int restore_running(struct engine *e, bool adopt, int64_t now, const stru
             int32_t milli[SCHED_MAX_REPLICAS * 8], rep[SCHED_MAX_REPLICAS * 8];
             struct sched_assign as[SCHED_MAX_REPLICAS * 8];
             size_t k = 0;
-            int64_t started = get_i(&model_workloads, &rows[i], "started_at") * 1000;
+            int64_t started = row_int(&rows[i], F_WORKLOADS_STARTED_AT) * 1000;
             for (size_t j = 0; j < n_allocs && k < ARRAY_SIZE(gpus); j++) {
                 const struct row *al = &allocs[j];
-                if (get_i(&model_allocations, al, "workload_id") != wid)
+                if (row_int(al, F_ALLOCATIONS_WORKLOAD_ID) != wid)
                     continue;
                 as[k] = engine__assign_of(al);
                 gpus[k] = as[k].gpu_id;
                 milli[k] = as[k].milli;
                 rep[k] = as[k].replica;
-                started = get_i(&model_allocations, al, "started_ms");
+                started = row_int(al, F_ALLOCATIONS_STARTED_MS);
                 k++;
             }
             if (engine__spec_of(e, &rows[i], &sp) < 0 ||
@@ -462,7 +459,7 @@ static void restore_chains(struct engine *e, bool adopt, const struct row *stage
 
     for (size_t round = 0; round < n_staged_rows; round++) {
         for (size_t i = 0; i < n_staged_rows; i++) {
-            int64_t after = get_i(&model_workloads, &staged_rows[i], "queued_after");
+            int64_t after = row_int(&staged_rows[i], F_WORKLOADS_QUEUED_AFTER);
             bool head_waits = false;
             for (size_t k = 0; k < n_staged_rows; k++)
                 head_waits |= !done[k] && model_row_id(&staged_rows[k]) == after;
@@ -489,8 +486,8 @@ static int restore_victims(struct engine *e, struct arena *a, struct error_info 
     int rc = load_open(e, &model_preemptions, "released_ms", a, &ledger, &n_ledger, ei);
 
     for (size_t i = 0; rc >= 0 && i < n_ledger; i++) {
-        json_t *vs = json_loads(get_s(&model_preemptions, &ledger[i], "victims"), 0, NULL), *v;
-        int64_t pre = get_i(&model_preemptions, &ledger[i], "preemptor_id"), ids[256];
+        json_t *vs = json_loads(row_str(&ledger[i], F_PREEMPTIONS_VICTIMS), 0, NULL), *v;
+        int64_t pre = row_int(&ledger[i], F_PREEMPTIONS_PREEMPTOR_ID), ids[256];
         size_t k, n_ids = 0;
         json_array_foreach(vs, k, v)
         {
@@ -522,7 +519,7 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
         struct sched_workload_spec sp;
         if (engine__unstaging_find(e, model_row_id(&rows[i])))
             continue; /* queued again once its backend has given it back */
-        if (!get(&model_workloads, &rows[i], "queued_after")->null) {
+        if (!row_is_null(&rows[i], F_WORKLOADS_QUEUED_AFTER)) {
             *APPEND(staged_rows, n_staged_rows, cap_staged_rows) = rows[i];
             continue;
         }

@@ -60,20 +60,20 @@ static void bind_on_new_projects(struct fixture *f, int64_t user, int n, const c
         int64_t project, id;
         char name[32];
         snprintf(name, sizeof(name), "%s%d", prefix, i);
-        model_set_int(&p, model_field_index(pd, "org_id"), f->org);
-        model_set_str(&p, &a, model_field_index(pd, "name"), name);
-        model_set_str(&p, &a, model_field_index(pd, "display_name"), "");
-        model_set_str(&p, &a, model_field_index(pd, "description"), "");
-        model_set_int(&p, model_field_index(pd, "weight"), 1);
-        model_set_int(&p, model_field_index(pd, "created_at"), time(NULL));
-        model_set_int(&p, model_field_index(pd, "updated_at"), time(NULL));
+        row_set_int(&p, F_PROJECTS_ORG_ID, f->org);
+        row_set_str(&p, &a, F_PROJECTS_NAME, name);
+        row_set_str(&p, &a, F_PROJECTS_DISPLAY_NAME, "");
+        row_set_str(&p, &a, F_PROJECTS_DESCRIPTION, "");
+        row_set_int(&p, F_PROJECTS_WEIGHT, 1);
+        row_set_int(&p, F_PROJECTS_CREATED_AT, time(NULL));
+        row_set_int(&p, F_PROJECTS_UPDATED_AT, time(NULL));
         if (store_insert(c, pd, &p, &project, &ei) < 0)
             fail_msg("project: %s", ei.message);
-        model_set_int(&b, model_field_index(bd, "user_id"), user);
-        model_set_str(&b, &a, model_field_index(bd, "role"), "viewer");
-        model_set_null(&b, model_field_index(bd, "org_id"));
-        model_set_int(&b, model_field_index(bd, "project_id"), project);
-        model_set_int(&b, model_field_index(bd, "created_at"), time(NULL));
+        row_set_int(&b, F_ROLE_BINDINGS_USER_ID, user);
+        row_set_str(&b, &a, F_ROLE_BINDINGS_ROLE, "viewer");
+        row_set_null(&b, F_ROLE_BINDINGS_ORG_ID);
+        row_set_int(&b, F_ROLE_BINDINGS_PROJECT_ID, project);
+        row_set_int(&b, F_ROLE_BINDINGS_CREATED_AT, time(NULL));
         if (store_insert(c, bd, &b, &id, &ei) < 0)
             fail_msg("role binding: %s", ei.message);
         if (i % 1000 == 999) /* keep the arena small */
@@ -149,18 +149,18 @@ static void test_history_reads_every_allocation(void **state)
     for (int i = 0; i <= PAGE; i++) {
         struct row al = model_row_new(d, &a);
         int64_t id, start = now_ms - 600000 + i * 10;
-        model_set_int(&al, model_field_index(d, "workload_id"), workload);
-        model_set_int(&al, model_field_index(d, "project_id"), project);
-        model_set_int(&al, model_field_index(d, "replica"), 0);
-        model_set_int(&al, model_field_index(d, "node_id"), f->node);
-        model_set_int(&al, model_field_index(d, "gpu_id"), gpus[i == PAGE]);
-        model_set_int(&al, model_field_index(d, "gpu_class_id"), f->gpu_class);
-        model_set_int(&al, model_field_index(d, "milli"), 1000);
-        model_set_str(&al, &a, model_field_index(d, "priority_class"), "owned");
-        model_set_int(&al, model_field_index(d, "borrowed"), 0);
-        model_set_int(&al, model_field_index(d, "started_ms"), start);
-        model_set_int(&al, model_field_index(d, "ended_ms"), start + 5);
-        model_set_str(&al, &a, model_field_index(d, "end_reason"), "succeeded");
+        row_set_int(&al, F_ALLOCATIONS_WORKLOAD_ID, workload);
+        row_set_int(&al, F_ALLOCATIONS_PROJECT_ID, project);
+        row_set_int(&al, F_ALLOCATIONS_REPLICA, 0);
+        row_set_int(&al, F_ALLOCATIONS_NODE_ID, f->node);
+        row_set_int(&al, F_ALLOCATIONS_GPU_ID, gpus[i == PAGE]);
+        row_set_int(&al, F_ALLOCATIONS_GPU_CLASS_ID, f->gpu_class);
+        row_set_int(&al, F_ALLOCATIONS_MILLI, 1000);
+        row_set_str(&al, &a, F_ALLOCATIONS_PRIORITY_CLASS, "owned");
+        row_set_int(&al, F_ALLOCATIONS_BORROWED, 0);
+        row_set_int(&al, F_ALLOCATIONS_STARTED_MS, start);
+        row_set_int(&al, F_ALLOCATIONS_ENDED_MS, start + 5);
+        row_set_str(&al, &a, F_ALLOCATIONS_END_REASON, "succeeded");
         if (store_insert(c, d, &al, &id, &ei) < 0)
             fail_msg("allocation: %s", ei.message);
         if (i % 1000 == 999)

@@ -411,12 +411,11 @@ static void test_units_parse(void **state)
     assert_int_equal(units_of_field("memory_mib"), UNITS_MIB);
     assert_int_equal(units_of_field("price_per_hour_micros"), UNITS_MICROS);
     assert_int_equal(units_of_field("milli"), UNITS_NONE);
-    assert_int_equal(args_field_for_unit_flag(&model_flavors, "memory"),
-                     model_field_index(&model_flavors, "memory_mib"));
+    assert_int_equal(args_field_for_unit_flag(&model_flavors, "memory"), F_FLAVORS_MEMORY_MIB);
     assert_int_equal(args_field_for_unit_flag(&model_pools, "cost-per-gpu-hour"),
-                     model_field_index(&model_pools, "cost_per_gpu_hour_micros"));
+                     F_POOLS_COST_PER_GPU_HOUR_MICROS);
     assert_int_equal(args_field_for_unit_flag(&model_quotas, "guaranteed"),
-                     model_field_index(&model_quotas, "guaranteed_milli"));
+                     F_QUOTAS_GUARANTEED_MILLI);
     assert_int_equal(args_field_for_unit_flag(&model_quotas, "project"), -1);
     {
         char *s = units_format_mib(81920);

@@ -36,30 +36,19 @@ static struct row new_row(const struct resource_def *def, struct arena *a)
     for (size_t i = 1; i < def->n_fields; i++) {
         const struct field_def *f = &def->fields[i];
         if (f->flags & FF_NULLABLE)
-            model_set_null(&r, (int)i);
+            row_set_null(&r, (int)i);
         else if (f->type == FT_ENUM)
-            model_set_str(&r, a, (int)i, f->default_str ? f->default_str : f->enum_values[0]);
+            row_set_str(&r, a, (int)i, f->default_str ? f->default_str : f->enum_values[0]);
         else if (f->type == FT_STRING || f->type == FT_NAME || f->type == FT_IDENT)
-            model_set_str(&r, a, (int)i, f->default_str ? f->default_str : "");
+            row_set_str(&r, a, (int)i, f->default_str ? f->default_str : "");
         else if (f->type == FT_LABELS || f->type == FT_JSON)
-            model_set_str(&r, a, (int)i, "{}");
+            row_set_str(&r, a, (int)i, "{}");
         else if (f->type == FT_REFLIST)
-            model_set_str(&r, a, (int)i, "[]");
+            row_set_str(&r, a, (int)i, "[]");
         else
-            model_set_int(&r, (int)i, f->default_int);
+            row_set_int(&r, (int)i, f->default_int);
     }
     return r;
-}
-
-static void seti(const struct resource_def *d, struct row *r, const char *f, int64_t v)
-{
-    model_set_int(r, model_field_index(d, f), v);
-}
-
-static void sets(const struct resource_def *d, struct arena *a, struct row *r, const char *f,
-                 const char *v)
-{
-    model_set_str(r, a, model_field_index(d, f), v);
 }
 
 static int64_t ins(struct env *t, const struct resource_def *d, struct row *r)
@@ -86,12 +75,6 @@ static int64_t get_int(const struct resource_def *d, const struct row *r, const 
     return v->null ? -1 : v->i;
 }
 
-static const char *get_str(const struct resource_def *d, const struct row *r, const char *f)
-{
-    const struct value *v = model_get(d, r, f);
-    return v->null || !v->s ? "" : v->s;
-}
-
 /* A workload's allocation rows (all, or only the open ones). */
 static size_t allocations(struct env *t, int64_t wid, bool open_only, struct row **ret)
 {
@@ -99,9 +82,9 @@ static size_t allocations(struct env *t, int64_t wid, bool open_only, struct row
     struct error_info ei = {0};
     size_t n = 0;
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(&model_allocations, "workload_id"), wid);
+    store_filter_eq_int(&f, F_ALLOCATIONS_WORKLOAD_ID, wid);
     if (open_only)
-        store_filter_eq_null(&f, model_field_index(&model_allocations, "ended_ms"));
+        store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
     if (store_list_all(t->c, &model_allocations, &f, &t->a, ret, &n, &ei) < 0)
         fail_msg("allocations: %s", ei.message);
     return n;
@@ -115,11 +98,11 @@ static size_t count_events(struct env *t, int64_t wid, const char *type)
     struct row *rows;
     size_t n = 0, k = 0;
     store_filter_init(&f);
-    store_filter_eq_int(&f, model_field_index(&model_events, "workload_id"), wid);
+    store_filter_eq_int(&f, F_EVENTS_WORKLOAD_ID, wid);
     if (store_list_all(t->c, &model_events, &f, &t->a, &rows, &n, &ei) < 0)
         fail_msg("events: %s", ei.message);
     for (size_t i = 0; i < n; i++)
-        k += strcmp(get_str(&model_events, &rows[i], "type"), type) == 0;
+        k += strcmp(row_str(&rows[i], F_EVENTS_TYPE), type) == 0;
     return k;
 }
 
@@ -130,42 +113,42 @@ static void seed(struct env *t)
     int64_t org, cluster, cls;
 
     r = new_row(&model_organizations, &t->a);
-    sets(&model_organizations, &t->a, &r, "name", "acme");
+    row_set_str(&r, &t->a, F_ORGANIZATIONS_NAME, "acme");
     org = ins(t, &model_organizations, &r);
     r = new_row(&model_projects, &t->a);
-    seti(&model_projects, &r, "org_id", org);
-    sets(&model_projects, &t->a, &r, "name", "vision");
-    seti(&model_projects, &r, "weight", 1);
+    row_set_int(&r, F_PROJECTS_ORG_ID, org);
+    row_set_str(&r, &t->a, F_PROJECTS_NAME, "vision");
+    row_set_int(&r, F_PROJECTS_WEIGHT, 1);
     t->project = ins(t, &model_projects, &r);
     r = new_row(&model_gpu_classes, &t->a);
-    sets(&model_gpu_classes, &t->a, &r, "name", "h100");
+    row_set_str(&r, &t->a, F_GPU_CLASSES_NAME, "h100");
     cls = ins(t, &model_gpu_classes, &r);
     r = new_row(&model_clusters, &t->a);
-    sets(&model_clusters, &t->a, &r, "name", "c1");
-    sets(&model_clusters, &t->a, &r, "backend", "sim"); /* the fake takes every cluster */
+    row_set_str(&r, &t->a, F_CLUSTERS_NAME, "c1");
+    row_set_str(&r, &t->a, F_CLUSTERS_BACKEND, "sim"); /* the fake takes every cluster */
     cluster = ins(t, &model_clusters, &r);
     r = new_row(&model_nodes, &t->a);
-    seti(&model_nodes, &r, "cluster_id", cluster);
-    sets(&model_nodes, &t->a, &r, "name", "n1");
-    sets(&model_nodes, &t->a, &r, "state", "ready");
-    seti(&model_nodes, &r, "cpu_milli", 64000);
-    seti(&model_nodes, &r, "memory_mib", 512000);
+    row_set_int(&r, F_NODES_CLUSTER_ID, cluster);
+    row_set_str(&r, &t->a, F_NODES_NAME, "n1");
+    row_set_str(&r, &t->a, F_NODES_STATE, "ready");
+    row_set_int(&r, F_NODES_CPU_MILLI, 64000);
+    row_set_int(&r, F_NODES_MEMORY_MIB, 512000);
     t->node = ins(t, &model_nodes, &r);
     for (int i = 0; i < 2; i++) {
         r = new_row(&model_gpus, &t->a);
-        seti(&model_gpus, &r, "node_id", t->node);
-        seti(&model_gpus, &r, "index", i);
-        seti(&model_gpus, &r, "gpu_class_id", cls);
-        sets(&model_gpus, &t->a, &r, "health", "ok");
+        row_set_int(&r, F_GPUS_NODE_ID, t->node);
+        row_set_int(&r, F_GPUS_INDEX, i);
+        row_set_int(&r, F_GPUS_GPU_CLASS_ID, cls);
+        row_set_str(&r, &t->a, F_GPUS_HEALTH, "ok");
         t->gpus[i] = ins(t, &model_gpus, &r);
     }
     r = new_row(&model_flavors, &t->a);
-    sets(&model_flavors, &t->a, &r, "name", "h100.1x");
-    seti(&model_flavors, &r, "gpu_class_id", cls);
-    seti(&model_flavors, &r, "gpu_milli", 1000);
-    seti(&model_flavors, &r, "vcpus", 1);
-    seti(&model_flavors, &r, "memory_mib", 1024);
-    seti(&model_flavors, &r, "active", 1);
+    row_set_str(&r, &t->a, F_FLAVORS_NAME, "h100.1x");
+    row_set_int(&r, F_FLAVORS_GPU_CLASS_ID, cls);
+    row_set_int(&r, F_FLAVORS_GPU_MILLI, 1000);
+    row_set_int(&r, F_FLAVORS_VCPUS, 1);
+    row_set_int(&r, F_FLAVORS_MEMORY_MIB, 1024);
+    row_set_int(&r, F_FLAVORS_ACTIVE, 1);
     t->flavor = ins(t, &model_flavors, &r);
 }
 
@@ -174,17 +157,17 @@ static int64_t submit(struct env *t, int priority)
 {
     struct row r = new_row(&model_workloads, &t->a);
     int64_t id, now = time_now_ms();
-    seti(&model_workloads, &r, "project_id", t->project);
-    seti(&model_workloads, &r, "flavor_id", t->flavor);
-    seti(&model_workloads, &r, "replicas", 1);
-    sets(&model_workloads, &t->a, &r, "command", "true");
-    sets(&model_workloads, &t->a, &r, "priority_class", "opportunistic");
-    seti(&model_workloads, &r, "priority", priority);
-    sets(&model_workloads, &t->a, &r, "state", "queued");
-    sets(&model_workloads, &t->a, &r, "reason", "queued");
-    seti(&model_workloads, &r, "submitted_ms", now);
-    seti(&model_workloads, &r, "created_at", now / 1000);
-    seti(&model_workloads, &r, "updated_at", now / 1000);
+    row_set_int(&r, F_WORKLOADS_PROJECT_ID, t->project);
+    row_set_int(&r, F_WORKLOADS_FLAVOR_ID, t->flavor);
+    row_set_int(&r, F_WORKLOADS_REPLICAS, 1);
+    row_set_str(&r, &t->a, F_WORKLOADS_COMMAND, "true");
+    row_set_str(&r, &t->a, F_WORKLOADS_PRIORITY_CLASS, "opportunistic");
+    row_set_int(&r, F_WORKLOADS_PRIORITY, priority);
+    row_set_str(&r, &t->a, F_WORKLOADS_STATE, "queued");
+    row_set_str(&r, &t->a, F_WORKLOADS_REASON, "queued");
+    row_set_int(&r, F_WORKLOADS_SUBMITTED_MS, now);
+    row_set_int(&r, F_WORKLOADS_CREATED_AT, now / 1000);
+    row_set_int(&r, F_WORKLOADS_UPDATED_AT, now / 1000);
     id = ins(t, &model_workloads, &r);
     if (t->e)
         engine_submitted(t->e, id);
@@ -211,7 +194,7 @@ static void stop(struct env *t)
 static const char *state_of(struct env *t, int64_t id)
 {
     struct row w = get_row(t, &model_workloads, id);
-    return get_str(&model_workloads, &w, "state");
+    return row_str(&w, F_WORKLOADS_STATE);
 }
 
 /* Runs passes until workload id is in state (5 s at most). */
@@ -297,7 +280,7 @@ static void test_life(void **state)
     assert_int_equal(allocations(t, id, true, &al), 0);
     assert_int_equal(allocations(t, id, false, &al), 1);
     assert_int_equal(get_int(&model_allocations, &al[0], "ended_ms"), end);
-    assert_string_equal(get_str(&model_allocations, &al[0], "end_reason"), "succeeded");
+    assert_string_equal(row_str(&al[0], F_ALLOCATIONS_END_REASON), "succeeded");
 }
 
 /* Occupies both GPUs with running work; returns the first one's id (the second in *ret_b). */
@@ -333,7 +316,7 @@ static void test_queue_ahead(void **state)
     w = get_row(t, &model_workloads, c);
     after = get_int(&model_workloads, &w, "queued_after");
     assert_true(after == a || after == b);
-    assert_string_equal(get_str(&model_workloads, &w, "state"), "queued");
+    assert_string_equal(row_str(&w, F_WORKLOADS_STATE), "queued");
     snprintf(call, sizeof(call), "after %" PRId64 " %" PRId64, c, after);
     assert_true(fake_call(&t->w, call) >= 0);
     assert_int_equal(allocations(t, after, true, &held), 1);
