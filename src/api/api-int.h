@@ -444,7 +444,8 @@ struct route_param {
 struct route_answer {
     int status;
     const char *desc;
-    const char *schema; /* a schema of the document's components; NULL: a JSON object */
+    /* a schema of the document's components, or a schema as JSON text ("{..."); NULL: an object */
+    const char *schema;
     /*
      * Its content types, space-separated; NULL: "application/json". Other
      * types than JSON are strings.

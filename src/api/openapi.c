@@ -315,7 +315,9 @@ static json_t *answer_content(const struct route_answer *a)
             json_object_set_new(
                 content, type,
                 json_pack("{s:o}", "schema",
-                          a->schema ? ref_to(a->schema) : json_pack("{s:s}", "type", "object")));
+                          !a->schema          ? json_pack("{s:s}", "type", "object")
+                          : a->schema[0] == '{' ? parse_schema(a->schema)
+                                                : ref_to(a->schema)));
         else
             json_object_set_new(content, type, json_pack("{s:{s:s}}", "schema", "type", "string"));
         types += len;

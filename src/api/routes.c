@@ -337,7 +337,13 @@ const struct route routes[] = {
     {"GET", "/v1/invoices/{id}/verify", billing_route_verify, ROLE_VIEWER,
      "re-rate the period and compare byte for byte: {reproduced}", .op = "verify",
      .object = "invoices",
-     .answers = (const struct route_answer[]){{200, "ok", "invoices", NULL}, {0}},
+     .answers =
+         (const struct route_answer[]){
+             {200, "ok",
+              "{\"type\":\"object\",\"properties\":{\"invoice_id\":" S_INT ",\"number\":" S_STR
+              ",\"reproduced\":{\"type\":\"boolean\"}}}",
+              NULL},
+             {0}},
      .errors = ROUTE_ERR_CONFLICT},
 };
 const size_t routes_n = ARRAY_SIZE(routes);
