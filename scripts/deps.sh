@@ -16,7 +16,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git curl ca-certificates procps iproute2
   libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev
-  libsodium-dev libcmocka-dev
+  libsodium-dev libcmocka-dev libyaml-dev
   clang libclang-rt-14-dev cppcheck
   postgresql wrk sqlite3 jq faketime openssl util-linux
   chromium nodejs

@@ -7,7 +7,7 @@
  * Times are milliseconds since the epoch, given by the caller, so that the
  * simulator can be driven faster than real time and tests are exact.
  *
- * Backends: sim, local and slurm; backend_open() makes one of a cluster's
+ * Backends: sim, local, slurm and kubernetes (kube.h); backend_open() makes one of a cluster's
  * kind. What only some backends can do is an optional entry of the table
  * (NULL: not supported, as curl's protocol handlers): the engine asks the
  * table, never a backend's name.
@@ -70,7 +70,11 @@ struct backend_event {
     int64_t at_ms;
     enum backend_end how;
     int exit_code;     /* negative: killed by that signal number */
-    char message[200]; /* BACKEND_NOT_STARTED: why, "" when not said */
+    /*
+     * What people should know, "" when nothing: BACKEND_NOT_STARTED why,
+     * BACKEND_EXITED with an exit code not 0 how ("OOMKilled"), BACKEND_LOST what happened.
+     */
+    char message[200];
 };
 
 struct backend;
@@ -401,6 +405,11 @@ struct backend_settings {
         /* queue the next workload for a running one's GPUs in Slurm behind it */
         bool queue_ahead;
     } slurm;
+    struct {
+        int64_t sync_ms;           /* how often nodes and GPUs are read from the apiserver */
+        const char *default_image; /* for work that names no image; NULL/"": refused */
+        const char *tolerate;      /* taint keys the pods tolerate, comma-separated */
+    } kube;
     /*
      * Tests: makes every cluster's backend instead of the kinds above (a
      * fake table), given open_arg; NULL: the built-in kinds.
@@ -413,10 +422,10 @@ struct backend_settings {
 void backend_settings_init(struct backend_settings *s);
 
 /*
- * Makes the backend of a cluster of that kind ("sim", "local", "slurm"),
- * and logs what it says of itself (limits, accounting). NULL with ei on
- * error; NULL with ei->code 0 for a kind not built here (kubernetes): that
- * cluster's nodes take no work. Caller frees with b->ops->free(b).
+ * Makes the backend of a cluster of that kind ("sim", "local", "slurm",
+ * "kubernetes"), and logs what it says of itself (limits, accounting).
+ * NULL with ei on error: that cluster's nodes take no work until it can be
+ * made. Caller frees with b->ops->free(b).
  */
 struct backend *backend_open(const char *kind, const struct backend_cluster *c,
                              const struct backend_settings *s, struct error_info *ei);

@@ -6,7 +6,10 @@
  */
 #include "base/common.h"
 
+#include <sys/stat.h>
+
 #include "backend/backend.h"
+#include "backend/kube.h"
 #include "backend/slurm.h"
 #include "base/log.h"
 
@@ -21,6 +24,8 @@ void backend_settings_init(struct backend_settings *s)
     s->sim.speed = 1;
     s->slurm.sync_ms = 30000;
     s->slurm.poll_ms = 200;
+    s->kube.sync_ms = 30000;
+    s->kube.tolerate = "nvidia.com/gpu";
 }
 
 static const char *log_dir_of(const struct backend_settings *s)
@@ -88,6 +93,37 @@ static struct backend *open_slurm(const struct backend_cluster *c, const struct 
     return b;
 }
 
+static struct backend *open_kube(const struct backend_cluster *c, const struct backend_settings *s,
+                                 struct error_info *ei)
+{
+    /* The cluster's endpoint is its kubeconfig. Pods are named after the log directory */
+    char *prefix;
+    struct kube_options ko;
+    struct backend *b;
+
+    if (mkdir(log_dir_of(s), 0700) < 0 && errno != EEXIST) {
+        errinfo_set(ei, ERR_INVALID, NULL, "cannot make the log directory %.100s: %s",
+                    log_dir_of(s), strerror(errno));
+        return NULL;
+    }
+    prefix = backend_instance_prefix(log_dir_of(s));
+    ko = (struct kube_options){.kubeconfig = c->endpoint,
+                               .default_image = s->kube.default_image,
+                               .tolerate = s->kube.tolerate,
+                               .timeout_grace_ms = s->timeout_grace_ms,
+                               .instance_prefix = prefix};
+    b = backend_kube_new(c->id, &ko, ei);
+
+    free(prefix);
+    if (!b)
+        return NULL;
+    b->discover_ms = s->kube.sync_ms;
+    log_info("kubernetes cluster: pods are made pinned to the nodes gpuaas chose", "cluster",
+             c->name, "kubeconfig", c->endpoint, "default_image",
+             s->kube.default_image && *s->kube.default_image ? s->kube.default_image : "none");
+    return b;
+}
+
 struct backend *backend_open(const char *kind, const struct backend_cluster *c,
                              const struct backend_settings *s, struct error_info *ei)
 {
@@ -101,7 +137,10 @@ struct backend *backend_open(const char *kind, const struct backend_cluster *c,
         return open_local(c, s, ei);
     if (strcmp(kind, "slurm") == 0)
         return open_slurm(c, s, ei);
-    return NULL; /* kubernetes backends are not built yet: their nodes take no work */
+    if (strcmp(kind, "kubernetes") == 0)
+        return open_kube(c, s, ei);
+    errinfo_set(ei, ERR_INVALID, NULL, "no backend of kind %.32s", kind);
+    return NULL;
 }
 
 bool backend_log_path(const struct backend_settings *s, int64_t workload_id, char *out, size_t size)

@@ -100,6 +100,14 @@ static const struct opt options[] = {
      "Slurm clusters: hand Slurm the next workload for a running one's GPUs as a job waiting "
      "for that one's end, where nothing could make the scheduler choose otherwise (default "
      "true)"},
+    INT("kube-sync-s", kube_sync_s, 1, 86400,
+        "Kubernetes clusters: seconds between reads of the nodes and their GPUs (default 30)"),
+    STR("kube-default-image", kube_default_image,
+        "Kubernetes clusters: the image of work that names none (default: such work is "
+        "refused)"),
+    STR("kube-tolerate", kube_tolerate,
+        "Kubernetes clusters: taint keys gpuaas's pods tolerate, comma-separated; a node with "
+        "another NoSchedule taint is drained (default nvidia.com/gpu)"),
     INT("idle-notify-s", idle_notify_s, 0, 8640000,
         "an 'idle' event for work whose GPUs were idle-allocated this long (0: off, the default)"),
     INT("idle-stop-p2-s", idle_stop_p2_s, 0, 8640000,
@@ -156,6 +164,8 @@ static void defaults(struct config *cfg)
     cfg->slurm_sync_s = 30;
     cfg->slurm_poll_ms = 200;
     cfg->slurm_queue_ahead = true;
+    cfg->kube_sync_s = 30;
+    snprintf(cfg->kube_tolerate, sizeof(cfg->kube_tolerate), "nvidia.com/gpu");
 }
 
 static const struct opt *find_opt(const char *key)

@@ -51,6 +51,9 @@ struct config {
     int idle_notify_s, idle_stop_p2_s; /* idle policies; 0: off */
     int slurm_sync_s;                  /* Slurm clusters: node and GPU refresh */
     int slurm_poll_ms;                 /* Slurm clusters: least time between squeue runs */
+    int kube_sync_s;                   /* Kubernetes clusters: node and GPU refresh */
+    char kube_default_image[512];      /* Kubernetes clusters: image of image-less work */
+    char kube_tolerate[1024];          /* Kubernetes clusters: taint keys tolerated */
     char placement[32]; /* placement policy (sched/policies.h); "" is the built-in best-fit */
     char placement_pods[2048]; /* typical pods of fgd and fgd-fill; "" is the built-in set */
     char config_file[1024];

@@ -372,6 +372,9 @@ int main(int argc, char **argv)
     eopt.backends.slurm.sync_ms = (int64_t)cfg.slurm_sync_s * 1000;
     eopt.backends.slurm.poll_ms = cfg.slurm_poll_ms;
     eopt.backends.slurm.queue_ahead = cfg.slurm_queue_ahead;
+    eopt.backends.kube.sync_ms = (int64_t)cfg.kube_sync_s * 1000;
+    eopt.backends.kube.default_image = cfg.kube_default_image;
+    eopt.backends.kube.tolerate = cfg.kube_tolerate;
     if (engine_start(store, &eopt, &engine, &ei) < 0) {
         failed = "could not start the scheduler";
         goto out;

@@ -126,7 +126,8 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
         reason = "killed at its maximum runtime";
     } else if (ev->how == BACKEND_LOST) {
         state = "failed";
-        reason = "lost: its backend no longer knows it";
+        reason = ev->message[0] ? arena_printf(a, "lost: %s", ev->message)
+                                : "lost: its backend no longer knows it";
     } else if (ev->how == BACKEND_NOT_STARTED) {
         state = "failed";
         reason = ev->message[0] ? arena_printf(a, "its backend could not start it: %s", ev->message)
@@ -136,7 +137,9 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
         reason = "exited 0";
     } else {
         state = "failed";
-        reason = arena_printf(a, "exited with status %d", ev->exit_code);
+        reason = ev->message[0] ? arena_printf(a, "exited with status %d: %s", ev->exit_code,
+                                               ev->message)
+                                : arena_printf(a, "exited with status %d", ev->exit_code);
     }
     alloc_reason = preempted ? "preempted" : state;
     row_set_str(&w, a, F_WORKLOADS_STATE, state);

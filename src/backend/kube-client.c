@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kube-client.c: the backend's connection to a kube-apiserver over libcurl:
+ * HTTPS only, the kubeconfig's CA (file or inline PEM), a bearer token
+ * (inline, or a file read again when refused: projected tokens rotate) or
+ * a client certificate. Requests are bounded in time and size; watches are
+ * streamed through a curl multi handle that the engine's thread drives
+ * without blocking (kube_watch_pump), so no thread of the backend's own.
+ */
+#include "base/common.h"
+
+#include <sodium.h>
+
+#include "backend/kube-int.h"
+#include "base/fdio.h"
+
+#define ANSWER_MAX (256u * 1024 * 1024) /* a list of every pod of a large cluster */
+#define EVENT_MAX (16u * 1024 * 1024)   /* one watch event (one object) */
+#define TOKEN_MAX (64 * 1024)
+#define CONNECT_TIMEOUT_MS 5000L
+#define REQUEST_TIMEOUT_MS 30000L
+
+/* Frees a string that held a secret, zeroed first. */
+static void wipe_free(char *s, size_t size)
+{
+    if (s) {
+        sodium_memzero(s, size);
+        free(s);
+    }
+}
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+    struct buf *b = arg;
+    return buf_append(b, p, size * n) == 0 ? size * n : 0; /* too large: CURLE_WRITE_ERROR */
+}
+
+/* The Authorization header of the config's token (its file read now); NULL when none. */
+static char *auth_header(const struct kube_config *c, struct error_info *ei)
+{
+    if (c->token_file) {
+        char *t = xmalloc(TOKEN_MAX);
+        ssize_t n = file_read_small(c->token_file, t, TOKEN_MAX);
+        char *h;
+        if (n <= 0) {
+            errinfo_set(ei, ERR_INVALID, "endpoint", "cannot read the kubeconfig's token file %.100s",
+                        c->token_file);
+            free(t);
+            return NULL;
+        }
+        while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == '\r' || t[n - 1] == ' '))
+            t[--n] = '\0';
+        h = xasprintf("Authorization: Bearer %s", t);
+        wipe_free(t, TOKEN_MAX);
+        return h;
+    }
+    return c->token ? xasprintf("Authorization: Bearer %s", c->token) : NULL;
+}
+
+/* The TLS and identity options every handle of k gets. */
+static void setup(struct kube_client *k, CURL *c)
+{
+    const struct kube_config *cfg = k->cfg;
+
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (cfg->ca_data) {
+        struct curl_blob blob = {cfg->ca_data, cfg->ca_len, CURL_BLOB_COPY};
+        curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
+    } else if (cfg->ca_file) {
+        curl_easy_setopt(c, CURLOPT_CAINFO, cfg->ca_file);
+    }
+    if (cfg->insecure) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (cfg->cert_data) {
+        struct curl_blob cert = {cfg->cert_data, cfg->cert_len, CURL_BLOB_COPY};
+        struct curl_blob key = {cfg->key_data, cfg->key_len, CURL_BLOB_COPY};
+        curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
+        curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
+    } else if (cfg->cert_file) {
+        curl_easy_setopt(c, CURLOPT_SSLCERT, cfg->cert_file);
+        curl_easy_setopt(c, CURLOPT_SSLKEY, cfg->key_file);
+    }
+}
+
+int kube_client_new(const char *kubeconfig, struct kube_client **ret, struct error_info *ei)
+{
+    struct kube_config *cfg;
+    struct kube_client *k;
+    int rc = kube_config_load(kubeconfig, &cfg, ei);
+
+    *ret = NULL;
+    if (rc < 0)
+        return rc;
+    k = xcalloc(1, sizeof(*k));
+    k->cfg = cfg;
+    k->auth = auth_header(cfg, ei);
+    if ((cfg->token || cfg->token_file) && !k->auth) {
+        kube_client_free(k);
+        return ERR_INVALID;
+    }
+    k->easy = curl_easy_init();
+    if (!k->easy) {
+        kube_client_free(k);
+        return errinfo_set(ei, ERR_INTERNAL, NULL, "could not create a curl handle");
+    }
+    *ret = k;
+    return 0;
+}
+
+void kube_client_free(struct kube_client *k)
+{
+    if (!k)
+        return;
+    if (k->easy)
+        curl_easy_cleanup(k->easy);
+    if (k->auth)
+        wipe_free(k->auth, strlen(k->auth));
+    kube_config_free(k->cfg);
+    free(k);
+}
+
+/* curl's failure said for people: where, and what kind of trouble. */
+static int transport_error(const struct kube_client *k, CURLcode cc, const char *detail,
+                           struct error_info *ei)
+{
+    const char *what = "cannot reach the apiserver";
+    switch (cc) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+        what = "TLS with the apiserver failed (is the kubeconfig's CA the cluster's?)";
+        break;
+    case CURLE_OPERATION_TIMEDOUT:
+        what = "the apiserver did not answer in time";
+        break;
+    default:
+        break;
+    }
+    return errinfo_set(ei, ERR_UNAVAILABLE, "endpoint", "%s at %.100s: %.120s", what,
+                       k->cfg->server, detail[0] ? detail : curl_easy_strerror(cc));
+}
+
+static int call_once(struct kube_client *k, const char *method, const char *path,
+                     const char *content_type, const char *body, long *ret_status, json_t **ret,
+                     struct error_info *ei)
+{
+    CURL *c = k->easy;
+    struct curl_slist *h = NULL;
+    struct buf answer;
+    char *url = xasprintf("%s%s", k->cfg->server, path), errbuf[CURL_ERROR_SIZE] = "";
+    char *ct = xasprintf("Content-Type: %s", content_type ? content_type : "application/json");
+    CURLcode cc;
+    int rc = 0;
+
+    buf_init(&answer, ANSWER_MAX);
+    curl_easy_reset(c);
+    setup(k, c);
+    h = curl_slist_append(h, "Accept: application/json");
+    if (body)
+        h = curl_slist_append(h, ct);
+    if (k->auth)
+        h = curl_slist_append(h, k->auth);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    cc = curl_easy_perform(c);
+    if (cc != CURLE_OK) {
+        rc = transport_error(k, cc, errbuf, ei);
+    } else {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, ret_status);
+        *ret = answer.data ? json_loadb(answer.data, answer.len, 0, NULL) : NULL;
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(h);
+    buf_release(&answer);
+    free(url);
+    free(ct);
+    return rc;
+}
+
+int kube_call(struct kube_client *k, const char *method, const char *path,
+              const char *content_type, json_t *body, long *ret_status, json_t **ret,
+              struct error_info *ei)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    int rc;
+
+    *ret = NULL;
+    *ret_status = 0;
+    rc = call_once(k, method, path, content_type, text, ret_status, ret, ei);
+    if (rc == 0 && *ret_status == 401 && k->cfg->token_file) {
+        /* a rotated token: read its file again, once */
+        char *auth = auth_header(k->cfg, NULL);
+        if (auth) {
+            if (k->auth)
+                wipe_free(k->auth, strlen(k->auth));
+            k->auth = auth;
+            json_decref(*ret);
+            *ret = NULL;
+            rc = call_once(k, method, path, content_type, text, ret_status, ret, ei);
+        }
+    }
+    free(text);
+    return rc;
+}
+
+void kube_answer_message(long status, json_t *ans, char *out, size_t size)
+{
+    const char *msg = json_string_value(json_object_get(ans, "message"));
+    const char *why = status == 401   ? " (the apiserver refused the credentials: "
+                                        "expired or wrong token or certificate)"
+                      : status == 403 ? " (RBAC: the kubeconfig's user may not do this)"
+                                      : "";
+    snprintf(out, size, "HTTP %ld%s%s%.120s", status, why, msg ? ": " : "", msg ? msg : "");
+}
+
+/* ---- watches ---- */
+
+void kube_watch_stop(struct kube_watch *w)
+{
+    if (w->multi && w->easy)
+        curl_multi_remove_handle(w->multi, w->easy);
+    if (w->easy)
+        curl_easy_cleanup(w->easy);
+    if (w->multi)
+        curl_multi_cleanup(w->multi);
+    curl_slist_free_all(w->headers);
+    buf_release(&w->data);
+    memset(w, 0, sizeof(*w));
+}
+
+int kube_watch_start(struct kube_client *k, struct kube_watch *w, const char *path,
+                     struct error_info *ei)
+{
+    char *url = xasprintf("%s%s", k->cfg->server, path);
+
+    kube_watch_stop(w);
+    buf_init(&w->data, EVENT_MAX);
+    w->multi = curl_multi_init();
+    w->easy = curl_easy_init();
+    if (!w->multi || !w->easy) {
+        free(url);
+        kube_watch_stop(w);
+        return errinfo_set(ei, ERR_INTERNAL, NULL, "could not create a curl handle");
+    }
+    setup(k, w->easy);
+    w->headers = curl_slist_append(w->headers, "Accept: application/json");
+    if (k->auth)
+        w->headers = curl_slist_append(w->headers, k->auth);
+    curl_easy_setopt(w->easy, CURLOPT_URL, url);
+    curl_easy_setopt(w->easy, CURLOPT_HTTPHEADER, w->headers);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(w->easy, CURLOPT_WRITEDATA, &w->data);
+    /* a silent stream for this long is dead (the server sends bookmarks about every minute) */
+    curl_easy_setopt(w->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(w->easy, CURLOPT_LOW_SPEED_TIME, 150L);
+    free(url);
+    curl_multi_add_handle(w->multi, w->easy);
+    w->open = true;
+    return 0;
+}
+
+int kube_watch_pump(struct kube_watch *w, void (*fn)(void *arg, json_t *event), void *arg,
+                    struct error_info *ei)
+{
+    int running = 0, left;
+    CURLMsg *m;
+    size_t start = 0;
+
+    if (!w->open)
+        return 0;
+    curl_multi_perform(w->multi, &running);
+    for (size_t i = 0; i < w->data.len; i++) {
+        json_t *ev;
+        if (w->data.data[i] != '\n')
+            continue;
+        ev = json_loadb(w->data.data + start, i - start, 0, NULL);
+        if (ev)
+            fn(arg, ev);
+        json_decref(ev);
+        start = i + 1;
+    }
+    if (start > 0) {
+        memmove(w->data.data, w->data.data + start, w->data.len - start);
+        w->data.len -= start;
+        w->data.data[w->data.len] = '\0';
+    }
+    while ((m = curl_multi_info_read(w->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->status);
+        if (m->data.result != CURLE_OK)
+            errinfo_set(ei, ERR_UNAVAILABLE, NULL, "the watch broke: %s",
+                        curl_easy_strerror(m->data.result));
+        else if (w->status != 200)
+            errinfo_set(ei, ERR_UNAVAILABLE, NULL, "the watch was refused: HTTP %ld", w->status);
+        w->open = false;
+    }
+    return w->open ? 1 : 0;
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kube-int.h: what the files of the Kubernetes backend share (kube.c the
+ * table, kube-client.c the apiserver connection, kube-pod.c pods in and
+ * out, kube-nodes.c discovery); kube.h is the public side. The pod and
+ * node functions are pure (JSON in, values out) so tests check them
+ * without an apiserver.
+ */
+#ifndef GPUAAS_BACKEND_KUBE_INT_H
+#define GPUAAS_BACKEND_KUBE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "backend/backend.h"
+#include "backend/kube.h"
+#include "base/alloc.h"
+#include "base/buf.h"
+#include "base/err.h"
+
+/* Labels on everything gpuaas makes in a cluster. */
+#define KUBE_LABEL_INSTANCE "gpuaas.io/instance"
+#define KUBE_LABEL_WORKLOAD "gpuaas.io/workload"
+#define KUBE_LABEL_REPLICA "gpuaas.io/replica"
+#define KUBE_LABEL_PROJECT "gpuaas.io/project"
+/* The user's expected runtime as a Go duration ("120s"): information, nothing enforces it. */
+#define KUBE_ANNOTATION_RUNTIME "gpuaas.io/expected-runtime"
+#define KUBE_RESOURCE_GPU "nvidia.com/gpu"
+#define KUBE_RESOURCE_MIG_PREFIX "nvidia.com/mig-"
+
+/* ---- kube-client.c: requests to the apiserver ---- */
+
+struct kube_client {
+    struct kube_config *cfg;
+    CURL *easy; /* one request at a time, the connection kept */
+    char *auth; /* "Authorization: Bearer ..." or NULL */
+};
+
+int kube_client_new(const char *kubeconfig, struct kube_client **ret, struct error_info *ei);
+void kube_client_free(struct kube_client *k);
+
+/*
+ * One request: body (may be NULL) sent as JSON (or as content_type), the
+ * answer parsed into *ret (NULL when it is not JSON; caller decrefs) and
+ * its status into *ret_status. Fails only when no answer came
+ * (ERR_UNAVAILABLE: the apiserver's address and curl's reason, a TLS
+ * problem said as such); an HTTP error status is the caller's to judge.
+ */
+int kube_call(struct kube_client *k, const char *method, const char *path,
+              const char *content_type, json_t *body, long *ret_status, json_t **ret,
+              struct error_info *ei);
+
+/* An error answer in a line: "HTTP 403: <the Status object's message>". */
+void kube_answer_message(long status, json_t *ans, char *out, size_t size);
+
+/*
+ * A watch: a streamed GET whose lines are events. Driven without blocking
+ * by kube_watch_pump() from the engine's thread.
+ */
+struct kube_watch {
+    CURLM *multi;
+    CURL *easy;
+    struct curl_slist *headers;
+    struct buf data; /* received, not yet split into lines */
+    long status;     /* HTTP status, once known */
+    bool open;
+};
+
+int kube_watch_start(struct kube_client *k, struct kube_watch *w, const char *path,
+                     struct error_info *ei);
+/*
+ * Moves what has arrived and hands each complete event to fn. Returns 1
+ * while the stream is open, 0 when it has ended (the server closed it, or
+ * the transfer failed: *ei says how), to be started again.
+ */
+int kube_watch_pump(struct kube_watch *w, void (*fn)(void *arg, json_t *event), void *arg,
+                    struct error_info *ei);
+void kube_watch_stop(struct kube_watch *w);
+
+/* ---- kube-pod.c: pods made from launches, and what a pod says ---- */
+
+/* The namespace of a project's work: "<prefix>p<project>". */
+void kube_namespace_name(const char *prefix, int64_t project_id, char *out, size_t size);
+/* The pod of a replica: "<prefix><workload>-<replica>". */
+void kube_pod_name(const char *prefix, int64_t workload_id, int32_t replica, char *out,
+                   size_t size);
+
+struct kube_pod_settings {
+    const char *prefix;        /* the instance prefix ("gpuaas-1a2b3c4d-") */
+    const char *default_image; /* "" or NULL: none */
+    const char *const *tolerate;
+    size_t n_tolerate;
+};
+
+/*
+ * The Pod of replica r of l, as JSON (caller decrefs). ERR_INVALID with ei
+ * for what a pod cannot express: a device share below a whole GPU, no
+ * image and no default image, no node.
+ */
+int kube_pod_json(const struct kube_pod_settings *s, const struct backend_launch *l, size_t r,
+                  json_t **ret, struct error_info *ei);
+
+enum kube_pod_phase {
+    KUBE_POD_PENDING, /* created, not running yet */
+    KUBE_POD_RUNNING,
+    KUBE_POD_ENDED, /* Succeeded or Failed: exit_code and message say how */
+};
+
+struct kube_pod_state {
+    int64_t workload_id; /* from its labels; -1 when not one of ours */
+    int32_t replica;
+    enum kube_pod_phase phase;
+    bool deleting;       /* metadata.deletionTimestamp set */
+    int exit_code;       /* ENDED: the main container's; -1 unknown */
+    int64_t finished_ms; /* ENDED: when, from the container status; -1 unknown */
+    char message[160];   /* ENDED other than exit 0: "OOMKilled", "Evicted: ..."; "" */
+};
+
+/* What a pod object says of itself. */
+void kube_pod_state_of(json_t *pod, struct kube_pod_state *st);
+
+/* ---- kube-nodes.c: discovery from Node objects ---- */
+
+/*
+ * The node reports of a node list's items (strings in a): GPUs counted from
+ * allocatable nvidia.com/gpu and nvidia.com/mig-<profile>, their class
+ * from the nvidia.com/gpu.product label (and gpu.memory), state from the
+ * Ready condition, spec.unschedulable and taints not tolerated. Nodes with
+ * no GPU resource are left out. used_by_others: per node, GPUs requested
+ * by running pods gpuaas did not create (those GPUs are reported down).
+ */
+int kube_nodes_report(json_t *node_items, json_t *foreign_pods, const char *const *tolerate,
+                      size_t n_tolerate, struct arena *a, struct backend_fleet_report *ret);
+
+#endif

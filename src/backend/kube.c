@@ -1,0 +1,717 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kube.c: the Kubernetes backend's table (kube.h says its rules). It keeps
+ * a record per workload with one entry per replica's pod, fed by a watch of
+ * this daemon's pods (label gpuaas.io/instance) that poll() drives: a list
+ * first (its resourceVersion), then a watch from there with bookmarks; a
+ * closed watch is started again from the last resourceVersion seen, and a
+ * 410 Gone (history compacted) or an ERROR event lists again. Requests that
+ * change things (create, delete) are made at once from the engine's thread
+ * and bounded in time (kube-client.c).
+ */
+#include "base/common.h"
+
+#include "backend/kube-int.h"
+#include "backend/work.h"
+#include "base/log.h"
+
+#define NEVER INT64_MAX
+/* The engine looks this often: the watch is read from poll(). */
+#define KUBE_LOOK_MS 100
+/* After a failed list or watch, this long before trying again. */
+#define RETRY_MS 1000
+#define MAX_TOLERATE 16
+
+struct kreplica {
+    char name[96];
+    enum kube_pod_phase phase;
+    bool gone;           /* no longer in the cluster */
+    bool deleted_by_us;  /* we asked for its deletion */
+    int exit_code;
+    int64_t finished_ms;
+    char message[160];
+};
+
+struct kwork {
+    int64_t id; /* workload; first: backend/work.h */
+    int64_t project_id;
+    char ns[96];
+    struct kreplica *r;
+    size_t n;
+    int64_t launched_ms;
+    int64_t deadline_ms;     /* max runtime; NEVER: none */
+    enum backend_end reason; /* 0, STOPPED or TIMEOUT once asked to end */
+    int64_t kill_at_ms;      /* end of the grace given */
+};
+
+struct kube {
+    struct backend b;
+    struct kube_client *k;
+    char prefix[64];   /* gpuaas-<hex>- */
+    char instance[64]; /* gpuaas-<hex> */
+    char *default_image;
+    char *tolerate_buf;
+    const char *tolerate[MAX_TOLERATE];
+    size_t n_tolerate;
+    int64_t timeout_grace_ms;
+    struct backend_work work;
+    struct kube_watch watch;
+    char rv[64];          /* resourceVersion to watch from; "" until listed */
+    int64_t retry_at_ms;  /* no list or watch before this */
+    bool said_broken;     /* the watch's trouble was logged */
+    char **namespaces;    /* made (or found) already */
+    size_t n_namespaces, cap_namespaces;
+};
+
+_Static_assert(offsetof(struct kwork, id) == 0, "backend/work.h: the id comes first");
+
+static struct kube *kube_of(struct backend *b)
+{
+    return b->impl;
+}
+
+static void kwork_free(struct kwork *w)
+{
+    if (w) {
+        free(w->r);
+        free(w);
+    }
+}
+
+/* ---- requests ---- */
+
+/* A request whose answer must have one of the statuses ok1/ok2 (0: none). */
+static int request(struct kube *s, const char *method, const char *path, json_t *body, long ok1,
+                   long ok2, long *ret_status, json_t **ret, struct error_info *ei)
+{
+    long status = 0;
+    json_t *ans = NULL;
+    int rc = kube_call(s->k, method, path, NULL, body, &status, &ans, ei);
+
+    if (ret_status)
+        *ret_status = status;
+    if (rc == 0 && status != ok1 && status != ok2) {
+        char msg[200];
+        kube_answer_message(status, ans, msg, sizeof(msg));
+        rc = errinfo_set(ei, status == 422 ? ERR_INVALID : ERR_UNAVAILABLE, NULL,
+                         "%s %.80s: %s", method, path, msg);
+    }
+    if (ret && rc == 0)
+        *ret = ans;
+    else
+        json_decref(ans);
+    return rc;
+}
+
+static void label_selector(const struct kube *s, char *out, size_t size)
+{
+    snprintf(out, size, "labelSelector=" KUBE_LABEL_INSTANCE "%%3D%s", s->instance);
+}
+
+/* Deletes one pod with that grace (seconds); a pod already gone is fine. */
+static int delete_pod(struct kube *s, const char *ns, const char *name, int64_t grace_s,
+                      bool *ret_gone, struct error_info *ei)
+{
+    char path[256];
+    long status;
+    json_t *opts = json_pack("{s:s, s:s, s:I}", "apiVersion", "v1", "kind", "DeleteOptions",
+                             "gracePeriodSeconds", (json_int_t)grace_s);
+    int rc;
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
+    rc = request(s, "DELETE", path, opts, 200, 404, &status, NULL, ei);
+    json_decref(opts);
+    if (ret_gone)
+        *ret_gone = rc == 0 && status == 404;
+    return rc;
+}
+
+static int64_t grace_seconds(int64_t grace_ms)
+{
+    return grace_ms <= 0 ? 0 : (grace_ms + 999) / 1000;
+}
+
+/* Makes the project's namespace once (409: there already). */
+static int ensure_namespace(struct kube *s, const char *ns, int64_t project_id,
+                            struct error_info *ei)
+{
+    json_t *body;
+    char proj[32];
+    int rc;
+
+    for (size_t i = 0; i < s->n_namespaces; i++)
+        if (strcmp(s->namespaces[i], ns) == 0)
+            return 0;
+    snprintf(proj, sizeof(proj), "%" PRId64, project_id);
+    body = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}}}", "apiVersion", "v1", "kind",
+                     "Namespace", "metadata", "name", ns, "labels",
+                     "app.kubernetes.io/managed-by", "gpuaas", KUBE_LABEL_INSTANCE,
+                     s->instance, KUBE_LABEL_PROJECT, proj);
+    rc = request(s, "POST", "/api/v1/namespaces", body, 201, 409, NULL, NULL, ei);
+    json_decref(body);
+    if (rc == 0) {
+        ALLOC_GROW(s->namespaces, s->n_namespaces + 1, s->cap_namespaces);
+        s->namespaces[s->n_namespaces++] = xstrdup(ns);
+    }
+    return rc;
+}
+
+/* ---- what pods say ---- */
+
+static void on_pod(struct kube *s, json_t *pod, bool deleted)
+{
+    struct kube_pod_state st;
+    struct kwork *w;
+    struct kreplica *r;
+
+    kube_pod_state_of(pod, &st);
+    if (st.workload_id < 0 || !(w = backend_work_find(&s->work, st.workload_id, NULL)) ||
+        (size_t)st.replica >= w->n)
+        return; /* not one we follow: the start-up sweep deals with strays */
+    r = &w->r[st.replica];
+    if (deleted)
+        r->gone = true;
+    if (r->phase == KUBE_POD_ENDED || (deleted && st.phase != KUBE_POD_ENDED))
+        return; /* the first end stands; a pod gone unended keeps what it last said */
+    r->phase = st.phase;
+    if (st.phase == KUBE_POD_ENDED) {
+        r->exit_code = st.exit_code;
+        r->finished_ms = st.finished_ms;
+        snprintf(r->message, sizeof(r->message), "%s", st.message);
+    }
+}
+
+/* The apiserver answered: say so once after trouble. */
+static void healthy(struct kube *s)
+{
+    if (s->said_broken)
+        log_info("kubernetes: following the pods again");
+    s->said_broken = false;
+}
+
+static void on_event(void *arg, json_t *ev)
+{
+    struct kube *s = arg;
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    json_t *obj = json_object_get(ev, "object");
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+
+    if (!type)
+        return;
+    healthy(s);
+    if (strcmp(type, "ERROR") == 0) {
+        /* 410 Gone (the history was compacted) or another failure: list again */
+        log_info("kubernetes watch: the apiserver ended it; listing again", "code",
+                 json_string_value(json_object_get(obj, "reason")));
+        s->rv[0] = '\0';
+        return;
+    }
+    if (rv)
+        snprintf(s->rv, sizeof(s->rv), "%s", rv);
+    if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
+        on_pod(s, obj, false);
+    else if (strcmp(type, "DELETED") == 0)
+        on_pod(s, obj, true);
+}
+
+/* Lists our pods, brings every record up to date, and notes the resourceVersion. */
+static int list_pods(struct kube *s, struct error_info *ei)
+{
+    char path[256], sel[128];
+    json_t *ans = NULL, *items, *p;
+    size_t i;
+    int rc;
+
+    label_selector(s, sel, sizeof(sel));
+    snprintf(path, sizeof(path), "/api/v1/pods?%s", sel);
+    rc = request(s, "GET", path, NULL, 200, 0, NULL, &ans, ei);
+    if (rc < 0)
+        return rc;
+    items = json_object_get(ans, "items");
+    /* a pod we follow that the list lacks is gone */
+    for (size_t k = 0; k < s->work.n; k++) {
+        struct kwork *w = s->work.items[k];
+        for (size_t r = 0; r < w->n; r++) {
+            bool found = false;
+            json_array_foreach(items, i, p)
+            {
+                const char *name = json_string_value(
+                    json_object_get(json_object_get(p, "metadata"), "name"));
+                found |= name && strcmp(name, w->r[r].name) == 0;
+            }
+            if (!found)
+                w->r[r].gone = true;
+        }
+    }
+    json_array_foreach(items, i, p) on_pod(s, p, false);
+    healthy(s);
+    snprintf(s->rv, sizeof(s->rv), "%s",
+             json_string_value(json_object_get(json_object_get(ans, "metadata"),
+                                               "resourceVersion"))
+                 ?: "");
+    json_decref(ans);
+    return 0;
+}
+
+static void say_broken(struct kube *s, const struct error_info *ei, int64_t now_ms)
+{
+    if (!s->said_broken)
+        log_warn("kubernetes: cannot follow the pods; trying again every second", "error",
+                 ei->message[0] ? ei->message : "the watch ended");
+    s->said_broken = true;
+    s->retry_at_ms = now_ms + RETRY_MS;
+}
+
+/* Keeps the watch going: lists when needed, starts it again when it ended, reads it. */
+static void follow(struct kube *s, int64_t now_ms)
+{
+    struct error_info ei = {0};
+    char path[320], sel[128];
+
+    if (s->watch.open) {
+        if (kube_watch_pump(&s->watch, on_event, s, &ei) == 1 && s->rv[0])
+            return; /* following */
+        if (s->watch.status == 410)
+            s->rv[0] = '\0'; /* too old a resourceVersion: list again */
+        kube_watch_stop(&s->watch);
+        if (ei.code) {
+            say_broken(s, &ei, now_ms);
+            return;
+        }
+    }
+    if (now_ms < s->retry_at_ms)
+        return;
+    if (!s->rv[0] && list_pods(s, &ei) < 0) {
+        say_broken(s, &ei, now_ms);
+        return;
+    }
+    label_selector(s, sel, sizeof(sel));
+    snprintf(path, sizeof(path),
+             "/api/v1/pods?%s&watch=1&allowWatchBookmarks=true&resourceVersion=%s"
+             "&timeoutSeconds=%d",
+             sel, s->rv, 240 + (int)(now_ms % 120));
+    if (kube_watch_start(s->k, &s->watch, path, &ei) < 0) {
+        say_broken(s, &ei, now_ms);
+        return;
+    }
+    kube_watch_pump(&s->watch, on_event, s, &ei);
+}
+
+/* ---- ends ---- */
+
+/* The end of work whose pods have all ended or are gone; false while some still run. */
+static bool work_end(const struct kwork *w, int64_t now_ms, struct backend_event *ev)
+{
+    int64_t at = w->launched_ms;
+    bool all_finished = true;
+
+    memset(ev, 0, sizeof(*ev));
+    ev->workload_id = w->id;
+    for (size_t r = 0; r < w->n; r++) {
+        const struct kreplica *p = &w->r[r];
+        if (w->reason ? !p->gone : !(p->gone || p->phase == KUBE_POD_ENDED))
+            return false;
+        if (p->finished_ms > at)
+            at = p->finished_ms;
+        all_finished &= p->phase == KUBE_POD_ENDED && p->finished_ms >= 0;
+    }
+    ev->at_ms = all_finished && at <= now_ms ? at : now_ms;
+    if (w->reason) {
+        /* usage counts until the pods are gone: the end is when they went */
+        ev->at_ms = now_ms;
+        ev->how = w->reason;
+        ev->exit_code = now_ms >= w->kill_at_ms ? -9 : -15;
+        for (size_t r = 0; r < w->n; r++)
+            if (w->r[r].phase == KUBE_POD_ENDED && w->r[r].exit_code != 0) {
+                ev->exit_code = w->r[r].exit_code;
+                break;
+            }
+        return true;
+    }
+    ev->how = BACKEND_EXITED;
+    for (size_t r = 0; r < w->n; r++) {
+        const struct kreplica *p = &w->r[r];
+        if (p->phase != KUBE_POD_ENDED && p->gone && !p->deleted_by_us) {
+            ev->how = BACKEND_LOST;
+            ev->exit_code = -1;
+            snprintf(ev->message, sizeof(ev->message),
+                     "its pod %.90s was deleted outside gpuaas", p->name);
+            return true;
+        }
+    }
+    for (size_t r = 0; r < w->n; r++) {
+        const struct kreplica *p = &w->r[r];
+        if (p->exit_code != 0) {
+            ev->exit_code = p->exit_code;
+            snprintf(ev->message, sizeof(ev->message), "%.190s", p->message);
+            break;
+        }
+    }
+    return true;
+}
+
+/* Asks every pod of w that is not gone to go, with that grace. */
+static void delete_pods(struct kube *s, struct kwork *w, int64_t grace_ms)
+{
+    for (size_t r = 0; r < w->n; r++) {
+        struct error_info ei = {0};
+        bool gone = false;
+        if (w->r[r].gone)
+            continue;
+        if (delete_pod(s, w->ns, w->r[r].name, grace_seconds(grace_ms), &gone, &ei) < 0)
+            log_warn("kubernetes: could not delete a pod", "pod", w->r[r].name, "error",
+                     ei.message);
+        else
+            w->r[r].deleted_by_us = true;
+        if (gone)
+            w->r[r].gone = true;
+    }
+}
+
+static size_t kube_poll(struct backend *b, int64_t now_ms, struct backend_event *out, size_t max)
+{
+    struct kube *s = kube_of(b);
+
+    follow(s, now_ms);
+    for (size_t i = 0; i < s->work.n;) {
+        struct kwork *w = s->work.items[i];
+        struct backend_event ev;
+        if (!w->reason && now_ms >= w->deadline_ms) {
+            w->reason = BACKEND_TIMEOUT;
+            w->kill_at_ms = now_ms + s->timeout_grace_ms;
+            delete_pods(s, w, s->timeout_grace_ms);
+        }
+        if (!work_end(w, now_ms, &ev)) {
+            i++;
+            continue;
+        }
+        if (!w->reason)
+            delete_pods(s, w, 0); /* ended by itself: its pods are not needed any more */
+        backend_ends_push(&s->work.done, &ev);
+        kwork_free(backend_work_take(&s->work, i));
+    }
+    return backend_ends_take(&s->work.done, out, max);
+}
+
+static int64_t kube_next_event_ms(struct backend *b)
+{
+    struct kube *s = kube_of(b);
+    int64_t t = s->work.done.n ? 0 : NEVER;
+
+    for (size_t i = 0; i < s->work.n; i++) {
+        const struct kwork *w = s->work.items[i];
+        if (!w->reason && w->deadline_ms < t)
+            t = w->deadline_ms;
+    }
+    return t;
+}
+
+/* ---- launch, stop, adopt ---- */
+
+static struct kwork *kwork_new(const struct kube *s, const struct backend_launch *l,
+                               int64_t started_ms)
+{
+    struct kwork *w = xcalloc(1, sizeof(*w));
+
+    w->id = l->workload_id;
+    w->project_id = l->project_id;
+    kube_namespace_name(s->prefix, l->project_id, w->ns, sizeof(w->ns));
+    w->n = l->n_replicas;
+    w->r = xcalloc(w->n, sizeof(*w->r));
+    for (size_t r = 0; r < w->n; r++) {
+        kube_pod_name(s->prefix, l->workload_id, l->replicas[r].replica, w->r[r].name,
+                      sizeof(w->r[r].name));
+        w->r[r].exit_code = -1;
+        w->r[r].finished_ms = -1;
+    }
+    w->launched_ms = started_ms;
+    w->deadline_ms = l->max_runtime_ms >= 0 ? started_ms + l->max_runtime_ms : NEVER;
+    w->kill_at_ms = NEVER;
+    return w;
+}
+
+static int kube_launch(struct backend *b, const struct backend_launch *l, int64_t now_ms,
+                       struct error_info *ei)
+{
+    struct kube *s = kube_of(b);
+    struct kube_pod_settings ps = {s->prefix, s->default_image, s->tolerate, s->n_tolerate};
+    struct kwork *w;
+    json_t **pods;
+    size_t made = 0;
+    int rc;
+
+    if ((rc = backend_check_launch(l, ei)) < 0)
+        return rc;
+    if (backend_work_known(&s->work, l->workload_id))
+        return errinfo_set(ei, ERR_CONFLICT, NULL, "workload %" PRId64 " is still running",
+                           l->workload_id);
+    pods = xcalloc(l->n_replicas, sizeof(*pods));
+    for (size_t r = 0; rc == 0 && r < l->n_replicas; r++)
+        rc = kube_pod_json(&ps, l, r, &pods[r], ei);
+    w = kwork_new(s, l, now_ms);
+    if (rc == 0)
+        rc = ensure_namespace(s, w->ns, l->project_id, ei);
+    for (; rc == 0 && made < l->n_replicas; made++) {
+        char path[160];
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", w->ns);
+        rc = request(s, "POST", path, pods[made], 201, 0, NULL, NULL, ei);
+        if (rc < 0)
+            break;
+    }
+    if (rc < 0 && made > 0) {
+        /* a gang starts whole or not at all: take back the pods made */
+        for (size_t r = made; r < w->n; r++)
+            w->r[r].gone = true;
+        delete_pods(s, w, 0);
+    }
+    for (size_t r = 0; r < l->n_replicas; r++)
+        json_decref(pods[r]);
+    free(pods);
+    if (rc < 0) {
+        kwork_free(w);
+        return rc;
+    }
+    backend_work_add(&s->work, w);
+    return 0;
+}
+
+static int kube_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, int64_t now_ms)
+{
+    struct kube *s = kube_of(b);
+    struct kwork *w = backend_work_find(&s->work, workload_id, NULL);
+
+    if (!w || w->reason == BACKEND_STOPPED)
+        return 0;
+    w->reason = BACKEND_STOPPED;
+    w->kill_at_ms = now_ms + (grace_ms > 0 ? grace_ms : 0);
+    delete_pods(s, w, grace_ms);
+    return 0;
+}
+
+static int kube_adopt(struct backend *b, const struct backend_launch *l, int64_t started_ms,
+                      int64_t now_ms, struct error_info *ei)
+{
+    struct kube *s = kube_of(b);
+    struct kwork *w;
+    size_t found = 0;
+    int rc;
+
+    if ((rc = backend_check_launch(l, ei)) < 0)
+        return rc;
+    if (started_ms > now_ms)
+        return errinfo_set(ei, ERR_INVALID, NULL, "started in the future");
+    if (backend_work_known(&s->work, l->workload_id))
+        return errinfo_set(ei, ERR_CONFLICT, NULL, "workload %" PRId64 " is known already",
+                           l->workload_id);
+    w = kwork_new(s, l, started_ms);
+    backend_work_add(&s->work, w);
+    for (size_t r = 0; r < w->n; r++) {
+        char path[256];
+        long status;
+        json_t *pod = NULL;
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", w->ns, w->r[r].name);
+        rc = request(s, "GET", path, NULL, 200, 404, &status, &pod, ei);
+        if (rc < 0) {
+            kwork_free(backend_work_take(&s->work, s->work.n - 1));
+            return rc;
+        }
+        if (status == 404) {
+            w->r[r].gone = true;
+        } else {
+            on_pod(s, pod, false);
+            found++;
+        }
+        json_decref(pod);
+    }
+    if (found == 0) {
+        struct backend_event ev = {.workload_id = w->id, .at_ms = now_ms, .how = BACKEND_LOST};
+        snprintf(ev.message, sizeof(ev.message), "none of its pods is left in the cluster");
+        backend_ends_push(&s->work.done, &ev);
+        kwork_free(backend_work_take(&s->work, s->work.n - 1));
+    }
+    return 0;
+}
+
+static int kube_sweep(struct backend *b, int64_t *ids, size_t max, size_t *ret_n)
+{
+    struct kube *s = kube_of(b);
+    char path[256], sel[128];
+    json_t *ans = NULL, *p;
+    struct error_info ei = {0};
+    size_t i, n = 0;
+    int rc;
+
+    *ret_n = 0;
+    label_selector(s, sel, sizeof(sel));
+    snprintf(path, sizeof(path), "/api/v1/pods?%s", sel);
+    rc = request(s, "GET", path, NULL, 200, 0, NULL, &ans, &ei);
+    if (rc < 0) {
+        log_warn("kubernetes: could not look for pods to sweep", "error", ei.message);
+        return rc;
+    }
+    json_array_foreach(json_object_get(ans, "items"), i, p)
+    {
+        struct kube_pod_state st;
+        json_t *meta = json_object_get(p, "metadata");
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *ns = json_string_value(json_object_get(meta, "namespace"));
+        bool seen = false;
+        kube_pod_state_of(p, &st);
+        if (!name || !ns || st.deleting || backend_work_known(&s->work, st.workload_id))
+            continue;
+        if (delete_pod(s, ns, name, grace_seconds(s->timeout_grace_ms), NULL, &ei) < 0)
+            log_warn("kubernetes: could not delete a stray pod", "pod", name, "error",
+                     ei.message);
+        for (size_t k = 0; k < n && k < max; k++)
+            seen |= ids[k] == st.workload_id;
+        if (!seen) {
+            if (n < max)
+                ids[n] = st.workload_id;
+            n++;
+        }
+    }
+    json_decref(ans);
+    *ret_n = n;
+    return 0;
+}
+
+/* ---- discovery ---- */
+
+/* Every item of a list, page by page (limit/continue). */
+static int list_all(struct kube *s, const char *path, json_t **ret, struct error_info *ei)
+{
+    json_t *all = json_array();
+    char cont[1024] = "";
+    int rc = 0;
+
+    do {
+        char url[2048];
+        json_t *ans = NULL;
+        const char *next;
+        snprintf(url, sizeof(url), "%s%slimit=500%s%s", path, strchr(path, '?') ? "&" : "?",
+                 cont[0] ? "&continue=" : "", cont);
+        rc = request(s, "GET", url, NULL, 200, 0, NULL, &ans, ei);
+        if (rc < 0)
+            break;
+        json_array_extend(all, json_object_get(ans, "items"));
+        next = json_string_value(json_object_get(json_object_get(ans, "metadata"), "continue"));
+        /* continue tokens are base64url: safe in a query as they are */
+        snprintf(cont, sizeof(cont), "%s", next && strlen(next) < sizeof(cont) ? next : "");
+        json_decref(ans);
+    } while (cont[0]);
+    if (rc < 0) {
+        json_decref(all);
+        return rc;
+    }
+    *ret = all;
+    return 0;
+}
+
+static int kube_discover(struct backend *b, int64_t now_ms, bool fleet_loaded, struct arena *a,
+                         struct backend_fleet_report *ret, struct error_info *ei)
+{
+    struct kube *s = kube_of(b);
+    json_t *nodes = NULL, *others = NULL;
+    char path[256];
+    int rc;
+
+    (void)now_ms;
+    (void)fleet_loaded;
+    /* running or pending pods that are not this daemon's hold GPUs too */
+    snprintf(path, sizeof(path),
+             "/api/v1/pods?fieldSelector=status.phase%%21%%3DSucceeded%%2Cstatus.phase%%21%%3D"
+             "Failed&labelSelector=" KUBE_LABEL_INSTANCE "%%21%%3D%s",
+             s->instance);
+    rc = list_all(s, "/api/v1/nodes", &nodes, ei);
+    if (rc == 0)
+        rc = list_all(s, path, &others, ei);
+    if (rc == 0)
+        rc = kube_nodes_report(nodes, others, s->tolerate, s->n_tolerate, a, ret);
+    json_decref(nodes);
+    json_decref(others);
+    return rc < 0 ? rc : 1;
+}
+
+static void kube_free(struct backend *b)
+{
+    struct kube *s;
+
+    if (!b)
+        return;
+    s = kube_of(b);
+    kube_watch_stop(&s->watch);
+    for (size_t i = 0; i < s->work.n; i++)
+        kwork_free(s->work.items[i]);
+    backend_work_release(&s->work);
+    for (size_t i = 0; i < s->n_namespaces; i++)
+        free(s->namespaces[i]);
+    free(s->namespaces);
+    kube_client_free(s->k);
+    free(s->default_image);
+    free(s->tolerate_buf);
+    free(s);
+}
+
+static const struct backend_ops kube_ops = {
+    .name = "kubernetes",
+    .title = "Kubernetes",
+    .launch = kube_launch,
+    .stop = kube_stop,
+    .poll = kube_poll,
+    .next_event_ms = kube_next_event_ms,
+    .adopt = kube_adopt,
+    .free = kube_free,
+    .look_ms = KUBE_LOOK_MS,
+    .discover = kube_discover,
+    .sweep = kube_sweep,
+};
+
+/* The apiserver answers, trusts us, and lets us read nodes and pods. */
+static int check_access(struct kube *s, struct error_info *ei)
+{
+    json_t *v = NULL;
+    char sel[128], path[256];
+    int rc = request(s, "GET", "/version", NULL, 200, 0, NULL, &v, ei);
+
+    json_decref(v);
+    if (rc < 0)
+        return rc;
+    rc = request(s, "GET", "/api/v1/nodes?limit=1", NULL, 200, 0, NULL, NULL, ei);
+    if (rc < 0)
+        return rc;
+    label_selector(s, sel, sizeof(sel));
+    snprintf(path, sizeof(path), "/api/v1/pods?limit=1&%s", sel);
+    return request(s, "GET", path, NULL, 200, 0, NULL, NULL, ei);
+}
+
+struct backend *backend_kube_new(int64_t cluster_id, const struct kube_options *opt,
+                                 struct error_info *ei)
+{
+    struct kube *s = xcalloc(1, sizeof(*s));
+    const char *tol = opt->tolerate ? opt->tolerate : "nvidia.com/gpu";
+    size_t n;
+
+    s->b.ops = &kube_ops;
+    s->b.cluster_id = cluster_id;
+    s->b.impl = s;
+    n = strlen(opt->instance_prefix ? opt->instance_prefix : "");
+    if (n < 8 || n >= sizeof(s->prefix) || opt->instance_prefix[n - 1] != '-') {
+        errinfo_set(ei, ERR_INVALID, NULL, "kubernetes: bad instance prefix");
+        kube_free(&s->b);
+        return NULL;
+    }
+    snprintf(s->prefix, sizeof(s->prefix), "%s", opt->instance_prefix);
+    snprintf(s->instance, sizeof(s->instance), "%.*s", (int)(n - 1), opt->instance_prefix);
+    s->default_image = xstrdup(opt->default_image ? opt->default_image : "");
+    s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
+    s->tolerate_buf = xstrdup(tol);
+    for (char *p = s->tolerate_buf, *save = NULL, *t; (t = strtok_r(p, ", ", &save)); p = NULL)
+        if (s->n_tolerate < MAX_TOLERATE)
+            s->tolerate[s->n_tolerate++] = t;
+    if (kube_client_new(opt->kubeconfig, &s->k, ei) < 0 || check_access(s, ei) < 0) {
+        kube_free(&s->b);
+        return NULL;
+    }
+    return &s->b;
+}
