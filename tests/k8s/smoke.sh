@@ -10,7 +10,7 @@
 #  - the fake GPU nodes carry the described nvidia.com/gpu, MIG resources
 #    and GPU labels, and are Ready;
 #  - a pod pinned with spec.nodeName asking for 2 GPUs and the annotation
-#    gpuaas.test/run-for=2s goes Running, then Succeeded with exit code 0;
+#    gpuaas.io/expected-runtime=2s goes Running, then Succeeded with exit code 0;
 #    gpuaas.test/exit-code=3 makes one Failed with exit code 3;
 #  - a running pod deleted with gracePeriodSeconds=3 is still there (being
 #    deleted) at first and gone after about 3 s;
@@ -112,7 +112,7 @@ wait_phase() { # pod phase-regex seconds
 }
 
 # --- a pinned 2-GPU pod that runs for 2 s ----------------------------------
-must 201 POST "/api/v1/namespaces/$ns/pods" "$(pod job 'kwok-h100-0' 2 '{"gpuaas.test/run-for":"2s"}')" >/dev/null
+must 201 POST "/api/v1/namespaces/$ns/pods" "$(pod job 'kwok-h100-0' 2 '{"gpuaas.io/expected-runtime":"2s"}')" >/dev/null
 # A slow machine may first see it Succeeded: the watch below checks that it
 # was Running in between.
 wait_phase job 'Running|Succeeded' 10
@@ -126,7 +126,7 @@ p=$(must 200 GET "/api/v1/namespaces/$ns/pods/job")
 step "pod job Succeeded, exit code 0"
 
 must 201 POST "/api/v1/namespaces/$ns/pods" \
-    "$(pod crash 'kwok-a100-mig-0' 1 '{"gpuaas.test/run-for":"1s","gpuaas.test/exit-code":"3"}')" >/dev/null
+    "$(pod crash 'kwok-a100-mig-0' 1 '{"gpuaas.io/expected-runtime":"1s","gpuaas.test/exit-code":"3"}')" >/dev/null
 wait_phase crash Failed 15
 [ "$(must 200 GET "/api/v1/namespaces/$ns/pods/crash" | jq -r '.status.containerStatuses[0].state.terminated.exitCode')" = 3 ] ||
     fail "crash: exit code is not 3"

@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * k8s.backend: the Kubernetes backend (src/backend/kube*.c) against a real
+ * kube-apiserver with kwok's fake GPU nodes (tests/k8s/nodes.default), run
+ * under with-k8s.sh (KUBECONFIG, K8S_DIR, K8S_USER_TOKEN, K8S_SERVER set).
+ * The test plays the kubelet where kwok cannot: it writes a pod's status
+ * (an OOM kill) through the status subresource, as a kubelet does.
+ * Each test uses its own instance prefix, so they never see each other's pods.
+ */
+#include "base/common.h"
+
+#include <setjmp.h>
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "backend/kube-int.h"
+#include "base/timeutil.h"
+
+#define TOLERATE "kwok.x-k8s.io/node,nvidia.com/gpu"
+#define WAIT_MS 30000
+
+static struct kube_client *admin;
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        fail_msg("%s is not set: run under tests/k8s/with-k8s.sh", name);
+    return v;
+}
+
+static struct backend *open_backend(const char *prefix, int64_t timeout_grace_ms)
+{
+    struct kube_options o = {.kubeconfig = env("KUBECONFIG"),
+                             .default_image = "busybox",
+                             .tolerate = TOLERATE,
+                             .timeout_grace_ms = timeout_grace_ms,
+                             .instance_prefix = prefix};
+    struct error_info ei = {0};
+    struct backend *b = backend_kube_new(1, &o, &ei);
+    if (!b)
+        fail_msg("backend_kube_new: %s", ei.message);
+    return b;
+}
+
+/* An admin request (body taken); the answer's status, its JSON (may be NULL) decref'd unless ret. */
+static long admin_call(const char *method, const char *path, const char *ct, json_t *body,
+                       json_t **ret)
+{
+    long status = 0;
+    json_t *ans = NULL;
+    struct error_info ei = {0};
+    int rc = kube_call(admin, method, path, ct, body, &status, &ans, &ei);
+    json_decref(body); /* taken */
+    if (rc < 0)
+        fail_msg("%s %s: %s", method, path, ei.message);
+    if (ret)
+        *ret = ans;
+    else
+        json_decref(ans);
+    return status;
+}
+
+struct launch_spec {
+    struct backend_launch l;
+    struct backend_replica reps[4];
+    struct backend_device devs[4][8];
+};
+
+/* A launch of n_reps replicas with n_gpus GPUs of class cls each on node. */
+static void make_launch(struct launch_spec *s, int64_t id, int64_t project, size_t n_reps,
+                        const char *node, const char *cls, size_t n_gpus, int64_t duration_ms)
+{
+    memset(s, 0, sizeof(*s));
+    for (size_t r = 0; r < n_reps; r++) {
+        for (size_t g = 0; g < n_gpus; g++)
+            s->devs[r][g] = (struct backend_device){.gpu_id = (int64_t)(r * 8 + g + 1),
+                                                    .index = (int32_t)g,
+                                                    .milli = 1000,
+                                                    .gpu_class = cls};
+        s->reps[r] = (struct backend_replica){.replica = (int32_t)r,
+                                              .node_id = 1,
+                                              .node_name = node,
+                                              .devices = s->devs[r],
+                                              .n_devices = n_gpus};
+    }
+    s->l = (struct backend_launch){.workload_id = id,
+                                   .project_id = project,
+                                   .command = "sleep 3600",
+                                   .image = "",
+                                   .cpu_milli = 2000,
+                                   .mem_mib = 4096,
+                                   .duration_ms = duration_ms,
+                                   .max_runtime_ms = -1,
+                                   .replicas = s->reps,
+                                   .n_replicas = n_reps};
+}
+
+/* Polls until the end of id comes (failing after WAIT_MS); returns it. */
+static struct backend_event wait_end(struct backend *b, int64_t id)
+{
+    int64_t until = time_now_ms() + WAIT_MS;
+    while (time_now_ms() < until) {
+        struct backend_event ev[8];
+        size_t n = b->ops->poll(b, time_now_ms(), ev, ARRAY_SIZE(ev));
+        for (size_t i = 0; i < n; i++)
+            if (ev[i].workload_id == id)
+                return ev[i];
+        usleep(50 * 1000);
+    }
+    fail_msg("workload %" PRId64 " did not end within %d ms", id, WAIT_MS);
+    return (struct backend_event){0};
+}
+
+/* Polls for ms and fails if an end of id comes meanwhile. */
+static void no_end_for(struct backend *b, int64_t id, int64_t ms)
+{
+    int64_t until = time_now_ms() + ms;
+    while (time_now_ms() < until) {
+        struct backend_event ev[8];
+        size_t n = b->ops->poll(b, time_now_ms(), ev, ARRAY_SIZE(ev));
+        for (size_t i = 0; i < n; i++)
+            if (ev[i].workload_id == id)
+                fail_msg("workload %" PRId64 " ended (how %d) too early", id, ev[i].how);
+        usleep(50 * 1000);
+    }
+}
+
+static json_t *get_pod(const char *prefix, int64_t project, int64_t id, int32_t replica,
+                       long *ret_status)
+{
+    char ns[96], name[96], path[256];
+    json_t *p = NULL;
+    kube_namespace_name(prefix, project, ns, sizeof(ns));
+    kube_pod_name(prefix, id, replica, name, sizeof(name));
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
+    *ret_status = admin_call("GET", path, NULL, NULL, &p);
+    return p;
+}
+
+/* Waits until the pod's phase is phase. */
+static void wait_phase(const char *prefix, int64_t project, int64_t id, int32_t r,
+                       const char *phase)
+{
+    int64_t until = time_now_ms() + WAIT_MS;
+    while (time_now_ms() < until) {
+        long st;
+        json_t *p = get_pod(prefix, project, id, r, &st);
+        const char *ph = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+        bool ok = st == 200 && ph && strcmp(ph, phase) == 0;
+        json_decref(p);
+        if (ok)
+            return;
+        usleep(100 * 1000);
+    }
+    fail_msg("pod %" PRId64 "-%d never %s", id, r, phase);
+}
+
+/* ---- discovery ---- */
+
+static const struct backend_node_report *node_of(const struct backend_fleet_report *rep,
+                                                 const char *name)
+{
+    for (size_t i = 0; i < rep->n_nodes; i++)
+        if (strcmp(rep->nodes[i].name, name) == 0)
+            return &rep->nodes[i];
+    fail_msg("no node %s in the report", name);
+    return NULL;
+}
+
+static size_t count_class(const struct backend_node_report *n, const char *cls)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n->n_gpus; i++)
+        k += strcmp(n->gpus[i].cls, cls) == 0;
+    return k;
+}
+
+static void discover(struct backend *b, struct arena *a, struct backend_fleet_report *rep)
+{
+    struct error_info ei = {0};
+    assert_int_equal(b->ops->discover(b, time_now_ms(), true, a, rep, &ei), 1);
+    assert_true(rep->complete);
+}
+
+static void test_discovery(void **state)
+{
+    struct backend *b = open_backend("gpuaas-disc0001-", 1000);
+    struct backend_fleet_report rep;
+    const struct backend_node_report *h, *m;
+    struct arena a;
+    json_t *pod;
+    (void)state;
+
+    arena_init(&a);
+    discover(b, &a, &rep);
+    assert_int_equal(rep.n_nodes, 3);
+    h = node_of(&rep, "kwok-h100-0");
+    assert_string_equal(h->state, "ready");
+    assert_int_equal(h->n_gpus, 8);
+    assert_int_equal(count_class(h, "h100"), 8);
+    assert_int_equal(h->gpus[0].memory_mib, 81559);
+    m = node_of(&rep, "kwok-a100-mig-0");
+    assert_int_equal(count_class(m, "a100-80gb"), 4);
+    assert_int_equal(count_class(m, "a100-80gb/1g.10gb"), 14);
+    assert_int_equal(count_class(m, "a100-80gb/3g.40gb"), 2);
+
+    /* a pod gpuaas did not make holds 3 GPUs of kwok-h100-1: they are left out */
+    assert_int_equal(admin_call("POST", "/api/v1/namespaces",
+                                NULL,
+                                json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
+                                          "Namespace", "metadata", "name", "others"),
+                                NULL),
+                     201);
+    pod = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s, s:{s:{s:s}}}]}}", "apiVersion",
+                    "v1", "kind", "Pod", "metadata", "name", "foreign", "spec", "nodeName",
+                    "kwok-h100-1", "containers", "name", "c", "image", "busybox", "resources",
+                    "limits", "nvidia.com/gpu", "3");
+    assert_int_equal(admin_call("POST", "/api/v1/namespaces/others/pods", NULL, pod, NULL), 201);
+    discover(b, &a, &rep);
+    assert_int_equal(node_of(&rep, "kwok-h100-1")->n_gpus, 5);
+    assert_int_equal(node_of(&rep, "kwok-h100-0")->n_gpus, 8);
+
+    /* cordoned: drain; a taint gpuaas does not tolerate: drain, NoExecute: down */
+    assert_int_equal(admin_call("PATCH", "/api/v1/nodes/kwok-h100-0",
+                                "application/merge-patch+json",
+                                json_pack("{s:{s:b}}", "spec", "unschedulable", 1), NULL),
+                     200);
+    discover(b, &a, &rep);
+    assert_string_equal(node_of(&rep, "kwok-h100-0")->state, "drain");
+    assert_non_null(strstr(node_of(&rep, "kwok-h100-0")->reason, "cordoned"));
+    assert_int_equal(admin_call("PATCH", "/api/v1/nodes/kwok-h100-0",
+                                "application/merge-patch+json",
+                                json_pack("{s:{s:b}}", "spec", "unschedulable", 0), NULL),
+                     200);
+    {
+        json_t *node = NULL, *taints;
+        assert_int_equal(admin_call("GET", "/api/v1/nodes/kwok-h100-1", NULL, NULL, &node),
+                         200);
+        taints = json_deep_copy(json_object_get(json_object_get(node, "spec"), "taints"));
+        json_array_append_new(taints, json_pack("{s:s, s:s}", "key", "maintenance", "effect",
+                                                "NoExecute"));
+        assert_int_equal(admin_call("PATCH", "/api/v1/nodes/kwok-h100-1",
+                                    "application/merge-patch+json",
+                                    json_pack("{s:{s:o}}", "spec", "taints", taints), NULL),
+                         200);
+        discover(b, &a, &rep);
+        assert_string_equal(node_of(&rep, "kwok-h100-1")->state, "down");
+        assert_non_null(strstr(node_of(&rep, "kwok-h100-1")->reason, "maintenance"));
+        assert_string_equal(node_of(&rep, "kwok-h100-0")->state, "ready");
+        /* put the taints back as they were */
+        assert_int_equal(admin_call("PATCH", "/api/v1/nodes/kwok-h100-1",
+                                    "application/merge-patch+json",
+                                    json_pack("{s:{s:O}}", "spec", "taints",
+                                              json_object_get(json_object_get(node, "spec"),
+                                                              "taints")),
+                                    NULL),
+                         200);
+        json_decref(node);
+    }
+    assert_int_equal(admin_call("DELETE", "/api/v1/namespaces/others/pods/foreign?gracePeriodSeconds=0",
+                                NULL, NULL, NULL),
+                     200);
+    arena_release(&a);
+    b->ops->free(b);
+}
+
+/* ---- runs and ends ---- */
+
+static void test_runs_to_its_exit(void **state)
+{
+    const char *prefix = "gpuaas-runs0001-";
+    struct backend *b = open_backend(prefix, 1000);
+    struct launch_spec s;
+    struct error_info ei = {0};
+    struct backend_event ev;
+    json_t *pod;
+    long st;
+    (void)state;
+
+    make_launch(&s, 11, 7, 1, "kwok-h100-0", "h100", 2, 2000);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    pod = get_pod(prefix, 7, 11, 0, &st);
+    assert_int_equal(st, 200);
+    /* pinned, with its GPUs, CPU and memory as limits, labelled, no tenant device variable */
+    assert_string_equal(json_string_value(json_object_get(json_object_get(pod, "spec"),
+                                                          "nodeName")),
+                        "kwok-h100-0");
+    {
+        json_t *c = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
+        json_t *lim = json_object_get(json_object_get(c, "resources"), "limits");
+        assert_string_equal(json_string_value(json_object_get(lim, "nvidia.com/gpu")), "2");
+        assert_string_equal(json_string_value(json_object_get(lim, "cpu")), "2");
+        assert_string_equal(json_string_value(json_object_get(lim, "memory")), "4Gi");
+        assert_string_equal(json_string_value(json_object_get(c, "image")), "busybox");
+    }
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(pod, "metadata"), "labels"),
+                            KUBE_LABEL_WORKLOAD)),
+                        "11");
+    json_decref(pod);
+    /* a second launch of the same id is refused while it runs */
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), ERR_CONFLICT);
+
+    ev = wait_end(b, 11);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 0);
+    /* ended pods are cleaned up */
+    for (int i = 0; i < 100; i++) {
+        json_decref(get_pod(prefix, 7, 11, 0, &st));
+        if (st == 404)
+            break;
+        usleep(100 * 1000);
+    }
+    assert_int_equal(st, 404);
+    b->ops->free(b);
+}
+
+/* The kubelet's part: the work container was OOM-killed. */
+static void oom_kill(const char *prefix, int64_t project, int64_t id)
+{
+    char ns[96], name[96], path[256];
+    json_t *patch = json_pack(
+        "{s:{s:s, s:[{s:s, s:s, s:s, s:b, s:i, s:{s:{s:i, s:s, s:s}}}]}}", "status", "phase",
+        "Failed", "containerStatuses", "name", "work", "image", "busybox", "imageID", "",
+        "ready", 0, "restartCount", 0, "state", "terminated", "exitCode", 137, "reason",
+        "OOMKilled", "finishedAt", "2026-01-01T00:00:00Z");
+    kube_namespace_name(prefix, project, ns, sizeof(ns));
+    kube_pod_name(prefix, id, 0, name, sizeof(name));
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", ns, name);
+    assert_int_equal(admin_call("PATCH", path, "application/merge-patch+json", patch, NULL), 200);
+}
+
+static void test_oom_and_lost(void **state)
+{
+    const char *prefix = "gpuaas-fail0001-";
+    struct backend *b = open_backend(prefix, 1000);
+    struct launch_spec s;
+    struct error_info ei = {0};
+    struct backend_event ev;
+    char path[256], ns[96], name[96];
+    (void)state;
+
+    make_launch(&s, 21, 7, 1, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    wait_phase(prefix, 7, 21, 0, "Running");
+    oom_kill(prefix, 7, 21);
+    ev = wait_end(b, 21);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 137);
+    assert_string_equal(ev.message, "OOMKilled");
+
+    /* someone else deletes the pod: the work is lost, and says so */
+    make_launch(&s, 22, 7, 1, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    wait_phase(prefix, 7, 22, 0, "Running");
+    kube_namespace_name(prefix, 7, ns, sizeof(ns));
+    kube_pod_name(prefix, 22, 0, name, sizeof(name));
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0", ns, name);
+    assert_int_equal(admin_call("DELETE", path, NULL, NULL, NULL), 200);
+    ev = wait_end(b, 22);
+    assert_int_equal(ev.how, BACKEND_LOST);
+    assert_non_null(strstr(ev.message, "deleted outside gpuaas"));
+    assert_non_null(strstr(ev.message, name));
+    b->ops->free(b);
+}
+
+static void test_stop_waits_for_the_grace(void **state)
+{
+    const char *prefix = "gpuaas-stop0001-";
+    struct backend *b = open_backend(prefix, 1000);
+    struct launch_spec s;
+    struct error_info ei = {0};
+    struct backend_event ev;
+    int64_t t0;
+    long st;
+    (void)state;
+
+    make_launch(&s, 31, 8, 2, "kwok-h100-0", "h100", 4, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    wait_phase(prefix, 8, 31, 1, "Running");
+    t0 = time_now_ms();
+    assert_int_equal(b->ops->stop(b, 31, 2000, t0), 0);
+    /* being deleted, not gone: still running (and metered) */
+    no_end_for(b, 31, 1000);
+    json_decref(get_pod(prefix, 8, 31, 0, &st));
+    assert_int_equal(st, 200);
+    ev = wait_end(b, 31);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    assert_true(ev.at_ms - t0 >= 1500);
+    json_decref(get_pod(prefix, 8, 31, 1, &st));
+    assert_int_equal(st, 404);
+
+    /* max runtime: deleted with the timeout grace, reported TIMEOUT */
+    make_launch(&s, 32, 8, 1, "kwok-h100-0", "h100", 1, -1);
+    s.l.max_runtime_ms = 1000;
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    ev = wait_end(b, 32);
+    assert_int_equal(ev.how, BACKEND_TIMEOUT);
+    b->ops->free(b);
+}
+
+static void test_gang_all_or_nothing(void **state)
+{
+    const char *prefix = "gpuaas-gang0001-";
+    struct backend *b = open_backend(prefix, 1000);
+    struct launch_spec s;
+    struct error_info ei = {0};
+    char ns[96], name[96], path[160];
+    json_t *squatter;
+    long st;
+    (void)state;
+
+    /* replica 2's pod name is taken: the launch fails, replicas 0 and 1 are taken back */
+    make_launch(&s, 41, 9, 3, "kwok-h100-1", "h100", 1, -1);
+    kube_namespace_name(prefix, 9, ns, sizeof(ns));
+    kube_pod_name(prefix, 41, 2, name, sizeof(name));
+    assert_int_equal(admin_call("POST", "/api/v1/namespaces", NULL,
+                                json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
+                                          "Namespace", "metadata", "name", ns),
+                                NULL),
+                     201);
+    squatter = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s}]}}", "apiVersion", "v1",
+                         "kind", "Pod", "metadata", "name", name, "spec", "nodeName",
+                         "kwok-h100-1", "containers", "name", "c", "image", "busybox");
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
+    assert_int_equal(admin_call("POST", path, NULL, squatter, NULL), 201);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), ERR_UNAVAILABLE);
+    assert_non_null(strstr(ei.message, "409"));
+    for (int r = 0; r < 2; r++) {
+        json_t *p = get_pod(prefix, 9, 41, r, &st);
+        /* gone, or going at once (grace 0) */
+        assert_true(st == 404 ||
+                    json_object_get(json_object_get(p, "metadata"), "deletionTimestamp"));
+        json_decref(p);
+    }
+    b->ops->free(b);
+}
+
+static void test_adopt_and_sweep(void **state)
+{
+    const char *prefix = "gpuaas-adop0001-";
+    struct backend *b = open_backend(prefix, 1000);
+    struct launch_spec s, t, u;
+    struct error_info ei = {0};
+    struct backend_event ev;
+    int64_t ids[8], started;
+    size_t n_ids = 0;
+    (void)state;
+
+    make_launch(&s, 51, 10, 1, "kwok-h100-0", "h100", 1, 4000);
+    make_launch(&t, 52, 10, 1, "kwok-h100-0", "h100", 1, -1);
+    started = time_now_ms();
+    assert_int_equal(b->ops->launch(b, &s.l, started, &ei), 0);
+    assert_int_equal(b->ops->launch(b, &t.l, started, &ei), 0);
+    wait_phase(prefix, 10, 51, 0, "Running");
+    b->ops->free(b); /* the daemon goes away; its pods stay */
+
+    b = open_backend(prefix, 1000);
+    assert_int_equal(b->ops->adopt(b, &s.l, started, time_now_ms(), &ei), 0);
+    make_launch(&u, 53, 10, 1, "kwok-h100-0", "h100", 1, -1); /* never launched */
+    assert_int_equal(b->ops->adopt(b, &u.l, started, time_now_ms(), &ei), 0);
+    /* 52 is claimed by no workload now: the sweep deletes it */
+    assert_int_equal(b->ops->sweep(b, ids, ARRAY_SIZE(ids), &n_ids), 0);
+    assert_int_equal(n_ids, 1);
+    assert_int_equal(ids[0], 52);
+    ev = wait_end(b, 53);
+    assert_int_equal(ev.how, BACKEND_LOST);
+    ev = wait_end(b, 51); /* the adopted work ends as it would have */
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 0);
+    assert_true(ev.at_ms >= started + 3000);
+    b->ops->free(b);
+}
+
+/* ---- bad kubeconfigs, unreachable apiservers: one clear error ---- */
+
+static char *write_kubeconfig(const char *dir, const char *name, const char *server,
+                              const char *ca, const char *user_yaml)
+{
+    char *path = xasprintf("%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: %s\n"
+            "    certificate-authority: %s\nusers:\n- name: u\n  user:\n%s\ncontexts:\n"
+            "- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
+            server, ca, user_yaml);
+    fclose(f);
+    return path;
+}
+
+static void expect_refused(const char *kubeconfig, int code, const char *words)
+{
+    struct kube_options o = {.kubeconfig = kubeconfig, .instance_prefix = "gpuaas-bad00001-"};
+    struct error_info ei = {0};
+    struct backend *b = backend_kube_new(1, &o, &ei);
+    assert_null(b);
+    assert_int_equal(ei.code, code);
+    if (!strstr(ei.message, words))
+        fail_msg("wanted '%s' in: %s", words, ei.message);
+}
+
+static void test_bad_configs(void **state)
+{
+    char dir[] = "/tmp/gpuaas-kubecfg.XXXXXX";
+    const char *server = env("K8S_SERVER");
+    char *ca = xasprintf("%s/pki/ca.crt", env("K8S_DIR"));
+    char *tok = xasprintf("    token: %s", env("K8S_USER_TOKEN"));
+    char *p;
+    (void)state;
+
+    assert_non_null(mkdtemp(dir));
+    expect_refused("/nonexistent/kubeconfig", ERR_INVALID, "cannot read");
+    p = write_kubeconfig(dir, "bad-token", server, ca, "    token: not-a-token");
+    expect_refused(p, ERR_UNAVAILABLE, "401");
+    free(p);
+    p = write_kubeconfig(dir, "no-grants", server, ca, tok);
+    expect_refused(p, ERR_UNAVAILABLE, "403");
+    free(p);
+    p = write_kubeconfig(dir, "wrong-ca", server, "/etc/ssl/certs/ca-certificates.crt",
+                         "    token: x");
+    expect_refused(p, ERR_UNAVAILABLE, "TLS");
+    free(p);
+    p = write_kubeconfig(dir, "unreachable", "https://127.0.0.1:1", ca, "    token: x");
+    expect_refused(p, ERR_UNAVAILABLE, "cannot reach");
+    free(p);
+    p = write_kubeconfig(dir, "exec", server, ca,
+                         "    exec:\n      command: /bin/true\n      apiVersion: x");
+    expect_refused(p, ERR_INVALID, "credential plugin");
+    free(p);
+    p = write_kubeconfig(dir, "plain-http", "http://127.0.0.1:8080", ca, "    token: x");
+    expect_refused(p, ERR_INVALID, "not https");
+    free(p);
+    free(ca);
+    free(tok);
+}
+
+int main(void)
+{
+    struct error_info ei = {0};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_discovery),
+        cmocka_unit_test(test_runs_to_its_exit),
+        cmocka_unit_test(test_oom_and_lost),
+        cmocka_unit_test(test_stop_waits_for_the_grace),
+        cmocka_unit_test(test_gang_all_or_nothing),
+        cmocka_unit_test(test_adopt_and_sweep),
+    };
+    int rc;
+
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (kube_client_new(env("KUBECONFIG"), &admin, &ei) < 0) {
+        fprintf(stderr, "k8s.backend: %s\n", ei.message);
+        return 1;
+    }
+    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    kube_client_free(admin);
+    curl_global_cleanup();
+    return rc;
+}
