@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# k8s.e2e: gpuaasd and the CLI on a Kubernetes cluster (a real kube-apiserver
+# with kwok's fake GPU nodes, stood up by with-k8s.sh), end to end:
+#  - a cluster whose kubeconfig is wrong says why at once, and takes no work;
+#  - the good cluster's nodes and GPUs (whole and MIG) come from its Node objects;
+#  - a workload runs as a pod pinned to its node and succeeds;
+#  - P1 reclaims P2: the guests' pods are deleted with their grace, the
+#    owners' pods then run; the ledger, both teams' events and one usage
+#    record per run;
+#  - gpuaasd killed (SIGKILL) mid-run: after its restart the running pod is
+#    adopted, not lost, and a cancel ends it within its grace;
+#  - a pod deleted by someone else fails its workload, saying so.
+. "${GPUAAS_SOURCE_DIR:?}/tests/e2e/lib.sh"
+: "${KUBECONFIG:?run through tests/k8s/with-k8s.sh}"
+
+grace_s=3
+flags=(--log-dir "$TMP/logs" --grace-s "$grace_s" --kube-sync-s 1
+  --kube-tolerate kwok.x-k8s.io/node,nvidia.com/gpu --kube-default-image busybox)
+start_daemon "$TMP/gpuaas.db" "${flags[@]}"
+g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
+kapi() { # METHOD PATH: the apiserver's answer (admin)
+  curl -sS --cacert "$K8S_CA" -H "Authorization: Bearer $K8S_TOKEN" -X "$1" "$K8S_SERVER$2"
+}
+
+# --- a wrong kubeconfig: one clear line, nothing else lost ----------------------
+sed 's/token: .*/token: wrong/' "$KUBECONFIG" >"$TMP/wrong.kubeconfig"
+"${g[@]}" cluster create wrong --backend kubernetes --endpoint "$TMP/wrong.kubeconfig" >/dev/null
+for _ in $(seq 100); do
+  grep -q "could not start the kubernetes backend.*cluster=wrong" "$DAEMON_LOG" && break
+  sleep 0.1
+done
+line=$(grep "could not start the kubernetes backend.*cluster=wrong" "$DAEMON_LOG" | head -1)
+expect_contains "$line" "401" "the wrong cluster's error"
+expect_contains "$line" "credentials" "the wrong cluster's error"
+"${g[@]}" cluster delete wrong >/dev/null
+
+# --- the cluster's nodes and GPUs -------------------------------------------------
+"${g[@]}" cluster create k8s --backend kubernetes --endpoint "$KUBECONFIG" >/dev/null
+deadline=$((SECONDS + 30))
+until [ "$("${g[@]}" -o json gpu list --limit 1000 | jq '[.items[] | select(.health == "ok")] | length')" = 36 ]; do
+  [ $SECONDS -lt $deadline ] || fail "the cluster's GPUs did not appear: $("${g[@]}" gpu list --limit 1000)"
+  sleep 0.2
+done
+nodes=$("${g[@]}" -o json node list)
+expect_eq "$(jq -r '[.items[].name] | sort | join(",")' <<<"$nodes")" \
+  "kwok-a100-mig-0,kwok-h100-0,kwok-h100-1" "the cluster's nodes"
+expect_eq "$(jq -r '[.items[].state] | unique | join(",")' <<<"$nodes")" ready "their states"
+expect_eq "$("${g[@]}" -o json gpu-class list | jq -r '[.items[].name] | sort | join(",")')" \
+  "a100-80gb,a100-80gb/1g.10gb,a100-80gb/3g.40gb,h100" "GPU classes made from the nodes' labels and MIG resources"
+"${g[@]}" flavor create h100.8x --gpu-class h100 --gpu-milli 8000 --vcpus 4 --memory-mib 8192 >/dev/null
+"${g[@]}" flavor create h100.1x --gpu-class h100 --gpu-milli 1000 --vcpus 1 --memory-mib 1024 >/dev/null
+owners_and_guests k8s 16000
+
+# --- a run that succeeds ------------------------------------------------------
+w=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned --duration 2s -- echo hi | jq -r .id)
+wait_state "$w" running 20
+pods=$(kapi GET "/api/v1/pods?labelSelector=gpuaas.io%2Fworkload%3D$w")
+expect_eq "$(jq '.items | length' <<<"$pods")" 1 "pods of workload $w"
+expect_eq "$(jq -r '.items[0].spec.containers[0].resources.limits["nvidia.com/gpu"]' <<<"$pods")" 1 "its GPU limit"
+node=$(jq -r '.items[0].spec.nodeName' <<<"$pods")
+api GET "/v1/workloads/$w/allocations" "$ADMIN_TOKEN"
+wait_state "$w" succeeded 20
+api GET "/v1/workloads/$w" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .exit_code <<<"$BODY")" 0 "its exit code"
+echo "k8s.e2e: workload $w ran as a pod on $node and succeeded"
+
+# --- P1 reclaims P2 -------------------------------------------------------------
+g1=$("${g[@]}" -o json run --project guests --flavor h100.8x --no-requeue --grace "${grace_s}s" -- sleep inf | jq -r .id)
+g2=$("${g[@]}" -o json run --project guests --flavor h100.8x --no-requeue --grace "${grace_s}s" -- sleep inf | jq -r .id)
+wait_state "$g1" running 20
+wait_state "$g2" running 20
+t_submit=$(date +%s%3N)
+own=$("${g[@]}" -o json run --project owners --flavor h100.8x --owned --duration 2s -- train | jq -r .id)
+wait_state "$own" running $((grace_s + 20))
+t_running=$(date +%s%3N)
+victims=0
+for v in "$g1" "$g2"; do
+  [ "$(state_of "$v")" = preempted ] && victims=$((victims + 1))
+done
+expect_eq "$victims" 1 "guests preempted for one 8-GPU owner workload (no needless victim)"
+[ $((t_running - t_submit)) -lt $((grace_s * 1000 + 5000)) ] ||
+  fail "the owners ran $((t_running - t_submit)) ms after their submit (grace ${grace_s} s)"
+api GET "/v1/preemptions" "$ADMIN_TOKEN"
+expect_eq "$(jq '.items | length' <<<"$BODY")" 1 "one preemption in the ledger"
+victim=$(jq -r '.items[0].victims[0].workload_id' <<<"$BODY")
+expect_eq "$(jq '.items[0].victims | length' <<<"$BODY")" 1 "victims in the ledger"
+reclaim_ms=$(jq '.items[0].reclaim_ms' <<<"$BODY")
+[ "$reclaim_ms" != null ] || fail "the reclaim never completed: $BODY"
+echo "k8s.e2e: P1 ran $((t_running - t_submit)) ms after its submit; reclaim_ms=$reclaim_ms (grace ${grace_s} s)"
+ev=$("${g[@]}" -o json events --workload "$victim" -n 0)
+expect_eq "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" \
+  "submitted,admitted,running,preempting,preempted" "the victim's events"
+ev=$("${g[@]}" -o json events --workload "$own" -n 0)
+expect_contains "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" "running" "the owners' events"
+wait_state "$own" succeeded 20
+for w2 in "$victim" "$own"; do
+  expect_eq "$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM usage_records WHERE workload_id = $w2")" 1 \
+    "usage records of workload $w2"
+done
+[ -z "$(kapi GET "/api/v1/pods?labelSelector=gpuaas.io%2Fworkload%3D$victim" | jq -r '.items[].metadata.name')" ] ||
+  fail "the victim's pod is still there"
+other=$([ "$victim" = "$g1" ] && echo "$g2" || echo "$g1")
+"${g[@]}" cancel "$other" >/dev/null
+wait_state "$other" cancelled $((grace_s + 10))
+
+# --- SIGKILL of gpuaasd mid-run: the pod is adopted --------------------------------
+long=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned --grace 2s -- sleep inf | jq -r .id)
+wait_state "$long" running 20
+kill_daemon
+start_daemon "$TMP/gpuaas.db" "${flags[@]}"
+g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
+sleep 2
+expect_eq "$(state_of "$long")" running "the workload after gpuaasd's restart"
+expect_eq "$(kapi GET "/api/v1/pods?labelSelector=gpuaas.io%2Fworkload%3D$long" | jq '.items | length')" 1 \
+  "its pod after the restart"
+"${g[@]}" cancel "$long" >/dev/null
+wait_state "$long" cancelled 15
+
+# --- a pod deleted by someone else ------------------------------------------------
+gone=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned -- sleep inf | jq -r .id)
+wait_state "$gone" running 20
+pod=$(kapi GET "/api/v1/pods?labelSelector=gpuaas.io%2Fworkload%3D$gone" | jq -r '.items[0].metadata | "\(.namespace)/\(.name)"')
+kapi DELETE "/api/v1/namespaces/${pod%/*}/pods/${pod#*/}?gracePeriodSeconds=0" >/dev/null
+wait_state "$gone" failed 15
+api GET "/v1/workloads/$gone" "$ADMIN_TOKEN"
+expect_contains "$(jq -r .reason <<<"$BODY")" "deleted outside gpuaas" "its reason"
+
+open_allocs=$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM allocations WHERE ended_ms IS NULL")
+expect_eq "$open_allocs" 0 "open allocations"
+out=$("${g[@]}" usage verify) || fail "usage verify: $out"
+expect_contains "$out" "ledger ok" "the usage ledger"
+stop_daemon
+echo "k8s.e2e: ok"
