@@ -10,7 +10,9 @@
 #    record per run;
 #  - gpuaasd killed (SIGKILL) mid-run: after its restart the running pod is
 #    adopted, not lost, and a cancel ends it within its grace;
-#  - a pod deleted by someone else fails its workload, saying so.
+#  - a pod deleted by someone else fails its workload, saying so;
+#  - the apiserver restarted mid-watch: running work stays, an end that
+#    comes after it is seen, and the daemon says it lost and found the watch.
 . "${GPUAAS_SOURCE_DIR:?}/tests/e2e/lib.sh"
 : "${KUBECONFIG:?run through tests/k8s/with-k8s.sh}"
 
@@ -125,6 +127,19 @@ kapi DELETE "/api/v1/namespaces/${pod%/*}/pods/${pod#*/}?gracePeriodSeconds=0" >
 wait_state "$gone" failed 15
 api GET "/v1/workloads/$gone" "$ADMIN_TOKEN"
 expect_contains "$(jq -r .reason <<<"$BODY")" "deleted outside gpuaas" "its reason"
+
+# --- the apiserver restarted mid-watch: nothing is lost -----------------------------
+during=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned --duration 8s -- work | jq -r .id)
+wait_state "$during" running 20
+stay=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned --grace 1s -- sleep inf | jq -r .id)
+wait_state "$stay" running 20
+bash "$GPUAAS_SOURCE_DIR/tests/k8s/restart-apiserver.sh" "$K8S_DIR" 2
+expect_eq "$(state_of "$stay")" running "running work across the apiserver's restart"
+wait_state "$during" succeeded 30
+"${g[@]}" cancel "$stay" >/dev/null
+wait_state "$stay" cancelled 15
+grep -q "cannot follow the pods" "$DAEMON_LOG" || fail "the daemon did not say it lost the watch"
+grep -q "following the pods again" "$DAEMON_LOG" || fail "the daemon did not say it follows the pods again"
 
 open_allocs=$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM allocations WHERE ended_ms IS NULL")
 expect_eq "$open_allocs" 0 "open allocations"
