@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # k8s.e2e: gpuaasd and the CLI on a Kubernetes cluster (a real kube-apiserver
 # with kwok's fake GPU nodes, stood up by with-k8s.sh), end to end:
-#  - a cluster whose kubeconfig is wrong says why at once, and takes no work;
+#  - a cluster whose kubeconfig is missing is refused (400); one whose token is
+#    wrong says why at once in the log, and takes no work;
 #  - the good cluster's nodes and GPUs (whole and MIG) come from its Node objects;
 #  - a workload runs as a pod pinned to its node and succeeds;
 #  - P1 reclaims P2: the guests' pods are deleted with their grace, the
@@ -26,6 +27,9 @@ kapi() { # METHOD PATH: the apiserver's answer (admin)
 }
 
 # --- a wrong kubeconfig: one clear line, nothing else lost ----------------------
+out=$("${g[@]}" cluster create typo --backend kubernetes --endpoint "$TMP/no-such-kubeconfig" 2>&1) &&
+  fail "a cluster with a kubeconfig that is not there was created: $out"
+expect_contains "$out" "cannot read the kubeconfig" "a missing kubeconfig's error"
 sed 's/token: .*/token: wrong/' "$KUBECONFIG" >"$TMP/wrong.kubeconfig"
 "${g[@]}" cluster create wrong --backend kubernetes --endpoint "$TMP/wrong.kubeconfig" >/dev/null
 for _ in $(seq 100); do
