@@ -431,6 +431,23 @@ static struct kwork *kwork_new(const struct kube *s, const struct backend_launch
     return w;
 }
 
+/*
+ * Creates a pod. In a namespace made a moment ago the ServiceAccount
+ * admission refuses pods (403) until the controller manager has made its
+ * default service account: that refusal is waited out, 2 s at most.
+ */
+static int create_pod(struct kube *s, const char *path, json_t *pod, struct error_info *ei)
+{
+    for (int tries = 0;; tries++) {
+        struct error_info one = {0};
+        long status = 0;
+        int rc = request(s, "POST", path, pod, 201, 0, &status, NULL, &one);
+        if (rc == 0 || status != 403 || !strstr(one.message, "service account") || tries >= 20)
+            return rc < 0 ? errinfo_set(ei, one.code, NULL, "%s", one.message) : 0;
+        usleep(100 * 1000);
+    }
+}
+
 static int kube_launch(struct backend *b, const struct backend_launch *l, int64_t now_ms,
                        struct error_info *ei)
 {
@@ -455,7 +472,7 @@ static int kube_launch(struct backend *b, const struct backend_launch *l, int64_
     for (; rc == 0 && made < l->n_replicas; made++) {
         char path[160];
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", w->ns);
-        rc = request(s, "POST", path, pods[made], 201, 0, NULL, NULL, ei);
+        rc = create_pod(s, path, pods[made], ei);
         if (rc < 0)
             break;
     }
