@@ -43,8 +43,8 @@ static char *auth_header(const struct kube_config *c, struct error_info *ei)
         ssize_t n = file_read_small(c->token_file, t, TOKEN_MAX);
         char *h;
         if (n <= 0) {
-            errinfo_set(ei, ERR_INVALID, "endpoint", "cannot read the kubeconfig's token file %.100s",
-                        c->token_file);
+            errinfo_set(ei, ERR_INVALID, "endpoint",
+                        "cannot read the kubeconfig's token file %.100s", c->token_file);
             free(t);
             return NULL;
         }
@@ -190,9 +190,8 @@ static int call_once(struct kube_client *k, const char *method, const char *path
     return rc;
 }
 
-int kube_call(struct kube_client *k, const char *method, const char *path,
-              const char *content_type, json_t *body, long *ret_status, json_t **ret,
-              struct error_info *ei)
+int kube_call(struct kube_client *k, const char *method, const char *path, const char *content_type,
+              json_t *body, long *ret_status, json_t **ret, struct error_info *ei)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     int rc;

@@ -105,8 +105,8 @@ void kube_config_free(struct kube_config *c)
     free(c);
 }
 
-static int take_cluster(yaml_document_t *d, yaml_node_t *cl, const char *dir,
-                        struct kube_config *c, struct error_info *ei)
+static int take_cluster(yaml_document_t *d, yaml_node_t *cl, const char *dir, struct kube_config *c,
+                        struct error_info *ei)
 {
     const char *server = map_str(d, cl, "server"), *v;
     size_t n;
@@ -194,14 +194,12 @@ static int parse(const char *path, const char *text, size_t len, struct kube_con
         rc = errinfo_set(ei, ERR_INVALID, "endpoint", "kubeconfig %.100s has no current-context",
                          path);
     else if (!(ctx = named_entry(&d, root, "contexts", cur, "context")))
-        rc = errinfo_set(ei, ERR_INVALID, "endpoint", "kubeconfig: no context named %.100s",
-                         cur);
+        rc = errinfo_set(ei, ERR_INVALID, "endpoint", "kubeconfig: no context named %.100s", cur);
     else if (!(cname = map_str(&d, ctx, "cluster")) || !(uname = map_str(&d, ctx, "user")))
         rc = errinfo_set(ei, ERR_INVALID, "endpoint",
                          "kubeconfig: context %.100s names no cluster or no user", cur);
     else if (!(cl = named_entry(&d, root, "clusters", cname, "cluster")))
-        rc = errinfo_set(ei, ERR_INVALID, "endpoint", "kubeconfig: no cluster named %.100s",
-                         cname);
+        rc = errinfo_set(ei, ERR_INVALID, "endpoint", "kubeconfig: no cluster named %.100s", cname);
     else if (!(u = named_entry(&d, root, "users", uname, "user")))
         rc = errinfo_set(ei, ERR_INVALID, "endpoint", "kubeconfig: no user named %.100s", uname);
     else {
@@ -230,8 +228,8 @@ int kube_config_load(const char *path, struct kube_config **ret, struct error_in
     text = xmalloc(KUBECONFIG_MAX + 1);
     len = file_read_small(path, text, KUBECONFIG_MAX + 1);
     if (len < 0 || (size_t)len >= KUBECONFIG_MAX) {
-        rc = errinfo_set(ei, ERR_INVALID, "endpoint", "cannot read the kubeconfig %.100s: %s",
-                         path, len < 0 ? strerror(errno) : "larger than 1 MiB");
+        rc = errinfo_set(ei, ERR_INVALID, "endpoint", "cannot read the kubeconfig %.100s: %s", path,
+                         len < 0 ? strerror(errno) : "larger than 1 MiB");
         free(text);
         return rc;
     }

@@ -50,9 +50,8 @@ void kube_client_free(struct kube_client *k);
  * (ERR_UNAVAILABLE: the apiserver's address and curl's reason, a TLS
  * problem said as such); an HTTP error status is the caller's to judge.
  */
-int kube_call(struct kube_client *k, const char *method, const char *path,
-              const char *content_type, json_t *body, long *ret_status, json_t **ret,
-              struct error_info *ei);
+int kube_call(struct kube_client *k, const char *method, const char *path, const char *content_type,
+              json_t *body, long *ret_status, json_t **ret, struct error_info *ei);
 
 /* An error answer in a line: "HTTP 403: <the Status object's message>". */
 void kube_answer_message(long status, json_t *ans, char *out, size_t size);

@@ -31,9 +31,9 @@ static int64_t quantity(const char *q, int64_t scale, int64_t unit)
     static const struct {
         const char *suffix;
         double factor;
-    } units[] = {{"Ki", 1024.0},         {"Mi", 1048576.0},       {"Gi", 1073741824.0},
-                 {"Ti", 1099511627776.0}, {"k", 1e3},             {"M", 1e6},
-                 {"G", 1e9},              {"T", 1e12},             {"m", 1e-3}};
+    } units[] = {{"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0}, {"Ti", 1099511627776.0},
+                 {"k", 1e3},     {"M", 1e6},        {"G", 1e9},           {"T", 1e12},
+                 {"m", 1e-3}};
     char *end;
     double v;
 
@@ -163,8 +163,8 @@ static size_t node_gpus(json_t *node, json_t *foreign_pods, const char *name, st
     json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
     json_t *alloc = json_object_get(json_object_get(node, "status"), "allocatable");
     const char *product = json_string_value(json_object_get(labels, "nvidia.com/gpu.product"));
-    int64_t mem = quantity(json_string_value(json_object_get(labels, "nvidia.com/gpu.memory")), 1,
-                           1);
+    int64_t mem =
+        quantity(json_string_value(json_object_get(labels, "nvidia.com/gpu.memory")), 1, 1);
     const char *model = arena_strdup(a, product ? product : "");
     char cls[64] = "unknown";
     const char *res;
@@ -191,8 +191,7 @@ static size_t node_gpus(json_t *node, json_t *foreign_pods, const char *name, st
             continue;
         if (strcmp(res, KUBE_RESOURCE_GPU) == 0) {
             add_gpus(g, &n, cls, model, mem > 0 ? mem : 0, count, held, 0);
-        } else if (strncmp(res, KUBE_RESOURCE_MIG_PREFIX, strlen(KUBE_RESOURCE_MIG_PREFIX)) ==
-                   0) {
+        } else if (strncmp(res, KUBE_RESOURCE_MIG_PREFIX, strlen(KUBE_RESOURCE_MIG_PREFIX)) == 0) {
             const char *profile = res + strlen(KUBE_RESOURCE_MIG_PREFIX);
             char mcls[64];
             k++;

@@ -20,8 +20,7 @@ void kube_namespace_name(const char *prefix, int64_t project_id, char *out, size
     snprintf(out, size, "%sp%" PRId64, prefix, project_id);
 }
 
-void kube_pod_name(const char *prefix, int64_t workload_id, int32_t replica, char *out,
-                   size_t size)
+void kube_pod_name(const char *prefix, int64_t workload_id, int32_t replica, char *out, size_t size)
 {
     snprintf(out, size, "%s%" PRId64 "-%" PRId32, prefix, workload_id, replica);
 }
@@ -51,9 +50,9 @@ static json_t *labels_of(const char *prefix, const struct backend_launch *l, int
     /* the prefix is "gpuaas-<hex>-": the label is the <hex> (a value may not end in '-') */
     snprintf(inst, sizeof(inst), "%.*s", (int)(n > 0 ? n - 1 : 0), prefix);
     return json_pack("{s:s, s:s, s:o, s:o, s:o}", "app.kubernetes.io/managed-by", "gpuaas",
-                     KUBE_LABEL_INSTANCE, inst, KUBE_LABEL_WORKLOAD,
-                     str_of_int(l->workload_id, ""), KUBE_LABEL_REPLICA,
-                     str_of_int(replica, ""), KUBE_LABEL_PROJECT, str_of_int(l->project_id, ""));
+                     KUBE_LABEL_INSTANCE, inst, KUBE_LABEL_WORKLOAD, str_of_int(l->workload_id, ""),
+                     KUBE_LABEL_REPLICA, str_of_int(replica, ""), KUBE_LABEL_PROJECT,
+                     str_of_int(l->project_id, ""));
 }
 
 int kube_pod_json(const struct kube_pod_settings *s, const struct backend_launch *l, size_t r,
@@ -68,8 +67,7 @@ int kube_pod_json(const struct kube_pod_settings *s, const struct backend_launch
     if (!rep->node_name || !*rep->node_name) {
         json_decref(limits);
         json_decref(tol);
-        return errinfo_set(ei, ERR_INVALID, NULL, "replica %" PRId32 " has no node",
-                           rep->replica);
+        return errinfo_set(ei, ERR_INVALID, NULL, "replica %" PRId32 " has no node", rep->replica);
     }
     if (!image || !*image) {
         json_decref(limits);
@@ -89,28 +87,27 @@ int kube_pod_json(const struct kube_pod_settings *s, const struct backend_launch
         }
         resource_of(&rep->devices[i], res, sizeof(res));
         cur = json_object_get(limits, res);
-        json_object_set_new(limits, res,
-                            json_integer(cur ? json_integer_value(cur) + 1 : 1));
+        json_object_set_new(limits, res, json_integer(cur ? json_integer_value(cur) + 1 : 1));
     }
     {
         /* quantities are strings */
         const char *k;
         json_t *v;
-        json_object_foreach(limits, k, v) json_object_set_new(
-            limits, k, str_of_int(json_integer_value(v), ""));
+        json_object_foreach(limits, k, v)
+            json_object_set_new(limits, k, str_of_int(json_integer_value(v), ""));
     }
     if (l->cpu_milli > 0)
         json_object_set_new(limits, "cpu", str_of_int(l->cpu_milli, "m"));
     if (l->mem_mib > 0)
         json_object_set_new(limits, "memory", str_of_int(l->mem_mib, "Mi"));
     for (size_t i = 0; i < s->n_tolerate; i++)
-        json_array_append_new(tol, json_pack("{s:s, s:s}", "key", s->tolerate[i], "operator",
-                                             "Exists"));
-    ctr = json_pack("{s:s, s:s, s:[{s:s, s:o}, {s:s, s:o}], s:{s:O, s:O}}", "name", "work",
-                    "image", image, "env", "name", "GPUAAS_WORKLOAD_ID", "value",
-                    str_of_int(l->workload_id, ""), "name", "GPUAAS_REPLICA", "value",
-                    str_of_int(rep->replica, ""), "resources", "limits", limits, "requests",
-                    limits);
+        json_array_append_new(tol,
+                              json_pack("{s:s, s:s}", "key", s->tolerate[i], "operator", "Exists"));
+    ctr =
+        json_pack("{s:s, s:s, s:[{s:s, s:o}, {s:s, s:o}], s:{s:O, s:O}}", "name", "work", "image",
+                  image, "env", "name", "GPUAAS_WORKLOAD_ID", "value",
+                  str_of_int(l->workload_id, ""), "name", "GPUAAS_REPLICA", "value",
+                  str_of_int(rep->replica, ""), "resources", "limits", limits, "requests", limits);
     if (l->command && *l->command)
         json_object_set_new(ctr, "command", json_pack("[s, s, s]", "/bin/sh", "-c", l->command));
     kube_pod_name(s->prefix, l->workload_id, rep->replica, name, sizeof(name));

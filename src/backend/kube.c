@@ -25,8 +25,8 @@
 struct kreplica {
     char name[96];
     enum kube_pod_phase phase;
-    bool gone;           /* no longer in the cluster */
-    bool deleted_by_us;  /* we asked for its deletion */
+    bool gone;          /* no longer in the cluster */
+    bool deleted_by_us; /* we asked for its deletion */
     int exit_code;
     int64_t finished_ms;
     char message[160];
@@ -56,10 +56,10 @@ struct kube {
     int64_t timeout_grace_ms;
     struct backend_work work;
     struct kube_watch watch;
-    char rv[64];          /* resourceVersion to watch from; "" until listed */
-    int64_t retry_at_ms;  /* no list or watch before this */
-    bool said_broken;     /* the watch's trouble was logged */
-    char **namespaces;    /* made (or found) already */
+    char rv[64];         /* resourceVersion to watch from; "" until listed */
+    int64_t retry_at_ms; /* no list or watch before this */
+    bool said_broken;    /* the watch's trouble was logged */
+    char **namespaces;   /* made (or found) already */
     size_t n_namespaces, cap_namespaces;
 };
 
@@ -93,8 +93,8 @@ static int request(struct kube *s, const char *method, const char *path, json_t 
     if (rc == 0 && status != ok1 && status != ok2) {
         char msg[200];
         kube_answer_message(status, ans, msg, sizeof(msg));
-        rc = errinfo_set(ei, status == 422 ? ERR_INVALID : ERR_UNAVAILABLE, NULL,
-                         "%s %.80s: %s", method, path, msg);
+        rc = errinfo_set(ei, status == 422 ? ERR_INVALID : ERR_UNAVAILABLE, NULL, "%s %.80s: %s",
+                         method, path, msg);
     }
     if (ret && rc == 0)
         *ret = ans;
@@ -144,9 +144,8 @@ static int ensure_namespace(struct kube *s, const char *ns, int64_t project_id,
             return 0;
     snprintf(proj, sizeof(proj), "%" PRId64, project_id);
     body = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}}}", "apiVersion", "v1", "kind",
-                     "Namespace", "metadata", "name", ns, "labels",
-                     "app.kubernetes.io/managed-by", "gpuaas", KUBE_LABEL_INSTANCE,
-                     s->instance, KUBE_LABEL_PROJECT, proj);
+                     "Namespace", "metadata", "name", ns, "labels", "app.kubernetes.io/managed-by",
+                     "gpuaas", KUBE_LABEL_INSTANCE, s->instance, KUBE_LABEL_PROJECT, proj);
     rc = request(s, "POST", "/api/v1/namespaces", body, 201, 409, NULL, NULL, ei);
     json_decref(body);
     if (rc == 0) {
@@ -236,8 +235,8 @@ static int list_pods(struct kube *s, struct error_info *ei)
             bool found = false;
             json_array_foreach(items, i, p)
             {
-                const char *name = json_string_value(
-                    json_object_get(json_object_get(p, "metadata"), "name"));
+                const char *name =
+                    json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
                 found |= name && strcmp(name, w->r[r].name) == 0;
             }
             if (!found)
@@ -247,8 +246,7 @@ static int list_pods(struct kube *s, struct error_info *ei)
     json_array_foreach(items, i, p) on_pod(s, p, false);
     healthy(s);
     snprintf(s->rv, sizeof(s->rv), "%s",
-             json_string_value(json_object_get(json_object_get(ans, "metadata"),
-                                               "resourceVersion"))
+             json_string_value(json_object_get(json_object_get(ans, "metadata"), "resourceVersion"))
                  ?: "");
     json_decref(ans);
     return 0;
@@ -335,8 +333,8 @@ static bool work_end(const struct kwork *w, int64_t now_ms, struct backend_event
         if (p->phase != KUBE_POD_ENDED && p->gone && !p->deleted_by_us) {
             ev->how = BACKEND_LOST;
             ev->exit_code = -1;
-            snprintf(ev->message, sizeof(ev->message),
-                     "its pod %.90s was deleted outside gpuaas", p->name);
+            snprintf(ev->message, sizeof(ev->message), "its pod %.90s was deleted outside gpuaas",
+                     p->name);
             return true;
         }
     }
@@ -578,8 +576,7 @@ static int kube_sweep(struct backend *b, int64_t *ids, size_t max, size_t *ret_n
         if (!name || !ns || st.deleting || backend_work_known(&s->work, st.workload_id))
             continue;
         if (delete_pod(s, ns, name, grace_seconds(s->timeout_grace_ms), NULL, &ei) < 0)
-            log_warn("kubernetes: could not delete a stray pod", "pod", name, "error",
-                     ei.message);
+            log_warn("kubernetes: could not delete a stray pod", "pod", name, "error", ei.message);
         for (size_t k = 0; k < n && k < max; k++)
             seen |= ids[k] == st.workload_id;
         if (!seen) {

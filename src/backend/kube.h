@@ -38,13 +38,13 @@
 
 /* What the backend reads of a kubeconfig: its current context's cluster and user. */
 struct kube_config {
-    char *server;   /* https://host:port, no trailing '/' */
-    char *ca_file;  /* NULL: none (ca_data, or the system's CAs) */
-    char *ca_data;  /* PEM, decoded from certificate-authority-data; NULL: none */
+    char *server;  /* https://host:port, no trailing '/' */
+    char *ca_file; /* NULL: none (ca_data, or the system's CAs) */
+    char *ca_data; /* PEM, decoded from certificate-authority-data; NULL: none */
     size_t ca_len;
-    bool insecure;  /* insecure-skip-tls-verify */
-    char *token;    /* bearer token; NULL: none */
-    char *token_file; /* re-read when the apiserver refuses the token */
+    bool insecure;              /* insecure-skip-tls-verify */
+    char *token;                /* bearer token; NULL: none */
+    char *token_file;           /* re-read when the apiserver refuses the token */
     char *cert_file, *key_file; /* client certificate; NULL: none */
     char *cert_data, *key_data; /* PEM, decoded; NULL: none */
     size_t cert_len, key_len;

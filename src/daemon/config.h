@@ -46,8 +46,8 @@ struct config {
     char nvidia_smi[1024];           /* telemetry: nvidia-smi program, or "" (off) */
     char dcgm_urls[4096];            /* telemetry: dcgm-exporter URLs, comma-separated */
     char local_gpus[16384]; /* local clusters: declared GPUs (inventory.h's syntax), "" none */
-    int collect_interval_s;          /* between runs of each source */
-    int idle_window_s;               /* classification window */
+    int collect_interval_s; /* between runs of each source */
+    int idle_window_s;      /* classification window */
     int idle_notify_s, idle_stop_p2_s; /* idle policies; 0: off */
     int slurm_sync_s;                  /* Slurm clusters: node and GPU refresh */
     int slurm_poll_ms;                 /* Slurm clusters: least time between squeue runs */

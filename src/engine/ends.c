@@ -137,9 +137,9 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
         reason = "exited 0";
     } else {
         state = "failed";
-        reason = ev->message[0] ? arena_printf(a, "exited with status %d: %s", ev->exit_code,
-                                               ev->message)
-                                : arena_printf(a, "exited with status %d", ev->exit_code);
+        reason = ev->message[0]
+                     ? arena_printf(a, "exited with status %d: %s", ev->exit_code, ev->message)
+                     : arena_printf(a, "exited with status %d", ev->exit_code);
     }
     alloc_reason = preempted ? "preempted" : state;
     row_set_str(&w, a, F_WORKLOADS_STATE, state);

@@ -185,9 +185,10 @@ static const struct field_def cluster_fields[] = {
                          NULL, 0, NULL, "unique short name"},
     [F_CLUSTERS_BACKEND] = {"backend", NULL, FT_ENUM, FF_REQUIRED | FF_IMMUTABLE | FF_FILTER, 0, 0,
                             backend_values, NULL, 0, NULL, "local, slurm, sim or kubernetes"},
-    [F_CLUSTERS_ENDPOINT] = {"endpoint", NULL, FT_STRING, 0, 0, 512, NULL, NULL, 0, "",
-                             "slurm: the slurm.conf its tools read (empty: their default); kubernetes: its kubeconfig "
-                             "file; empty for local and sim"},
+    [F_CLUSTERS_ENDPOINT] =
+        {"endpoint", NULL, FT_STRING, 0, 0, 512, NULL, NULL, 0, "",
+         "slurm: the slurm.conf its tools read (empty: their default); kubernetes: its kubeconfig "
+         "file; empty for local and sim"},
     [F_CLUSTERS_LABELS] = {"labels", NULL, FT_LABELS, 0, 0, 0, NULL, NULL, 0, "{}",
                            "site, region, cloud, ..."},
     [F_CLUSTERS_DESCRIPTION] = {"description", NULL, FT_STRING, 0, 0, TEXT_MAX_LEN, NULL, NULL, 0,

@@ -43,7 +43,8 @@ static struct backend *open_backend(const char *prefix, int64_t timeout_grace_ms
     return b;
 }
 
-/* An admin request (body taken); the answer's status, its JSON (may be NULL) decref'd unless ret. */
+/* An admin request (body taken); the answer's status, its JSON (may be NULL) decref'd unless ret.
+ */
 static long admin_call(const char *method, const char *path, const char *ct, json_t *body,
                        json_t **ret)
 {
@@ -206,16 +207,15 @@ static void test_discovery(void **state)
     assert_int_equal(count_class(m, "a100-80gb/3g.40gb"), 2);
 
     /* a pod gpuaas did not make holds 3 GPUs of kwok-h100-1: they are left out */
-    assert_int_equal(admin_call("POST", "/api/v1/namespaces",
-                                NULL,
+    assert_int_equal(admin_call("POST", "/api/v1/namespaces", NULL,
                                 json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
                                           "Namespace", "metadata", "name", "others"),
                                 NULL),
                      201);
-    pod = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s, s:{s:{s:s}}}]}}", "apiVersion",
-                    "v1", "kind", "Pod", "metadata", "name", "foreign", "spec", "nodeName",
-                    "kwok-h100-1", "containers", "name", "c", "image", "busybox", "resources",
-                    "limits", "nvidia.com/gpu", "3");
+    pod = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s, s:{s:{s:s}}}]}}", "apiVersion", "v1",
+                    "kind", "Pod", "metadata", "name", "foreign", "spec", "nodeName", "kwok-h100-1",
+                    "containers", "name", "c", "image", "busybox", "resources", "limits",
+                    "nvidia.com/gpu", "3");
     assert_int_equal(admin_call("POST", "/api/v1/namespaces/others/pods", NULL, pod, NULL), 201);
     discover(b, &a, &rep);
     assert_int_equal(node_of(&rep, "kwok-h100-1")->n_gpus, 5);
@@ -235,11 +235,10 @@ static void test_discovery(void **state)
                      200);
     {
         json_t *node = NULL, *taints;
-        assert_int_equal(admin_call("GET", "/api/v1/nodes/kwok-h100-1", NULL, NULL, &node),
-                         200);
+        assert_int_equal(admin_call("GET", "/api/v1/nodes/kwok-h100-1", NULL, NULL, &node), 200);
         taints = json_deep_copy(json_object_get(json_object_get(node, "spec"), "taints"));
-        json_array_append_new(taints, json_pack("{s:s, s:s}", "key", "maintenance", "effect",
-                                                "NoExecute"));
+        json_array_append_new(taints,
+                              json_pack("{s:s, s:s}", "key", "maintenance", "effect", "NoExecute"));
         assert_int_equal(admin_call("PATCH", "/api/v1/nodes/kwok-h100-1",
                                     "application/merge-patch+json",
                                     json_pack("{s:{s:o}}", "spec", "taints", taints), NULL),
@@ -249,17 +248,17 @@ static void test_discovery(void **state)
         assert_non_null(strstr(node_of(&rep, "kwok-h100-1")->reason, "maintenance"));
         assert_string_equal(node_of(&rep, "kwok-h100-0")->state, "ready");
         /* put the taints back as they were */
-        assert_int_equal(admin_call("PATCH", "/api/v1/nodes/kwok-h100-1",
-                                    "application/merge-patch+json",
-                                    json_pack("{s:{s:O}}", "spec", "taints",
-                                              json_object_get(json_object_get(node, "spec"),
-                                                              "taints")),
-                                    NULL),
-                         200);
+        assert_int_equal(
+            admin_call("PATCH", "/api/v1/nodes/kwok-h100-1", "application/merge-patch+json",
+                       json_pack("{s:{s:O}}", "spec", "taints",
+                                 json_object_get(json_object_get(node, "spec"), "taints")),
+                       NULL),
+            200);
         json_decref(node);
     }
-    assert_int_equal(admin_call("DELETE", "/api/v1/namespaces/others/pods/foreign?gracePeriodSeconds=0",
-                                NULL, NULL, NULL),
+    assert_int_equal(admin_call("DELETE",
+                                "/api/v1/namespaces/others/pods/foreign?gracePeriodSeconds=0", NULL,
+                                NULL, NULL),
                      200);
     arena_release(&a);
     b->ops->free(b);
@@ -283,9 +282,9 @@ static void test_runs_to_its_exit(void **state)
     pod = get_pod(prefix, 7, 11, 0, &st);
     assert_int_equal(st, 200);
     /* pinned, with its GPUs, CPU and memory as limits, labelled, no tenant device variable */
-    assert_string_equal(json_string_value(json_object_get(json_object_get(pod, "spec"),
-                                                          "nodeName")),
-                        "kwok-h100-0");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")),
+        "kwok-h100-0");
     {
         json_t *c = json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), 0);
         json_t *lim = json_object_get(json_object_get(c, "resources"), "limits");
@@ -294,10 +293,10 @@ static void test_runs_to_its_exit(void **state)
         assert_string_equal(json_string_value(json_object_get(lim, "memory")), "4Gi");
         assert_string_equal(json_string_value(json_object_get(c, "image")), "busybox");
     }
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(json_object_get(pod, "metadata"), "labels"),
-                            KUBE_LABEL_WORKLOAD)),
-                        "11");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(pod, "metadata"), "labels"), KUBE_LABEL_WORKLOAD)),
+        "11");
     json_decref(pod);
     /* a second launch of the same id is refused while it runs */
     assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), ERR_CONFLICT);
@@ -320,11 +319,11 @@ static void test_runs_to_its_exit(void **state)
 static void oom_kill(const char *prefix, int64_t project, int64_t id)
 {
     char ns[96], name[96], path[256];
-    json_t *patch = json_pack(
-        "{s:{s:s, s:[{s:s, s:s, s:s, s:b, s:i, s:{s:{s:i, s:s, s:s}}}]}}", "status", "phase",
-        "Failed", "containerStatuses", "name", "work", "image", "busybox", "imageID", "",
-        "ready", 0, "restartCount", 0, "state", "terminated", "exitCode", 137, "reason",
-        "OOMKilled", "finishedAt", "2026-01-01T00:00:00Z");
+    json_t *patch =
+        json_pack("{s:{s:s, s:[{s:s, s:s, s:s, s:b, s:i, s:{s:{s:i, s:s, s:s}}}]}}", "status",
+                  "phase", "Failed", "containerStatuses", "name", "work", "image", "busybox",
+                  "imageID", "", "ready", 0, "restartCount", 0, "state", "terminated", "exitCode",
+                  137, "reason", "OOMKilled", "finishedAt", "2026-01-01T00:00:00Z");
     kube_namespace_name(prefix, project, ns, sizeof(ns));
     kube_pod_name(prefix, id, 0, name, sizeof(name));
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", ns, name);
@@ -420,9 +419,9 @@ static void test_gang_all_or_nothing(void **state)
                                           "Namespace", "metadata", "name", ns),
                                 NULL),
                      201);
-    squatter = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s}]}}", "apiVersion", "v1",
-                         "kind", "Pod", "metadata", "name", name, "spec", "nodeName",
-                         "kwok-h100-1", "containers", "name", "c", "image", "busybox");
+    squatter = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s}]}}", "apiVersion", "v1", "kind",
+                         "Pod", "metadata", "name", name, "spec", "nodeName", "kwok-h100-1",
+                         "containers", "name", "c", "image", "busybox");
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
     assert_int_equal(admin_call("POST", path, NULL, squatter, NULL), 201);
     assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), ERR_UNAVAILABLE);
@@ -475,8 +474,8 @@ static void test_adopt_and_sweep(void **state)
 
 /* ---- bad kubeconfigs, unreachable apiservers: one clear error ---- */
 
-static char *write_kubeconfig(const char *dir, const char *name, const char *server,
-                              const char *ca, const char *user_yaml)
+static char *write_kubeconfig(const char *dir, const char *name, const char *server, const char *ca,
+                              const char *user_yaml)
 {
     char *path = xasprintf("%s/%s", dir, name);
     FILE *f = fopen(path, "w");
