@@ -188,11 +188,13 @@ static int load_pools(struct engine *e, struct arena *a, struct row **ret, size_
         const struct row *p = &pools[i];
         json_t *ap = json_loads(row_str(p, F_POOLS_ACCESS_PROJECT_IDS), 0, NULL);
         json_t *ao = json_loads(row_str(p, F_POOLS_ACCESS_ORG_IDS), 0, NULL);
-        int64_t aps[256], aos[256];
+        /* every id of the lists, however long (sched_set_pool copies them) */
+        int64_t *aps = arena_calloc(a, json_array_size(ap) + 1, sizeof(*aps));
+        int64_t *aos = arena_calloc(a, json_array_size(ao) + 1, sizeof(*aos));
         size_t nap = 0, nao = 0, k;
         json_t *v;
-        json_array_foreach(ap, k, v) if (nap < 256) aps[nap++] = json_integer_value(v);
-        json_array_foreach(ao, k, v) if (nao < 256) aos[nao++] = json_integer_value(v);
+        json_array_foreach(ap, k, v) aps[nap++] = json_integer_value(v);
+        json_array_foreach(ao, k, v) aos[nao++] = json_integer_value(v);
         struct sched_pool_spec ps = {.id = model_row_id(p),
                                      .owner_project_id = row_int(p, F_POOLS_OWNER_PROJECT_ID),
                                      .owner_org_id = row_int(p, F_POOLS_OWNER_ORG_ID),
