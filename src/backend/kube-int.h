@@ -129,7 +129,8 @@ void kube_pod_state_of(json_t *pod, struct kube_pod_state *st);
  * allocatable nvidia.com/gpu and nvidia.com/mig-<profile>, their class
  * from the nvidia.com/gpu.product label (and gpu.memory), state from the
  * Ready condition, spec.unschedulable and taints not tolerated. Nodes with
- * no GPU resource are left out. used_by_others: per node, GPUs requested
+ * no GPU resource are left out; one whose GPU resources count 0 is
+ * reported with no GPUs (those the store has turn down). used_by_others: per node, GPUs requested
  * by running pods gpuaas did not create (those GPUs are reported down).
  */
 int kube_nodes_report(json_t *node_items, json_t *foreign_pods, const char *const *tolerate,

@@ -157,6 +157,11 @@ static void add_gpus(struct backend_gpu_report *g, size_t *n, const char *cls, c
     }
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static size_t node_gpus(json_t *node, json_t *foreign_pods, const char *name, struct arena *a,
                         const struct backend_gpu_report **ret)
 {
@@ -183,22 +188,34 @@ static size_t node_gpus(json_t *node, json_t *foreign_pods, const char *name, st
     g = arena_calloc(a, cap, sizeof(*g));
     if (product && inv_model_class(product, NULL, cls, sizeof(cls)) < 0)
         snprintf(cls, sizeof(cls), "unknown");
-    json_object_foreach(alloc, res, v)
     {
-        int64_t count = quantity(json_string_value(v), 1, 1);
-        int64_t held = held_by_others(foreign_pods, name, res);
-        if (count <= 0)
-            continue;
-        if (strcmp(res, KUBE_RESOURCE_GPU) == 0) {
-            add_gpus(g, &n, cls, model, mem > 0 ? mem : 0, count, held, 0);
-        } else if (strncmp(res, KUBE_RESOURCE_MIG_PREFIX, strlen(KUBE_RESOURCE_MIG_PREFIX)) == 0) {
-            const char *profile = res + strlen(KUBE_RESOURCE_MIG_PREFIX);
-            char mcls[64];
-            k++;
-            if (inv_model_class(product ? product : "unknown", profile, mcls, sizeof(mcls)) < 0 ||
-                !model_valid_ident(mcls, 63))
-                continue; /* a profile name the store would refuse */
-            add_gpus(g, &n, mcls, model, 0, count, held, MIG_INDEX_BASE * (int32_t)k);
+        /* MIG profiles numbered in name order, whatever order the object lists them in */
+        const char *names[64];
+        size_t n_names = 0;
+        json_object_foreach(alloc, res, v)
+        {
+            if (n_names < ARRAY_SIZE(names))
+                names[n_names++] = res;
+        }
+        qsort(names, n_names, sizeof(names[0]), by_name);
+        for (size_t i = 0; i < n_names; i++) {
+            int64_t count = quantity(json_string_value(json_object_get(alloc, names[i])), 1, 1);
+            int64_t held = held_by_others(foreign_pods, name, names[i]);
+            if (strcmp(names[i], KUBE_RESOURCE_GPU) == 0) {
+                if (count > 0)
+                    add_gpus(g, &n, cls, model, mem > 0 ? mem : 0, count, held, 0);
+            } else if (strncmp(names[i], KUBE_RESOURCE_MIG_PREFIX,
+                               strlen(KUBE_RESOURCE_MIG_PREFIX)) == 0) {
+                const char *profile = names[i] + strlen(KUBE_RESOURCE_MIG_PREFIX);
+                char mcls[64];
+                k++;
+                if (count <= 0 ||
+                    inv_model_class(product ? product : "unknown", profile, mcls, sizeof(mcls)) <
+                        0 ||
+                    !model_valid_ident(mcls, 63))
+                    continue; /* none, or a profile name the store would refuse */
+                add_gpus(g, &n, mcls, model, 0, count, held, MIG_INDEX_BASE * (int32_t)k);
+            }
         }
     }
     *ret = g;

@@ -47,7 +47,7 @@ static json_t *labels_of(const char *prefix, const struct backend_launch *l, int
     char inst[64];
     size_t n = strlen(prefix);
 
-    /* the prefix is "gpuaas-<hex>-": the label is the <hex> (a value may not end in '-') */
+    /* the prefix is "gpuaas-<hex>-": the label is "gpuaas-<hex>" (a value may not end in '-') */
     snprintf(inst, sizeof(inst), "%.*s", (int)(n > 0 ? n - 1 : 0), prefix);
     return json_pack("{s:s, s:s, s:o, s:o, s:o}", "app.kubernetes.io/managed-by", "gpuaas",
                      KUBE_LABEL_INSTANCE, inst, KUBE_LABEL_WORKLOAD, str_of_int(l->workload_id, ""),

@@ -52,7 +52,7 @@ struct kube_config {
 };
 
 /*
- * Reads the kubeconfig at path (YAML or JSON, at most 1 MiB): its
+ * Reads the kubeconfig at path (YAML or JSON, under 1 MiB): its
  * current-context, that context's cluster and user. Relative file names in
  * it are taken from the kubeconfig's directory, as kubectl does. Errors
  * (ERR_INVALID, ei names what is wrong): unreadable, not YAML, no current
