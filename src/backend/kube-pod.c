@@ -90,11 +90,15 @@ int kube_pod_json(const struct kube_pod_settings *s, const struct backend_launch
         json_object_set_new(limits, res, json_integer(cur ? json_integer_value(cur) + 1 : 1));
     }
     {
-        /* quantities are strings */
+        /* quantities are strings: a new object, the counts' is not changed while walked */
+        json_t *counts = limits, *v;
         const char *k;
-        json_t *v;
-        json_object_foreach(limits, k, v)
+        limits = json_object();
+        json_object_foreach(counts, k, v)
+        {
             json_object_set_new(limits, k, str_of_int(json_integer_value(v), ""));
+        }
+        json_decref(counts);
     }
     if (l->cpu_milli > 0)
         json_object_set_new(limits, "cpu", str_of_int(l->cpu_milli, "m"));

@@ -243,7 +243,10 @@ static int list_pods(struct kube *s, struct error_info *ei)
                 w->r[r].gone = true;
         }
     }
-    json_array_foreach(items, i, p) on_pod(s, p, false);
+    json_array_foreach(items, i, p)
+    {
+        on_pod(s, p, false);
+    }
     healthy(s);
     snprintf(s->rv, sizeof(s->rv), "%s",
              json_string_value(json_object_get(json_object_get(ans, "metadata"), "resourceVersion"))
