@@ -42,6 +42,7 @@ struct kwork {
     int64_t deadline_ms;     /* max runtime; NEVER: none */
     enum backend_end reason; /* 0, STOPPED or TIMEOUT once asked to end */
     int64_t kill_at_ms;      /* end of the grace given */
+    int64_t delete_again_ms; /* asked to end, a delete failed: when to ask again */
 };
 
 struct kube {
@@ -370,6 +371,15 @@ static void delete_pods(struct kube *s, struct kwork *w, int64_t grace_ms)
     }
 }
 
+/* Whether every pod of w is gone or was asked to go. */
+static bool all_asked(const struct kwork *w)
+{
+    for (size_t r = 0; r < w->n; r++)
+        if (!w->r[r].gone && !w->r[r].deleted_by_us)
+            return false;
+    return true;
+}
+
 static size_t kube_poll(struct backend *b, int64_t now_ms, struct backend_event *out, size_t max)
 {
     struct kube *s = kube_of(b);
@@ -382,6 +392,12 @@ static size_t kube_poll(struct backend *b, int64_t now_ms, struct backend_event 
             w->reason = BACKEND_TIMEOUT;
             w->kill_at_ms = now_ms + s->timeout_grace_ms;
             delete_pods(s, w, s->timeout_grace_ms);
+            w->delete_again_ms = now_ms + RETRY_MS;
+        }
+        if (w->reason && now_ms >= w->delete_again_ms && !all_asked(w)) {
+            /* a delete failed (the apiserver away): ask again, with what is left of the grace */
+            delete_pods(s, w, w->kill_at_ms > now_ms ? w->kill_at_ms - now_ms : 0);
+            w->delete_again_ms = now_ms + RETRY_MS;
         }
         if (!work_end(w, now_ms, &ev)) {
             i++;
@@ -504,6 +520,7 @@ static int kube_stop(struct backend *b, int64_t workload_id, int64_t grace_ms, i
     w->reason = BACKEND_STOPPED;
     w->kill_at_ms = now_ms + (grace_ms > 0 ? grace_ms : 0);
     delete_pods(s, w, grace_ms);
+    w->delete_again_ms = now_ms + RETRY_MS;
     return 0;
 }
 

@@ -13,7 +13,8 @@
 #    adopted, not lost, and a cancel ends it within its grace;
 #  - a pod deleted by someone else fails its workload, saying so;
 #  - the apiserver restarted mid-watch: running work stays, an end that
-#    comes after it is seen, and the daemon says it lost and found the watch.
+#    comes after it is seen, a cancel made while it is away is carried out
+#    when it is back, and the daemon says it lost and found the watch.
 . "${GPUAAS_SOURCE_DIR:?}/tests/e2e/lib.sh"
 : "${KUBECONFIG:?run through tests/k8s/with-k8s.sh}"
 
@@ -142,6 +143,20 @@ expect_eq "$(state_of "$stay")" running "running work across the apiserver's res
 wait_state "$during" succeeded 30
 "${g[@]}" cancel "$stay" >/dev/null
 wait_state "$stay" cancelled 15
+# A cancel while the apiserver is away is carried out once it is back.
+away=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned --grace 1s -- sleep inf | jq -r .id)
+wait_state "$away" running 20
+bash "$GPUAAS_SOURCE_DIR/tests/k8s/restart-apiserver.sh" "$K8S_DIR" 4 &
+restarting=$!
+for _ in $(seq 100); do
+  curl -sS --max-time 1 --cacert "$K8S_CA" "$K8S_SERVER/readyz" >/dev/null 2>&1 || break
+  sleep 0.1
+done
+"${g[@]}" cancel "$away" >/dev/null
+wait "$restarting" || fail "the apiserver did not come back"
+wait_state "$away" cancelled 20
+[ -z "$(kapi GET "/api/v1/pods?labelSelector=gpuaas.io%2Fworkload%3D$away" | jq -r '.items[].metadata.name')" ] ||
+  fail "the pod of work cancelled while the apiserver was away is still there"
 grep -q "cannot follow the pods" "$DAEMON_LOG" || fail "the daemon did not say it lost the watch"
 grep -q "following the pods again" "$DAEMON_LOG" || fail "the daemon did not say it follows the pods again"
 
