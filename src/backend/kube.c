@@ -27,6 +27,7 @@ struct kreplica {
     enum kube_pod_phase phase;
     bool gone;          /* no longer in the cluster */
     bool deleted_by_us; /* we asked for its deletion */
+    bool listed;        /* in the list being read (list_pods) */
     int exit_code;
     int64_t finished_ms;
     char message[160];
@@ -169,6 +170,7 @@ static void on_pod(struct kube *s, json_t *pod, bool deleted)
         (size_t)st.replica >= w->n)
         return; /* not one we follow: the start-up sweep deals with strays */
     r = &w->r[st.replica];
+    r->listed = true;
     if (deleted)
         r->gone = true;
     if (r->phase == KUBE_POD_ENDED || (deleted && st.phase != KUBE_POD_ENDED))
@@ -232,21 +234,17 @@ static int list_pods(struct kube *s, struct error_info *ei)
     /* a pod we follow that the list lacks is gone */
     for (size_t k = 0; k < s->work.n; k++) {
         struct kwork *w = s->work.items[k];
-        for (size_t r = 0; r < w->n; r++) {
-            bool found = false;
-            json_array_foreach(items, i, p)
-            {
-                const char *name =
-                    json_string_value(json_object_get(json_object_get(p, "metadata"), "name"));
-                found |= name && strcmp(name, w->r[r].name) == 0;
-            }
-            if (!found)
-                w->r[r].gone = true;
-        }
+        for (size_t r = 0; r < w->n; r++)
+            w->r[r].listed = false;
     }
     json_array_foreach(items, i, p)
     {
         on_pod(s, p, false);
+    }
+    for (size_t k = 0; k < s->work.n; k++) {
+        struct kwork *w = s->work.items[k];
+        for (size_t r = 0; r < w->n; r++)
+            w->r[r].gone |= !w->r[r].listed;
     }
     healthy(s);
     snprintf(s->rv, sizeof(s->rv), "%s",
