@@ -566,50 +566,6 @@ static int kube_adopt(struct backend *b, const struct backend_launch *l, int64_t
     return 0;
 }
 
-static int kube_sweep(struct backend *b, int64_t *ids, size_t max, size_t *ret_n)
-{
-    struct kube *s = kube_of(b);
-    char path[256], sel[128];
-    json_t *ans = NULL, *p;
-    struct error_info ei = {0};
-    size_t i, n = 0;
-    int rc;
-
-    *ret_n = 0;
-    label_selector(s, sel, sizeof(sel));
-    snprintf(path, sizeof(path), "/api/v1/pods?%s", sel);
-    rc = request(s, "GET", path, NULL, 200, 0, NULL, &ans, &ei);
-    if (rc < 0) {
-        log_warn("kubernetes: could not look for pods to sweep", "error", ei.message);
-        return rc;
-    }
-    json_array_foreach(json_object_get(ans, "items"), i, p)
-    {
-        struct kube_pod_state st;
-        json_t *meta = json_object_get(p, "metadata");
-        const char *name = json_string_value(json_object_get(meta, "name"));
-        const char *ns = json_string_value(json_object_get(meta, "namespace"));
-        bool seen = false;
-        kube_pod_state_of(p, &st);
-        if (!name || !ns || st.deleting || backend_work_known(&s->work, st.workload_id))
-            continue;
-        if (delete_pod(s, ns, name, grace_seconds(s->timeout_grace_ms), NULL, &ei) < 0)
-            log_warn("kubernetes: could not delete a stray pod", "pod", name, "error", ei.message);
-        for (size_t k = 0; k < n && k < max; k++)
-            seen |= ids[k] == st.workload_id;
-        if (!seen) {
-            if (n < max)
-                ids[n] = st.workload_id;
-            n++;
-        }
-    }
-    json_decref(ans);
-    *ret_n = n;
-    return 0;
-}
-
-/* ---- discovery ---- */
-
 /* Every item of a list, page by page (limit/continue). */
 static int list_all(struct kube *s, const char *path, json_t **ret, struct error_info *ei)
 {
@@ -639,6 +595,50 @@ static int list_all(struct kube *s, const char *path, json_t **ret, struct error
     *ret = all;
     return 0;
 }
+
+static int kube_sweep(struct backend *b, int64_t *ids, size_t max, size_t *ret_n)
+{
+    struct kube *s = kube_of(b);
+    char path[256], sel[128];
+    json_t *items = NULL, *p;
+    struct error_info ei = {0};
+    size_t i, n = 0;
+    int rc;
+
+    *ret_n = 0;
+    label_selector(s, sel, sizeof(sel));
+    snprintf(path, sizeof(path), "/api/v1/pods?%s", sel);
+    rc = list_all(s, path, &items, &ei);
+    if (rc < 0) {
+        log_warn("kubernetes: could not look for pods to sweep", "error", ei.message);
+        return rc;
+    }
+    json_array_foreach(items, i, p)
+    {
+        struct kube_pod_state st;
+        json_t *meta = json_object_get(p, "metadata");
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *ns = json_string_value(json_object_get(meta, "namespace"));
+        bool seen = false;
+        kube_pod_state_of(p, &st);
+        if (!name || !ns || st.deleting || backend_work_known(&s->work, st.workload_id))
+            continue;
+        if (delete_pod(s, ns, name, grace_seconds(s->timeout_grace_ms), NULL, &ei) < 0)
+            log_warn("kubernetes: could not delete a stray pod", "pod", name, "error", ei.message);
+        for (size_t k = 0; k < n && k < max; k++)
+            seen |= ids[k] == st.workload_id;
+        if (!seen) {
+            if (n < max)
+                ids[n] = st.workload_id;
+            n++;
+        }
+    }
+    json_decref(items);
+    *ret_n = n;
+    return 0;
+}
+
+/* ---- discovery ---- */
 
 static int kube_discover(struct backend *b, int64_t now_ms, bool fleet_loaded, struct arena *a,
                          struct backend_fleet_report *ret, struct error_info *ei)
