@@ -16,6 +16,7 @@
 
 #define ANSWER_MAX (256u * 1024 * 1024) /* a list of every pod of a large cluster */
 #define EVENT_MAX (16u * 1024 * 1024)   /* one watch event (one object) */
+#define PUMP_ROUNDS 256                 /* reads of a watch per pump: about 4 MiB */
 #define TOKEN_MAX (64 * 1024)
 #define CONNECT_TIMEOUT_MS 5000L
 #define REQUEST_TIMEOUT_MS 30000L
@@ -271,16 +272,11 @@ int kube_watch_start(struct kube_client *k, struct kube_watch *w, const char *pa
     return 0;
 }
 
-int kube_watch_pump(struct kube_watch *w, void (*fn)(void *arg, json_t *event), void *arg,
-                    struct error_info *ei)
+/* Hands each complete line of w's data to fn, keeping an unfinished last line. */
+static void split_events(struct kube_watch *w, void (*fn)(void *arg, json_t *event), void *arg)
 {
-    int running = 0, left;
-    CURLMsg *m;
     size_t start = 0;
 
-    if (!w->open)
-        return 0;
-    curl_multi_perform(w->multi, &running);
     for (size_t i = 0; i < w->data.len; i++) {
         json_t *ev;
         if (w->data.data[i] != '\n')
@@ -295,6 +291,28 @@ int kube_watch_pump(struct kube_watch *w, void (*fn)(void *arg, json_t *event), 
         memmove(w->data.data, w->data.data + start, w->data.len - start);
         w->data.len -= start;
         w->data.data[w->data.len] = '\0';
+    }
+}
+
+int kube_watch_pump(struct kube_watch *w, void (*fn)(void *arg, json_t *event), void *arg,
+                    struct error_info *ei)
+{
+    int running = 0, left;
+    CURLMsg *m;
+
+    if (!w->open)
+        return 0;
+    /*
+     * One curl_multi_perform() moves about one socket read (16 KiB, a few
+     * pod events); under load the stream then falls behind by minutes.
+     * Read until nothing more has arrived, a bounded number of times.
+     */
+    for (int round = 0; round < PUMP_ROUNDS; round++) {
+        size_t before = w->data.len;
+        curl_multi_perform(w->multi, &running);
+        if (w->data.len == before)
+            break;
+        split_events(w, fn, arg);
     }
     while ((m = curl_multi_info_read(w->multi, &left))) {
         if (m->msg != CURLMSG_DONE)

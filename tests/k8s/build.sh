@@ -16,6 +16,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
 . "$here/goenv.sh"
+. "$here/gobuild.sh"
 
 fail() { echo "k8s-build: FAILED: $*" >&2; exit 1; }
 
@@ -54,20 +55,7 @@ built=""
 for t in "${targets[@]}"; do
     IFS='|' read -r name dir pkg flags <<<"$t"
     [ -x "$bin/$name" ] && continue
-    log=$GPUAAS_K8S_CACHE/logs/build-$name.log
-    start=$(date +%s)
-    echo "k8s-build: building $name ($pkg) ..." >&2
-    if ! (cd "$here/$dir" && GOFLAGS="$GOFLAGS -mod=readonly" \
-        /usr/bin/time -v -o "$log.time" nice -n 19 "$GO" build -o "$bin.tmp/$name" \
-        -ldflags "$flags" "$pkg") >"$log" 2>&1; then
-        # The first line that is not progress: Go's own reason.
-        why=$(grep -vE '^go: downloading|^[[:space:]]*$' "$log" | head -n1)
-        [ -n "$why" ] || why=$(grep -m1 -E 'signal|status' "$log.time")
-        fail "$name: ${why:-no reason given} (log: $log)"
-    fi
-    secs=$(($(date +%s) - start))
-    rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$log.time")
-    echo "k8s-build: built $name in ${secs}s (peak RSS $((rss / 1024)) MiB)" >&2
+    go_build_one k8s-build "$name" "$here/$dir" "$pkg" "$flags" "$bin.tmp"
     built="$built $name"
 done
 mkdir -p "$bin"
