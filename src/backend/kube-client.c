@@ -4,8 +4,9 @@
  * HTTPS only, the kubeconfig's CA (file or inline PEM), a bearer token
  * (inline, or a file read again when refused: projected tokens rotate) or
  * a client certificate. Requests are bounded in time and size; watches are
- * streamed through a curl multi handle that the engine's thread drives
- * without blocking (kube_watch_pump), so no thread of the backend's own.
+ * streamed, and pod creates and deletes sent, through curl multi handles
+ * that the engine's thread drives without blocking (kube_watch_pump,
+ * kube_async_pump), so no thread of the backend's own.
  */
 #include "base/common.h"
 
@@ -326,4 +327,181 @@ int kube_watch_pump(struct kube_watch *w, void (*fn)(void *arg, json_t *event), 
         w->open = false;
     }
     return w->open ? 1 : 0;
+}
+
+/* ---- requests that do not wait ---- */
+
+struct kube_request {
+    CURL *easy;
+    struct curl_slist *headers;
+    char *url, *body, *method;
+    struct buf answer;
+    char errbuf[CURL_ERROR_SIZE];
+    int64_t tag;
+    int sub;
+};
+
+struct kube_async {
+    struct kube_client *k;
+    CURLM *multi;
+    struct kube_request **queue; /* not started yet, oldest first */
+    size_t n_queue, cap_queue, head;
+    struct kube_request *live[KUBE_ASYNC_MAX]; /* started, not answered */
+    size_t running;
+};
+
+struct kube_async *kube_async_new(struct kube_client *k)
+{
+    struct kube_async *a = xcalloc(1, sizeof(*a));
+
+    a->k = k;
+    a->multi = curl_multi_init(); /* NULL only without memory: requests then fail one by one */
+    /* HTTP/2 where the apiserver offers it: the requests share one connection */
+    curl_multi_setopt(a->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    curl_multi_setopt(a->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 8L);
+    return a;
+}
+
+static void request_free(struct kube_request *q)
+{
+    if (!q)
+        return;
+    if (q->easy)
+        curl_easy_cleanup(q->easy);
+    curl_slist_free_all(q->headers);
+    buf_release(&q->answer);
+    free(q->url);
+    free(q->body);
+    free(q->method);
+    free(q);
+}
+
+void kube_async_free(struct kube_async *a)
+{
+    if (!a)
+        return;
+    for (size_t i = 0; i < a->running; i++) {
+        curl_multi_remove_handle(a->multi, a->live[i]->easy);
+        request_free(a->live[i]);
+    }
+    for (size_t i = a->head; i < a->n_queue; i++)
+        request_free(a->queue[i]);
+    free(a->queue);
+    if (a->multi)
+        curl_multi_cleanup(a->multi);
+    free(a);
+}
+
+void kube_async_send(struct kube_async *a, const char *method, const char *path, json_t *body,
+                     int64_t tag, int sub)
+{
+    struct kube_request *q = xcalloc(1, sizeof(*q));
+
+    q->url = xasprintf("%s%s", a->k->cfg->server, path);
+    q->body = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    q->method = xstrdup(method);
+    q->tag = tag;
+    q->sub = sub;
+    buf_init(&q->answer, ANSWER_MAX);
+    if (a->head > 0 && a->head == a->n_queue)
+        a->head = a->n_queue = 0;
+    ALLOC_GROW(a->queue, a->n_queue + 1, a->cap_queue);
+    a->queue[a->n_queue++] = q;
+}
+
+size_t kube_async_pending(const struct kube_async *a)
+{
+    return a->running + (a->n_queue - a->head);
+}
+
+/* Starts q on the multi handle; false (with q's errbuf set) when it could not be. */
+static bool request_start(struct kube_async *a, struct kube_request *q)
+{
+    q->easy = curl_easy_init();
+    if (!q->easy) {
+        snprintf(q->errbuf, sizeof(q->errbuf), "could not create a curl handle");
+        return false;
+    }
+    setup(a->k, q->easy);
+    q->headers = curl_slist_append(q->headers, "Accept: application/json");
+    if (q->body)
+        q->headers = curl_slist_append(q->headers, "Content-Type: application/json");
+    if (a->k->auth)
+        q->headers = curl_slist_append(q->headers, a->k->auth);
+    curl_easy_setopt(q->easy, CURLOPT_URL, q->url);
+    curl_easy_setopt(q->easy, CURLOPT_CUSTOMREQUEST, q->method);
+    curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, q->headers);
+    curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS);
+    curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(q->easy, CURLOPT_WRITEDATA, &q->answer);
+    curl_easy_setopt(q->easy, CURLOPT_ERRORBUFFER, q->errbuf);
+    curl_easy_setopt(q->easy, CURLOPT_PRIVATE, (char *)q);
+    curl_easy_setopt(q->easy, CURLOPT_PIPEWAIT, 1L);
+    if (q->body)
+        curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->body);
+    if (!a->multi || curl_multi_add_handle(a->multi, q->easy) != CURLM_OK) {
+        snprintf(q->errbuf, sizeof(q->errbuf), "could not start the request");
+        return false;
+    }
+    a->live[a->running++] = q;
+    return true;
+}
+
+/* Hands q's answer (or its failure, cc) to fn. */
+static void hand_over(struct kube_async *a, struct kube_request *q, CURLcode cc,
+                      void (*fn)(void *arg, const struct kube_reply *r), void *arg)
+{
+    struct kube_reply r = {.tag = q->tag, .sub = q->sub};
+    struct error_info ei = {0};
+
+    if (cc == CURLE_OK && q->easy) {
+        curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &r.status);
+        r.answer = q->answer.data ? json_loadb(q->answer.data, q->answer.len, 0, NULL) : NULL;
+        if (r.status < 200 || r.status > 299)
+            kube_answer_message(r.status, r.answer, r.message, sizeof(r.message));
+    } else if (q->easy && cc != CURLE_OK) {
+        transport_error(a->k, cc, q->errbuf, &ei);
+        snprintf(r.message, sizeof(r.message), "%.239s", ei.message);
+    } else {
+        snprintf(r.message, sizeof(r.message), "%.239s", q->errbuf);
+    }
+    fn(arg, &r);
+    json_decref(r.answer);
+}
+
+void kube_async_pump(struct kube_async *a, void (*fn)(void *arg, const struct kube_reply *r),
+                     void *arg)
+{
+    for (int round = 0; round < PUMP_ROUNDS; round++) {
+        int still = 0, left = 0;
+        bool moved = false;
+        CURLMsg *m;
+
+        while (a->running < KUBE_ASYNC_MAX && a->head < a->n_queue) {
+            struct kube_request *q = a->queue[a->head++];
+            if (!request_start(a, q)) {
+                hand_over(a, q, CURLE_FAILED_INIT, fn, arg);
+                request_free(q);
+            }
+        }
+        if (a->multi)
+            curl_multi_perform(a->multi, &still);
+        while (a->multi && (m = curl_multi_info_read(a->multi, &left))) {
+            struct kube_request *q = NULL;
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&q);
+            curl_multi_remove_handle(a->multi, m->easy_handle);
+            for (size_t i = 0; i < a->running; i++)
+                if (a->live[i] == q) {
+                    a->live[i] = a->live[--a->running];
+                    break;
+                }
+            hand_over(a, q, m->data.result, fn, arg);
+            request_free(q);
+            moved = true;
+        }
+        if (!moved && (a->head == a->n_queue || a->running >= KUBE_ASYNC_MAX))
+            break;
+    }
 }

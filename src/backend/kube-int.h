@@ -57,6 +57,36 @@ int kube_call(struct kube_client *k, const char *method, const char *path, const
 void kube_answer_message(long status, json_t *ans, char *out, size_t size);
 
 /*
+ * Requests that do not wait for their answer (pod creates and deletes: on a
+ * busy apiserver each takes milliseconds, and the engine's thread must not
+ * spend a pass on them). They go out over the multi handle's connections,
+ * at most KUBE_ASYNC_MAX at once, the rest queued in order; answers are
+ * handed over by kube_async_pump(), called from poll().
+ */
+#define KUBE_ASYNC_MAX 64
+
+struct kube_reply {
+    int64_t tag; /* the caller's: what the request was for */
+    int sub;
+    long status;       /* 0: no answer (message says why) */
+    json_t *answer;    /* the parsed body or NULL; the callback's to read, not to keep */
+    char message[240]; /* why, when status is 0 or not 2xx */
+};
+
+struct kube_async;
+
+struct kube_async *kube_async_new(struct kube_client *k);
+void kube_async_free(struct kube_async *a);
+/* Queues a request (body may be NULL); its answer comes through a later pump. */
+void kube_async_send(struct kube_async *a, const char *method, const char *path, json_t *body,
+                     int64_t tag, int sub);
+/* Moves the requests along and hands each answer that came to fn. */
+void kube_async_pump(struct kube_async *a, void (*fn)(void *arg, const struct kube_reply *r),
+                     void *arg);
+/* Requests not yet answered. */
+size_t kube_async_pending(const struct kube_async *a);
+
+/*
  * A watch: a streamed GET whose lines are events. Driven without blocking
  * by kube_watch_pump() from the engine's thread.
  */

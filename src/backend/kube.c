@@ -18,6 +18,8 @@
 #define NEVER INT64_MAX
 /* The engine looks this often: the watch is read from poll(). */
 #define KUBE_LOOK_MS 100
+/* ... and this often while requests are on their way. */
+#define ASYNC_LOOK_MS 10
 /* After a failed list or watch, this long before trying again. */
 #define RETRY_MS 1000
 #define MAX_TOLERATE 16
@@ -31,6 +33,12 @@ struct kreplica {
     int exit_code;
     int64_t finished_ms;
     char message[160];
+    /* asynchronous requests (kube_async_send): */
+    bool creating;           /* its create was sent, not yet answered */
+    bool delete_sent;        /* a delete is on its way */
+    json_t *pod;             /* what to create, until it is made */
+    int create_tries;        /* creates refused for a moment (a new namespace) */
+    int64_t create_again_ms; /* such a refusal: send it again then; 0: none */
 };
 
 struct kwork {
@@ -44,6 +52,7 @@ struct kwork {
     enum backend_end reason; /* 0, STOPPED or TIMEOUT once asked to end */
     int64_t kill_at_ms;      /* end of the grace given */
     int64_t delete_again_ms; /* asked to end, a delete failed: when to ask again */
+    char why[200];           /* BACKEND_NOT_STARTED: what went wrong */
 };
 
 struct kube {
@@ -58,10 +67,12 @@ struct kube {
     int64_t timeout_grace_ms;
     struct backend_work work;
     struct kube_watch watch;
-    char rv[64];         /* resourceVersion to watch from; "" until listed */
-    int64_t retry_at_ms; /* no list or watch before this */
-    bool said_broken;    /* the watch's trouble was logged */
-    char **namespaces;   /* made (or found) already */
+    struct kube_async *async; /* pod creates and deletes in flight */
+    int64_t now_ms;           /* of the poll or launch under way */
+    char rv[64];              /* resourceVersion to watch from; "" until listed */
+    int64_t retry_at_ms;      /* no list or watch before this */
+    bool said_broken;         /* the watch's trouble was logged */
+    char **namespaces;        /* made (or found) already */
     size_t n_namespaces, cap_namespaces;
 };
 
@@ -75,6 +86,8 @@ static struct kube *kube_of(struct backend *b)
 static void kwork_free(struct kwork *w)
 {
     if (w) {
+        for (size_t r = 0; r < w->n; r++)
+            json_decref(w->r[r].pod);
         free(w->r);
         free(w);
     }
@@ -131,6 +144,126 @@ static int delete_pod(struct kube *s, const char *ns, const char *name, int64_t 
 static int64_t grace_seconds(int64_t grace_ms)
 {
     return grace_ms <= 0 ? 0 : (grace_ms + 999) / 1000;
+}
+
+/* What an asynchronous request was for: sub = replica * 2 + kind. */
+enum { REQ_CREATE = 0, REQ_DELETE = 1 };
+
+static void send_delete(struct kube *s, const char *ns, const char *name, int64_t grace_s,
+                        int64_t workload_id, size_t replica)
+{
+    char path[256];
+    json_t *opts = json_pack("{s:s, s:s, s:I}", "apiVersion", "v1", "kind", "DeleteOptions",
+                             "gracePeriodSeconds", (json_int_t)grace_s);
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
+    kube_async_send(s->async, "DELETE", path, opts, workload_id, (int)replica * 2 + REQ_DELETE);
+    json_decref(opts);
+}
+
+static void send_create(struct kube *s, struct kwork *w, size_t replica)
+{
+    char path[160];
+
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", w->ns);
+    kube_async_send(s->async, "POST", path, w->r[replica].pod, w->id,
+                    (int)replica * 2 + REQ_CREATE);
+}
+
+/*
+ * Asks every pod of w that is not gone to go, with that grace. A pod still
+ * being made is asked when its create is answered (on_reply).
+ */
+static void delete_pods(struct kube *s, struct kwork *w, int64_t grace_ms)
+{
+    for (size_t r = 0; r < w->n; r++) {
+        struct kreplica *p = &w->r[r];
+        if (p->gone || p->creating || p->delete_sent)
+            continue;
+        send_delete(s, w->ns, p->name, grace_seconds(grace_ms), w->id, r);
+        p->delete_sent = true;
+    }
+}
+
+static void on_delete_reply(struct kreplica *p, const struct kube_reply *r)
+{
+    p->delete_sent = false;
+    if (r->status == 200 || r->status == 202)
+        p->deleted_by_us = true;
+    else if (r->status == 404)
+        p->gone = p->deleted_by_us = true;
+    else /* asked again from poll (delete_again_ms) */
+        log_warn("kubernetes: could not delete a pod", "pod", p->name, "error", r->message);
+}
+
+static void on_reply(void *arg, const struct kube_reply *r)
+{
+    struct kube *s = arg;
+    size_t replica = (size_t)(r->sub / 2);
+    struct kwork *w = backend_work_find(&s->work, r->tag, NULL);
+    struct kreplica *p = w && replica < w->n ? &w->r[replica] : NULL;
+
+    if (r->sub % 2 == REQ_DELETE) {
+        if (p)
+            on_delete_reply(p, r);
+        return;
+    }
+    if (r->status == 201) {
+        json_t *meta = json_object_get(r->answer, "metadata");
+        const char *ns = json_string_value(json_object_get(meta, "namespace"));
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        if (p) {
+            p->creating = false;
+            json_decref(p->pod);
+            p->pod = NULL;
+        }
+        if ((!p || w->reason) && ns && name) {
+            /* stopped (or ended) while it was being made: it goes now */
+            int64_t left = w && w->kill_at_ms > s->now_ms ? w->kill_at_ms - s->now_ms : 0;
+            send_delete(s, ns, name, grace_seconds(left), r->tag, replica);
+            if (p)
+                p->delete_sent = true;
+        }
+        return;
+    }
+    if (!p || !p->creating)
+        return;
+    if (r->status == 403 && strstr(r->message, "service account") && p->create_tries < 20 &&
+        !w->reason) {
+        /* a namespace made a moment ago: its default service account is on its way */
+        p->create_tries++;
+        p->create_again_ms = s->now_ms + 100;
+        return;
+    }
+    p->creating = false;
+    p->gone = true; /* never made */
+    if (!w->reason) {
+        /* a gang starts whole or not at all: the others go */
+        w->reason = BACKEND_NOT_STARTED;
+        snprintf(w->why, sizeof(w->why), "could not create its pod %.60s: %.100s", p->name,
+                 r->message);
+        w->kill_at_ms = s->now_ms;
+        w->delete_again_ms = s->now_ms + RETRY_MS;
+        delete_pods(s, w, 0);
+    }
+}
+
+/* Sends again the creates refused for a moment whose time has come. */
+static void create_again(struct kube *s, int64_t now_ms)
+{
+    for (size_t i = 0; i < s->work.n; i++) {
+        struct kwork *w = s->work.items[i];
+        for (size_t r = 0; r < w->n; r++)
+            if (w->r[r].create_again_ms && now_ms >= w->r[r].create_again_ms) {
+                w->r[r].create_again_ms = 0;
+                if (w->reason) { /* stopped meanwhile: never made */
+                    w->r[r].creating = false;
+                    w->r[r].gone = true;
+                } else {
+                    send_create(s, w, r);
+                }
+            }
+    }
 }
 
 /* Makes the project's namespace once (409: there already). */
@@ -231,7 +364,7 @@ static int list_pods(struct kube *s, struct error_info *ei)
     if (rc < 0)
         return rc;
     items = json_object_get(ans, "items");
-    /* a pod we follow that the list lacks is gone */
+    /* a pod we follow that the list lacks is gone (one still being made is not there yet) */
     for (size_t k = 0; k < s->work.n; k++) {
         struct kwork *w = s->work.items[k];
         for (size_t r = 0; r < w->n; r++)
@@ -244,7 +377,7 @@ static int list_pods(struct kube *s, struct error_info *ei)
     for (size_t k = 0; k < s->work.n; k++) {
         struct kwork *w = s->work.items[k];
         for (size_t r = 0; r < w->n; r++)
-            w->r[r].gone |= !w->r[r].listed;
+            w->r[r].gone |= !w->r[r].listed && !w->r[r].creating;
     }
     healthy(s);
     snprintf(s->rv, sizeof(s->rv), "%s",
@@ -322,6 +455,11 @@ static bool work_end(const struct kwork *w, int64_t now_ms, struct backend_event
         ev->at_ms = now_ms;
         ev->how = w->reason;
         ev->exit_code = now_ms >= w->kill_at_ms ? -9 : -15;
+        if (w->reason == BACKEND_NOT_STARTED) {
+            ev->exit_code = -1;
+            snprintf(ev->message, sizeof(ev->message), "%s", w->why);
+            return true;
+        }
         for (size_t r = 0; r < w->n; r++)
             if (w->r[r].phase == KUBE_POD_ENDED && w->r[r].exit_code != 0) {
                 ev->exit_code = w->r[r].exit_code;
@@ -351,29 +489,11 @@ static bool work_end(const struct kwork *w, int64_t now_ms, struct backend_event
     return true;
 }
 
-/* Asks every pod of w that is not gone to go, with that grace. */
-static void delete_pods(struct kube *s, struct kwork *w, int64_t grace_ms)
-{
-    for (size_t r = 0; r < w->n; r++) {
-        struct error_info ei = {0};
-        bool gone = false;
-        if (w->r[r].gone)
-            continue;
-        if (delete_pod(s, w->ns, w->r[r].name, grace_seconds(grace_ms), &gone, &ei) < 0)
-            log_warn("kubernetes: could not delete a pod", "pod", w->r[r].name, "error",
-                     ei.message);
-        else
-            w->r[r].deleted_by_us = true;
-        if (gone)
-            w->r[r].gone = true;
-    }
-}
-
 /* Whether every pod of w is gone or was asked to go. */
 static bool all_asked(const struct kwork *w)
 {
     for (size_t r = 0; r < w->n; r++)
-        if (!w->r[r].gone && !w->r[r].deleted_by_us)
+        if (!w->r[r].gone && !w->r[r].deleted_by_us && !w->r[r].delete_sent && !w->r[r].creating)
             return false;
     return true;
 }
@@ -382,6 +502,9 @@ static size_t kube_poll(struct backend *b, int64_t now_ms, struct backend_event 
 {
     struct kube *s = kube_of(b);
 
+    s->now_ms = now_ms;
+    create_again(s, now_ms);
+    kube_async_pump(s->async, on_reply, s);
     follow(s, now_ms);
     for (size_t i = 0; i < s->work.n;) {
         struct kwork *w = s->work.items[i];
@@ -414,6 +537,8 @@ static int64_t kube_next_event_ms(struct backend *b)
     struct kube *s = kube_of(b);
     int64_t t = s->work.done.n ? 0 : NEVER;
 
+    if (kube_async_pending(s->async) > 0 && s->now_ms + ASYNC_LOOK_MS < t)
+        t = s->now_ms + ASYNC_LOOK_MS; /* answers to read */
     for (size_t i = 0; i < s->work.n; i++) {
         const struct kwork *w = s->work.items[i];
         if (!w->reason && w->deadline_ms < t)
@@ -447,30 +572,17 @@ static struct kwork *kwork_new(const struct kube *s, const struct backend_launch
 }
 
 /*
- * Creates a pod. In a namespace made a moment ago the ServiceAccount
- * admission refuses pods (403) until the controller manager has made its
- * default service account: that refusal is waited out, 2 s at most.
+ * Sends the creates of the work's pods and returns: their answers come
+ * through poll(). A create refused should end the work as not started
+ * (BACKEND_NOT_STARTED, with the apiserver's reason) and take back the
+ * gang's other pods: on_reply.
  */
-static int create_pod(struct kube *s, const char *path, json_t *pod, struct error_info *ei)
-{
-    for (int tries = 0;; tries++) {
-        struct error_info one = {0};
-        long status = 0;
-        int rc = request(s, "POST", path, pod, 201, 0, &status, NULL, &one);
-        if (rc == 0 || status != 403 || !strstr(one.message, "service account") || tries >= 20)
-            return rc < 0 ? errinfo_set(ei, one.code, NULL, "%s", one.message) : 0;
-        usleep(100 * 1000);
-    }
-}
-
 static int kube_launch(struct backend *b, const struct backend_launch *l, int64_t now_ms,
                        struct error_info *ei)
 {
     struct kube *s = kube_of(b);
     struct kube_pod_settings ps = {s->prefix, s->default_image, s->tolerate, s->n_tolerate};
     struct kwork *w;
-    json_t **pods;
-    size_t made = 0;
     int rc;
 
     if ((rc = backend_check_launch(l, ei)) < 0)
@@ -478,33 +590,22 @@ static int kube_launch(struct backend *b, const struct backend_launch *l, int64_
     if (backend_work_known(&s->work, l->workload_id))
         return errinfo_set(ei, ERR_CONFLICT, NULL, "workload %" PRId64 " is still running",
                            l->workload_id);
-    pods = xcalloc(l->n_replicas, sizeof(*pods));
-    for (size_t r = 0; rc == 0 && r < l->n_replicas; r++)
-        rc = kube_pod_json(&ps, l, r, &pods[r], ei);
     w = kwork_new(s, l, now_ms);
+    for (size_t r = 0; rc == 0 && r < w->n; r++)
+        rc = kube_pod_json(&ps, l, r, &w->r[r].pod, ei);
     if (rc == 0)
         rc = ensure_namespace(s, w->ns, l->project_id, ei);
-    for (; rc == 0 && made < l->n_replicas; made++) {
-        char path[160];
-        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", w->ns);
-        rc = create_pod(s, path, pods[made], ei);
-        if (rc < 0)
-            break;
-    }
-    if (rc < 0 && made > 0) {
-        /* a gang starts whole or not at all: take back the pods made */
-        for (size_t r = made; r < w->n; r++)
-            w->r[r].gone = true;
-        delete_pods(s, w, 0);
-    }
-    for (size_t r = 0; r < l->n_replicas; r++)
-        json_decref(pods[r]);
-    free(pods);
     if (rc < 0) {
         kwork_free(w);
         return rc;
     }
+    for (size_t r = 0; r < w->n; r++) {
+        w->r[r].creating = true;
+        send_create(s, w, r);
+    }
     backend_work_add(&s->work, w);
+    s->now_ms = now_ms;
+    kube_async_pump(s->async, on_reply, s); /* on their way now */
     return 0;
 }
 
@@ -673,6 +774,8 @@ static void kube_free(struct backend *b)
         return;
     s = kube_of(b);
     kube_watch_stop(&s->watch);
+    /* requests not answered are dropped: the next start's sweep deletes what they left */
+    kube_async_free(s->async);
     for (size_t i = 0; i < s->work.n; i++)
         kwork_free(s->work.items[i]);
     backend_work_release(&s->work);
@@ -745,5 +848,6 @@ struct backend *backend_kube_new(int64_t cluster_id, const struct kube_options *
         kube_free(&s->b);
         return NULL;
     }
+    s->async = kube_async_new(s->k);
     return &s->b;
 }

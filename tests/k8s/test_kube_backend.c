@@ -139,22 +139,38 @@ static json_t *get_pod(const char *prefix, int64_t project, int64_t id, int32_t 
     return p;
 }
 
-/* Waits until the pod's phase is phase. */
-static void wait_phase(const char *prefix, int64_t project, int64_t id, int32_t r,
-                       const char *phase)
+/*
+ * Waits until the pod is there (phase NULL) or in that phase, polling b
+ * meanwhile: its creates go out and are answered through poll(). The work
+ * must not end meanwhile.
+ */
+static json_t *wait_pod(struct backend *b, const char *prefix, int64_t project, int64_t id,
+                        int32_t r, const char *phase)
 {
     int64_t until = time_now_ms() + WAIT_MS;
     while (time_now_ms() < until) {
+        struct backend_event ev[8];
+        size_t n = b->ops->poll(b, time_now_ms(), ev, ARRAY_SIZE(ev));
         long st;
         json_t *p = get_pod(prefix, project, id, r, &st);
         const char *ph = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
-        bool ok = st == 200 && ph && strcmp(ph, phase) == 0;
+        for (size_t i = 0; i < n; i++)
+            if (ev[i].workload_id == id)
+                fail_msg("workload %" PRId64 " ended (how %d: %s) before its pod %d was %s", id,
+                         ev[i].how, ev[i].message, r, phase ? phase : "made");
+        if (st == 200 && (!phase || (ph && strcmp(ph, phase) == 0)))
+            return p;
         json_decref(p);
-        if (ok)
-            return;
-        usleep(100 * 1000);
+        usleep(50 * 1000);
     }
-    fail_msg("pod %" PRId64 "-%d never %s", id, r, phase);
+    fail_msg("pod %" PRId64 "-%d never %s", id, r, phase ? phase : "made");
+    return NULL;
+}
+
+static void wait_phase(struct backend *b, const char *prefix, int64_t project, int64_t id,
+                       int32_t r, const char *phase)
+{
+    json_decref(wait_pod(b, prefix, project, id, r, phase));
 }
 
 /* ---- discovery ---- */
@@ -279,8 +295,7 @@ static void test_runs_to_its_exit(void **state)
 
     make_launch(&s, 11, 7, 1, "kwok-h100-0", "h100", 2, 2000);
     assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
-    pod = get_pod(prefix, 7, 11, 0, &st);
-    assert_int_equal(st, 200);
+    pod = wait_pod(b, prefix, 7, 11, 0, NULL);
     /* pinned, with its GPUs, CPU and memory as limits, labelled, no tenant device variable */
     assert_string_equal(
         json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")),
@@ -304,8 +319,10 @@ static void test_runs_to_its_exit(void **state)
     ev = wait_end(b, 11);
     assert_int_equal(ev.how, BACKEND_EXITED);
     assert_int_equal(ev.exit_code, 0);
-    /* ended pods are cleaned up */
+    /* ended pods are cleaned up (the deletes go out through poll) */
     for (int i = 0; i < 100; i++) {
+        struct backend_event none[8];
+        b->ops->poll(b, time_now_ms(), none, ARRAY_SIZE(none));
         json_decref(get_pod(prefix, 7, 11, 0, &st));
         if (st == 404)
             break;
@@ -342,7 +359,7 @@ static void test_oom_and_lost(void **state)
 
     make_launch(&s, 21, 7, 1, "kwok-h100-1", "h100", 1, -1);
     assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
-    wait_phase(prefix, 7, 21, 0, "Running");
+    wait_phase(b, prefix, 7, 21, 0, "Running");
     oom_kill(prefix, 7, 21);
     ev = wait_end(b, 21);
     assert_int_equal(ev.how, BACKEND_EXITED);
@@ -352,7 +369,7 @@ static void test_oom_and_lost(void **state)
     /* someone else deletes the pod: the work is lost, and says so */
     make_launch(&s, 22, 7, 1, "kwok-h100-1", "h100", 1, -1);
     assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
-    wait_phase(prefix, 7, 22, 0, "Running");
+    wait_phase(b, prefix, 7, 22, 0, "Running");
     kube_namespace_name(prefix, 7, ns, sizeof(ns));
     kube_pod_name(prefix, 22, 0, name, sizeof(name));
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0", ns, name);
@@ -377,7 +394,7 @@ static void test_stop_waits_for_the_grace(void **state)
 
     make_launch(&s, 31, 8, 2, "kwok-h100-0", "h100", 4, -1);
     assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
-    wait_phase(prefix, 8, 31, 1, "Running");
+    wait_phase(b, prefix, 8, 31, 1, "Running");
     t0 = time_now_ms();
     assert_int_equal(b->ops->stop(b, 31, 3000, t0), 0);
     /*
@@ -411,10 +428,11 @@ static void test_gang_all_or_nothing(void **state)
     struct error_info ei = {0};
     char ns[96], name[96], path[160];
     json_t *squatter;
+    struct backend_event ev;
     long st;
     (void)state;
 
-    /* replica 2's pod name is taken: the launch fails, replicas 0 and 1 are taken back */
+    /* replica 2's pod name is taken: the work does not start, replicas 0 and 1 are taken back */
     make_launch(&s, 41, 9, 3, "kwok-h100-1", "h100", 1, -1);
     kube_namespace_name(prefix, 9, ns, sizeof(ns));
     kube_pod_name(prefix, 41, 2, name, sizeof(name));
@@ -428,8 +446,12 @@ static void test_gang_all_or_nothing(void **state)
                          "containers", "name", "c", "image", "busybox");
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
     assert_int_equal(admin_call("POST", path, NULL, squatter, NULL), 201);
-    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), ERR_UNAVAILABLE);
-    assert_non_null(strstr(ei.message, "409"));
+    /* the creates go out without waiting: the refusal comes as the work's end */
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    ev = wait_end(b, 41);
+    assert_int_equal(ev.how, BACKEND_NOT_STARTED);
+    assert_non_null(strstr(ev.message, "409"));
+    assert_non_null(strstr(ev.message, name));
     for (int r = 0; r < 2; r++) {
         json_t *p = get_pod(prefix, 9, 41, r, &st);
         /* gone, or going at once (grace 0) */
@@ -456,7 +478,7 @@ static void test_adopt_and_sweep(void **state)
     started = time_now_ms();
     assert_int_equal(b->ops->launch(b, &s.l, started, &ei), 0);
     assert_int_equal(b->ops->launch(b, &t.l, started, &ei), 0);
-    wait_phase(prefix, 10, 51, 0, "Running");
+    wait_phase(b, prefix, 10, 51, 0, "Running");
     b->ops->free(b); /* the daemon goes away; its pods stay */
 
     b = open_backend(prefix, 1000);
