@@ -93,6 +93,8 @@ run_kueue() {
   kill -0 "$kpid" || { say "minimalkueue exited: $(tail -3 "$out/kueue/minimalkueue.log")"; exit 1; }
   cpu0=$(proc_cpu_s "$kpid")
   say "Kueue: the mix (scale $scale) ..."
+  # The runner's test utilities look for Kueue's source tree when loaded; any directory will do.
+  export PROJECT_DIR=$out/kueue/project
   t0=$(now_ms)
   "$kbin/runner" -o "$out/kueue" --generatorConfig "$out/kueue/generator.yaml" --timeout 60m \
     >"$out/kueue/runner.log" 2>&1 || { say "Kueue's runner failed: $(tail -3 "$out/kueue/runner.log")"; exit 1; }
