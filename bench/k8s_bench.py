@@ -131,11 +131,10 @@ cohorts:
 
 
 def kueue_report(a):
-    waits, finish = {}, []
+    waits = {}
     with open(os.path.join(a.dir, "wlStates.csv")) as f:
         for row in csv.DictReader(f):
             waits.setdefault(row["class name"], []).append(int(row["ms to admitted"]))
-            finish.append(int(row["ms to finish"]))
     wall_ms = int(open(os.path.join(a.dir, "wall_ms")).read())
     json.dump(summary_of(waits, wall_ms), sys.stdout)
 
@@ -251,12 +250,11 @@ def gpuaas_report(a):
     rows = db.execute("""
         SELECT w.name, w.submitted_ms,
                (SELECT min(at_ms) FROM workload_events e WHERE e.workload_id = w.id AND e.type = 'admitted'),
-               (SELECT min(at_ms) FROM workload_events e WHERE e.workload_id = w.id AND e.type = 'running'),
                (SELECT max(at_ms) FROM workload_events e WHERE e.workload_id = w.id), w.state
         FROM workloads w WHERE w.name IN ('small', 'medium', 'large')""").fetchall()
     waits, states = {}, {}
     first, last = None, None
-    for name, sub, adm, run, end, state in rows:
+    for name, sub, adm, end, state in rows:
         states[state] = states.get(state, 0) + 1
         if adm is not None:
             waits.setdefault(name, []).append(adm - sub)

@@ -148,22 +148,21 @@ static int transport_error(const struct kube_client *k, CURLcode cc, const char 
                        k->cfg->server, detail[0] ? detail : curl_easy_strerror(cc));
 }
 
-static int call_once(struct kube_client *k, const char *method, const char *path,
-                     const char *content_type, const char *body, long *ret_status, json_t **ret,
-                     struct error_info *ei)
+/*
+ * Sets c up for one request of k (its TLS and identity, the method, the URL,
+ * a body or NULL sent as content_type, JSON by default), its answer into
+ * answer and curl's words into errbuf. Returns the header list, the
+ * caller's to free once the request is done.
+ */
+static struct curl_slist *request_setup(struct kube_client *k, CURL *c, const char *method,
+                                        const char *url, const char *content_type, const char *body,
+                                        struct buf *answer, char *errbuf)
 {
-    CURL *c = k->easy;
-    struct curl_slist *h = NULL;
-    struct buf answer;
-    char *url = xasprintf("%s%s", k->cfg->server, path), errbuf[CURL_ERROR_SIZE] = "";
-    char *ct = xasprintf("Content-Type: %s", content_type ? content_type : "application/json");
-    CURLcode cc;
-    int rc = 0;
+    struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
+    char ct[128];
 
-    buf_init(&answer, ANSWER_MAX);
-    curl_easy_reset(c);
     setup(k, c);
-    h = curl_slist_append(h, "Accept: application/json");
+    snprintf(ct, sizeof(ct), "Content-Type: %s", content_type ? content_type : "application/json");
     if (body)
         h = curl_slist_append(h, ct);
     if (k->auth)
@@ -173,10 +172,27 @@ static int call_once(struct kube_client *k, const char *method, const char *path
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, answer);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
     if (body)
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    return h;
+}
+
+static int call_once(struct kube_client *k, const char *method, const char *path,
+                     const char *content_type, const char *body, long *ret_status, json_t **ret,
+                     struct error_info *ei)
+{
+    CURL *c = k->easy;
+    struct curl_slist *h;
+    struct buf answer;
+    char *url = xasprintf("%s%s", k->cfg->server, path), errbuf[CURL_ERROR_SIZE] = "";
+    CURLcode cc;
+    int rc = 0;
+
+    buf_init(&answer, ANSWER_MAX);
+    curl_easy_reset(c);
+    h = request_setup(k, c, method, url, content_type, body, &answer, errbuf);
     cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
         rc = transport_error(k, cc, errbuf, ei);
@@ -188,7 +204,6 @@ static int call_once(struct kube_client *k, const char *method, const char *path
     curl_slist_free_all(h);
     buf_release(&answer);
     free(url);
-    free(ct);
     return rc;
 }
 
@@ -422,23 +437,10 @@ static bool request_start(struct kube_async *a, struct kube_request *q)
         snprintf(q->errbuf, sizeof(q->errbuf), "could not create a curl handle");
         return false;
     }
-    setup(a->k, q->easy);
-    q->headers = curl_slist_append(q->headers, "Accept: application/json");
-    if (q->body)
-        q->headers = curl_slist_append(q->headers, "Content-Type: application/json");
-    if (a->k->auth)
-        q->headers = curl_slist_append(q->headers, a->k->auth);
-    curl_easy_setopt(q->easy, CURLOPT_URL, q->url);
-    curl_easy_setopt(q->easy, CURLOPT_CUSTOMREQUEST, q->method);
-    curl_easy_setopt(q->easy, CURLOPT_HTTPHEADER, q->headers);
-    curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS);
-    curl_easy_setopt(q->easy, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(q->easy, CURLOPT_WRITEDATA, &q->answer);
-    curl_easy_setopt(q->easy, CURLOPT_ERRORBUFFER, q->errbuf);
+    q->headers =
+        request_setup(a->k, q->easy, q->method, q->url, NULL, q->body, &q->answer, q->errbuf);
     curl_easy_setopt(q->easy, CURLOPT_PRIVATE, (char *)q);
     curl_easy_setopt(q->easy, CURLOPT_PIPEWAIT, 1L);
-    if (q->body)
-        curl_easy_setopt(q->easy, CURLOPT_POSTFIELDS, q->body);
     if (!a->multi || curl_multi_add_handle(a->multi, q->easy) != CURLM_OK) {
         snprintf(q->errbuf, sizeof(q->errbuf), "could not start the request");
         return false;

@@ -123,21 +123,24 @@ static void label_selector(const struct kube *s, char *out, size_t size)
     snprintf(out, size, "labelSelector=" KUBE_LABEL_INSTANCE "%%3D%s", s->instance);
 }
 
-/* Deletes one pod with that grace (seconds); a pod already gone is fine. */
+/* A pod's delete: its path into path, and the body that gives it that grace (seconds). */
+static json_t *pod_delete(const char *ns, const char *name, int64_t grace_s, char *path,
+                          size_t size)
+{
+    snprintf(path, size, "/api/v1/namespaces/%s/pods/%s", ns, name);
+    return json_pack("{s:s, s:s, s:I}", "apiVersion", "v1", "kind", "DeleteOptions",
+                     "gracePeriodSeconds", (json_int_t)grace_s);
+}
+
+/* Deletes one pod with that grace (seconds), waiting for the answer; a pod already gone is fine. */
 static int delete_pod(struct kube *s, const char *ns, const char *name, int64_t grace_s,
-                      bool *ret_gone, struct error_info *ei)
+                      struct error_info *ei)
 {
     char path[256];
-    long status;
-    json_t *opts = json_pack("{s:s, s:s, s:I}", "apiVersion", "v1", "kind", "DeleteOptions",
-                             "gracePeriodSeconds", (json_int_t)grace_s);
-    int rc;
+    json_t *opts = pod_delete(ns, name, grace_s, path, sizeof(path));
+    int rc = request(s, "DELETE", path, opts, 200, 404, NULL, NULL, ei);
 
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
-    rc = request(s, "DELETE", path, opts, 200, 404, &status, NULL, ei);
     json_decref(opts);
-    if (ret_gone)
-        *ret_gone = rc == 0 && status == 404;
     return rc;
 }
 
@@ -153,10 +156,8 @@ static void send_delete(struct kube *s, const char *ns, const char *name, int64_
                         int64_t workload_id, size_t replica)
 {
     char path[256];
-    json_t *opts = json_pack("{s:s, s:s, s:I}", "apiVersion", "v1", "kind", "DeleteOptions",
-                             "gracePeriodSeconds", (json_int_t)grace_s);
+    json_t *opts = pod_delete(ns, name, grace_s, path, sizeof(path));
 
-    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, name);
     kube_async_send(s->async, "DELETE", path, opts, workload_id, (int)replica * 2 + REQ_DELETE);
     json_decref(opts);
 }
@@ -724,7 +725,7 @@ static int kube_sweep(struct backend *b, int64_t *ids, size_t max, size_t *ret_n
         kube_pod_state_of(p, &st);
         if (!name || !ns || st.deleting || backend_work_known(&s->work, st.workload_id))
             continue;
-        if (delete_pod(s, ns, name, grace_seconds(s->timeout_grace_ms), NULL, &ei) < 0)
+        if (delete_pod(s, ns, name, grace_seconds(s->timeout_grace_ms), &ei) < 0)
             log_warn("kubernetes: could not delete a stray pod", "pod", name, "error", ei.message);
         for (size_t k = 0; k < n && k < max; k++)
             seen |= ids[k] == st.workload_id;
