@@ -690,8 +690,9 @@ static int import_workload(struct hist *h, json_t *item, int64_t *ret_id, struct
     if (rc >= 0)
         rc = add_event(h, wid, project, s.to, state, "imported history (simulated)", ei);
     if (rc >= 0)
-        rc =
-            billing_meter_run(h->db, wid, s.from, (int)replicas, s.to, h->now_ms, &h->r->arena, ei);
+        rc = billing_meter_run(h->db, wid, s.from, (int)replicas,
+                               row_get(&w, F_WORKLOADS_PRIORITY_CLASS)->s, s.to, h->now_ms,
+                               &h->r->arena, ei);
     if (rc >= 0)
         rc = resource_audit(h->r, h->db, "import", &model_workloads, wid, NULL, &w, ei);
     *ret_id = wid;

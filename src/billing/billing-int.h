@@ -24,6 +24,7 @@ struct billing__run {
     int64_t workload_id;
     int64_t started_ms;
     int replicas;
+    const char *priority_class; /* what it runs as (its allocations'); in the caller's arena */
 };
 int billing__open_runs(struct store_conn *c, struct arena *a, struct billing__run **ret,
                        size_t *ret_n, struct error_info *ei);

@@ -39,12 +39,14 @@
 /*
  * Meters a run of a workload up to until_ms: appends the record
  * [end of the run's last record, or run_started_ms, until_ms) when it is not
- * empty. replicas is how many replicas the run holds. Idempotent: metering
- * again to the same instant adds nothing. Call inside a transaction.
+ * empty. replicas is how many replicas the run holds, priority_class what it
+ * runs as (its allocations' "owned" or "opportunistic": automatic work is
+ * rated as the class it got). Idempotent: metering again to the same
+ * instant adds nothing. Call inside a transaction.
  */
 int billing_meter_run(struct store_conn *c, int64_t workload_id, int64_t run_started_ms,
-                      int replicas, int64_t until_ms, int64_t now_ms, struct arena *a,
-                      struct error_info *ei);
+                      int replicas, const char *priority_class, int64_t until_ms, int64_t now_ms,
+                      struct arena *a, struct error_info *ei);
 
 /*
  * Cuts every run still open before boundary_ms at boundary_ms (a month

@@ -116,8 +116,8 @@ static int metered_until(struct store_conn *c, int64_t workload_id, int64_t run_
 }
 
 int billing_meter_run(struct store_conn *c, int64_t workload_id, int64_t run_started_ms,
-                      int replicas, int64_t until_ms, int64_t now_ms, struct arena *a,
-                      struct error_info *ei)
+                      int replicas, const char *priority_class, int64_t until_ms, int64_t now_ms,
+                      struct arena *a, struct error_info *ei)
 {
     const struct resource_def *d = &model_usage;
     struct row w, prj, flv, u;
@@ -143,7 +143,7 @@ int billing_meter_run(struct store_conn *c, int64_t workload_id, int64_t run_sta
         .org_id = row_int(&prj, F_PROJECTS_ORG_ID),
         .project_id = model_row_id(&prj),
         .flavor_id = model_row_id(&flv),
-        .cls = billing__class_of(row_str(&w, F_WORKLOADS_PRIORITY_CLASS)),
+        .cls = billing__class_of(priority_class),
         .replicas = replicas,
         .gpu_milli = (int32_t)row_int(&flv, F_FLAVORS_GPU_MILLI),
         .started_ms = from,
@@ -199,7 +199,8 @@ int billing__open_runs(struct store_conn *c, struct arena *a, struct billing__ru
         while (k < n_runs && runs[k].workload_id != wid)
             k++;
         if (k == n_runs)
-            runs[n_runs++] = (struct billing__run){wid, started, 0};
+            runs[n_runs++] = (struct billing__run){wid, started, 0,
+                                                   row_str(&rows[i], F_ALLOCATIONS_PRIORITY_CLASS)};
         if (started < runs[k].started_ms)
             runs[k].started_ms = started;
         if (rep >= 0 && rep < 256 && !(seen[k][rep / 64] & (UINT64_C(1) << (rep % 64)))) {
@@ -233,7 +234,7 @@ int billing_cut_open_runs(struct store_conn *c, int64_t boundary_ms, int64_t now
         rc = metered_until(c, runs[k].workload_id, runs[k].started_ms, a, &before, ei);
         if (rc >= 0 && before < boundary_ms) {
             rc = billing_meter_run(c, runs[k].workload_id, runs[k].started_ms, runs[k].replicas,
-                                   boundary_ms, now_ms, a, ei);
+                                   runs[k].priority_class, boundary_ms, now_ms, a, ei);
             added++;
         }
     }

@@ -104,7 +104,7 @@ static int rate_open_runs(struct store_conn *c, struct meter_rater *r, int64_t o
             continue;
         rec.project_id = model_row_id(&prj);
         rec.flavor_id = row_int(&w, F_WORKLOADS_FLAVOR_ID);
-        rec.cls = billing__class_of(row_str(&w, F_WORKLOADS_PRIORITY_CLASS));
+        rec.cls = billing__class_of(runs[i].priority_class);
         rc = rate_clipped(c, r, rec, start, end, a, ei);
     }
     return rc;

@@ -17,7 +17,7 @@
 
 struct run_args {
     const char *flavor, *project, *name, *image, *key;
-    const char *pclass; /* "owned", "opportunistic" or NULL for the server's default */
+    const char *pclass; /* "auto", "owned", "opportunistic" or NULL for the server's default */
     int64_t replicas, priority, max_runtime, min_runtime, grace, duration;
     bool has_replicas, has_priority, has_max_runtime, has_min_runtime, has_grace, has_duration;
     bool no_requeue, instance;
@@ -35,8 +35,12 @@ static void run_help(void)
         "  --project P              project (NAME, ORG/NAME or id); default: the one project\n"
         "                           your role bindings name\n"
         "  --replicas N             replicas, 1 to 256 (default 1)\n"
-        "  --owned                  P1: within the project's guarantee, never preempted\n"
-        "  --opportunistic          P2 (the default): any idle capacity, preemptible\n"
+        "  --auto                   the default: owned (P1) while the project's owned work\n"
+        "                           and this fit its guarantee, else opportunistic (P2);\n"
+        "                           decided when it starts, shown in its events\n"
+        "  --owned                  P1 only: waits for room within the guarantee, never\n"
+        "                           preempted\n"
+        "  --opportunistic          P2 only: any idle capacity, preemptible\n"
         "  --priority N             order within the project and class, -1000 to 1000;\n"
         "                           higher first\n"
         "  --max-runtime DUR        stop it after running this long\n"
@@ -128,10 +132,11 @@ static int parse_run(struct run_args *a, int argc, char **argv)
                                    "unexpected argument '%s'; put the command after '--': "
                                    "gpuaas run --flavor F -- %s ...",
                                    arg, arg);
-        if (strcmp(arg, "--owned") == 0 || strcmp(arg, "--opportunistic") == 0) {
+        if (strcmp(arg, "--owned") == 0 || strcmp(arg, "--opportunistic") == 0 ||
+            strcmp(arg, "--auto") == 0) {
             const char *want = arg + 2;
             if (a->pclass && strcmp(a->pclass, want) != 0)
-                return cli_usage_error("run", "give --owned or --opportunistic, not both");
+                return cli_usage_error("run", "give one of --auto, --owned, --opportunistic");
             a->pclass = want;
             i++;
             continue;

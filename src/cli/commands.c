@@ -32,7 +32,7 @@ static const struct command commands[] = {
     {"logout", cmd_logout, "remove the saved token", "", ""},
     {"whoami", cmd_whoami, "show the user of the token and its roles", "", ""},
     {"run", cmd_run, "submit a workload: gpuaas run --flavor F -- COMMAND", "",
-     "--flavor --project --name --image --replicas --priority --owned --opportunistic "
+     "--flavor --project --name --image --replicas --priority --auto --owned --opportunistic "
      "--instance --no-requeue --max-runtime --min-runtime --grace --duration --idempotency-key"},
     {"ps", cmd_ps, "list workloads (unfinished ones unless --all)", "",
      "--project --user --state --all --limit"},

@@ -335,6 +335,7 @@ int engine__hand_over(struct engine *e, const struct staged *st, const struct ro
     struct row w;
     struct buf where;
     bool borrowed = false;
+    const char *pclass;
     int rc;
 
     if (n_held == 0 || n_held > ARRAY_SIZE(act->gpus))
@@ -344,6 +345,9 @@ int engine__hand_over(struct engine *e, const struct staged *st, const struct ro
     if (rc < 0)
         return rc;
     act->successor = st->spec;
+    /* It runs as the class of the work it follows (sched_successor made sure they agree). */
+    pclass = row_str(&held[0], F_ALLOCATIONS_PRIORITY_CLASS);
+    act->successor_runs_as = engine__class_of(pclass);
     buf_init(&where, 4096);
     for (size_t i = 0; rc >= 0 && i < n_held; i++) {
         struct row al = model_row_new(ald, a);
@@ -359,7 +363,7 @@ int engine__hand_over(struct engine *e, const struct staged *st, const struct ro
         row_set_int(&al, F_ALLOCATIONS_GPU_ID, row_int(&held[i], F_ALLOCATIONS_GPU_ID));
         row_set_int(&al, F_ALLOCATIONS_GPU_CLASS_ID, row_int(&held[i], F_ALLOCATIONS_GPU_CLASS_ID));
         row_set_int(&al, F_ALLOCATIONS_MILLI, row_int(&held[i], F_ALLOCATIONS_MILLI));
-        row_set_str(&al, a, F_ALLOCATIONS_PRIORITY_CLASS, row_str(&w, F_WORKLOADS_PRIORITY_CLASS));
+        row_set_str(&al, a, F_ALLOCATIONS_PRIORITY_CLASS, pclass);
         borrowed |= row_int(&held[i], F_ALLOCATIONS_BORROWED) != 0;
         row_set_int(&al, F_ALLOCATIONS_BORROWED, row_int(&held[i], F_ALLOCATIONS_BORROWED));
         row_set_int(&al, F_ALLOCATIONS_STARTED_MS, at);
@@ -385,17 +389,16 @@ int engine__hand_over(struct engine *e, const struct staged *st, const struct ro
     if (rc >= 0)
         rc = store_update(e->db, d, st->id, &w, ei);
     if (rc >= 0)
-        rc = engine__add_event(
-            e, a, st->id, row_int(&w, F_WORKLOADS_PROJECT_ID), at, "admitted",
-            arena_printf(a,
-                         "admitted as %s%s on %s: the GPUs of workload %" PRId64
-                         ", which it waited behind in its cluster's queue",
-                         strcmp(row_str(&w, F_WORKLOADS_PRIORITY_CLASS), "owned") == 0
-                             ? "owned (P1) work"
-                             : "opportunistic (P2) work",
-                         borrowed ? ", on borrowed capacity" : "", where.data ? where.data : "?",
-                         st->after_id),
-            ei);
+        rc =
+            engine__add_event(e, a, st->id, row_int(&w, F_WORKLOADS_PROJECT_ID), at, "admitted",
+                              arena_printf(a,
+                                           "admitted as %s%s on %s: the GPUs of workload %" PRId64
+                                           ", which it waited behind in its cluster's queue",
+                                           strcmp(pclass, "owned") == 0 ? "owned (P1) work"
+                                                                        : "opportunistic (P2) work",
+                                           borrowed ? ", on borrowed capacity" : "",
+                                           where.data ? where.data : "?", st->after_id),
+                              ei);
     if (rc >= 0)
         rc = engine__add_event(
             e, a, st->id, row_int(&w, F_WORKLOADS_PROJECT_ID), at, "running",

@@ -77,6 +77,30 @@ static char *gpus_text(struct arena *a, int64_t milli)
     return arena_printf(a, "%" PRId64 ".%03" PRId64, milli / 1000, milli % 1000);
 }
 
+/* Why the automatic rule gave admitted work its class; "" for work of a fixed class. */
+static const char *auto_why(const struct engine *e, const struct sched_admit *ad, struct arena *a)
+{
+    int64_t need = 0;
+    if (!ad->automatic)
+        return "";
+    for (size_t i = 0; i < ad->n_assigns; i++)
+        need += e->dec.assigns[ad->first_assign + i].milli;
+    return arena_printf(a, " (automatic: %s the project's guarantee, %s owned in use + %s %s %s)",
+                        ad->pclass == SCHED_P1 ? "within" : "beyond", gpus_text(a, ad->owned_held),
+                        gpus_text(a, need), ad->pclass == SCHED_P1 ? "<=" : ">",
+                        gpus_text(a, ad->guaranteed));
+}
+
+/* A running (or starting) workload's reason: its class when the rule chose it, and borrowing. */
+static const char *running_text(const struct sched_admit *ad, const char *verb, struct arena *a)
+{
+    if (!ad->automatic)
+        return arena_printf(a, "%s%s", verb, ad->borrowed ? " on borrowed capacity" : "");
+    return arena_printf(a, "%s as %s work (automatic class)%s", verb,
+                        ad->pclass == SCHED_P1 ? "owned" : "opportunistic",
+                        ad->borrowed ? " on borrowed capacity" : "");
+}
+
 static int persist_admit(struct engine *e, const struct sched_admit *ad, int64_t now,
                          struct arena *a, struct row *ret_row, struct error_info *ei)
 {
@@ -90,8 +114,7 @@ static int persist_admit(struct engine *e, const struct sched_admit *ad, int64_t
     if (rc < 0)
         return rc;
     row_set_str(&w, a, F_WORKLOADS_STATE, "admitted");
-    row_set_str(&w, a, F_WORKLOADS_REASON,
-                ad->borrowed ? "starting on borrowed capacity" : "starting");
+    row_set_str(&w, a, F_WORKLOADS_REASON, running_text(ad, "starting", a));
     row_set_int(&w, F_WORKLOADS_STARTED_AT, now / 1000);
     row_set_null(&w, F_WORKLOADS_FINISHED_AT);
     row_set_null(&w, F_WORKLOADS_EXIT_CODE);
@@ -119,7 +142,7 @@ static int persist_admit(struct engine *e, const struct sched_admit *ad, int64_t
             row_set_null(&al, F_ALLOCATIONS_GPU_CLASS_ID);
         }
         row_set_int(&al, F_ALLOCATIONS_MILLI, as[i].milli);
-        row_set_str(&al, a, F_ALLOCATIONS_PRIORITY_CLASS, row_str(&w, F_WORKLOADS_PRIORITY_CLASS));
+        row_set_str(&al, a, F_ALLOCATIONS_PRIORITY_CLASS, engine__class_text(ad->pclass));
         row_set_int(&al, F_ALLOCATIONS_BORROWED, ad->borrowed);
         row_set_int(&al, F_ALLOCATIONS_STARTED_MS, now);
         row_set_null(&al, F_ALLOCATIONS_ENDED_MS);
@@ -131,11 +154,9 @@ static int persist_admit(struct engine *e, const struct sched_admit *ad, int64_t
     if (rc >= 0)
         rc = engine__add_event(
             e, a, ad->workload_id, row_int(&w, F_WORKLOADS_PROJECT_ID), now, "admitted",
-            arena_printf(a, "admitted as %s%s on %s",
-                         strcmp(row_str(&w, F_WORKLOADS_PRIORITY_CLASS), "owned") == 0
-                             ? "owned (P1) work"
-                             : "opportunistic (P2) work",
-                         ad->borrowed ? ", on borrowed capacity" : "",
+            arena_printf(a, "admitted as %s%s%s on %s",
+                         ad->pclass == SCHED_P1 ? "owned (P1) work" : "opportunistic (P2) work",
+                         auto_why(e, ad, a), ad->borrowed ? ", on borrowed capacity" : "",
                          where.data ? where.data : "cpu"),
             ei);
     buf_release(&where);
@@ -262,8 +283,7 @@ static int mark_running(struct engine *e, struct row *rows, const bool *started,
         if (!started[i])
             continue;
         row_set_str(w, a, F_WORKLOADS_STATE, "running");
-        row_set_str(w, a, F_WORKLOADS_REASON,
-                    e->dec.admits[i].borrowed ? "running on borrowed capacity" : "running");
+        row_set_str(w, a, F_WORKLOADS_REASON, running_text(&e->dec.admits[i], "running", a));
         rc = store_update(e->db, d, model_row_id(w), w, ei);
         if (rc >= 0)
             rc = engine__add_event(e, a, model_row_id(w), row_int(w, F_WORKLOADS_PROJECT_ID), now,

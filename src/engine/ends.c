@@ -52,7 +52,9 @@ static int close_allocations(struct engine *e, int64_t wid, int64_t at, const ch
     }
     /* The run's usage goes to the ledger in the same transaction: never lost, never twice. */
     if (rc >= 0 && n > 0 && at >= 0)
-        rc = billing_meter_run(e->db, wid, run_started, replicas, at, time_now_ms(), a, ei);
+        rc = billing_meter_run(e->db, wid, run_started, replicas,
+                               row_str(&rows[0], F_ALLOCATIONS_PRIORITY_CLASS), at, time_now_ms(),
+                               a, ei);
     return rc;
 }
 
@@ -206,8 +208,8 @@ static void apply_end(struct engine *e, const struct end_action *act)
         engine__staged_remove(e, act->successor_id);
         metrics_histogram_observe(&e->metrics.queue_wait,
                                   (act->at_ms - act->successor.submit_ms) * 1000);
-        if (sched_restore_running(e->sched, &act->successor, act->gpus, act->milli, act->replica,
-                                  act->n_held, act->at_ms, false) < 0) {
+        if (sched_restore_running(e->sched, &act->successor, act->successor_runs_as, act->gpus,
+                                  act->milli, act->replica, act->n_held, act->at_ms, false) < 0) {
             log_error("the scheduler refused work its backend started in another's place; "
                       "rebuilding from the store");
             e->reload = true;

@@ -211,6 +211,7 @@ struct end_action {
     /* Queue-ahead: the workload its backend starts on these GPUs now (0: none)... */
     int64_t successor_id;
     struct sched_workload_spec successor;
+    enum sched_class successor_runs_as; /* the class of the work it follows */
     size_t n_held;
     int64_t gpus[SCHED_MAX_GPUS_PER_NODE];
     int32_t milli[SCHED_MAX_GPUS_PER_NODE], replica[SCHED_MAX_GPUS_PER_NODE];
@@ -240,6 +241,10 @@ const char *engine__project_name(const struct engine *e, int64_t id);
 void engine__set_flavor(struct engine *e, const struct row *r);
 /* The scheduler's view of a workload row; ERR_INVALID when its flavor is gone. */
 int engine__spec_of(struct engine *e, const struct row *w, struct sched_workload_spec *sp);
+/* A priority_class value ("owned", "opportunistic", "auto") as the scheduler's class. */
+enum sched_class engine__class_of(const char *priority_class);
+/* The class work runs as (P1 or P2), as its priority_class value. */
+const char *engine__class_text(enum sched_class c);
 /* What an allocation row says a replica holds, as the scheduler's assign. */
 struct sched_assign engine__assign_of(const struct row *al);
 

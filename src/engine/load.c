@@ -360,6 +360,18 @@ static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei
     return rc;
 }
 
+enum sched_class engine__class_of(const char *priority_class)
+{
+    if (strcmp(priority_class, "owned") == 0)
+        return SCHED_P1;
+    return strcmp(priority_class, "auto") == 0 ? SCHED_AUTO : SCHED_P2;
+}
+
+const char *engine__class_text(enum sched_class c)
+{
+    return c == SCHED_P1 ? "owned" : "opportunistic";
+}
+
 /* The scheduler's view of a workload row. */
 int engine__spec_of(struct engine *e, const struct row *w, struct sched_workload_spec *sp)
 {
@@ -372,7 +384,7 @@ int engine__spec_of(struct engine *e, const struct row *w, struct sched_workload
     memset(sp, 0, sizeof(*sp));
     sp->id = model_row_id(w);
     sp->project_id = row_int(w, F_WORKLOADS_PROJECT_ID);
-    sp->pclass = strcmp(row_str(w, F_WORKLOADS_PRIORITY_CLASS), "owned") == 0 ? SCHED_P1 : SCHED_P2;
+    sp->pclass = engine__class_of(row_str(w, F_WORKLOADS_PRIORITY_CLASS));
     sp->priority = (int32_t)row_int(w, F_WORKLOADS_PRIORITY);
     sp->submit_ms = row_int(w, F_WORKLOADS_SUBMITTED_MS);
     sp->replicas = (int32_t)row_int(w, F_WORKLOADS_REPLICAS);
@@ -418,6 +430,7 @@ static int restore_running(struct engine *e, bool adopt, int64_t now, const stru
             int64_t gpus[SCHED_MAX_REPLICAS * 8];
             int32_t milli[SCHED_MAX_REPLICAS * 8], rep[SCHED_MAX_REPLICAS * 8];
             struct sched_assign as[SCHED_MAX_REPLICAS * 8];
+            enum sched_class runs_as = 0;
             size_t k = 0;
             int64_t started = row_int(&rows[i], F_WORKLOADS_STARTED_AT) * 1000;
             for (size_t j = 0; j < n_allocs && k < ARRAY_SIZE(gpus); j++) {
@@ -429,10 +442,12 @@ static int restore_running(struct engine *e, bool adopt, int64_t now, const stru
                 milli[k] = as[k].milli;
                 rep[k] = as[k].replica;
                 started = row_int(al, F_ALLOCATIONS_STARTED_MS);
+                runs_as = engine__class_of(row_str(al, F_ALLOCATIONS_PRIORITY_CLASS));
                 k++;
             }
             if (engine__spec_of(e, &rows[i], &sp) < 0 ||
-                sched_restore_running(e->sched, &sp, gpus, milli, rep, k, started, pass == 2) < 0)
+                sched_restore_running(e->sched, &sp, runs_as, gpus, milli, rep, k, started,
+                                      pass == 2) < 0)
                 continue;
             if (adopt && k > 0) {
                 const struct node_info *ni = FIND_BY_ID(e->nodes, e->n_nodes, as[0].node_id);

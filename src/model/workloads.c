@@ -31,7 +31,9 @@ bool model_workload_state_ended(const char *state)
     return false;
 }
 
-static const char *const pclass_values[] = {"owned", "opportunistic", NULL};
+/* What a user asks for; allocations record what the work ran as (never "auto"). */
+static const char *const pclass_values[] = {"auto", "owned", "opportunistic", NULL};
+static const char *const held_class_values[] = {"owned", "opportunistic", NULL};
 static const char *const kind_values[] = {"batch", "instance", NULL};
 
 static const struct field_def workload_fields[] = {
@@ -52,8 +54,11 @@ static const struct field_def workload_fields[] = {
                            "container image; empty to run the command directly"},
     [F_WORKLOADS_PRIORITY_CLASS] =
         {"priority_class", NULL, FT_ENUM, FF_IMMUTABLE | FF_FILTER, 0, 0, pclass_values, NULL, 0,
-         "opportunistic",
-         "owned (P1: within the guarantee, never preempted) or opportunistic (P2)"},
+         "auto",
+         "auto (owned while the project's owned work and this fit its guarantee, else "
+         "opportunistic; decided at each admission, recorded on its allocations and events), "
+         "owned (P1: within the guarantee, never preempted) or opportunistic (P2: borrows idle "
+         "capacity, may be preempted)"},
     [F_WORKLOADS_PRIORITY] = {"priority", NULL, FT_INT, FF_IMMUTABLE, -1000, 1000, NULL, NULL, 0,
                               NULL, "order within the project and class; higher first"},
     [F_WORKLOADS_MAX_RUNTIME_S] = {"max_runtime_s", NULL, FT_INT, FF_IMMUTABLE | FF_NULLABLE, 1,
@@ -101,8 +106,8 @@ static const struct field_def workload_fields[] = {
         {"queued_after", NULL, FT_REF, FF_READONLY | FF_NULLABLE, 0, 0, NULL, "workloads", 0, NULL,
          "queued: the running workload it is queued behind in its cluster's own queue (Slurm), to"
          " start on that one's GPUs when it ends; null otherwise"},
-    [F_WORKLOADS_IMPORTED] = {"imported", NULL, FT_BOOL, FF_READONLY | FF_FILTER, 0, 1, NULL, NULL, 0,
-                              NULL,
+    [F_WORKLOADS_IMPORTED] = {"imported", NULL, FT_BOOL, FF_READONLY | FF_FILTER, 0, 1, NULL, NULL,
+                              0, NULL,
                               "imported as history (POST /v1/history): finished work of the past "
                               "that never ran here, shown as simulated"},
     [F_WORKLOADS_CREATED_AT] = {"created_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL,
@@ -144,8 +149,8 @@ static const struct field_def allocation_fields[] = {
     [F_ALLOCATIONS_MILLI] = {"milli", NULL, FT_INT, FF_READONLY, 0, 1000, NULL, NULL, 0, NULL,
                              "share of the device held, in milli-GPU"},
     [F_ALLOCATIONS_PRIORITY_CLASS] = {"priority_class", NULL, FT_ENUM, FF_READONLY | FF_FILTER, 0,
-                                      0, pclass_values, NULL, 0, NULL,
-                                      "owned (P1) or opportunistic (P2)"},
+                                      0, held_class_values, NULL, 0, NULL,
+                                      "what the work ran as: owned (P1) or opportunistic (P2)"},
     [F_ALLOCATIONS_BORROWED] = {"borrowed", NULL, FT_BOOL, FF_READONLY, 0, 1, NULL, NULL, 0, NULL,
                                 "admitted beyond the project's guarantee"},
     [F_ALLOCATIONS_STARTED_MS] = {"started_ms", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL,

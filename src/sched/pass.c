@@ -246,7 +246,9 @@ static bool on_pool_owned(const struct sched *s, int32_t w, bool want)
  * Who may be a victim of the P1 workload w, and why. An owner takes back
  * whatever runs on its pools for others (P1 work there is borrowing too);
  * elsewhere only P2 work of projects borrowing beyond their guarantee goes,
- * never work on its own project's pools; and w's own project's P2 work.
+ * never work on its own project's pools; and w's own project's P2 work,
+ * except, for automatic work, automatic work of the same or a higher
+ * priority: the project did not ask for the one to give way to the other.
  */
 enum victim_kind { VK_NONE, VK_OWNER, VK_BORROWER, VK_OWN };
 
@@ -256,10 +258,14 @@ static enum victim_kind victim_kind(const struct sched *s, int32_t w, int32_t v)
     if (vl->state != SCHED_RUNNING || vl->cls != wl->cls || chosen(s, v))
         return VK_NONE;
     if (vl->project == wl->project)
-        return vl->spec.pclass == SCHED_P2 ? VK_OWN : VK_NONE;
+        return vl->runs_as == SCHED_P2 &&
+                       !(wl->spec.pclass == SCHED_AUTO && vl->spec.pclass == SCHED_AUTO &&
+                         vl->spec.priority >= wl->spec.priority)
+                   ? VK_OWN
+                   : VK_NONE;
     if (on_pool_of(s, v, wl->project))
         return VK_OWNER;
-    if (vl->spec.pclass == SCHED_P2 && !on_pool_owned(s, v, true))
+    if (vl->runs_as == SCHED_P2 && !on_pool_owned(s, v, true))
         return VK_BORROWER;
     return VK_NONE;
 }
@@ -310,9 +316,9 @@ struct vkey {
 static struct vkey vkey_of(struct sched *s, int32_t v, enum victim_kind kind, int64_t now)
 {
     const struct workload *vl = &s->wls[v];
-    struct vkey k = {.rank = kind == VK_OWN                ? 2
-                             : vl->spec.pclass == SCHED_P1 ? 1
-                                                           : 0,
+    struct vkey k = {.rank = kind == VK_OWN            ? 2
+                             : vl->runs_as == SCHED_P1 ? 1
+                                                       : 0,
                      .lost = lost_ms(vl, now),
                      .started = vl->started_ms,
                      .id = vl->spec.id,
@@ -911,6 +917,9 @@ static void admit(struct sched *s, int32_t w, int64_t now, struct sched_decision
 {
     struct workload *wl = &s->wls[w];
     struct sched_admit *ad;
+    struct quota *q =
+        wl->cls != NONE ? sched__quota(&s->projects[wl->project], wl->cls, false) : NULL;
+    int64_t owned_before = q ? q->p1 : 0;
 
     sched__queue_remove(s, w);
     wl->state = SCHED_RUNNING;
@@ -927,6 +936,10 @@ static void admit(struct sched *s, int32_t w, int64_t now, struct sched_decision
     ad->borrowed = wl->cls != NONE &&
                    (held_of(s, wl->project, wl->cls) > guaranteed_of(s, wl->project, wl->cls) ||
                     on_pool_owned(s, w, false));
+    ad->pclass = wl->runs_as;
+    ad->automatic = wl->spec.pclass == SCHED_AUTO;
+    ad->owned_held = owned_before;
+    ad->guaranteed = wl->cls != NONE ? guaranteed_of(s, wl->project, wl->cls) : 0;
     ALLOC_GROW(d->assigns, d->n_assigns + (size_t)wl->n_assigns, d->cap_assigns);
     for (int32_t i = 0; i < wl->n_assigns; i++)
         d->assigns[d->n_assigns++] = wl->assigns[i];
@@ -1030,7 +1043,7 @@ static bool known_not_to_fit(struct sched *s, int32_t w)
     if (!q)
         return false;
     for (int i = 0; i < 4; i++) {
-        const __typeof__(q->fail[0][0]) *f = &q->fail[wl->spec.pclass - 1][i];
+        const __typeof__(q->fail[0][0]) *f = &q->fail[wl->runs_as - 1][i];
         bool single = f->replicas == 1 && wl->spec.replicas == 1 && !wl->spec.same_block;
         /* Singles: anything at least as big; gangs: only the very same shape again. */
         if (f->milli && f->selector == selector_key(wl) && f->same_block == wl->spec.same_block &&
@@ -1053,20 +1066,20 @@ static void remember_no_fit(struct sched *s, int32_t w)
         return;
     /* Keep the smallest requests: replace an empty entry or the largest. */
     for (int i = 0; i < 4; i++) {
-        const __typeof__(q->fail[0][0]) *f = &q->fail[wl->spec.pclass - 1][i];
+        const __typeof__(q->fail[0][0]) *f = &q->fail[wl->runs_as - 1][i];
         if (f->milli == 0) {
             slot = i;
             break;
         }
-        if (f->milli > q->fail[wl->spec.pclass - 1][slot].milli)
+        if (f->milli > q->fail[wl->runs_as - 1][slot].milli)
             slot = i;
     }
-    q->fail[wl->spec.pclass - 1][slot].milli = wl->spec.gpu_milli;
-    q->fail[wl->spec.pclass - 1][slot].cpu = wl->spec.cpu_milli;
-    q->fail[wl->spec.pclass - 1][slot].mem = wl->spec.mem_mib;
-    q->fail[wl->spec.pclass - 1][slot].selector = selector_key(wl);
-    q->fail[wl->spec.pclass - 1][slot].replicas = wl->spec.replicas;
-    q->fail[wl->spec.pclass - 1][slot].same_block = wl->spec.same_block;
+    q->fail[wl->runs_as - 1][slot].milli = wl->spec.gpu_milli;
+    q->fail[wl->runs_as - 1][slot].cpu = wl->spec.cpu_milli;
+    q->fail[wl->runs_as - 1][slot].mem = wl->spec.mem_mib;
+    q->fail[wl->runs_as - 1][slot].selector = selector_key(wl);
+    q->fail[wl->runs_as - 1][slot].replicas = wl->spec.replicas;
+    q->fail[wl->runs_as - 1][slot].same_block = wl->spec.same_block;
 }
 
 /*
@@ -1094,8 +1107,8 @@ static bool try_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t 
     return false;
 }
 
-/* Tries to admit w now; false (with its reason set) when it must wait. */
-static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_decisions *d)
+/* Tries to admit w now as w->runs_as; false (with its reason set) when it must wait. */
+static bool try_admit_as(struct sched *s, int32_t w, int64_t now, struct sched_decisions *d)
 {
     struct workload *wl = &s->wls[w];
     struct project *p = &s->projects[wl->project];
@@ -1112,12 +1125,12 @@ static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_deci
         int64_t p1 = q ? q->p1 : 0, p2 = q ? q->p2 : 0, limit = q ? q->limit : -1;
         int64_t g = q ? sched__guaranteed(s, p, q) : 0;
 
-        if (wl->spec.pclass == SCHED_P1 && p1 + need > g) {
+        if (wl->runs_as == SCHED_P1 && p1 + need > g) {
             wait_for(wl, SCHED_WAIT_GUARANTEE, p1, g);
             return false;
         }
         if (limit >= 0 && p1 + p2 + need > limit) {
-            if (wl->spec.pclass == SCHED_P2) {
+            if (wl->runs_as == SCHED_P2) {
                 wait_for(wl, SCHED_WAIT_LIMIT, p1 + p2, limit);
                 return false;
             }
@@ -1140,7 +1153,7 @@ static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_deci
         remember_no_fit(s, w);
     }
     s->protected_until = 0;
-    if (wl->spec.pclass == SCHED_P1 && wl->cls != NONE && try_reclaim(s, w, over_limit, now, d))
+    if (wl->runs_as == SCHED_P1 && wl->cls != NONE && try_reclaim(s, w, over_limit, now, d))
         return false;
     if (over_limit > 0) {
         struct quota *q = sched__quota(p, wl->cls, false);
@@ -1154,9 +1167,36 @@ static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_deci
     return false;
 }
 
+/*
+ * Tries to admit w now; false (with its reason set) when it must wait.
+ * Automatic work is judged as the class the rule gives it now, and its
+ * reason says which and why.
+ */
+static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_decisions *d)
+{
+    struct workload *wl = &s->wls[w];
+    if (wl->spec.pclass != SCHED_AUTO)
+        return try_admit_as(s, w, now, d);
+    /*
+     * Not while its victims stop: the nodes they free are held for it as
+     * owned work, which others' owned work may not take (place__node_usable).
+     */
+    if (wl->victims_pending == 0)
+        wl->runs_as = sched__auto_class(s, w);
+    if (try_admit_as(s, w, now, d))
+        return true;
+    wl->reason.auto_as = wl->runs_as;
+    if (wl->cls != NONE) {
+        struct quota *q = sched__quota(&s->projects[wl->project], wl->cls, false);
+        wl->reason.auto_held = q ? q->p1 : 0;
+        wl->reason.auto_guaranteed = guaranteed_of(s, wl->project, wl->cls);
+    }
+    return false;
+}
+
 /* ---- the pass ---- */
 
-/* First queue index of P2 work (the queue holds P1 work first). */
+/* First queue index of automatic or P2 work (the queue holds P1 work first). */
 static int32_t first_p2(const struct sched *s, const struct project *p)
 {
     int32_t lo = 0, hi = p->queue.n;
@@ -1176,26 +1216,37 @@ static int32_t *blocked_count(struct project *p, int32_t cls)
     return cls == NONE ? &p->blocked : &sched__quota(p, cls, true)->blocked;
 }
 
+/* Queued work a phase looks at: P1 and automatic work first, then automatic and P2 work. */
+static int32_t in_phase(enum sched_class phase, const int32_t queued[3])
+{
+    return queued[RANK_AUTO] + (phase == SCHED_P1 ? queued[RANK_P1] : queued[RANK_P2]);
+}
+
 /* Starts a phase: no class of p has blocked work yet; counts the classes it has such work in. */
 static void scan_start(struct project *p, enum sched_class pclass, int32_t cursor)
 {
     p->cursor = cursor;
     /* A class this pass does not look at counts as blocked from the start. */
     p->blocked = p->examine_cpu ? 0 : INT32_MAX;
-    p->open_classes = p->examine_cpu && p->queued_cpu[pclass - 1] > 0;
+    p->open_classes = p->examine_cpu && in_phase(pclass, p->queued_cpu) > 0;
     for (int32_t k = 0; k < p->n_quotas; k++) {
         struct quota *q = &p->quotas[k];
         q->blocked = q->examine ? 0 : INT32_MAX;
-        p->open_classes += q->examine && q->queued_in[pclass - 1] > 0;
+        p->open_classes += q->examine && in_phase(pclass, q->queued_in) > 0;
     }
 }
 
 /*
- * Looks at p's queue from p->cursor for work of class pclass, admitting what
+ * Looks at p's queue from p->cursor for work of phase pclass, admitting what
  * fits, until (one_only) one was admitted, or `lookahead` workloads were
  * found blocked in every GPU class it waits for: a class whose work is
  * blocked (a capped quota, no room) does not hold up the project's work in
  * other classes. Returns whether anything was admitted.
+ *
+ * Automatic work is looked at in both phases: in the first only where the
+ * rule makes it owned (else it is passed, counted as blocked so that the
+ * lookahead bounds the scan), in the second as whatever the rule gives,
+ * which also reaches owned work the first phase's lookahead left behind.
  */
 static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, bool one_only,
                          int64_t now, struct sched_decisions *d)
@@ -1203,17 +1254,20 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
     struct project *p = &s->projects[pi];
     bool any = false;
     while (p->cursor < p->queue.n && p->open_classes > 0) {
-        int32_t key = p->queue_key.v[p->cursor], *blocked;
-        if ((key & 1) != (pclass == SCHED_P2))
+        int32_t key = p->queue_key.v[p->cursor], *blocked, w = p->queue.v[p->cursor];
+        bool passed;
+        if (pclass == SCHED_P1 && (key & 3) == RANK_P2)
             break;
-        blocked = blocked_count(p, (key >> 1) - 1);
+        blocked = blocked_count(p, (key >> 2) - 1);
         if (*blocked > s->cfg.lookahead) {
             /* left unexamined behind its class's lookahead (not for a class not looked at) */
             p->stopped_early |= *blocked != INT32_MAX;
             p->cursor++;
             continue;
         }
-        if (try_admit(s, p->queue.v[p->cursor], now, d)) {
+        passed =
+            pclass == SCHED_P1 && (key & 3) == RANK_AUTO && sched__auto_class(s, w) != SCHED_P1;
+        if (!passed && try_admit(s, w, now, d)) {
             any = true; /* the queue moved up: the cursor now points at the next one */
             if (one_only)
                 break;
@@ -1224,7 +1278,7 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
         }
     }
     if (p->open_classes <= 0 && p->cursor < p->queue.n &&
-        s->wls[p->queue.v[p->cursor]].spec.pclass == pclass)
+        (pclass == SCHED_P2 || (p->queue_key.v[p->cursor] & 3) != RANK_P2))
         p->stopped_early = true;
     return any;
 }

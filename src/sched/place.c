@@ -166,8 +166,8 @@ bool place__node_usable(const struct sched *s, int32_t w, int32_t n)
      * can always take its pool back).
      */
     holder = &s->wls[nd->reserved_for];
-    return wl->spec.pclass == SCHED_P1 && (holder->spec.pclass == SCHED_P2 ||
-                                           (holder->project != wl->project &&
+    return wl->runs_as == SCHED_P1 &&
+           (holder->runs_as == SCHED_P2 || (holder->project != wl->project &&
                                             node_owned_by_not(s, n, wl->project, holder->project)));
 }
 

@@ -49,6 +49,30 @@ static void format_bound(const struct sched_reason *r, const char *cls, char *bu
                  cap);
 }
 
+/* Automatic work: which class the rule gave it, and the figures behind that. */
+static void append_auto(const struct sched_reason *r, char *buf, size_t size)
+{
+    char held[32], need[32], guar[32];
+    size_t len = strlen(buf);
+
+    if (r->auto_as == 0 || r->code == SCHED_WAIT_NONE || r->code == SCHED_WAIT_NEW ||
+        r->code == SCHED_WAIT_BEHIND || len + 1 >= size)
+        return;
+    gpus(held, sizeof(held), r->auto_held);
+    gpus(need, sizeof(need), r->need);
+    gpus(guar, sizeof(guar), r->auto_guaranteed);
+    if (r->auto_as == SCHED_P1)
+        snprintf(buf + len, size - len,
+                 "; automatic class: owned (P1), within the project's guarantee (%s owned in "
+                 "use + %s <= %s)",
+                 held, need, guar);
+    else
+        snprintf(buf + len, size - len,
+                 "; automatic class: opportunistic (P2), beyond the project's guarantee (%s "
+                 "owned in use + %s > %s)",
+                 held, need, guar);
+}
+
 void sched_reason_format(const struct sched_reason *r, const char *class_name, int64_t now_ms,
                          char *buf, size_t size)
 {
@@ -116,4 +140,5 @@ void sched_reason_format(const struct sched_reason *r, const char *class_name, i
                  need, cls);
         break;
     }
+    append_auto(r, buf, size);
 }

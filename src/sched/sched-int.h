@@ -141,7 +141,7 @@ struct quota {
     bool dirty;           /* the next pass is to look at this class's queued work */
     bool examine;         /* pass scratch: this pass looks at it */
     int32_t queued;       /* queued workloads of this class */
-    int32_t queued_in[2]; /* of which P1, P2 */
+    int32_t queued_in[3]; /* of which P1, automatic, P2 (by sched__rank) */
     /*
      * Some queued work of this class may be waiting for room (not for quota):
      * freed capacity in the class is a reason to look at the project again.
@@ -156,7 +156,7 @@ struct project {
     struct quota *quotas;
     int32_t n_quotas, cap_quotas;
     struct ivec queue;     /* workload indices in queue order */
-    int32_t queued_cpu[2]; /* queued CPU-only workloads, P1 and P2 */
+    int32_t queued_cpu[3]; /* queued CPU-only workloads, by sched__rank */
     struct ivec queue_key; /* per entry: sched__queue_key (scans skip without the workload) */
     struct ivec pools; /* pools it may use (NONE: no pool), valid at fleet generation pools_gen */
     uint32_t pools_gen;
@@ -187,6 +187,12 @@ struct org {
 struct workload {
     struct sched_workload_spec spec;
     int32_t project, cls; /* cls NONE for CPU-only */
+    /*
+     * The class it holds while running (what the usage, victim and hold rules
+     * read): spec.pclass, or for automatic work the class the rule gave it at
+     * admission; while queued, the class it was last judged as.
+     */
+    enum sched_class runs_as;
     enum sched_state state;
     int64_t started_ms, checkpoint_ms;
     struct sched_assign *assigns;
@@ -271,15 +277,23 @@ void sched__fire_timers(struct sched *s, int64_t now_ms);
 bool sched__owns_pool(const struct sched *s, const struct project *p, int32_t pool);
 bool sched__project_may_use_pool(const struct sched *s, const struct project *p, int32_t pool);
 void sched__queue_remove(struct sched *s, int32_t w);
-/* A queued workload's class and priority class in one int: (cls + 1) * 2 + (P2 ? 1 : 0). */
+/* Queue order of the priority classes: P1, then automatic (it may be either), then P2. */
+enum { RANK_P1, RANK_AUTO, RANK_P2 };
+static inline int32_t sched__rank(enum sched_class c)
+{
+    return c == SCHED_P1 ? RANK_P1 : c == SCHED_AUTO ? RANK_AUTO : RANK_P2;
+}
+/* A queued workload's GPU class and rank in one int: (cls + 1) * 4 + rank. */
 static inline int32_t sched__queue_key(const struct workload *wl)
 {
-    return (wl->cls + 1) * 2 + (wl->spec.pclass == SCHED_P2);
+    return (wl->cls + 1) * 4 + sched__rank(wl->spec.pclass);
 }
 void sched__queue_insert(struct sched *s, int32_t w);
 void sched__unreserve(struct sched *s, int32_t w);
 /* Usage bookkeeping when a workload starts or stops holding its GPUs. */
 void sched__charge(struct sched *s, int32_t w, int sign);
+/* The class the automatic rule gives w now: P1 while the project's owned work plus w fits. */
+enum sched_class sched__auto_class(const struct sched *s, int32_t w);
 
 /* ---- place.c ---- */
 

@@ -651,11 +651,11 @@ void sched__fire_timers(struct sched *s, int64_t now_ms)
 
 /* ---- queues ---- */
 
-/* Queue order: P1 before P2, then higher priority, then earlier submit, then id. */
+/* Queue order: P1, automatic, P2, then higher priority, then earlier submit, then id. */
 static bool queue_before(const struct workload *a, const struct workload *b)
 {
     if (a->spec.pclass != b->spec.pclass)
-        return a->spec.pclass < b->spec.pclass;
+        return sched__rank(a->spec.pclass) < sched__rank(b->spec.pclass);
     if (a->spec.priority != b->spec.priority)
         return a->spec.priority > b->spec.priority;
     if (a->spec.submit_ms != b->spec.submit_ms)
@@ -695,10 +695,10 @@ void sched__queue_insert(struct sched *s, int32_t w)
         struct quota *q = sched__quota(p, wl->cls, true);
         if (q->queued++ == 0)
             ivec_push(&s->classes[wl->cls].waiting, wl->project);
-        q->queued_in[wl->spec.pclass - 1]++;
+        q->queued_in[sched__rank(wl->spec.pclass)]++;
         q->wants_capacity = true;
     } else {
-        p->queued_cpu[wl->spec.pclass - 1]++;
+        p->queued_cpu[sched__rank(wl->spec.pclass)]++;
     }
     sched__mark_dirty(s, wl->project);
 }
@@ -718,9 +718,9 @@ void sched__queue_remove(struct sched *s, int32_t w)
     if (wl->cls != NONE) {
         struct quota *q = sched__quota(p, wl->cls, true);
         q->queued--;
-        q->queued_in[wl->spec.pclass - 1]--;
+        q->queued_in[sched__rank(wl->spec.pclass)]--;
     } else {
-        p->queued_cpu[wl->spec.pclass - 1]--;
+        p->queued_cpu[sched__rank(wl->spec.pclass)]--;
     }
 }
 
@@ -737,7 +737,7 @@ void sched__charge(struct sched *s, int32_t w, int sign)
     if (wl->cls == NONE)
         return;
     q = sched__quota(p, wl->cls, true);
-    if (wl->spec.pclass == SCHED_P1)
+    if (wl->runs_as == SCHED_P1)
         q->p1 += held;
     else
         q->p2 += held;
@@ -745,14 +745,34 @@ void sched__charge(struct sched *s, int32_t w, int sign)
     oc->used += held;
 }
 
+enum sched_class sched__auto_class(const struct sched *s, int32_t w)
+{
+    const struct workload *wl = &s->wls[w];
+    struct project *p = &((struct sched *)s)->projects[wl->project];
+    struct quota *q;
+    /*
+     * Work that asks for no GPU has no guarantee to be within: it runs as P2,
+     * which holds no claim over nodes held for others (a P1 hold would).
+     */
+    if (wl->cls == NONE)
+        return SCHED_P2;
+    q = sched__quota(p, wl->cls, false);
+    return q && q->p1 + (int64_t)wl->spec.replicas * wl->spec.gpu_milli <=
+                       sched__guaranteed(s, p, q)
+               ? SCHED_P1
+               : SCHED_P2;
+}
+
 /* ---- workloads ---- */
 
 static int check_spec(const struct sched *s, const struct sched_workload_spec *sp)
 {
-    if (sp->id <= 0 || (sp->pclass != SCHED_P1 && sp->pclass != SCHED_P2) || sp->replicas < 1 ||
-        sp->replicas > SCHED_MAX_REPLICAS || sp->gpu_milli < 0 || sp->cpu_milli < 0 ||
-        sp->mem_mib < 0 || sp->n_selector < 0 || sp->n_selector > SCHED_MAX_SELECTOR ||
-        sp->n_pools < 0 || sp->n_pools > SCHED_MAX_POOLS || sp->min_runtime_ms < 0)
+    if (sp->id <= 0 ||
+        (sp->pclass != SCHED_P1 && sp->pclass != SCHED_P2 && sp->pclass != SCHED_AUTO) ||
+        sp->replicas < 1 || sp->replicas > SCHED_MAX_REPLICAS || sp->gpu_milli < 0 ||
+        sp->cpu_milli < 0 || sp->mem_mib < 0 || sp->n_selector < 0 ||
+        sp->n_selector > SCHED_MAX_SELECTOR || sp->n_pools < 0 || sp->n_pools > SCHED_MAX_POOLS ||
+        sp->min_runtime_ms < 0)
         return SCHED_EINVAL;
     if (sp->gpu_milli > WHOLE && sp->gpu_milli % WHOLE != 0)
         return SCHED_EINVAL;
@@ -792,6 +812,7 @@ static int32_t workload_new(struct sched *s, const struct sched_workload_spec *s
         s->wls[w].spec.grace_ms = SCHED_MAX_DURATION_MS;
     s->wls[w].project = idmap_get(&s->project_ids, spec->project_id);
     s->wls[w].cls = spec->class_id ? idmap_get(&s->class_ids, spec->class_id) : NONE;
+    s->wls[w].runs_as = spec->pclass == SCHED_AUTO ? sched__auto_class(s, w) : spec->pclass;
     s->wls[w].in_use = true;
     idmap_put(&s->workload_ids, spec->id, w);
     return w;
@@ -909,8 +930,8 @@ int sched_checkpoint(struct sched *s, int64_t workload_id, int64_t now_ms)
 }
 
 int sched_restore_running(struct sched *s, const struct sched_workload_spec *spec,
-                          const int64_t *gpus, const int32_t *milli, const int32_t *replica_of,
-                          size_t n, int64_t started_ms, bool preempting)
+                          enum sched_class runs_as, const int64_t *gpus, const int32_t *milli,
+                          const int32_t *replica_of, size_t n, int64_t started_ms, bool preempting)
 {
     int rc = check_spec(s, spec);
     struct workload *wl;
@@ -918,6 +939,10 @@ int sched_restore_running(struct sched *s, const struct sched_workload_spec *spe
 
     if (rc < 0)
         return rc;
+    if (runs_as != 0 && runs_as != SCHED_P1 && runs_as != SCHED_P2)
+        return SCHED_EINVAL;
+    if (runs_as != 0 && spec->pclass != SCHED_AUTO && runs_as != spec->pclass)
+        return SCHED_EINVAL;
     for (size_t i = 0; i < n; i++) {
         int32_t g = idmap_get(&s->gpu_ids, gpus[i]);
         if (g == NONE)
@@ -945,6 +970,8 @@ int sched_restore_running(struct sched *s, const struct sched_workload_spec *spe
     }
     wl->n_assigns = (int32_t)n;
     place__index_assigns(s, w);
+    if (runs_as != 0)
+        wl->runs_as = runs_as;
     wl->state = preempting ? SCHED_PREEMPTING : SCHED_RUNNING;
     wl->started_ms = wl->checkpoint_ms = started_ms;
     sched__charge(s, w, +1);
@@ -1022,6 +1049,7 @@ int sched_workload_info(const struct sched *s, int64_t workload_id,
     memset(ret, 0, sizeof(*ret));
     ret->state = wl->state;
     ret->started_ms = wl->started_ms;
+    ret->runs_as = wl->runs_as;
     if (wl->state == SCHED_QUEUED) {
         ret->reason = wl->reason;
         ret->queue_position = queue_lower_bound(s, &s->projects[wl->project], wl) + 1;
@@ -1124,6 +1152,14 @@ int sched_successor(const struct sched *s, int64_t running_id, int64_t *ret_id)
     r = &s->wls[w];
     if (r->state != SCHED_RUNNING || r->cls == NONE || r->n_assigns < 1 || r->at[0] == NONE ||
         s->nodes[r->at[0]].reserved_for != NONE)
+        return SCHED_ENOENT;
+    /*
+     * Automatic work takes over the class of the work it follows. Owned work
+     * hands owned work its own share of the guarantee; opportunistic work
+     * only while the same request would still be beyond the guarantee.
+     */
+    if (r->spec.pclass == SCHED_AUTO && r->runs_as == SCHED_P2 &&
+        sched__auto_class(s, w) == SCHED_P1)
         return SCHED_ENOENT;
     return sched_successor_like(s, &r->spec, ret_id);
 }

@@ -14,6 +14,10 @@
  *   and is never preempted, except by a pool's owner where it runs on that
  *   owner's pool; P2 ("opportunistic") work runs on idle capacity
  *   the project may access, up to its limit, and may be preempted.
+ *   Automatic work (the default a user gets) is P1 when it is admitted while
+ *   its project's owned work plus its own need fits the guarantee, else P2
+ *   (Kueue's "nominal quota, then borrow"); it keeps that class while it
+ *   runs and is looked at afresh when requeued.
  * - A project is "borrowing" in a class while its usage there (P1 + P2) is
  *   above its guarantee, and wherever it runs on a pool that neither it nor
  *   its organization owns: work on a pool is owned only for that pool's
@@ -156,7 +160,8 @@ int sched_set_org_cap(struct sched *s, int64_t org_id, int64_t class_id, int64_t
 
 /* ---- workloads ---- */
 
-enum sched_class { SCHED_P1 = 1, SCHED_P2 = 2 };
+/* SCHED_AUTO: P1 or P2, decided at each admission (see the vocabulary above). */
+enum sched_class { SCHED_P1 = 1, SCHED_P2 = 2, SCHED_AUTO = 3 };
 
 struct sched_workload_spec {
     int64_t id;
@@ -208,11 +213,13 @@ int sched_checkpoint(struct sched *s, int64_t workload_id, int64_t now_ms);
  * For recovery after a restart: a workload that is already running (or
  * preempting) on these GPUs. gpus[i] and milli[i] give each replica's
  * devices in replica order: replica r owns the entries with replica_of[i]
- * == r. Started_ms is when it started.
+ * == r. Started_ms is when it started. runs_as is the class it was
+ * admitted as (P1 or P2); 0 takes spec's class, and for automatic work the
+ * class the rule gives now.
  */
 int sched_restore_running(struct sched *s, const struct sched_workload_spec *spec,
-                          const int64_t *gpus, const int32_t *milli, const int32_t *replica_of,
-                          size_t n, int64_t started_ms, bool preempting);
+                          enum sched_class runs_as, const int64_t *gpus, const int32_t *milli,
+                          const int32_t *replica_of, size_t n, int64_t started_ms, bool preempting);
 
 /*
  * For recovery: the restored (preempting) victims are making room for the
@@ -242,6 +249,10 @@ struct sched_admit {
     size_t first_assign; /* into sched_decisions.assigns */
     size_t n_assigns;
     bool borrowed; /* admitted beyond its project's guarantee, or on a pool it does not own */
+    enum sched_class pclass; /* the class it runs as: P1 or P2 (what automatic work got) */
+    bool automatic;          /* its class was chosen by the automatic rule */
+    /* The rule's figures: the project's owned (P1) work before it, and its guarantee. */
+    int64_t owned_held, guaranteed;
 };
 
 enum sched_rule {
@@ -337,6 +348,13 @@ struct sched_reason {
      * could otherwise take back, becomes preemptible (ms); 0 when none.
      */
     int64_t preemptible_at_ms;
+    /*
+     * Automatic work: the class it waits as (P1 or P2; 0 for work of a fixed
+     * class), with the figures that chose it: the project's owned work held
+     * and its guarantee in the class.
+     */
+    enum sched_class auto_as;
+    int64_t auto_held, auto_guaranteed;
 };
 
 struct sched_workload_info {
@@ -344,6 +362,7 @@ struct sched_workload_info {
     struct sched_reason reason; /* when queued */
     int64_t started_ms;         /* when running */
     int queue_position;         /* 1-based within its project queue, when queued */
+    enum sched_class runs_as;   /* running: the class it holds; queued: the last one judged */
 };
 
 int sched_workload_info(const struct sched *s, int64_t workload_id,
@@ -359,7 +378,8 @@ int sched_workload_info(const struct sched *s, int64_t workload_id,
  * has queued work of that class; and the first queued workload of that
  * class in its project's order asks for exactly the same (priority class,
  * GPUs, CPUs, memory, labels, pools) and waits for nothing else (not a
- * preemptor, holding no nodes). Taking over the same GPUs within one
+ * preemptor, holding no nodes); automatic work only where it would run
+ * as the same class as the running one. Taking over the same GPUs within one
  * project then changes no quota, share or P1/P2 split. Returns 0 with
  * *ret_id set, or SCHED_ENOENT (no such running workload, or no successor).
  */

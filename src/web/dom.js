@@ -83,11 +83,13 @@ export function badge(state) {
 }
 
 export function classLabel(pc) {
-  return pc === 'owned' ? 'P1 owned' : pc === 'opportunistic' ? 'P2 opportunistic' : pc || '';
+  return pc === 'owned' ? 'P1 owned' : pc === 'opportunistic' ? 'P2 opportunistic' : pc === 'auto' ? 'auto' : pc || '';
 }
 
 export function classChip(pc) {
-  return h('span', { class: 'chip ' + (pc === 'owned' ? 'p1' : 'p2') }, classLabel(pc));
+  const kind = pc === 'owned' ? 'p1' : pc === 'auto' ? 'auto' : 'p2';
+  const title = pc === 'auto' ? 'automatic: owned (P1) within the project’s guarantee, opportunistic (P2) beyond it; its allocations say which it got' : undefined;
+  return h('span', { class: 'chip ' + kind, title }, classLabel(pc));
 }
 
 export function simChip() {

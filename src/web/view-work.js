@@ -155,7 +155,7 @@ export async function submit(ctx) {
     command: h('input', { name: 'command', type: 'text', maxlength: '8192', autocomplete: 'off', placeholder: 'python train.py --epochs 3' }),
   };
   const radio = (value, label, hint) =>
-    h('label', { class: 'radio' }, h('input', { type: 'radio', name: 'priority_class', value, checked: value === 'opportunistic' }), h('span', null, h('strong', null, label), h('span', { class: 'hint' }, hint)));
+    h('label', { class: 'radio' }, h('input', { type: 'radio', name: 'priority_class', value, checked: value === 'auto' }), h('span', null, h('strong', null, label), h('span', { class: 'hint' }, hint)));
   const msg = h('div', { class: 'form-msg', 'aria-live': 'assertive' });
   const form = h(
     'form',
@@ -166,6 +166,7 @@ export async function submit(ctx) {
       'fieldset',
       null,
       h('legend', null, 'Priority class'),
+      radio('auto', 'Automatic (recommended)', 'Owned while your project’s owned work fits its guarantee, opportunistic beyond it: decided when it starts, shown in its events.'),
       radio('owned', 'Owned (P1)', 'Runs within your project’s guaranteed GPUs and is never preempted; may reclaim GPUs lent to others.'),
       radio('opportunistic', 'Opportunistic (P2)', 'Uses idle GPUs up to your limit, at a lower price; may be preempted and requeued.'),
     ),

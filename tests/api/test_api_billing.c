@@ -58,8 +58,9 @@ static void store_rows(struct fixture *f)
     }
     /* what the engine does when the run ends */
     assert_int_equal(store_begin(c, &ei), 0);
-    assert_int_equal(
-        billing_meter_run(c, f->workload, OCT5, 2, OCT5 + H + H / 2, OCT5 + 2 * H, &a, &ei), 0);
+    assert_int_equal(billing_meter_run(c, f->workload, OCT5, 2, "owned", OCT5 + H + H / 2,
+                                       OCT5 + 2 * H, &a, &ei),
+                     0);
     assert_int_equal(store_commit(c, &ei), 0);
     store_conn_put(c);
     arena_release(&a);
@@ -215,9 +216,9 @@ static void test_price_never_in_the_past(void **state)
     /* an hour of this month already metered, ended a minute ago */
     arena_init(&a);
     assert_int_equal(store_begin(c, &ei), 0);
-    assert_int_equal(
-        billing_meter_run(c, f->workload, now_ms - 61 * 60000, 1, now_ms - 60000, now_ms, &a, &ei),
-        0);
+    assert_int_equal(billing_meter_run(c, f->workload, now_ms - 61 * 60000, 1, "owned",
+                                       now_ms - 60000, now_ms, &a, &ei),
+                     0);
     assert_int_equal(store_commit(c, &ei), 0);
     store_conn_put(c);
     arena_release(&a);

@@ -174,12 +174,14 @@ static void test_meter_run_chains_and_is_idempotent(void **state)
     struct row *rows;
     size_t n;
 
-    assert_int_equal(billing_meter_run(e->c, e->workload, NOV1, 2, NOV1 + H, NOV1, &e->a, &ei), 0);
-    assert_int_equal(billing_meter_run(e->c, e->workload, NOV1, 2, NOV1 + H, NOV1, &e->a, &ei), 0);
+    assert_int_equal(
+        billing_meter_run(e->c, e->workload, NOV1, 2, "owned", NOV1 + H, NOV1, &e->a, &ei), 0);
+    assert_int_equal(
+        billing_meter_run(e->c, e->workload, NOV1, 2, "owned", NOV1 + H, NOV1, &e->a, &ei), 0);
     rows = records(e, &n);
     assert_int_equal(n, 1);
-    assert_int_equal(billing_meter_run(e->c, e->workload, NOV1, 2, NOV1 + 3 * H, NOV1, &e->a, &ei),
-                     0);
+    assert_int_equal(
+        billing_meter_run(e->c, e->workload, NOV1, 2, "owned", NOV1 + 3 * H, NOV1, &e->a, &ei), 0);
     rows = records(e, &n);
     assert_int_equal(n, 2);
     assert_int_equal(row_int(&rows[1], F_USAGE_STARTED_MS), NOV1 + H);
@@ -205,7 +207,8 @@ static void test_verify_detects_changes_and_truncation(void **state)
 
     for (int k = 1; k <= 3; k++)
         assert_int_equal(
-            billing_meter_run(e->c, e->workload, NOV1, 2, NOV1 + k * H, NOV1, &e->a, &ei), 0);
+            billing_meter_run(e->c, e->workload, NOV1, 2, "owned", NOV1 + k * H, NOV1, &e->a, &ei),
+            0);
     rows = records(e, &n);
     assert_int_equal(n, 3);
     /* one second less on record 2 */
@@ -253,7 +256,8 @@ static void *append_runs(void *arg)
     for (int k = 1; k <= ap->runs; k++) {
         int rc = store_begin(c, &ei);
         if (rc >= 0)
-            rc = billing_meter_run(c, ap->e->workload, NOV1, 1, NOV1 + k * 1000, NOV1, &a, &ei);
+            rc = billing_meter_run(c, ap->e->workload, NOV1, 1, "owned", NOV1 + k * 1000, NOV1, &a,
+                                   &ei);
         if (rc >= 0)
             rc = store_commit(c, &ei);
         else
@@ -314,7 +318,8 @@ static void test_verify_detects_records_past_the_head(void **state)
 
     for (int k = 1; k <= 3; k++)
         assert_int_equal(
-            billing_meter_run(e->c, e->workload, NOV1, 2, NOV1 + k * H, NOV1, &e->a, &ei), 0);
+            billing_meter_run(e->c, e->workload, NOV1, 2, "owned", NOV1 + k * H, NOV1, &e->a, &ei),
+            0);
     rows = records(e, &n);
     assert_int_equal(n, 3);
     snprintf(head, sizeof(head), "2 %s", row_get(&rows[1], F_USAGE_HASH)->s);
@@ -352,7 +357,7 @@ static void test_month_cut_and_invoices(void **state)
     assert_int_equal(billing_cut_open_runs(e->c, NOV1, NOV1 + 5, &e->a, &ei), 1);
     assert_int_equal(billing_cut_open_runs(e->c, NOV1, NOV1 + 9, &e->a, &ei), 0);
     /* The run ends at 01:30: the rest goes in, not a ms lost or added. */
-    assert_int_equal(billing_meter_run(e->c, e->workload, OCT31_23H, 2, NOV1 + H + H / 2,
+    assert_int_equal(billing_meter_run(e->c, e->workload, OCT31_23H, 2, "owned", NOV1 + H + H / 2,
                                        NOV1 + 2 * H, &e->a, &ei),
                      0);
     assert_int_equal(ledger_replica_ms(e), 2 * (H + H + H / 2));
@@ -390,8 +395,8 @@ static int64_t issue_october(struct env *e)
     int64_t *ids;
     size_t n;
     add_allocations(e, OCT31_23H);
-    assert_int_equal(billing_meter_run(e->c, e->workload, OCT31_23H, 2, NOV1, NOV1 + H, &e->a, &ei),
-                     0);
+    assert_int_equal(
+        billing_meter_run(e->c, e->workload, OCT31_23H, 2, "owned", NOV1, NOV1 + H, &e->a, &ei), 0);
     assert_int_equal(billing_issue(e->c, e->org, "2026-10", NOV1 + 24 * H, &e->a, &ids, &n, &ei),
                      0);
     return ids[0];

@@ -204,7 +204,7 @@ static void test_usage_errors(void **state)
         {ARGV("run"), "gpuaas: error: 'run' needs --flavor NAME|ID; 'gpuaas flavors list' shows "
                       "them\n"},
         {ARGV("run", "--flavor", "5", "--owned", "--opportunistic"),
-         "gpuaas: error: give --owned or --opportunistic, not both\n"},
+         "gpuaas: error: give one of --auto, --owned, --opportunistic\n"},
         {ARGV("run", "--flavor", "5", "python", "x.py"),
          "gpuaas: error: unexpected argument 'python'; put the command after '--': gpuaas run "
          "--flavor F -- python ...\n"},

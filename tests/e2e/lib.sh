@@ -148,9 +148,9 @@ state_of() {
 
 # wait_state ID STATE [seconds]: waits until the workload is in STATE.
 wait_state() {
-  local deadline=$((SECONDS + ${3:-20}))
-  while [ "$(state_of "$1")" != "$2" ]; do
-    [ $SECONDS -lt $deadline ] || fail "workload $1 not $2 in time (is $(state_of "$1"): $BODY)"
+  local deadline=$((SECONDS + ${3:-20})) st
+  while st=$(state_of "$1") && [ "$st" != "$2" ]; do
+    [ $SECONDS -lt $deadline ] || fail "workload $1 not $2 in time (is $st)"
     sleep 0.1
   done
 }

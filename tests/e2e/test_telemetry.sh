@@ -28,7 +28,7 @@ GPUAAS_SERVER=$URL GPUAAS_TOKEN=$ADMIN_TOKEN bash "$GPUAAS_SOURCE_DIR/scripts/de
 "${g[@]}" quota create --project vision --gpu-class h100-80gb --limit-milli 16000 >/dev/null
 idle_w=$("${g[@]}" -o json run --project vision --flavor h100.1x --owned --duration 1h -- notebook | jq -r .id)
 busy_w=$("${g[@]}" -o json run --project vision --flavor h100.1x --duration 1h -- train | jq -r .id)
-idle_p2=$("${g[@]}" -o json run --project vision --flavor h100.1x --duration 1h -- forgotten | jq -r .id)
+idle_p2=$("${g[@]}" -o json run --project vision --flavor h100.1x --opportunistic --duration 1h -- forgotten | jq -r .id)
 deadline=$((SECONDS + 10))
 until [ "$("${g[@]}" -o json inventory --state allocated | jq '.items | length')" = 3 ]; do
   [ $SECONDS -lt $deadline ] || fail "three GPUs not allocated"

@@ -6,7 +6,7 @@
  * owned by projects or organizations with access lists), random tenants
  * (weights, guarantees derived from pools or explicit, limits, org caps) and
  * then plays random events: submits of mixed shapes (shares, 1-8 GPUs,
- * multi-replica gangs, CPU-only, P1/P2, priorities, selectors, pool
+ * multi-replica gangs, CPU-only, P1/P2/automatic, priorities, selectors, pool
  * restrictions, minimum runtimes, requeue or not), cancels, completions,
  * releases of preempting victims (after their grace or early), checkpoints,
  * node drains, restarts (a new scheduler restored from the allocations) and
@@ -16,7 +16,8 @@
  * returns and so knows who holds which share of which GPU. After each pass it
  * checks the invariants against the model and the scheduler's answers:
  * capacity (GPU milli, node CPU and memory), limits and org caps, P1 within
- * guarantee, gang shape and placement constraints, who may be a victim and
+ * guarantee, the class automatic work gets (owned exactly while the
+ * project's owned work plus it fits the guarantee), gang shape and placement constraints, who may be a victim and
  * who may preempt, liveness of a reclaim once its victims released, queue
  * order (requeued work keeps its submit order), a reason for every queued
  * workload, and sched_project_usage / sched_class_capacity / workload state
@@ -139,6 +140,7 @@ struct m_assign {
 
 struct m_wl {
     struct sched_workload_spec spec;
+    enum sched_class runs_as; /* what it was admitted as (P1 or P2) */
     enum m_state state;
     int proj, cls; /* cls -1: CPU-only */
     struct m_assign *as;
@@ -286,7 +288,7 @@ static void m_held(const struct world *w, int p, int c, int64_t *ret_p1, int64_t
         if (x->proj != p || x->cls != c ||
             (x->state != M_RUNNING && x->state != M_PREEMPTING))
             continue;
-        if (x->spec.pclass == SCHED_P1)
+        if (x->runs_as == SCHED_P1)
             p1 += need_of(&x->spec);
         else
             p2 += need_of(&x->spec);
@@ -622,6 +624,26 @@ static void apply_admit(struct world *w, const struct sched_admit *a)
                "workload %" PRId64 ": %zu assigns for %d replicas of %d milli", sp->id,
                a->n_assigns, sp->replicas, sp->gpu_milli))
         return;
+    /* The class it runs as: its own, or for automatic work what the rule gives now. */
+    check(w, a->automatic == (sp->pclass == SCHED_AUTO),
+          "workload %" PRId64 ": automatic %d for class %d", sp->id, a->automatic,
+          (int)sp->pclass);
+    if (sp->pclass != SCHED_AUTO) {
+        check(w, a->pclass == sp->pclass, "workload %" PRId64 " of class %d admitted as %d",
+              sp->id, (int)sp->pclass, (int)a->pclass);
+    } else if (x->cls >= 0) {
+        int64_t p1, p2, g = m_guarantee(w, x->proj, x->cls);
+        m_held(w, x->proj, x->cls, &p1, &p2);
+        check(w, a->owned_held == p1 && a->guaranteed == g,
+              "automatic workload %" PRId64 ": owned %" PRId64 " of %" PRId64
+              " (model %" PRId64 " of %" PRId64 ")",
+              sp->id, a->owned_held, a->guaranteed, p1, g);
+        check(w, a->pclass == (p1 + need_of(sp) <= g ? SCHED_P1 : SCHED_P2),
+              "automatic workload %" PRId64 " admitted as %d with owned %" PRId64 " + %" PRId64
+              " against guarantee %" PRId64,
+              sp->id, (int)a->pclass, p1, need_of(sp), g);
+    }
+    x->runs_as = a->pclass;
     x->as = xcalloc(a->n_assigns, sizeof *x->as);
     x->n_as = (int)a->n_assigns;
     int rep_node[SCHED_MAX_REPLICAS];
@@ -737,7 +759,7 @@ static void apply_preemption(struct world *w, const struct sched_preemption *pe)
         return;
     struct m_wl *x = &w->wl[i];
     int p = x->proj, c = x->cls;
-    check(w, x->spec.pclass == SCHED_P1, "P2 workload %" PRId64 " preempts", x->spec.id);
+    check(w, x->spec.pclass != SCHED_P2, "P2 workload %" PRId64 " preempts", x->spec.id);
     check(w, x->state == M_QUEUED, "preemptor %" PRId64 " not queued (state %d)", x->spec.id,
           (int)x->state);
     check(w, c >= 0, "CPU-only preemptor %" PRId64, x->spec.id);
@@ -777,8 +799,15 @@ static void apply_preemption(struct world *w, const struct sched_preemption *pe)
         struct m_wl *y = &w->wl[vi];
         /* An owner takes back anything on its pools; elsewhere P1 work is never a victim. */
         bool owner_reclaim = y->proj != p && m_on_pool_of(w, y, p);
-        check(w, y->spec.pclass == SCHED_P2 || owner_reclaim,
+        check(w, y->runs_as == SCHED_P2 || owner_reclaim,
               "P1 workload %" PRId64 " is a victim off the preemptor's pools", y->spec.id);
+        /* Within a project, automatic work never gives way to automatic work it ranks with. */
+        check(w,
+              y->proj != p || x->spec.pclass != SCHED_AUTO || y->spec.pclass != SCHED_AUTO ||
+                  y->spec.priority < x->spec.priority,
+              "automatic workload %" PRId64 " preempts automatic workload %" PRId64
+              " of its project and priority %d >= %d",
+              x->spec.id, y->spec.id, y->spec.priority, x->spec.priority);
         check(w, y->state == M_RUNNING, "victim %" PRId64 " was not running (state %d)",
               y->spec.id, (int)y->state);
         check(w, y->cls == c, "victim %" PRId64 " of another class", y->spec.id);
@@ -983,7 +1012,7 @@ static void check_workloads(struct world *w, bool after_pass)
                       "preemptor %" PRId64 " waiting for victims has reason %d", x->spec.id,
                       (int)wi.reason.code);
             if (wi.reason.code == SCHED_WAIT_GUARANTEE || wi.reason.code == SCHED_WAIT_RECLAIM)
-                check(w, x->spec.pclass == SCHED_P1, "P2 workload %" PRId64 " with reason %d",
+                check(w, x->spec.pclass != SCHED_P2, "P2 workload %" PRId64 " with reason %d",
                       x->spec.id, (int)wi.reason.code);
             char buf[256];
             sched_reason_format(&wi.reason, NULL, 0, buf, sizeof buf);
@@ -1076,7 +1105,7 @@ static void gen_spec(struct world *w, struct sched_workload_spec *sp)
     sp->requeue = rng_pct(r, 70);
     sp->replicas = 1;
     if (w->cpu_only_allowed && rng_pct(r, 5)) {
-        sp->pclass = SCHED_P2;
+        sp->pclass = rng_pct(r, 50) ? SCHED_AUTO : SCHED_P2;
         sp->class_id = 0;
         sp->gpu_milli = 0;
         sp->cpu_milli = rng_range(r, 1, 8) * 1000;
@@ -1084,7 +1113,7 @@ static void gen_spec(struct world *w, struct sched_workload_spec *sp)
         sp->replicas = (int32_t)rng_range(r, 1, 2);
         return;
     }
-    sp->pclass = rng_pct(r, 35) ? SCHED_P1 : SCHED_P2;
+    sp->pclass = rng_pct(r, 30) ? SCHED_P1 : rng_pct(r, 45) ? SCHED_AUTO : SCHED_P2;
     sp->class_id = w->cls_id[rng_range(r, 0, w->n_cls - 1)];
     static const int32_t whole[] = {1, 1, 1, 2, 2, 4, 8};
     static const int32_t share[] = {100, 250, 300, 500, 700};
@@ -1108,7 +1137,7 @@ static void gen_spec(struct world *w, struct sched_workload_spec *sp)
         sp->pool_ids[0] = w->pools[rng_range(r, 0, w->n_pools - 1)].id;
         sp->n_pools = 1;
     }
-    if (sp->pclass == SCHED_P2 && rng_pct(r, 20))
+    if (sp->pclass != SCHED_P1 && rng_pct(r, 20))
         sp->min_runtime_ms = rng_range(r, 1, 20) * 1000;
 }
 
@@ -1256,7 +1285,8 @@ static void ev_restart(struct world *w)
                 milli[k] = x->as[k].milli;
                 rep[k] = x->as[k].replica;
             }
-            int rc = sched_restore_running(w->s, &x->spec, gpus, milli, rep, (size_t)x->n_as,
+            int rc = sched_restore_running(w->s, &x->spec, x->runs_as, gpus, milli, rep,
+                                           (size_t)x->n_as,
                                            x->started, x->state == M_PREEMPTING);
             check(w, rc == 0, "restore of %" PRId64 ": %d", x->spec.id, rc);
             x->ckpt = x->started; /* checkpoints are not restored */

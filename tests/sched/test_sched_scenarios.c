@@ -260,7 +260,7 @@ static void restore_whole(struct fx *f, struct sched_workload_spec *w, const int
     w->replicas = 1;
     w->gpu_milli = 1000 * n;
     assert_int_equal(
-        sched_restore_running(f->s, w, gpus, milli, rep, (size_t)n, started, preempting), 0);
+        sched_restore_running(f->s, w, 0, gpus, milli, rep, (size_t)n, started, preempting), 0);
 }
 
 static bool gpu_in(int64_t g, const int64_t *set, int n)
@@ -1393,7 +1393,7 @@ static void test_successor(void **state)
     /* 1 ends: 3 runs on its GPU from then; the project holds what it held. */
     assert_int_equal(usage(&f, 10, C1).p2, 2000);
     assert_int_equal(sched_released(f.s, 1, 500), 0);
-    assert_int_equal(sched_restore_running(f.s, &w3, gpus, milli, rep, 1, 500, false), 0);
+    assert_int_equal(sched_restore_running(f.s, &w3, 0, gpus, milli, rep, 1, 500, false), 0);
     assert_state(&f, 3, SCHED_RUNNING);
     assert_int_equal(info(&f, 3).started_ms, 500);
     assert_int_equal(usage(&f, 10, C1).p2, 2000);
@@ -1499,8 +1499,8 @@ static void test_restart_restore(void **state)
             if (specs[k].id == a->workload_id)
                 sp = &specs[k];
         assert_non_null(sp);
-        assert_int_equal(
-            sched_restore_running(g.s, sp, gpus, milli, rep, n, 1000, sp->id == 1), 0);
+        assert_int_equal(sched_restore_running(g.s, sp, 0, gpus, milli, rep, n, 1000, sp->id == 1),
+                         0);
     }
     assert_state(&g, 1, SCHED_PREEMPTING);
     assert_state(&g, 3, SCHED_RUNNING);
@@ -1999,6 +1999,163 @@ static void test_owner_not_kept_off_by_borrower_hold(void **state)
     fx_release(&f);
 }
 
+/*
+ * Automatic work is owned while the project's owned work plus its need fits
+ * the guarantee, opportunistic beyond: guarantee 2, four automatic 1-GPU
+ * workloads on an 8-GPU node -> the first two P1, the next two P2 (borrowed).
+ * A requeued one is judged afresh.
+ */
+static void test_auto_owned_then_opportunistic(void **state)
+{
+    struct fx f;
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    add_node(&f, 1, 8, C1, 0);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, 2000, -1), 0);
+    for (int i = 1; i <= 4; i++)
+        submit1(&f, i, 10, SCHED_AUTO, C1, 1000, i);
+    pass(&f, 10);
+    for (int i = 1; i <= 4; i++) {
+        const struct sched_admit *a = must_admit(&f, i);
+        assert_true(a->automatic);
+        assert_int_equal(a->pclass, i <= 2 ? SCHED_P1 : SCHED_P2);
+        assert_int_equal(a->borrowed, i > 2);
+        assert_int_equal(a->guaranteed, 2000);
+        assert_int_equal(a->owned_held, i <= 2 ? (i - 1) * 1000 : 2000);
+        assert_int_equal(info(&f, i).runs_as, i <= 2 ? SCHED_P1 : SCHED_P2);
+    }
+    struct sched_usage u = usage(&f, 10, C1);
+    assert_int_equal(u.p1, 2000);
+    assert_int_equal(u.p2, 2000);
+    /* One owned ends: the next automatic work is owned again. */
+    assert_int_equal(sched_released(f.s, 1, 20), 0);
+    submit1(&f, 5, 10, SCHED_AUTO, C1, 1000, 21);
+    pass(&f, 30);
+    assert_int_equal(must_admit(&f, 5)->pclass, SCHED_P1);
+    /* Fixed classes are not automatic. */
+    submit1(&f, 6, 10, SCHED_P2, C1, 1000, 31);
+    pass(&f, 40);
+    assert_false(must_admit(&f, 6)->automatic);
+    assert_int_equal(must_admit(&f, 6)->pclass, SCHED_P2);
+    fx_release(&f);
+}
+
+/*
+ * An owner's automatic work within its guarantee takes back its pool from a
+ * borrower (whose automatic work, with no guarantee, ran opportunistic), and
+ * the reason says which class the rule gave it and why.
+ */
+static void test_auto_reclaims_within_guarantee(void **state)
+{
+    struct fx f;
+    char buf[512];
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    int64_t acc[1] = {20};
+    pool_owned(&f, 7, 10, acc, 1);
+    add_node(&f, 1, 2, C1, 7);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, -1, -1), 0); /* 2 GPUs from its pool */
+    submit1(&f, 1, 20, SCHED_AUTO, C1, 1000, 0);
+    submit1(&f, 2, 20, SCHED_AUTO, C1, 1000, 1);
+    pass(&f, 10);
+    assert_int_equal(must_admit(&f, 1)->pclass, SCHED_P2);
+    assert_int_equal(must_admit(&f, 2)->pclass, SCHED_P2);
+    submit1(&f, 3, 10, SCHED_AUTO, C1, 1000, 20);
+    pass(&f, 30);
+    assert_int_equal(f.d.n_preemptions, 1);
+    assert_int_equal(f.d.preemptions[0].preemptor_id, 3);
+    assert_int_equal(f.d.preemptions[0].n_victims, 1);
+    assert_reason(&f, 3, SCHED_WAIT_RECLAIM);
+    struct sched_workload_info wi = info(&f, 3);
+    assert_int_equal(wi.reason.auto_as, SCHED_P1);
+    assert_int_equal(wi.reason.auto_held, 0);
+    assert_int_equal(wi.reason.auto_guaranteed, 2000);
+    sched_reason_format(&wi.reason, "h100", 30, buf, sizeof buf);
+    assert_non_null(strstr(buf, "automatic class: owned (P1), within the project's guarantee "
+                                "(0 owned in use + 1 <= 2)"));
+    /* The victim releases: the owner's work starts, owned. */
+    int64_t victim = f.d.victims[f.d.preemptions[0].first_victim].workload_id;
+    assert_int_equal(sched_released(f.s, victim, 40), 0);
+    pass(&f, 50);
+    assert_int_equal(must_admit(&f, 3)->pclass, SCHED_P1);
+    assert_false(must_admit(&f, 3)->borrowed);
+    fx_release(&f);
+}
+
+/*
+ * Automatic work beyond the guarantee waits as opportunistic work, and
+ * within the project one automatic workload never preempts another of the
+ * same priority: guarantee 1, limit 2, a 2-GPU automatic workload runs as P2;
+ * a 1-GPU automatic one would be owned but is over the limit and waits (an
+ * explicit owned one would take the P2 work down).
+ */
+static void test_auto_spares_own_auto_work(void **state)
+{
+    struct fx f;
+    char buf[512];
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    add_node(&f, 1, 4, C1, 0);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, 1000, 2000), 0);
+    struct sched_workload_spec big = wl(1, 10, SCHED_AUTO, 1, C1, 2000, 0);
+    submit(&f, &big, 0);
+    pass(&f, 10);
+    assert_int_equal(must_admit(&f, 1)->pclass, SCHED_P2);
+    submit1(&f, 2, 10, SCHED_AUTO, C1, 1000, 20);
+    pass(&f, 30);
+    assert_null(find_admit(&f, 2));
+    assert_int_equal(f.d.n_preemptions, 0);
+    assert_reason(&f, 2, SCHED_WAIT_LIMIT);
+    assert_int_equal(info(&f, 2).reason.auto_as, SCHED_P1);
+    /* Beyond the guarantee: waits as P2, and says so. */
+    submit1(&f, 3, 10, SCHED_AUTO, C1, 2000, 40);
+    pass(&f, 50);
+    assert_reason(&f, 3, SCHED_WAIT_LIMIT);
+    struct sched_workload_info wi = info(&f, 3);
+    assert_int_equal(wi.reason.auto_as, SCHED_P2);
+    sched_reason_format(&wi.reason, "h100", 50, buf, sizeof buf);
+    assert_non_null(strstr(buf, "automatic class: opportunistic (P2), beyond the project's "
+                                "guarantee (0 owned in use + 2 > 1)"));
+    /* An explicit owned workload does make the project's P2 work go. */
+    submit1(&f, 4, 10, SCHED_P1, C1, 1000, 60);
+    pass(&f, 70);
+    assert_int_equal(f.d.n_preemptions, 1);
+    assert_int_equal(f.d.victims[0].workload_id, 1);
+    fx_release(&f);
+}
+
+/* A restored automatic workload keeps the class it was admitted as. */
+static void test_auto_restore_keeps_class(void **state)
+{
+    struct fx f;
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    add_node(&f, 1, 4, C1, 0);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, 2000, -1), 0);
+    struct sched_workload_spec w = wl(1, 10, SCHED_AUTO, 1, C1, 1000, 0);
+    int64_t gpus[1] = {101};
+    int32_t milli[1] = {1000}, rep[1] = {0};
+    /* Within the guarantee now, but it was admitted as P2: it stays P2. */
+    assert_int_equal(sched_restore_running(f.s, &w, SCHED_P2, gpus, milli, rep, 1, 0, false), 0);
+    assert_int_equal(info(&f, 1).runs_as, SCHED_P2);
+    assert_int_equal(usage(&f, 10, C1).p2, 1000);
+    /* Without a class, the rule decides; a fixed class cannot be restored as the other. */
+    struct sched_workload_spec w2 = wl(2, 10, SCHED_AUTO, 1, C1, 1000, 0);
+    gpus[0] = 102;
+    assert_int_equal(sched_restore_running(f.s, &w2, 0, gpus, milli, rep, 1, 0, false), 0);
+    assert_int_equal(info(&f, 2).runs_as, SCHED_P1);
+    struct sched_workload_spec w3 = wl(3, 10, SCHED_P1, 1, C1, 1000, 0);
+    gpus[0] = 103;
+    assert_int_equal(sched_restore_running(f.s, &w3, SCHED_P2, gpus, milli, rep, 1, 0, false),
+                     SCHED_EINVAL);
+    fx_release(&f);
+}
+
 static void test_invalid_input(void **state)
 {
     struct sched_config cfg;
@@ -2087,6 +2244,10 @@ int main(void)
         cmocka_unit_test(test_reason_says_when_preemptible),
         cmocka_unit_test(test_reason_per_replica_and_guarantee),
         cmocka_unit_test(test_owner_not_kept_off_by_borrower_hold),
+        cmocka_unit_test(test_auto_owned_then_opportunistic),
+        cmocka_unit_test(test_auto_reclaims_within_guarantee),
+        cmocka_unit_test(test_auto_spares_own_auto_work),
+        cmocka_unit_test(test_auto_restore_keeps_class),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -298,7 +298,8 @@ L=$(submit guests -- sh -c 'echo L-ran; sleep 1.2')
 wait_held "$K" K
 wait_slurm_staged "$L" "$K"
 l_job=$STAGED_JOB
-O=$(submit owners -- sh -c 'echo O-ran; sleep 1.2')
+# O opportunistic: as automatic (owned) work it would take back its pool from K instead.
+O=$(submit owners --opportunistic -- sh -c 'echo O-ran; sleep 1.2')
 wait_unstaged "$L" "other work now waits"
 wait_slurm_gone "$l_job" "workload L, taken back"
 expect_eq "$(state_of "$O")" queued "the other project's workload O while K runs"
