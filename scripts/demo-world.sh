@@ -87,13 +87,14 @@ as rita -o json run --flavor a100.1x --owned --duration 15s --name sim-eval \
 as victor -o json run --flavor a100.1x --duration 25s --name quick-eval \
   -- python eval.py --split val >/dev/null
 
-# Robotics borrows vision's idle H100s: four sweeps of two GPUs, opportunistic,
-# long, with a short grace so that a reclaim takes seconds. Preempted sweeps go
+# Robotics borrows vision's idle H100s: four sweeps of two GPUs, long, with a
+# short grace so that a reclaim takes seconds. No class is given: robotics owns
+# no H100, so the automatic class makes them opportunistic. Preempted sweeps go
 # back to robotics' queue, except the last, which ends (--no-requeue).
 for i in 1 2 3 4; do
   more=()
   [ $i -eq 4 ] && more=(--no-requeue)
-  as rita run --project globex/robotics --flavor h100.1x --replicas 2 --opportunistic \
+  as rita run --project globex/robotics --flavor h100.1x --replicas 2 \
     --duration 4h --grace 10s "${more[@]}" --name "sweep-$i" \
     -- python sweep.py --trial "$i" >/dev/null
 done
@@ -106,10 +107,11 @@ done
 [ "$running" -eq 4 ] || echo "demo-world: only $running of robotics' sweeps started" >&2
 
 # Let the borrowed GPUs be seen busy for a while (GPUAAS_DEMO_RECLAIM_AFTER_S, default
-# 15 s), then vision wants its node back: owned (P1) work of all eight GPUs. The scheduler
-# preempts the borrowed sweeps (they go back to robotics' queue) and starts it.
+# 15 s), then vision wants its node back: work of all eight GPUs, with no class given,
+# which the automatic class makes owned (P1): vision's guarantee is that node. The
+# scheduler preempts the borrowed sweeps (they go back to robotics' queue) and starts it.
 sleep "${GPUAAS_DEMO_RECLAIM_AFTER_S:-15}"
-as victor -o json run --flavor h100.8x --owned --duration 2h --name detector-train \
+as victor -o json run --flavor h100.8x --duration 2h --name detector-train \
   -- python train_detector.py --epochs 90 >/dev/null
 echo "demo world: acme (vision, nlp) and globex (robotics); robotics borrows vision's H100s," \
   "vision reclaims them (simulated); users and tokens in $users_file"

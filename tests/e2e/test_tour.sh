@@ -59,6 +59,12 @@ expect_eq "$(jq -r .gpu_milli <<<"$entry")" 8000 "eight GPUs reclaimed"
 preemptor=$(jq -r .preemptor_id <<<"$entry")
 expect_eq "$(g -o json show "$preemptor" | jq -r .workload.name)" detector-train "the preemptor"
 wait_state "$preemptor" running 60
+expect_contains "$(g -o json show "$preemptor" | jq -r '.events[].message')" \
+  "admitted as owned (P1) work (automatic: within the project's guarantee" \
+  "no class given: the automatic class made vision's work owned"
+expect_contains "$(as rita -o json ps | jq -r '.items[].reason')" \
+  "automatic class: opportunistic (P2), beyond the project's guarantee" \
+  "the requeued sweeps say they wait as opportunistic work"
 victim=$(jq -r '.victims[-1].workload_id' <<<"$entry")
 expect_contains "$(g -o json show "$victim" | jq -r '.events[].message')" \
   "preempted (rule reclaim" "the victim's events name the reclaim"
