@@ -11,6 +11,7 @@
 #include "base/common.h"
 
 #include "api/api-int.h"
+#include "engine/engine.h"
 
 static const char *str_of(const struct resource_def *def, const struct row *r, const char *f)
 {
@@ -115,8 +116,22 @@ static int check_update(struct req *r, const struct row *before, const struct ro
     return check_backing(r, after, ei);
 }
 
+/* The guarantee the scheduler applies: the explicit one, or what the pools own (null: neither). */
+static void decorate(struct req *r, const struct row *row, json_t *j)
+{
+    struct engine_quota_usage u;
+    if (r->api->opt.engine &&
+        engine_quota_usage(r->api->opt.engine, row_int(row, F_QUOTAS_PROJECT_ID),
+                           row_int(row, F_QUOTAS_GPU_CLASS_ID), &u) == 0)
+        json_object_set_new(j, "effective_guaranteed_milli", json_integer(u.guaranteed));
+}
+
 const struct resource_hooks quota_hooks = {
     .shapes_scheduling = true,
     .check_create = check_create,
     .check_update = check_update,
+    .decorate = decorate,
+    .computed = {"effective_guaranteed_milli", "integer",
+                 "the guarantee the scheduler applies now (milli-GPU): guaranteed_milli, or, when "
+                 "that is null, what the project's pools own in the class"},
 };

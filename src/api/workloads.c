@@ -180,13 +180,23 @@ static void after_commit(struct req *r, enum action act, const struct row *row)
         engine_submitted(r->api->opt.engine, model_row_id(row));
 }
 
-/* A queued workload's live queue position and reason. */
+/*
+ * A queued workload's live queue position and reason; a requeued victim's
+ * reason says it was preempted, so that its wait is not a mystery.
+ */
 static void decorate(struct req *r, const struct row *row, json_t *j)
 {
     struct engine_pending pending;
+    int64_t preempted = row_int(row, F_WORKLOADS_PREEMPTIONS);
     if (r->api->opt.engine && strcmp(row_get(row, F_WORKLOADS_STATE)->s, "queued") == 0 &&
         engine_pending(r->api->opt.engine, model_row_id(row), &pending) == 0 && pending.queued) {
-        json_object_set_new(j, "reason", json_string(pending.reason));
+        if (preempted > 0)
+            json_object_set_new(j, "reason",
+                                json_sprintf("%s; back in its place in the queue after %" PRId64
+                                             " preemption%s (gpuaas preemptions)",
+                                             pending.reason, preempted, preempted == 1 ? "" : "s"));
+        else
+            json_object_set_new(j, "reason", json_string(pending.reason));
         if (pending.position > 0)
             json_object_set_new(j, "queue_position", json_integer(pending.position));
     }

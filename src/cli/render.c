@@ -222,8 +222,17 @@ static char *format_column(const struct resource_def *def, const struct column *
     const struct field_def *f = find_field(def, col->field);
     const struct resource_def *ref = named_ref(def, col, names);
 
-    if (col->kind == COL_GUARANTEE && json_is_null(v))
-        return xstrdup("from pools"); /* the API does not say how much that is */
+    if (col->kind == COL_GUARANTEE && json_is_null(v)) {
+        /* Derived from the project's pools: the server says how much that is now. */
+        json_t *eff = json_object_get(obj, "effective_guaranteed_milli");
+        char *gpus, *text;
+        if (!json_is_integer(eff))
+            return xstrdup("from pools");
+        gpus = render_milli(json_integer_value(eff));
+        text = xasprintf("%s (from pools)", gpus);
+        free(gpus);
+        return text;
+    }
     if (!v || json_is_null(v))
         return xstrdup("-");
     if (ref && json_is_integer(v)) {

@@ -82,6 +82,15 @@ struct engine_capacity {
 /* Fills up to max entries, one per class; returns how many. */
 size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max);
 
+/* A project's quota in a class as the scheduler applies it now (milli-GPU). */
+struct engine_quota_usage {
+    int64_t guaranteed;           /* effective: explicit, or what its pools own */
+    int64_t owned, opportunistic; /* held as P1, as P2 */
+};
+/* ERR_NOT_FOUND when the scheduler knows no such project or class. */
+int engine_quota_usage(struct engine *e, int64_t project_id, int64_t class_id,
+                       struct engine_quota_usage *ret);
+
 /*
  * The engine's part of /metrics in Prometheus text format, appended to b:
  * workloads by state, outcomes, queue wait and reclaim latency histograms,

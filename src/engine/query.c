@@ -62,6 +62,20 @@ size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max
     return n;
 }
 
+int engine_quota_usage(struct engine *e, int64_t project_id, int64_t class_id,
+                       struct engine_quota_usage *ret)
+{
+    struct sched_usage u;
+    int rc;
+    pthread_mutex_lock(&e->lock);
+    rc = sched_project_usage(e->sched, project_id, class_id, &u);
+    pthread_mutex_unlock(&e->lock);
+    if (rc < 0)
+        return ERR_NOT_FOUND;
+    *ret = (struct engine_quota_usage){u.guaranteed, u.p1, u.p2};
+    return 0;
+}
+
 int engine_metrics_write(struct engine *e, struct buf *b)
 {
     static const char *const states[] = {NULL, "queued", "running", "preempting"};

@@ -27,6 +27,12 @@ classes_of() {
     "\([.[] | select(.priority_class == "owned")] | length) \([.[] | select(.priority_class == "opportunistic")] | length)"' <<<"$BODY"
 }
 
+# The guarantee the rule uses: derived from the pools, shown with its figure.
+api GET "/v1/quotas?project_id=$PROJECT_B" "$ADMIN_TOKEN"
+expect_eq "$(jq -r '.items[0] | "\(.guaranteed_milli) \(.effective_guaranteed_milli)"' <<<"$BODY")" \
+  "null 8000" "B's guarantee: none set, 8 GPUs from its pool"
+expect_contains "$("${admin[@]}" quota list)" "8 (from pools)" "quota list"
+
 # B: 12 jobs with no class flag, of class "auto".
 ids=()
 for i in $(seq 12); do
@@ -71,6 +77,8 @@ expect_eq "$(jq -r .state <<<"$BODY")" queued "a victim requeued"
 expect_contains "$(jq -r .reason <<<"$BODY")" \
   "automatic class: opportunistic (P2), beyond the project's guarantee (8 owned in use + 1 > 8)" \
   "the victim's reason"
+expect_contains "$(jq -r .reason <<<"$BODY")" \
+  "back in its place in the queue after 1 preemption (gpuaas preemptions)" "the victim's reason says why"
 
 # Metering rates each run as the class it got: B's first job owned, a victim's run opportunistic.
 "${bob[@]}" cancel "${ids[0]}" >/dev/null
