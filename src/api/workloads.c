@@ -181,6 +181,42 @@ static void after_commit(struct req *r, enum action act, const struct row *row)
 }
 
 /*
+ * Work waiting for room that pools closed to its project have (DESIGN
+ * "lending is explicit"): which, by the names the caller may see, and that
+ * their owners have not lent them. Others' pools the caller may not see are
+ * only counted.
+ */
+static const char *closed_pools_text(struct req *r, const struct engine_pending *p)
+{
+    const char *names = "";
+    size_t hidden = 0;
+
+    if (p->n_closed_pools == 0)
+        return p->reason;
+    for (size_t i = 0; i < p->n_closed_pools; i++) {
+        struct row pool;
+        if (resource_load_visible(r, &model_pools, p->closed_pools[i], &pool, NULL) < 0)
+            hidden++;
+        else
+            names = arena_printf(&r->arena, "%s%s%s", names, *names ? ", " : "",
+                                 row_get(&pool, F_POOLS_NAME)->s);
+    }
+    if (hidden > 0)
+        names = arena_printf(&r->arena, "%s%s%zu pool%s of other owners", names,
+                             *names ? " and " : "", hidden, hidden == 1 ? "" : "s");
+    if (p->never)
+        return arena_printf(&r->arena,
+                            "no GPUs this project may use can run it; %s could, but %s not lent "
+                            "to this project: their owners can add it to the pool's access list",
+                            names, p->n_closed_pools == 1 ? "is" : "are");
+    return arena_printf(&r->arena,
+                        "%s; %s %s room now but %s not lent to this project: their owners can "
+                        "add it to the pool's access list",
+                        p->reason, names, p->n_closed_pools == 1 ? "has" : "have",
+                        p->n_closed_pools == 1 ? "is" : "are");
+}
+
+/*
  * A queued workload's live queue position and reason; a requeued victim's
  * reason says it was preempted, so that its wait is not a mystery.
  */
@@ -190,13 +226,14 @@ static void decorate(struct req *r, const struct row *row, json_t *j)
     int64_t preempted = row_int(row, F_WORKLOADS_PREEMPTIONS);
     if (r->api->opt.engine && strcmp(row_get(row, F_WORKLOADS_STATE)->s, "queued") == 0 &&
         engine_pending(r->api->opt.engine, model_row_id(row), &pending) == 0 && pending.queued) {
+        const char *reason = closed_pools_text(r, &pending);
         if (preempted > 0)
             json_object_set_new(j, "reason",
                                 json_sprintf("%s; back in its place in the queue after %" PRId64
                                              " preemption%s (gpuaas preemptions)",
-                                             pending.reason, preempted, preempted == 1 ? "" : "s"));
+                                             reason, preempted, preempted == 1 ? "" : "s"));
         else
-            json_object_set_new(j, "reason", json_string(pending.reason));
+            json_object_set_new(j, "reason", json_string(reason));
         if (pending.position > 0)
             json_object_set_new(j, "queue_position", json_integer(pending.position));
     }

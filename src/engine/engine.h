@@ -70,7 +70,14 @@ void engine_config_changed(struct engine *e, const struct resource_def *def, con
 struct engine_pending {
     bool queued;
     int position;
-    char reason[256];
+    char reason[512];
+    /*
+     * Waiting for room (never: no node it may use can ever run it): pools its
+     * project may not borrow that have the room (lending is explicit).
+     */
+    bool never;
+    int64_t closed_pools[4];
+    size_t n_closed_pools;
 };
 int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending *ret);
 

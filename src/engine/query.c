@@ -43,6 +43,11 @@ int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending 
         ret->position = info.queue_position;
         sched_reason_format(&info.reason, engine__class_name(e, info.reason.class_id),
                             time_now_ms(), ret->reason, sizeof(ret->reason));
+        ret->never = info.reason.code == SCHED_WAIT_NO_NODES;
+        if (ret->never || info.reason.code == SCHED_WAIT_CAPACITY)
+            ret->n_closed_pools =
+                sched_closed_pools_with_room(e->sched, workload_id, !ret->never, ret->closed_pools,
+                                             ARRAY_SIZE(ret->closed_pools));
     }
     pthread_mutex_unlock(&e->lock);
     return rc < 0 ? ERR_NOT_FOUND : 0;

@@ -792,6 +792,38 @@ int64_t place__largest_free(const struct sched *s, int32_t w)
     return most;
 }
 
+size_t place__closed_room(const struct sched *s, int32_t w, bool now, int64_t *ret_pool_ids,
+                          size_t max)
+{
+    const struct workload *wl = &s->wls[w];
+    const struct project *p = &s->projects[wl->project];
+    int32_t k = wl->spec.gpu_milli >= WHOLE ? wl->spec.gpu_milli / WHOLE : 1;
+    int32_t want = wl->spec.gpu_milli >= WHOLE ? WHOLE : wl->spec.gpu_milli;
+    size_t n = 0;
+
+    if (wl->cls == NONE)
+        return 0;
+    for (int32_t i = 0; i < s->classes[wl->cls].slots.n && n < max; i++) {
+        const struct slot *st = &s->slots[s->classes[wl->cls].slots.v[i]];
+        const struct node *nd = &s->nodes[st->node];
+        int32_t room = 0;
+        bool seen = false;
+        if (st->pool == NONE || sched__project_may_use_pool(s, p, st->pool) ||
+            nd->state == SCHED_NODE_DOWN || (now && nd->state != SCHED_NODE_READY) ||
+            !place__node_fits_labels(nd, &wl->spec) ||
+            (nd->cpu_cap && (now ? nd->cpu_free : nd->cpu_cap) < wl->spec.cpu_milli) ||
+            (nd->mem_cap && (now ? nd->mem_free : nd->mem_cap) < wl->spec.mem_mib))
+            continue;
+        for (size_t j = 0; j < n && !seen; j++)
+            seen = ret_pool_ids[j] == s->pools[st->pool].id;
+        for (int32_t j = 0; j < st->gpus.n && !seen; j++)
+            room += !now || s->gpus[st->gpus.v[j]].free >= want;
+        if (!seen && room >= k)
+            ret_pool_ids[n++] = s->pools[st->pool].id;
+    }
+    return n;
+}
+
 bool place__ever_fits(const struct sched *s, int32_t w)
 {
     const struct workload *wl = &s->wls[w];

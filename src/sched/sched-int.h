@@ -317,6 +317,13 @@ void place__release(struct sched *s, int32_t w);
 void place__index_assigns(struct sched *s, int32_t w);
 /* Largest per-replica amount the class could give this workload now (for reasons). */
 int64_t place__largest_free(const struct sched *s, int32_t w);
+/*
+ * Pools w's project may not use where one replica of w would fit (now: on a
+ * ready node with the room free now; else: on a node not down, at all):
+ * lending they could do. Up to max ids, each once; returns how many.
+ */
+size_t place__closed_room(const struct sched *s, int32_t w, bool now, int64_t *ret_pool_ids,
+                          size_t max);
 /* Whether some node could ever hold one replica of w (class, size, labels). */
 bool place__ever_fits(const struct sched *s, int32_t w);
 /* The index of block b among place__blocks' (its slots: block_slots[block_start[i]..]), or NONE. */

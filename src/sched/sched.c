@@ -1062,6 +1062,15 @@ int sched_workload_info(const struct sched *s, int64_t workload_id,
     return 0;
 }
 
+size_t sched_closed_pools_with_room(const struct sched *s, int64_t workload_id, bool now,
+                                    int64_t *ret_pool_ids, size_t max)
+{
+    int32_t w = idmap_get(&s->workload_ids, workload_id);
+    if (w == NONE || s->wls[w].state != SCHED_QUEUED)
+        return 0;
+    return place__closed_room(s, w, now, ret_pool_ids, max);
+}
+
 /* Whether two workloads ask for the same resources in the same way. */
 static bool same_shape(const struct sched_workload_spec *a, const struct sched_workload_spec *b)
 {

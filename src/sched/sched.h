@@ -367,6 +367,14 @@ struct sched_workload_info {
 
 int sched_workload_info(const struct sched *s, int64_t workload_id,
                         struct sched_workload_info *ret);
+/*
+ * For a queued workload's reason (DESIGN "lending is explicit"): pools its
+ * project may not borrow where one replica would fit, with the room free
+ * now (now) or at all (!now: for work no open node can ever run). Up to max
+ * ids, each once; returns how many (0 for an unknown or running workload).
+ */
+size_t sched_closed_pools_with_room(const struct sched *s, int64_t workload_id, bool now,
+                                    int64_t *ret_pool_ids, size_t max);
 
 /*
  * The queued workload that would take a running workload's GPUs when it

@@ -2156,6 +2156,39 @@ static void test_auto_restore_keeps_class(void **state)
     fx_release(&f);
 }
 
+/* Pools closed to a project that could run its work, for its reason (lending is explicit). */
+static void test_closed_pools_with_room(void **state)
+{
+    struct fx f;
+    int64_t ids[4];
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    project(&f, 30, 3, 1);
+    pool_owned(&f, 7, 10, NULL, 0);
+    pool_owned(&f, 8, 20, NULL, 0);
+    add_node(&f, 1, 2, C1, 7);
+    add_node(&f, 2, 2, C1, 8);
+    submit1(&f, 1, 30, SCHED_AUTO, C1, 1000, 0);
+    pass(&f, 10);
+    assert_reason(&f, 1, SCHED_WAIT_NO_NODES);
+    assert_int_equal(sched_closed_pools_with_room(f.s, 1, false, ids, 4), 2);
+    assert_true((ids[0] == 7 && ids[1] == 8) || (ids[0] == 8 && ids[1] == 7));
+    /* Pool 7 full: only pool 8 has room now; both could run it at all. */
+    submit1(&f, 2, 10, SCHED_P2, C1, 2000, 20);
+    pass(&f, 30);
+    must_admit(&f, 2);
+    assert_int_equal(sched_closed_pools_with_room(f.s, 1, true, ids, 4), 1);
+    assert_int_equal(ids[0], 8);
+    assert_int_equal(sched_closed_pools_with_room(f.s, 1, false, ids, 4), 2);
+    assert_int_equal(sched_closed_pools_with_room(f.s, 1, true, ids, 1), 1);
+    /* Not for running work, nor for unknown work. */
+    assert_int_equal(sched_closed_pools_with_room(f.s, 2, true, ids, 4), 0);
+    assert_int_equal(sched_closed_pools_with_room(f.s, 99, true, ids, 4), 0);
+    fx_release(&f);
+}
+
 static void test_invalid_input(void **state)
 {
     struct sched_config cfg;
@@ -2248,6 +2281,7 @@ int main(void)
         cmocka_unit_test(test_auto_reclaims_within_guarantee),
         cmocka_unit_test(test_auto_spares_own_auto_work),
         cmocka_unit_test(test_auto_restore_keeps_class),
+        cmocka_unit_test(test_closed_pools_with_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
