@@ -201,7 +201,12 @@ static int load_pools(struct engine *e, struct arena *a, struct row **ret, size_
                                      .access_project_ids = aps,
                                      .n_access_projects = nap,
                                      .access_org_ids = aos,
-                                     .n_access_orgs = nao};
+                                     .n_access_orgs = nao,
+                                     .lend_to_all = row_int(p, F_POOLS_LEND_TO_ALL) != 0,
+                                     .lending_limit =
+                                         row_get(p, F_POOLS_LENDING_LIMIT_MILLI)->null
+                                             ? 0
+                                             : row_int(p, F_POOLS_LENDING_LIMIT_MILLI)};
         sched_set_pool(e->sched, &ps);
         json_decref(ap);
         json_decref(ao);

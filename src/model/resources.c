@@ -333,6 +333,12 @@ static const struct field_def pool_fields[] = {
     [F_POOLS_ACCESS_ORG_IDS] = {"access_org_ids", NULL, FT_REFLIST, 0, 0, 10000, NULL,
                                 "organizations", 0, "[]",
                                 "organizations whose projects may borrow this pool"},
+    [F_POOLS_LEND_TO_ALL] = {"lend_to_all", NULL, FT_BOOL, 0, 0, 1, NULL, NULL, 0, NULL,
+                             "every project may borrow this pool, whatever the access lists say"},
+    [F_POOLS_LENDING_LIMIT_MILLI] =
+        {"lending_limit_milli", NULL, FT_INT, FF_NULLABLE, 1, INT64_C(1) << 40, NULL, NULL, 0, NULL,
+         "at most this much of the pool (milli-GPU) held by projects that do not own it at "
+         "once (Kueue's lendingLimit); null for no limit. Lowering it preempts nothing"},
     [F_POOLS_CREATED_AT] = CREATED_FIELD,
     [F_POOLS_UPDATED_AT] = UPDATED_FIELD,
 };

@@ -396,12 +396,18 @@ static bool vfits(struct sched *s, int32_t w, int32_t n, int32_t cls, int32_t *r
         return false;
     for (int32_t i = 0; i < nd->slots.n && got < k; i++) {
         const struct slot *st = &s->slots[nd->slots.v[i]];
+        int32_t from_slot = 0;
         if (st->cls != cls)
             continue;
         for (int32_t j = 0; j < st->gpus.n && got < k; j++) {
             int32_t g = st->gpus.v[j];
-            if (*vfree_of(s, g) >= want && place__gpu_usable(s, w, g))
+            /* Within the pool's lending limit as it is now (victims' lending is not counted off).
+             */
+            if (*vfree_of(s, g) >= want && place__gpu_usable(s, w, g) &&
+                place__may_lend(s, w, st->pool, (int64_t)(from_slot + 1) * want)) {
                 ret_gpus[got++] = g;
+                from_slot++;
+            }
         }
     }
     return got == k;

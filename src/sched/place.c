@@ -171,11 +171,35 @@ bool place__node_usable(const struct sched *s, int32_t w, int32_t n)
                                             node_owned_by_not(s, n, wl->project, holder->project)));
 }
 
+void place__lend(struct sched *s, int32_t w, int32_t g, int32_t milli, int sign)
+{
+    int32_t pool = s->gpus[g].pool;
+    if (pool != NONE && !sched__owns_pool(s, &s->projects[s->wls[w].project], pool))
+        s->pools[pool].lent += sign * milli;
+}
+
+bool place__may_lend(const struct sched *s, int32_t w, int32_t pool, int64_t milli)
+{
+    const struct pool *pl;
+    if (pool == NONE)
+        return true;
+    pl = &s->pools[pool];
+    return pl->lending_limit < 0 || pl->lent + milli <= pl->lending_limit ||
+           sched__owns_pool(s, &s->projects[s->wls[w].project], pool);
+}
+
+/* One device of a replica of w: its whole share, or one whole device. */
+static int32_t per_device(const struct workload *wl)
+{
+    return wl->spec.gpu_milli >= WHOLE ? WHOLE : wl->spec.gpu_milli;
+}
+
 bool place__gpu_usable(const struct sched *s, int32_t w, int32_t g)
 {
     const struct workload *wl = &s->wls[w];
     int32_t pool = s->gpus[g].pool;
-    if (!sched__project_may_use_pool(s, &s->projects[wl->project], pool))
+    if (!sched__project_may_use_pool(s, &s->projects[wl->project], pool) ||
+        !place__may_lend(s, w, pool, per_device(wl)))
         return false;
     if (wl->spec.n_pools == 0)
         return true;
@@ -232,6 +256,7 @@ static void take_node_room(struct sched *s, struct gang *gg, int32_t replica, in
 static void assign(struct sched *s, struct gang *gg, int32_t replica, int32_t g, int32_t milli)
 {
     place__gpu_take(s, g, milli);
+    place__lend(s, gg->w, g, milli, +1);
     gg->as[gg->n_as++] = (struct sched_assign){.replica = replica,
                                                .node_id = s->nodes[s->gpus[g].node].id,
                                                .gpu_id = s->gpus[g].id,
@@ -323,7 +348,8 @@ static bool place_whole_in_block(struct sched *s, struct gang *gg, int32_t repli
     for (int32_t i = c->block_start[bi]; i < c->block_start[bi + 1]; i++) {
         const struct slot *st = &s->slots[c->block_slots[i]];
         if (st->free_whole < k || (best != NONE && st->free_whole >= s->slots[best].free_whole) ||
-            !bin_usable(gg, st->pool) || !node_ok(s, gg, st->node))
+            !bin_usable(gg, st->pool) || !node_ok(s, gg, st->node) ||
+            !place__may_lend(s, gg->w, st->pool, (int64_t)k * WHOLE))
             continue;
         best = c->block_slots[i];
     }
@@ -342,6 +368,8 @@ static bool place_whole(struct sched *s, struct gang *gg, int32_t replica, int32
     for (int32_t b = k; b <= s->classes[cls].max_gpus_per_node; b++) {
         for (int32_t i = 0; i < gg->n_bins; i++) {
             const struct bin *bn = place__bin(s, cls, gg->bins[i]);
+            if (!place__may_lend(s, gg->w, gg->bins[i], (int64_t)k * WHOLE))
+                continue;
             for (int32_t sl = bn->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
                 const struct slot *st = &s->slots[sl];
                 if (!node_ok(s, gg, st->node))
@@ -362,6 +390,8 @@ static bool place_share(struct sched *s, struct gang *gg, int32_t replica, int32
         int32_t best = NONE;
         for (int32_t i = 0; i < gg->n_bins; i++) {
             const struct bin *bn = place__bin(s, cls, gg->bins[i]);
+            if (!place__may_lend(s, gg->w, gg->bins[i], milli))
+                continue;
             for (int32_t g = bn->share_head[b]; g != NONE; g = s->gpus[g].snext) {
                 const struct gpu *gp = &s->gpus[g];
                 if (gp->free < milli || (best != NONE && gp->free >= s->gpus[best].free))
@@ -379,6 +409,8 @@ static bool place_share(struct sched *s, struct gang *gg, int32_t replica, int32
     for (int32_t b = 1; b <= s->classes[cls].max_gpus_per_node; b++) {
         for (int32_t i = 0; i < gg->n_bins; i++) {
             const struct bin *bn = place__bin(s, cls, gg->bins[i]);
+            if (!place__may_lend(s, gg->w, gg->bins[i], milli))
+                continue;
             for (int32_t sl = bn->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
                 const struct slot *st = &s->slots[sl];
                 if (!node_ok(s, gg, st->node))
@@ -422,7 +454,8 @@ static bool place_by_policy(struct sched *s, struct gang *gg, int32_t replica)
         struct sched_node_view v = {nd->id, nd->cpu_free, nd->cpu_cap, nd->mem_free, nd->mem_cap,
                                     0, s->view_free, s->view_ids};
         int64_t score;
-        if (!node_ok(s, gg, st->node))
+        if (!node_ok(s, gg, st->node) ||
+            !place__may_lend(s, gg->w, st->pool, (int64_t)k * per_device(wl)))
             continue;
         for (int32_t k2 = 0; k2 < st->gpus.n; k2++) {
             int32_t g = st->gpus.v[k2];
@@ -552,8 +585,11 @@ static void undo(struct sched *s, struct gang *gg, int32_t n_replicas)
 {
     const struct sched_workload_spec *sp = &s->wls[gg->w].spec;
     for (int32_t i = 0; i < gg->n_as; i++) {
-        if (gg->as[i].gpu_id)
-            place__gpu_give(s, idmap_get(&s->gpu_ids, gg->as[i].gpu_id), gg->as[i].milli);
+        if (gg->as[i].gpu_id) {
+            int32_t g = idmap_get(&s->gpu_ids, gg->as[i].gpu_id);
+            place__gpu_give(s, g, gg->as[i].milli);
+            place__lend(s, gg->w, g, gg->as[i].milli, -1);
+        }
     }
     for (int32_t r = 0; r < n_replicas; r++) {
         s->nodes[gg->replica_node[r]].cpu_free += sp->cpu_milli;
@@ -747,8 +783,10 @@ void place__release(struct sched *s, int32_t w)
     for (int32_t i = 0; i < wl->n_assigns; i++) {
         const struct sched_assign *a = &wl->assigns[i];
         int32_t n = wl->at[2 * i];
-        if (a->gpu_id)
+        if (a->gpu_id) {
             place__gpu_give(s, wl->at[2 * i + 1], a->milli);
+            place__lend(s, w, wl->at[2 * i + 1], a->milli, -1);
+        }
         /* A replica's devices are contiguous and on one node: give its CPU and memory once. */
         if (a->replica != last_replica) {
             s->nodes[n].cpu_free += wl->spec.cpu_milli;

@@ -109,6 +109,9 @@ struct pool {
     int64_t owner_project_id, owner_org_id;
     int64_t *access_projects, *access_orgs;
     size_t n_access_projects, n_access_orgs;
+    bool lend_to_all;
+    int64_t lending_limit; /* milli; < 0: none */
+    int64_t lent;          /* milli held by projects that do not own it */
 };
 
 /* ---- tenants ---- */
@@ -305,6 +308,10 @@ void place__slot_unlink(struct sched *s, int32_t slot);
 void place__gpu_link(struct sched *s, int32_t g);
 void place__gpu_unlink(struct sched *s, int32_t g);
 bool place__node_fits_labels(const struct node *n, const struct sched_workload_spec *spec);
+/* What w holds of device g (milli) counts against its pool's lending (sign +1) or stops (-1). */
+void place__lend(struct sched *s, int32_t w, int32_t g, int32_t milli, int sign);
+/* Whether pool (NONE: none) may lend milli more to w's project (always, to its owner). */
+bool place__may_lend(const struct sched *s, int32_t w, int32_t pool, int64_t milli);
 /*
  * Places every replica of w, or none: on success its assigns are set and the
  * capacity is taken. ignore_hol tells whether head-of-line reservations of

@@ -395,8 +395,25 @@ int sched_set_project(struct sched *s, int64_t project_id, int64_t org_id, int w
     return 0;
 }
 
+/* What each pool lends, counted afresh (its owner changed: who borrows it changed too). */
+static void recount_lent(struct sched *s)
+{
+    for (int32_t p = 0; p < s->n_pools; p++)
+        s->pools[p].lent = 0;
+    for (int32_t w = 0; w < s->n_wls; w++) {
+        const struct workload *wl = &s->wls[w];
+        if (!wl->in_use || wl->state == SCHED_QUEUED)
+            continue;
+        for (int32_t i = 0; i < wl->n_assigns; i++) {
+            if (wl->assigns[i].gpu_id)
+                place__lend(s, w, wl->at[2 * i + 1], wl->assigns[i].milli, +1);
+        }
+    }
+}
+
 int sched_set_pool(struct sched *s, const struct sched_pool_spec *spec)
 {
+    bool new_owner;
     int32_t p = idmap_get(&s->pool_ids, spec->id);
     struct pool *pl;
     if (spec->id <= 0 || (spec->owner_project_id == 0) == (spec->owner_org_id == 0))
@@ -410,6 +427,8 @@ int sched_set_pool(struct sched *s, const struct sched_pool_spec *spec)
             grow_bins(&s->classes[c], s->n_pools + 1);
     }
     pl = &s->pools[p];
+    new_owner =
+        pl->owner_project_id != spec->owner_project_id || pl->owner_org_id != spec->owner_org_id;
     free(pl->access_projects);
     free(pl->access_orgs);
     pl->id = spec->id;
@@ -417,6 +436,10 @@ int sched_set_pool(struct sched *s, const struct sched_pool_spec *spec)
     pl->owner_org_id = spec->owner_org_id;
     pl->n_access_projects = spec->n_access_projects;
     pl->n_access_orgs = spec->n_access_orgs;
+    pl->lend_to_all = spec->lend_to_all;
+    pl->lending_limit = spec->lending_limit > 0 ? spec->lending_limit : -1;
+    if (new_owner)
+        recount_lent(s);
     pl->access_projects = xcalloc(spec->n_access_projects, sizeof(int64_t));
     pl->access_orgs = xcalloc(spec->n_access_orgs, sizeof(int64_t));
     if (spec->n_access_projects)
@@ -444,7 +467,7 @@ bool sched__project_may_use_pool(const struct sched *s, const struct project *p,
     if (pool == NONE)
         return true;
     pl = &s->pools[pool];
-    if (pl->owner_project_id == p->id || pl->owner_org_id == p->org_id)
+    if (pl->owner_project_id == p->id || pl->owner_org_id == p->org_id || pl->lend_to_all)
         return true;
     for (size_t i = 0; i < pl->n_access_projects; i++) {
         if (pl->access_projects[i] == p->id)
@@ -957,6 +980,7 @@ int sched_restore_running(struct sched *s, const struct sched_workload_spec *spe
     for (size_t i = 0; i < n; i++) {
         int32_t g = idmap_get(&s->gpu_ids, gpus[i]);
         place__gpu_take(s, g, milli[i]);
+        place__lend(s, w, g, milli[i], +1);
         if (i == 0 || replica_of[i] != replica_of[i - 1]) {
             s->nodes[s->gpus[g].node].cpu_free -= spec->cpu_milli;
             s->nodes[s->gpus[g].node].mem_free -= spec->mem_mib;

@@ -132,8 +132,10 @@ int sched_set_project(struct sched *s, int64_t project_id, int64_t org_id, int w
 /*
  * A pool's owner (a project, or else an organization) and who may borrow it.
  * GPUs in no pool are open to every project. A project may use a pool's GPUs
- * when it owns the pool, its organization owns it, or it (or its
- * organization) is on the access list.
+ * when it owns the pool, its organization owns it, it (or its organization)
+ * is on the access list, or the pool is lent to all. A lending limit caps
+ * what projects that do not own the pool hold of it at once (placement
+ * keeps under it; lowering it preempts nothing).
  */
 struct sched_pool_spec {
     int64_t id;
@@ -143,6 +145,8 @@ struct sched_pool_spec {
     size_t n_access_projects;
     const int64_t *access_org_ids;
     size_t n_access_orgs;
+    bool lend_to_all;
+    int64_t lending_limit; /* milli-GPU; 0 (or less): none (a pool that lends nothing is closed) */
 };
 
 int sched_set_pool(struct sched *s, const struct sched_pool_spec *spec);

@@ -438,6 +438,11 @@ static const char migration_5[] =
 static const char migration_6[] =
     "ALTER TABLE workloads ADD COLUMN imported BIGINT NOT NULL DEFAULT 0;\n";
 
+/* Pools lent to every project, and lending limits (DESIGN "lending is explicit"). */
+static const char migration_7[] =
+    "ALTER TABLE pools ADD COLUMN lend_to_all BIGINT NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE pools ADD COLUMN lending_limit_milli BIGINT;\n";
+
 static const struct {
     const char *name;
     const char *sql;
@@ -448,6 +453,7 @@ static const struct {
     {"imported GPU inventory", migration_4},
     {"workloads queued ahead in their cluster's queue", migration_5},
     {"workloads imported as history", migration_6},
+    {"pools lent to all, lending limits", migration_7},
 };
 
 int store_schema_latest(void)

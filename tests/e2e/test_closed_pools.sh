@@ -59,5 +59,31 @@ expect_contains "$(reason_as "$carol_token" "$c1")" \
 # Lent: it runs there.
 "${admin[@]}" pool update pool-a --access-projects team-b,team-c >/dev/null
 wait_state "$c1" running 15
+
+# Lent to all, at most 2 GPUs at once: C's second job gets the second, its third waits.
+"${admin[@]}" pool update pool-a --access-projects '' --lend-to-all true --lending-limit 2 >/dev/null
+api GET "/v1/pools?name=pool-a" "$ADMIN_TOKEN"
+expect_eq "$(jq -c '.items[0] | [.lend_to_all, .lending_limit_milli, .access_project_ids]' <<<"$BODY")" \
+  '[true,2000,[]]' "pool-a lent to all, at most 2 GPUs"
+wait_state "$c1" running 15
+c2=$("${carol[@]}" -o json run --flavor h100.1x --duration 1h -- x | jq -r .id)
+c3=$("${carol[@]}" -o json run --flavor h100.1x --duration 1h -- x | jq -r .id)
+wait_state "$c2" running 15
+sleep 1
+expect_eq "$(state_of "$c3")" queued "the lending limit holds C's third job back"
+api GET "/v1/inventory" "$ADMIN_TOKEN"
+expect_eq "$(jq '[.items[] | select(.used_by.project == "team-c")] | length' <<<"$BODY")" 2 \
+  "C holds two of pool A's GPUs"
+# Bad input: a lending limit of 0 or below is refused with a clear error, and nothing changes.
+rc=0
+"${admin[@]}" pool update pool-a --lending-limit-milli 0 >"$TMP/out" 2>&1 || rc=$?
+expect_eq "$rc" 2 "a lending limit of 0 is refused by the CLI"
+expect_contains "$(cat "$TMP/out")" "--lending-limit-milli: '0' is out of range" "the CLI's error"
+pool_a=$("${admin[@]}" -o json pool show pool-a | jq -r .id)
+api PATCH "/v1/pools/$pool_a" "$ADMIN_TOKEN" '{"lending_limit_milli":0}'
+expect_eq "$HTTP_STATUS" 400 "and by the API"
+expect_contains "$BODY" "lending_limit_milli" "the API's error names the field"
+api GET "/v1/pools?name=pool-a" "$ADMIN_TOKEN"
+expect_eq "$(jq '.items[0].lending_limit_milli' <<<"$BODY")" 2000 "the limit is unchanged"
 check_daemon_alive
 echo "PASS"

@@ -117,6 +117,8 @@ struct m_pool {
     int owner_proj, owner_org; /* -1 for none */
     int64_t acc_proj[M_PROJ], acc_org[M_ORG];
     size_t n_acc_proj, n_acc_org;
+    bool lend_to_all;
+    int64_t lending_limit; /* milli; 0: none */
 };
 
 struct m_proj {
@@ -345,7 +347,7 @@ static bool m_may_use_pool(const struct world *w, int p, int pool)
 {
     const struct m_pool *po = &w->pools[pool];
     int org = w->proj[p].org;
-    if (po->owner_proj == p || po->owner_org == org)
+    if (po->owner_proj == p || po->owner_org == org || po->lend_to_all)
         return true;
     for (size_t i = 0; i < po->n_acc_proj; i++)
         if (po->acc_proj[i] == w->proj[p].id)
@@ -382,6 +384,8 @@ static void configure(struct world *w)
         ps.n_access_projects = po->n_acc_proj;
         ps.access_org_ids = po->acc_org;
         ps.n_access_orgs = po->n_acc_org;
+        ps.lend_to_all = po->lend_to_all;
+        ps.lending_limit = po->lending_limit;
         check(w, sched_set_pool(w->s, &ps) == 0, "set_pool");
     }
     for (int n = 0; n < w->n_nodes; n++) {
@@ -467,6 +471,8 @@ static void build_world(struct world *w, uint64_t seed)
         for (int o = 0; o < w->n_org; o++)
             if (rng_pct(r, 20))
                 po->acc_org[po->n_acc_org++] = w->org[o].id;
+        po->lend_to_all = rng_pct(r, 15);
+        po->lending_limit = rng_pct(r, 30) ? rng_range(r, 1, 12) * 500 : 0;
     }
     w->n_nodes = (int)rng_range(r, 2, M_NODES);
     for (int n = 0; n < w->n_nodes; n++) {
@@ -917,6 +923,24 @@ static void check_usage(struct world *w)
                   "project %" PRId64 " class %" PRId64 ": P1 %" PRId64 " over guarantee %" PRId64,
                   w->proj[p].id, w->cls_id[c], p1, g);
         }
+    /* A pool never lends more than its lending limit (it never changes here). */
+    for (int pool = 0; pool < w->n_pools; pool++) {
+        int64_t lent = 0;
+        for (int i = 0; i < w->n_wl; i++) {
+            const struct m_wl *x = &w->wl[i];
+            if (x->state != M_RUNNING && x->state != M_PREEMPTING)
+                continue;
+            for (int k = 0; k < x->n_as; k++) {
+                int g = x->as[k].gpu;
+                if (g >= 0 && w->gpus[g].pool == pool && !m_owns_pool(w, x->proj, pool))
+                    lent += x->as[k].milli;
+            }
+        }
+        if (w->pools[pool].lending_limit > 0)
+            check(w, lent <= w->pools[pool].lending_limit,
+                  "pool %" PRId64 " lends %" PRId64 " over its limit %" PRId64, w->pools[pool].id,
+                  lent, w->pools[pool].lending_limit);
+    }
     for (int o = 0; o < w->n_org; o++)
         for (int c = 0; c < w->n_cls; c++)
             if (w->org[o].cap[c] >= 0)

@@ -2189,6 +2189,55 @@ static void test_closed_pools_with_room(void **state)
     fx_release(&f);
 }
 
+/*
+ * A pool lent to all with a lending limit of 3 GPUs: two other projects
+ * borrow 3 of its 8 GPUs between them and no more, whatever free GPUs it
+ * has; its owner is not limited; when a borrower's work ends the next
+ * borrower gets in. A 2-GPU replica that would cross the limit waits.
+ */
+static void test_lend_to_all_with_limit(void **state)
+{
+    struct fx f;
+    struct sched_pool_spec ps;
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    project(&f, 30, 3, 1);
+    memset(&ps, 0, sizeof ps);
+    ps.id = 7;
+    ps.owner_project_id = 10;
+    ps.lend_to_all = true;
+    ps.lending_limit = 3000;
+    assert_int_equal(sched_set_pool(f.s, &ps), 0);
+    add_node(&f, 1, 8, C1, 7);
+    submit1(&f, 1, 20, SCHED_P2, C1, 1000, 0);
+    submit1(&f, 2, 20, SCHED_P2, C1, 1000, 1);
+    submit1(&f, 3, 30, SCHED_P2, C1, 1000, 2);
+    submit1(&f, 4, 30, SCHED_P2, C1, 1000, 3);
+    submit1(&f, 5, 30, SCHED_P2, C1, 500, 4);
+    pass(&f, 10);
+    assert_int_equal(f.d.n_admits, 3); /* 3 GPUs lent, 5 still free */
+    assert_int_equal(class_free(&f, C1), 5000);
+    assert_state(&f, 5, SCHED_QUEUED); /* even half a GPU would cross the limit */
+    /* The owner is not limited. */
+    submit1(&f, 6, 10, SCHED_P2, C1, 4000, 20);
+    pass(&f, 30);
+    must_admit(&f, 6);
+    /* A borrower's work ends: the next borrower gets its share of the limit. */
+    assert_int_equal(sched_released(f.s, 1, 40), 0);
+    pass(&f, 50);
+    assert_int_equal(f.d.n_admits, 1); /* the last 1-GPU one: 3 lent again */
+    assert_state(&f, 5, SCHED_QUEUED);
+    /* Without the limit the half GPU fits too: 8 - 4 (owner) - 3 - 0.5 leaves 0.5. */
+    ps.lending_limit = 0;
+    assert_int_equal(sched_set_pool(f.s, &ps), 0);
+    pass(&f, 60);
+    must_admit(&f, 5);
+    assert_int_equal(class_free(&f, C1), 500);
+    fx_release(&f);
+}
+
 static void test_invalid_input(void **state)
 {
     struct sched_config cfg;
@@ -2282,6 +2331,7 @@ int main(void)
         cmocka_unit_test(test_auto_spares_own_auto_work),
         cmocka_unit_test(test_auto_restore_keeps_class),
         cmocka_unit_test(test_closed_pools_with_room),
+        cmocka_unit_test(test_lend_to_all_with_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
