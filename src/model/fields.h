@@ -70,11 +70,10 @@
     X(R, ID) X(R, NODE_ID) X(R, INDEX) X(R, UUID) X(R, GPU_CLASS_ID) X(R, MEMORY_MIB)              \
     X(R, MIG_MODE) X(R, HEALTH) X(R, CREATED_AT) X(R, UPDATED_AT)
 #define MODEL_POOLS_FIELDS(X, R)                                                                   \
-    X(R, ID)                                                                                       \
-    X(R, NAME) X(R, OWNER_ORG_ID) X(R, OWNER_PROJECT_ID) X(R, COST_PER_GPU_HOUR_MICROS)            \
-        X(R, CURRENCY) X(R, CLUSTER_ID) X(R, NODE_SELECTOR) X(R, GPU_IDS) X(R, ACCESS_PROJECT_IDS) \
-            X(R, ACCESS_ORG_IDS) X(R, LEND_TO_ALL) X(R, LENDING_LIMIT_MILLI) X(R, CREATED_AT)      \
-                X(R, UPDATED_AT)
+    X(R, ID) X(R, NAME) X(R, OWNER_ORG_ID) X(R, OWNER_PROJECT_ID)                                  \
+    X(R, COST_PER_GPU_HOUR_MICROS) X(R, CURRENCY) X(R, CLUSTER_ID) X(R, NODE_SELECTOR)             \
+    X(R, GPU_IDS) X(R, ACCESS_PROJECT_IDS) X(R, ACCESS_ORG_IDS) X(R, LEND_TO_ALL)                  \
+    X(R, LENDING_LIMIT_MILLI) X(R, CREATED_AT) X(R, UPDATED_AT)
 #define MODEL_FLAVORS_FIELDS(X, R)                                                                 \
     X(R, ID) X(R, NAME) X(R, DESCRIPTION) X(R, GPU_CLASS_ID) X(R, GPU_MILLI) X(R, VCPUS)           \
     X(R, MEMORY_MIB) X(R, PRICE_PER_HOUR_MICROS) X(R, CURRENCY) X(R, POOL_IDS)                     \
