@@ -300,5 +300,7 @@ function accessList(n, p, rowsOfPool) {
   const who = [...projects.filter(Boolean).map((x) => 'project ' + x), ...orgs.filter(Boolean).map((x) => 'organization ' + x)];
   const hidden = projects.length + orgs.length - who.length;
   if (hidden) who.push(hidden + (hidden === 1 ? ' team' : ' teams') + ' you cannot see');
-  return who.length ? who.join(', ') : 'only the owner';
+  const limit = p.lending_limit_milli != null ? ' · at most ' + gpus(p.lending_limit_milli) + ' GPUs lent at once' : '';
+  if (p.lend_to_all) return 'every project' + limit;
+  return who.length ? who.join(', ') + limit : 'only the owner';
 }

@@ -221,6 +221,8 @@ const steps = [
       const cells = (await page.locator('table.pools tbody tr', { hasText: pool }).innerText()).split('\t').map((x) => x.trim());
       // columns: pool, owner, where, cost, GPUs, in use, lent out, may borrow it, cost this month
       assert.equal(cells[6], String(lentByPool(pool)), pool + ' lent out, as the admin counts it');
+      if (pool === 'pool-b') assert.match(cells[7], /at most 8 GPUs lent at once/, 'pool-b’s lending limit');
+      else assert.doesNotMatch(cells[7], /at most/, pool + ' has no lending limit');
     }
     // carol's GPUs (globex, which maria cannot see): lent, to "another team", unnamed.
     const carols = truth.filter((g) => g.used_by && g.used_by.project === 'team-c');

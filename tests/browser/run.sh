@@ -45,6 +45,8 @@ g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
 "${g[@]}" org create globex >/dev/null
 "${g[@]}" project create team-c --org globex >/dev/null
 "${g[@]}" pool update pool-a --access-projects team-b,team-c >/dev/null
+# (a lending limit as large as the pool: shown, binding nothing)
+"${g[@]}" pool update pool-b --lending-limit 8 >/dev/null
 "${g[@]}" quota create --project team-c --gpu-class h100 --limit-milli 16000 >/dev/null
 for u in alice bob maria pat vic carol; do "${g[@]}" user create "$u" >/dev/null; done
 "${g[@]}" org update acme --manager maria >/dev/null
