@@ -8,7 +8,7 @@ import { api, session, dropCache } from './api.js';
 import { h, append, errorBox, nameOf } from './dom.js';
 import { byIds } from './api.js';
 import { fleet, manager } from './view-fleet.js';
-import { queues, workload, submit } from './view-work.js';
+import { workloads, queues, workload, submit } from './view-work.js';
 import { timeline } from './view-timeline.js';
 import { usage, quotas } from './view-usage.js';
 import { invoices } from './view-invoices.js';
@@ -16,6 +16,7 @@ import { invoices } from './view-invoices.js';
 const ROUTES = [
   { path: 'fleet', label: 'Fleet', title: 'Fleet overview', view: fleet },
   { path: 'manager', label: 'Manager', title: 'GPUs under me', view: manager },
+  { path: 'workloads', label: 'Workloads', title: 'Workloads', view: workloads },
   { path: 'queues', label: 'Queues', title: 'Queues', view: queues },
   { path: 'submit', label: 'Submit', title: 'Submit a workload', view: submit },
   { path: 'timeline', label: 'Timeline', title: 'GPU timeline', view: timeline },

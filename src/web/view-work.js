@@ -1,10 +1,101 @@
 // SPDX-License-Identifier: Apache-2.0
-// view-work.js: the queues (why each workload waits, and its place), one
-// workload with its events and allocations, and the submit form.
-import { api, listAll, byIds, dropCache } from './api.js';
-import { h, table, section, stat, stats, badge, classChip, importedChip, nameOf, time, duration, workloadLink, field, select, errorBox, gpus, money } from './dom.js';
+// view-work.js: the workload list (running, queued and finished work, with
+// filters), the queues (why each workload waits, and its place), one workload
+// with its usage, logs, events and allocations, and the submit form.
+import { api, listAll, byIds, byId, dropCache } from './api.js';
+import { h, table, section, stat, stats, badge, classChip, importedChip, nameOf, time, duration, workloadLink, field, select, errorBox, gpus, money, isSimulated } from './dom.js';
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'preempted']);
+const STATES = ['queued', 'admitted', 'running', 'preempting', 'succeeded', 'failed', 'cancelled', 'preempted'];
+const LIST_MAX = 200; // rows shown, newest first
+
+const ms = (t) => (typeof t === 'number' ? t * 1000 : Date.parse(t)); // API times: RFC 3339
+
+// Whether a workload is waiting (never started, or back in the queue).
+const waiting = (w) => w.state === 'queued' || w.started_at == null;
+
+// How long queued work has waited since it was submitted, or how long its last run ran (runs).
+function elapsedMs(w, now) {
+  if (waiting(w)) return now - w.submitted_ms;
+  const end = w.finished_at != null && ENDED.has(w.state) ? ms(w.finished_at) : now;
+  return Math.max(0, end - ms(w.started_at));
+}
+
+// GPU-hours of the held intervals, and the cost of them at the flavor's list price.
+function usageOf(allocs, flavor, now) {
+  let milliMs = 0;
+  for (const a of allocs) milliMs += a.milli * ((a.ended_ms ?? now) - a.started_ms);
+  const gpuHours = milliMs / 1000 / 3600000;
+  const perReplica = flavor && flavor.gpu_milli ? flavor.gpu_milli / 1000 : 0;
+  const cost = flavor && perReplica ? Math.round((gpuHours / perReplica) * flavor.price_per_hour_micros) : null;
+  return { gpuHours, cost };
+}
+
+/*
+ * Every workload the caller may see, newest first: mine, my project's, or all
+ * of them, by state, class, project, user and name. The filters live in the
+ * address (#/workloads?state=running&project=3), so a view can be shared.
+ */
+export async function workloads(ctx) {
+  const q = ctx.query;
+  const n = await byIds('projects', 'flavors', 'organizations');
+  const users = await byId('users').catch(() => new Map()); // a member may see only some users
+  const meId = ctx.me && ctx.me.user ? ctx.me.user.id : null;
+  const server = [];
+  if (q.project) server.push('project_id=' + encodeURIComponent(q.project));
+  if (q.class) server.push('priority_class=' + encodeURIComponent(q.class));
+  if (q.user) server.push('user_id=' + encodeURIComponent(q.user));
+  else if (q.scope === 'mine' && meId != null) server.push('user_id=' + meId);
+  if (STATES.includes(q.state)) server.push('state=' + q.state);
+  let items = await listAll('/v1/workloads' + (server.length ? '?' + server.join('&') : ''));
+  const truncated = items.truncated;
+  if (q.state === 'unfinished') items = items.filter((w) => !ENDED.has(w.state));
+  if (q.state === 'finished') items = items.filter((w) => ENDED.has(w.state));
+  if (q.name) items = items.filter((w) => (w.name || '').toLowerCase().includes(q.name.toLowerCase()));
+  items.sort((a, b) => b.id - a.id);
+  const now = Date.now();
+
+  const set = (key, value) => {
+    const next = { ...q, [key]: value };
+    if (!value) delete next[key];
+    const qs = new URLSearchParams(next).toString();
+    ctx.go('#/workloads' + (qs ? '?' + qs : ''));
+  };
+  const projects = [...n.projects.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const controls = {
+    scope: select([['', 'all I may see'], ['mine', 'mine']], q.scope, { name: 'scope', onchange: (e) => set('scope', e.target.value) }),
+    state: select([['', 'any state'], ['unfinished', 'unfinished'], ['finished', 'finished'], ...STATES.map((s) => [s, s])], q.state, { name: 'state', onchange: (e) => set('state', e.target.value) }),
+    class: select([['', 'any class'], ['auto', 'auto'], ['owned', 'P1 owned'], ['opportunistic', 'P2 opportunistic']], q.class, { name: 'class', onchange: (e) => set('class', e.target.value) }),
+    project: select([['', 'every project'], ...projects.map((p) => [p.id, nameOf(n.organizations, p.org_id) + ' / ' + p.name])], q.project, { name: 'project', onchange: (e) => set('project', e.target.value) }),
+    user: select([['', 'every user'], ...[...users.values()].sort((a, b) => a.name.localeCompare(b.name)).map((u) => [u.id, u.name])], q.user, { name: 'user', onchange: (e) => set('user', e.target.value) }),
+    name: h('input', { name: 'name', type: 'search', value: q.name || '', placeholder: 'part of a name', autocomplete: 'off' }),
+  };
+  const search = h('form', { class: 'filters', role: 'search', onsubmit: (e) => (e.preventDefault(), set('name', controls.name.value.trim())) },
+    field('Whose', controls.scope), field('State', controls.state), field('Class', controls.class), field('Project', controls.project), field('User', controls.user), field('Name', controls.name),
+    h('button', { type: 'submit', class: 'secondary' }, 'Search'));
+  const count = (pred) => String(items.filter(pred).length);
+  ctx.add(
+    search,
+    stats(stat('shown', String(Math.min(items.length, LIST_MAX)), items.length > LIST_MAX ? 'newest ' + LIST_MAX + ' of ' + items.length : 'newest first'), stat('running', count((w) => w.state === 'running')), stat('queued', count((w) => w.state === 'queued')), stat('finished', count((w) => ENDED.has(w.state)))),
+    truncated ? h('p', { class: 'note' }, 'More workloads match than are read at once; narrow the filters.') : null,
+    table(
+      [
+        { label: 'workload', value: (w) => [workloadLink(w.id), w.name ? ' · ' + w.name : ''] },
+        { label: 'project', value: (w) => nameOf(n.projects, w.project_id) },
+        { label: 'user', value: (w) => (w.user_id == null ? '—' : nameOf(users, w.user_id, 'user #')) },
+        { label: 'flavor', value: (w) => (w.replicas > 1 ? w.replicas + ' × ' : '') + nameOf(n.flavors, w.flavor_id) },
+        { label: 'class', value: (w) => classChip(w.priority_class) },
+        { label: 'state', value: (w) => [badge(w.state), w.imported ? [' ', importedChip()] : null] },
+        { label: 'submitted', value: (w) => time(w.submitted_ms) },
+        { label: 'ran / waited', num: true, value: (w) => duration(elapsedMs(w, now)) },
+        { label: 'why (waiting, or how it ended)', value: (w) => h('span', { class: 'reason' }, w.reason || '') },
+      ],
+      items.slice(0, LIST_MAX),
+      { label: 'workloads', class: 'workloads', empty: 'No workload you may see matches these filters.' },
+    ),
+  );
+  ctx.refreshEvery = 5000;
+}
 
 export async function queues(ctx) {
   const [items, n] = await Promise.all([listAll('/v1/workloads?state=queued'), byIds('projects', 'flavors', 'organizations')]);
@@ -47,6 +138,23 @@ function details(pairs) {
   return h('dl', { class: 'details' }, pairs.filter(([, v]) => v !== null && v !== undefined && v !== '').map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
 }
 
+// The end of a workload's output, or why there is none (simulated work, nothing yet, removed).
+async function logsPane(w, n) {
+  const cluster = w.cluster_id != null ? n.clusters.get(w.cluster_id) : null;
+  if (isSimulated(cluster)) return h('p', { class: 'empty' }, 'Simulated work has no output: nothing runs on a simulated cluster.');
+  if (w.state === 'queued' && w.started_at == null) return h('p', { class: 'empty' }, 'No output yet: it has not started.');
+  try {
+    const logs = await api('/v1/workloads/' + w.id + '/logs?tail=16384');
+    if (!logs.log) return h('p', { class: 'empty' }, ENDED.has(w.state) ? 'It printed nothing.' : 'Nothing printed yet; this follows its output while it runs.');
+    return [
+      logs.offset > 0 ? h('p', { class: 'note' }, 'The last ' + Math.round((logs.size - logs.offset) / 1024) + ' KiB of ' + Math.round(logs.size / 1024) + ' KiB.') : null,
+      h('pre', { class: 'logs', tabindex: '0', 'aria-label': 'output of workload ' + w.id }, logs.log),
+    ];
+  } catch (err) {
+    return errorBox(err, 'its output');
+  }
+}
+
 export async function workload(ctx) {
   const id = Number(ctx.params.id);
   const [w, events, allocs, n] = await Promise.all([
@@ -55,6 +163,9 @@ export async function workload(ctx) {
     listAll('/v1/allocations?workload_id=' + id),
     byIds('projects', 'flavors', 'nodes', 'gpus', 'clusters'),
   ]);
+  const now = Date.now();
+  const flavor = n.flavors.get(w.flavor_id);
+  const used = usageOf(allocs, flavor, now);
   ctx.setTitle('Workload ' + id + (w.name ? ' · ' + w.name : ''));
   const ended = ENDED.has(w.state);
   const msg = h('div', { 'aria-live': 'polite' });
@@ -86,6 +197,11 @@ export async function workload(ctx) {
       cancel,
       msg,
     ),
+    stats(
+      stat(waiting(w) ? 'waiting' : ENDED.has(w.state) ? 'ran' : 'running for', duration(elapsedMs(w, now)), waiting(w) ? 'since it was submitted' : 'its last run'),
+      stat('GPU-hours', used.gpuHours.toFixed(2), 'every run so far'),
+      stat('cost so far', used.cost == null ? '—' : money(used.cost, flavor.currency), 'at the flavor’s list price; invoices apply the class’s rate'),
+    ),
     section(
       'Details',
       details([
@@ -104,6 +220,7 @@ export async function workload(ctx) {
         ['times preempted', String(w.preemptions || 0)],
       ]),
     ),
+    section('Output', await logsPane(w, n)),
     section(
       'Events',
       table(

@@ -109,6 +109,8 @@ const steps = [
     assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Fleet');
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Workloads');
+    await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Queues');
     await page.keyboard.press('Enter');
     await page.locator('.view[data-view="queues"]').waitFor({ timeout: T });
@@ -135,6 +137,12 @@ const steps = [
     assert.match(events, /admitted/);
     assert.match(events, /running/);
     assert.equal(await page.locator('text=Cancel workload').count(), 1);
+    // Elapsed time, GPU-hours and cost so far; the output pane says why there is none.
+    await page.locator('.view .stat-label', { hasText: 'GPU-hours' }).waitFor({ timeout: T });
+    assert.match(await text('.view .stats'), /running for/);
+    assert.match(await text('.view .stats'), /cost so far/);
+    assert.match(await text('.view'), /Simulated work has no output/);
+    assert.doesNotMatch(await text('.view .stats'), /NaN|undefined/);
     await shot('03-workload-running');
   }],
 
@@ -153,6 +161,40 @@ const steps = [
     await page.goto(env.url + '/ui/#/workloads/' + alicesWorkload);
     await page.locator('.view .error').waitFor({ timeout: T });
     assert.match(await text('.view .error'), /not_found/);
+  }],
+
+  ['bob’s workload list: his team’s work only, filters kept in the address, mine', async () => {
+    // (still bob)
+    await open('#/workloads', 'workloads');
+    const truth = (await apiAs('bob', '/v1/workloads?limit=1000')).items;
+    const rows = await page.locator('table.workloads tbody tr').allInnerTexts();
+    assert.equal(rows.length, truth.length, 'every workload bob may see');
+    for (const r of rows) {
+      assert.match(r, /team-b/);
+      assert.doesNotMatch(r, /team-a|team-c/);
+      assert.match(r, /\d+ (s|min|h|d)\b/, 'how long it ran or waited');
+      assert.doesNotMatch(r, /NaN|undefined/);
+    }
+    // A filter goes into the address and narrows the list to what the API says.
+    const queued = truth.filter((w) => w.state === 'queued').length;
+    assert.ok(queued > 0, 'bob has requeued work');
+    await page.selectOption('.view select[name=state]', 'queued');
+    await page.waitForFunction(() => document.querySelector('.view select[name=state]')?.value === 'queued' && location.hash === '#/workloads?state=queued', null, { timeout: T });
+    const queuedRows = await page.locator('table.workloads tbody tr').allInnerTexts();
+    assert.equal(queuedRows.length, queued);
+    for (const r of queuedRows) assert.match(r, /\bqueued\b/);
+    // Search by name; the row links to the workload page.
+    await page.fill('.view input[name=name]', 'sweep-1');
+    await page.press('.view input[name=name]', 'Enter');
+    await page.waitForFunction(() => /name=sweep-1/.test(location.hash) && document.querySelector('.view input[name=name]')?.value === 'sweep-1', null, { timeout: T });
+    for (const r of await page.locator('table.workloads tbody tr').allInnerTexts()) assert.match(r, /sweep-1/);
+    await shot('04b-workloads-filtered');
+    // Mine: what bob submitted himself.
+    await open('#/workloads?scope=mine', 'workloads');
+    const mine = truth.filter((w) => w.user_id != null && w.name && w.name.startsWith('sweep-')).length;
+    assert.equal(await page.locator('table.workloads tbody tr').count(), mine);
+    await page.locator('table.workloads tbody tr a').first().click();
+    await page.locator('.view[data-view="workloads"] .wl-state').waitFor({ timeout: T });
   }],
 
   ['the timeline shows P1 and P2 apart and marks the preemption; it zooms', async () => {
@@ -304,7 +346,7 @@ const steps = [
   }],
 
   ['every view as admin, org-admin, project-admin, member and viewer: no failed call, no error shown', async () => {
-    const views = ['fleet', 'manager', 'queues', 'submit', 'timeline', 'usage', 'quotas', 'invoices'];
+    const views = ['fleet', 'manager', 'workloads', 'queues', 'submit', 'timeline', 'usage', 'quotas', 'invoices'];
     for (const who of ['admin', 'maria', 'pat', 'alice', 'vic']) {
       await signIn(who);
       for (const view of views) {
