@@ -13,51 +13,67 @@
 #include "cli/client.h"
 #include "cli/render.h"
 #include "cli/resolve.h"
+#include "cli/script.h"
 #include "cli/work.h"
+
+#define GPUS_PER_REPLICA_MAX 64 /* as many as one node holds (the scheduler's limit) */
+#define SCRIPT_MAX 8192         /* a workload's command, which the script becomes */
 
 struct run_args {
     const char *flavor, *project, *name, *image, *key;
     const char *pclass; /* "auto", "owned", "opportunistic" or NULL for the server's default */
-    int64_t replicas, priority, max_runtime, min_runtime, grace, duration;
-    bool has_replicas, has_priority, has_max_runtime, has_min_runtime, has_grace, has_duration;
+    bool pclass_from_script; /* a #GPUAAS directive gave it: the command line may change it */
+    const char *gpu_class;   /* --gpu-class: with --gpus, the flavors of this class only */
+    int64_t replicas, priority, max_runtime, min_runtime, grace, duration, gpus;
+    bool has_replicas, has_priority, has_max_runtime, has_min_runtime, has_grace, has_duration,
+        has_gpus;
     bool no_requeue, instance;
     char *command; /* owned; NULL without "--" */
 };
 
 static void run_help(void)
 {
-    printf(
-        "usage: gpuaas run --flavor NAME|ID [--project P] [<flags>] [-- COMMAND ARGS...]\n\n"
-        "Submits a workload: REPLICAS replicas of the flavor, placed all together or not at\n"
-        "all. The words after '--' are the command line (words with spaces or quotes are\n"
-        "quoted POSIX-shell style). Prints the workload's id and state.\n\n"
-        "  --flavor NAME|ID         the flavor of each replica (required; 'gpuaas flavors list')\n"
-        "  --project P              project (NAME, ORG/NAME or id); default: the one project\n"
-        "                           your role bindings name\n"
-        "  --replicas N             replicas, 1 to 256 (default 1)\n"
-        "  --auto                   the default: owned (P1) while the project's owned work\n"
-        "                           and this fit its guarantee, else opportunistic (P2);\n"
-        "                           decided when it starts, shown in its events\n"
-        "  --owned                  P1 only: waits for room within the guarantee, never\n"
-        "                           preempted\n"
-        "  --opportunistic          P2 only: any idle capacity, preemptible\n"
-        "  --priority N             order within the project and class, -1000 to 1000;\n"
-        "                           higher first\n"
-        "  --max-runtime DUR        stop it after running this long\n"
-        "  --min-runtime DUR        do not preempt it before it ran this long (P2)\n"
-        "  --grace DUR              time between the stop signal and the kill (at most 1d)\n"
-        "  --no-requeue             when preempted, end instead of going back to the queue\n"
-        "  --name TEXT              a label for people\n"
-        "  --image IMAGE            container image; none runs the command directly\n"
-        "  --instance               an instance (runs until stopped) instead of a batch job\n"
-        "  --duration DUR           how long it runs: simulated clusters run it that long;\n"
-        "                           Kubernetes pods carry it as gpuaas.io/expected-runtime\n"
-        "  --idempotency-key KEY    a second run with the same key in the project returns\n"
-        "                           the first workload instead of a new one\n\n"
-        "DUR is seconds, or a number with s, m, h or d: 90, 90s, 15m, 2h, 7d.\n"
-        "Examples:\n"
-        "  gpuaas run --flavor h100.1x -- python train.py --epochs 3\n"
-        "  gpuaas run --flavor h100.8x --replicas 2 --owned --project acme/ml -- ./train.sh\n");
+    printf("usage: gpuaas run --flavor NAME|ID | --gpus N [--project P] [<flags>] [-- COMMAND "
+           "ARGS...]\n"
+           "       gpuaas run --script FILE [<flags>] [-- ARGS...]\n\n"
+           "Submits a workload: REPLICAS replicas of the flavor, placed all together or not at\n"
+           "all. The words after '--' are the command line (words with spaces or quotes are\n"
+           "quoted POSIX-shell style). Prints the workload's id and state.\n\n"
+           "  --flavor NAME|ID         the flavor of each replica ('gpuaas flavors list')\n"
+           "  --gpus N                 instead of --flavor: the cheapest active flavor with N\n"
+           "                           GPUs per replica (of --gpu-class NAME when given)\n"
+           "  --script FILE            a batch script (sh or bash) as the command; its\n"
+           "                           '#GPUAAS --flag value' lines before its first command\n"
+           "                           give flags, as #SBATCH lines do for sbatch; flags on\n"
+           "                           the command line win; words after '--' are its $1...\n"
+           "  --project P              project (NAME, ORG/NAME or id); default: the one project\n"
+           "                           your role bindings name\n"
+           "  --replicas N             replicas, 1 to 256 (default 1)\n"
+           "  --auto                   the default: owned (P1) while the project's owned work\n"
+           "                           and this fit its guarantee, else opportunistic (P2);\n"
+           "                           decided when it starts, shown in its events\n"
+           "  --owned                  P1 only: waits for room within the guarantee, never\n"
+           "                           preempted\n"
+           "  --opportunistic          P2 only: any idle capacity, preemptible\n"
+           "  --priority N             order within the project and class, -1000 to 1000;\n"
+           "                           higher first\n"
+           "  --max-runtime DUR        stop it after running this long\n"
+           "  --min-runtime DUR        do not preempt it before it ran this long (P2)\n"
+           "  --grace DUR              time between the stop signal and the kill (at most 1d)\n"
+           "  --no-requeue             when preempted, end instead of going back to the queue\n"
+           "  --name TEXT              a label for people\n"
+           "  --image IMAGE            container image; none runs the command directly\n"
+           "  --instance               an instance (runs until stopped) instead of a batch job\n"
+           "  --duration DUR           how long it runs: simulated clusters run it that long;\n"
+           "                           Kubernetes pods carry it as gpuaas.io/expected-runtime\n"
+           "  --idempotency-key KEY    a second run with the same key in the project returns\n"
+           "                           the first workload instead of a new one\n\n"
+           "DUR is seconds, or a number with s, m, h or d: 90, 90s, 15m, 2h, 7d.\n"
+           "Examples:\n"
+           "  gpuaas run --flavor h100.1x -- python train.py --epochs 3\n"
+           "  gpuaas run --flavor h100.8x --replicas 2 --owned --project acme/ml -- ./train.sh\n"
+           "  gpuaas run --gpus 2 -- python train.py\n"
+           "  gpuaas run --script train.sbatch -- --epochs 3\n");
 }
 
 static void field_range(const char *field, int64_t *ret_min, int64_t *ret_max)
@@ -78,6 +94,15 @@ static int take_int(const char *flag, const char *field, const char *v, int64_t 
         return cli_usage_error("run",
                                "%s must be a number from %" PRId64 " to %" PRId64 ", not '%s'",
                                flag, min, max, v);
+    return 0;
+}
+
+static int take_gpus(const char *flag, const char *field, const char *v, int64_t *ret)
+{
+    (void)field;
+    if (parse_int64(v, 1, GPUS_PER_REPLICA_MAX, ret) < 0)
+        return cli_usage_error("run", "%s must be a whole number of GPUs from 1 to %d, not '%s'",
+                               flag, GPUS_PER_REPLICA_MAX, v);
     return 0;
 }
 
@@ -106,8 +131,11 @@ static int check_text(const char *flag, const char *field, const char *v)
     return 0;
 }
 
-/* Pass 1: the words alone. Returns 0, -1 after printing help, or an exit code. */
-static int parse_run(struct run_args *a, int argc, char **argv)
+/*
+ * Pass 1: the words alone; those before index `directives` came from a
+ * script's #GPUAAS lines. Returns 0, -1 after printing help, or an exit code.
+ */
+static int parse_run(struct run_args *a, int argc, char **argv, int directives)
 {
     int i = 1, rc;
 
@@ -135,9 +163,11 @@ static int parse_run(struct run_args *a, int argc, char **argv)
         if (strcmp(arg, "--owned") == 0 || strcmp(arg, "--opportunistic") == 0 ||
             strcmp(arg, "--auto") == 0) {
             const char *want = arg + 2;
-            if (a->pclass && strcmp(a->pclass, want) != 0)
+            if (a->pclass && strcmp(a->pclass, want) != 0 &&
+                !(a->pclass_from_script && i >= directives))
                 return cli_usage_error("run", "give one of --auto, --owned, --opportunistic");
             a->pclass = want;
+            a->pclass_from_script = i < directives;
             i++;
             continue;
         }
@@ -170,6 +200,8 @@ static int parse_run(struct run_args *a, int argc, char **argv)
         STR_FLAG("--name", name)
         STR_FLAG("--image", image)
         STR_FLAG("--idempotency-key", key)
+        STR_FLAG("--gpu-class", gpu_class)
+        NUM_FLAG("--gpus", take_gpus, "", gpus)
         NUM_FLAG("--replicas", take_int, "replicas", replicas)
         NUM_FLAG("--priority", take_int, "priority", priority)
         NUM_FLAG("--max-runtime", take_duration, "max_runtime_s", max_runtime)
@@ -180,9 +212,13 @@ static int parse_run(struct run_args *a, int argc, char **argv)
 #undef NUM_FLAG
         return cli_unknown_flag("run", arg);
     }
-    if (!a->flavor || !*a->flavor)
-        return cli_usage_error("run", "'run' needs --flavor NAME|ID; 'gpuaas flavors list' shows "
-                                      "them");
+    if (a->flavor && a->has_gpus)
+        return cli_usage_error("run", "give --flavor or --gpus, not both");
+    if (a->gpu_class && !a->has_gpus)
+        return cli_usage_error("run", "--gpu-class goes with --gpus");
+    if ((!a->flavor || !*a->flavor) && !a->has_gpus)
+        return cli_usage_error("run", "'run' needs --flavor NAME|ID or --gpus N; 'gpuaas flavors "
+                                      "list' shows the flavors");
     if (a->project && !*a->project)
         return cli_usage_error("run", "--project is empty");
     if ((a->name && (rc = check_text("--name", "name", a->name)) != 0) ||
@@ -243,6 +279,70 @@ static int resolve_flavor(struct client *c, const char *word, int64_t *ret_id)
     return CLI_ERROR;
 }
 
+/*
+ * --gpus N: the cheapest active flavor with N whole GPUs per replica (of
+ * --gpu-class when given; ties: the name), said on stderr so that nobody
+ * wonders which it took.
+ */
+static int pick_flavor(struct client *c, const struct run_args *a, int64_t *ret_id)
+{
+    char err[512];
+    int64_t class_id = 0;
+    json_t *list = NULL, *f, *best = NULL;
+    size_t i;
+    struct buf offered;
+    bool seen[GPUS_PER_REPLICA_MAX + 1] = {false};
+    int rc;
+
+    if (a->gpu_class &&
+        (rc = resolve_id(c, &model_gpu_classes, a->gpu_class, &class_id, err, sizeof(err))) != 0) {
+        if (rc == ERR_IO)
+            return client_report(c);
+        return cli_usage_error("run", "--gpu-class: %s", err);
+    }
+    if (client_request(c, "GET", "/v1/flavors?active=true&limit=1000", NULL, &list) < 0)
+        return client_report(c);
+    buf_init(&offered, 1024);
+    json_array_foreach(json_object_get(list, "items"), i, f)
+    {
+        json_int_t milli = json_integer_value(json_object_get(f, "gpu_milli"));
+        if (class_id && json_integer_value(json_object_get(f, "gpu_class_id")) != class_id)
+            continue;
+        if (milli > 0 && milli % 1000 == 0 && milli / 1000 <= GPUS_PER_REPLICA_MAX)
+            seen[milli / 1000] = true;
+        if (milli != a->gpus * 1000)
+            continue;
+        if (!best ||
+            json_integer_value(json_object_get(f, "price_per_hour_micros")) <
+                json_integer_value(json_object_get(best, "price_per_hour_micros")) ||
+            (json_integer_value(json_object_get(f, "price_per_hour_micros")) ==
+                 json_integer_value(json_object_get(best, "price_per_hour_micros")) &&
+             strcmp(json_string_value(json_object_get(f, "name")),
+                    json_string_value(json_object_get(best, "name"))) < 0))
+            best = f;
+    }
+    for (int k = 1; k <= GPUS_PER_REPLICA_MAX; k++) {
+        if (seen[k])
+            buf_printf(&offered, "%s%d", offered.len ? ", " : "", k);
+    }
+    if (!best) {
+        cli_error("--gpus %" PRId64 ": no active flavor%s%s has %" PRId64 " GPUs per replica",
+                  a->gpus, a->gpu_class ? " of class " : "", a->gpu_class ? a->gpu_class : "",
+                  a->gpus);
+        cli_hint(offered.len ? "GPUs per replica of the flavors offered: %s" : "%s",
+                 offered.len ? offered.data : "no flavor with whole GPUs is offered");
+        buf_release(&offered);
+        json_decref(list);
+        return CLI_ERROR;
+    }
+    *ret_id = json_integer_value(json_object_get(best, "id"));
+    fprintf(stderr, "gpuaas: using flavor %s (the cheapest with %" PRId64 " GPUs per replica)\n",
+            json_string_value(json_object_get(best, "name")), a->gpus);
+    buf_release(&offered);
+    json_decref(list);
+    return 0;
+}
+
 static int print_submitted(json_t *w, int status)
 {
     json_t *id = json_object_get(w, "id");
@@ -260,18 +360,89 @@ static int print_submitted(json_t *w, int status)
     return work_flush(&out);
 }
 
+/* The value of --script (before any '--'), or NULL; *ret_at is its flag's index. */
+static const char *script_flag(int argc, char **argv, int *ret_at, int *ret_words)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--script") == 0 && i + 1 < argc) {
+            *ret_at = i;
+            *ret_words = 2;
+            return argv[i + 1];
+        }
+        if (strncmp(argv[i], "--script=", 9) == 0) {
+            *ret_at = i;
+            *ret_words = 1;
+            return argv[i] + 9;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * The words to parse: the script's directives first (so that the command
+ * line's flags, coming later, win), then the command line without --script.
+ */
+static char **with_directives(const struct run_script *s, int argc, char **argv, int at, int words,
+                              int *ret_argc)
+{
+    char **all = xcalloc((size_t)(argc + s->n_words + 1), sizeof(*all));
+    int n = 0;
+    all[n++] = argv[0];
+    for (int i = 0; i < s->n_words; i++)
+        all[n++] = s->words[i];
+    for (int i = 1; i < argc; i++) {
+        if (i < at || i >= at + words)
+            all[n++] = argv[i];
+    }
+    *ret_argc = n;
+    return all;
+}
+
+/* Makes the script the command, with the words after '--' as its arguments. */
+static int script_as_command(struct run_args *a, const struct run_script *s, const char *path)
+{
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char *interp, *cmd = script_command(s, base, a->command, &interp);
+    int rc;
+
+    if (!cmd) {
+        rc = cli_usage_error("run",
+                             "--script %s is for %s: --script runs sh and bash scripts; run "
+                             "other programs with -- %s %s",
+                             path, interp, interp, path);
+        free(interp);
+        return rc;
+    }
+    free(a->command);
+    a->command = cmd;
+    return check_text("the script", "command", cmd);
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_args a;
+    struct run_script script = {0};
     struct client c;
     json_t *body = NULL, *w = NULL;
     int64_t project_id = 0, flavor_id = 0;
-    int rc;
+    int at = 0, words = 0, n_words = argc, rc;
+    const char *script_path = script_flag(argc, argv, &at, &words);
+    char **all = argv;
 
     memset(&a, 0, sizeof(a));
-    rc = parse_run(&a, argc, argv);
+    if (script_path) {
+        if ((rc = script_read(script_path, SCRIPT_MAX, &script)) != 0)
+            return rc;
+        all = with_directives(&script, argc, argv, at, words, &n_words);
+    }
+    rc = parse_run(&a, n_words, all, 1 + script.n_words);
+    if (rc == 0 && script_path)
+        rc = script_as_command(&a, &script, script_path);
+    if (all != argv)
+        free(all);
     if (rc != 0) {
         free(a.command);
+        script_release(&script);
         return rc < 0 ? CLI_OK : rc;
     }
     if (client_open(&c) < 0) {
@@ -280,7 +451,8 @@ int cmd_run(int argc, char **argv)
     }
     rc = work_project(&c, "run", a.project, &project_id);
     if (rc == 0)
-        rc = resolve_flavor(&c, a.flavor, &flavor_id);
+        rc =
+            a.has_gpus ? pick_flavor(&c, &a, &flavor_id) : resolve_flavor(&c, a.flavor, &flavor_id);
     if (rc != 0)
         goto out;
     body = build_body(&a, project_id, flavor_id);
@@ -295,5 +467,6 @@ out:
     json_decref(w);
     client_release(&c);
     free(a.command);
+    script_release(&script); /* the flags' values point into its words */
     return rc;
 }

@@ -33,7 +33,8 @@ static const struct command commands[] = {
     {"whoami", cmd_whoami, "show the user of the token and its roles", "", ""},
     {"run", cmd_run, "submit a workload: gpuaas run --flavor F -- COMMAND", "",
      "--flavor --project --name --image --replicas --priority --auto --owned --opportunistic "
-     "--instance --no-requeue --max-runtime --min-runtime --grace --duration --idempotency-key"},
+     "--instance --no-requeue --max-runtime --min-runtime --grace --duration --idempotency-key "
+     "--gpus --gpu-class --script"},
     {"ps", cmd_ps, "list workloads (unfinished ones unless --all)", "",
      "--project --user --state --all --limit"},
     {"show", cmd_show, "show a workload, its allocations and events", "", ""},
