@@ -115,6 +115,8 @@ int cmd_resource(int argc, char **argv);
 /* Workloads (cmd_<name>.c each; they share work.c). */
 int cmd_run(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
+int cmd_acct(int argc, char **argv);
+int cmd_share(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_logs(int argc, char **argv);

@@ -42,6 +42,16 @@ expect_eq "$(state_of "${ids[0]}" >/dev/null; jq -r .priority_class <<<"$BODY")"
 for id in "${ids[@]}"; do wait_state "$id" running 15; done
 expect_eq "$(classes_of "$PROJECT_B")" "8 4" "B: owned within its guarantee of 8, opportunistic beyond"
 
+# The fair-share view (as sshare): B borrows 4 of the class's 16 GPUs; A, borrowing
+# nothing, is next in line for idle GPUs.
+share=$("${admin[@]}" -o json share)
+expect_eq "$(jq -c --argjson p "$PROJECT_B" '.items[] | select(.project_id == $p) |
+  [.guaranteed_milli, .owned_milli, .opportunistic_milli, .borrowed_milli, .share, .next]' <<<"$share")" \
+  "[8000,8000,4000,4000,0.25,2]" "B's share"
+expect_eq "$(jq -c --argjson p "$PROJECT_A" '.items[] | select(.project_id == $p) | [.borrowed_milli, .next]' <<<"$share")" \
+  "[0,1]" "A is next"
+expect_contains "$("${admin[@]}" share)" "25.0 %" "the table"
+
 # The events and the reason say which class each got, and why.
 first=$("${bob[@]}" -o json events --workload "${ids[0]}" -n 0 | jq -r '.items[] | select(.type == "admitted") | .message')
 expect_contains "$first" "admitted as owned (P1) work (automatic: within the project's guarantee, 0 owned in use + 1 <= 8)" \

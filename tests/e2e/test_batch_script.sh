@@ -62,6 +62,19 @@ rc=0
 expect_eq "$rc" 1 "--gpus 3: no such flavor"
 expect_contains "$(cat "$TMP/err")" "GPUs per replica of the flavors offered: 1, 2" "the counts offered"
 
+# acct (as sacct): the finished work, newest first, with what each run used.
+wait_state "$(jq -r .id <<<"$out")" succeeded 15
+acct=$("${g[@]}" -o json acct --project ml)
+expect_eq "$(jq '.items | length' <<<"$acct")" 3 "three finished workloads"
+expect_eq "$(jq -r '[.items[].id] == ([.items[].id] | sort | reverse)' <<<"$acct")" true "newest first"
+expect_eq "$(jq -r '[.items[] | .gpu_hours > 0 and .list_cost_micros >= 0 and .ran_as == "P2"] | all' <<<"$acct")" \
+  true "GPU-hours, list cost and the class of every run"
+expect_contains "$("${g[@]}" acct)" "GPU-HOURS" "the table"
+expect_eq "$("${g[@]}" acct --since 2099-01-01)" "no finished work since then" "--since"
+rc=0
+"${g[@]}" acct --since yesterday >/dev/null 2>"$TMP/err" || rc=$?
+expect_eq "$rc" 2 "a bad --since is a usage error"
+
 # Refused with a clear error, nothing submitted.
 before=$("${g[@]}" -o json ps --all | jq '.items | length')
 printf '#GPUAAS --flavor h100.1x --name "unclosed\necho hi\n' >"$TMP/bad1.sh"
