@@ -340,6 +340,8 @@ const struct row *alloc_index_find(const struct alloc_index *ix, int64_t gpu_id)
 
 /* POST /v1/workloads/{id}/cancel: a member of its project asks the engine to cancel it. */
 void workloads_cancel(struct req *r);
+void workloads_hold(struct req *r);
+void workloads_release(struct req *r);
 /* GET /v1/workloads/{id}/logs: the workload's output (local clusters). */
 void workloads_logs(struct req *r);
 

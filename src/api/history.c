@@ -600,6 +600,9 @@ static struct row workload_row(struct hist *h, const struct row *it, int64_t clu
     row_set_int(&w, F_WORKLOADS_PREEMPTIONS, 0);
     row_set_null(&w, F_WORKLOADS_QUEUED_AFTER);
     row_set_int(&w, F_WORKLOADS_IMPORTED, 1);
+    row_set_null(&w, F_WORKLOADS_AFTER_ID);
+    row_set_int(&w, F_WORKLOADS_AFTER_OK, 0);
+    row_set_int(&w, F_WORKLOADS_HELD, 0);
     row_set_int(&w, F_WORKLOADS_CREATED_AT, h->r->now);
     row_set_int(&w, F_WORKLOADS_UPDATED_AT, h->r->now);
     return w;

@@ -316,6 +316,16 @@ const struct route routes[] = {
               "workloads", NULL},
              {0}},
      .errors = ROUTE_ERR_CONFLICT},
+    {"POST", "/v1/workloads/{id}/hold", workloads_hold, ROLE_MEMBER,
+     "hold queued work: it keeps its place but is not scheduled until released", .op = "hold",
+     .object = "workloads",
+     .answers = (const struct route_answer[]){{200, "held", "workloads", NULL}, {0}},
+     .errors = ROUTE_ERR_CONFLICT},
+    {"POST", "/v1/workloads/{id}/release", workloads_release, ROLE_MEMBER,
+     "release held work: it is scheduled again in its original place", .op = "release",
+     .object = "workloads",
+     .answers = (const struct route_answer[]){{200, "released", "workloads", NULL}, {0}},
+     .errors = ROUTE_ERR_CONFLICT},
     /* Invoice actions: the invoice stays immutable; these are its only transitions. */
     {"POST", "/v1/invoices/{id}/pay", billing_route_pay, ROLE_ADMIN,
      "mark an issued invoice paid (admins)", .denied = BILLING_STAFF, .op = "pay",
@@ -338,12 +348,12 @@ const struct route routes[] = {
      "re-rate the period and compare byte for byte: {reproduced}", .op = "verify",
      .object = "invoices",
      .answers =
-         (const struct route_answer[]){
-             {200, "ok",
-              "{\"type\":\"object\",\"properties\":{\"invoice_id\":" S_INT ",\"number\":" S_STR
-              ",\"reproduced\":{\"type\":\"boolean\"}}}",
-              NULL},
-             {0}},
+         (const struct route_answer[]){{200, "ok",
+                                        "{\"type\":\"object\",\"properties\":{\"invoice_id\":" S_INT
+                                        ",\"number\":" S_STR
+                                        ",\"reproduced\":{\"type\":\"boolean\"}}}",
+                                        NULL},
+                                       {0}},
      .errors = ROUTE_ERR_CONFLICT},
 };
 const size_t routes_n = ARRAY_SIZE(routes);

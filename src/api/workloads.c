@@ -78,11 +78,40 @@ static int check_user_times(struct req *r, const struct row *row, struct error_i
     return 0;
 }
 
+/*
+ * A dependency is a workload the submitter may see; an after-ok one that
+ * has already ended otherwise could never be met, and is refused now.
+ */
+static int check_dependency(struct req *r, const struct row *row, struct error_info *ei)
+{
+    const struct value *after = row_get(row, F_WORKLOADS_AFTER_ID);
+    bool ok_only = row_int(row, F_WORKLOADS_AFTER_OK) != 0;
+    struct row dep;
+    const char *state;
+
+    if (after->null || !after->set)
+        return ok_only ? errinfo_set(ei, ERR_INVALID, "after_ok",
+                                     "after_ok needs after_id: the workload to succeed first")
+                       : 0;
+    if (resource_load_visible(r, &model_workloads, after->i, &dep, NULL) < 0)
+        return errinfo_set(ei, ERR_INVALID, "after_id",
+                           "after_id %" PRId64 ": no such workload that you may see", after->i);
+    state = row_str(&dep, F_WORKLOADS_STATE);
+    if (ok_only && model_workload_state_ended(state) && strcmp(state, "succeeded") != 0)
+        return errinfo_set(ei, ERR_INVALID, "after_id",
+                           "workload %" PRId64 " ended %s: it can never succeed, so work after "
+                           "it (after_ok) could never run",
+                           after->i, state);
+    return 0;
+}
+
 /* Sets what the server decides about a new workload; checks its flavor is offered. */
 static int prepare(struct req *r, struct row *row, struct error_info *ei)
 {
     struct row flavor;
     int rc = check_user_times(r, row, ei);
+    if (rc >= 0)
+        rc = check_dependency(r, row, ei);
     if (rc >= 0)
         rc = store_get(req_db(r), &model_flavors, row_int(row, F_WORKLOADS_FLAVOR_ID), &r->arena,
                        &flavor, ei);
@@ -119,6 +148,51 @@ static int submitted_event(struct req *r, enum action act, const struct row *row
     row_set_str(&ev, &r->arena, F_EVENTS_MESSAGE,
                 arena_printf(&r->arena, "submitted by %s", r->who->name));
     return store_insert(req_db(r), &model_events, &ev, &id, ei);
+}
+
+/* POST /v1/workloads/<id>/hold and /release: the engine changes it; the audit says who asked. */
+static void hold_or_release(struct req *r, bool hold)
+{
+    const struct resource_def *d = &model_workloads;
+    int64_t id = r->path_id;
+    struct error_info ei = {0};
+    struct row row, after;
+    int rc = resource_load_visible(r, d, id, &row, &ei);
+
+    if (rc >= 0 && rbac_role_on_project(r, row_int(&row, F_WORKLOADS_PROJECT_ID)) < ROLE_MEMBER)
+        rc = errinfo_set(&ei, ERR_FORBIDDEN, NULL,
+                         "your role does not allow you to %s work of this project",
+                         hold ? "hold" : "release");
+    if (rc >= 0 && !r->api->opt.engine)
+        rc = errinfo_set(&ei, ERR_UNAVAILABLE, NULL, "this server runs no scheduler");
+    if (rc >= 0)
+        rc = engine_hold(r->api->opt.engine, id, hold, r->who->name, &ei);
+    if (rc >= 0) {
+        rc = store_begin(req_db(r), &ei);
+        if (rc >= 0)
+            rc = resource_load_visible(r, d, id, &after, &ei);
+        if (rc >= 0)
+            rc = resource_audit(r, req_db(r), hold ? "hold" : "release", d, id, &row, &after, &ei);
+        if (rc >= 0)
+            rc = store_commit(req_db(r), &ei);
+        if (rc < 0)
+            store_rollback(req_db(r));
+    }
+    if (rc < 0) {
+        req_reply_error(r, rc, &ei);
+        return;
+    }
+    req_reply_json(r, 200, resource_encode(r, d, &after));
+}
+
+void workloads_hold(struct req *r)
+{
+    hold_or_release(r, true);
+}
+
+void workloads_release(struct req *r)
+{
+    hold_or_release(r, false);
 }
 
 void workloads_cancel(struct req *r)

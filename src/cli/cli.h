@@ -117,6 +117,8 @@ int cmd_run(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_acct(int argc, char **argv);
 int cmd_share(int argc, char **argv);
+int cmd_hold(int argc, char **argv);
+int cmd_release(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_logs(int argc, char **argv);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cmd_cancel.c: `gpuaas cancel ID [ID...]` (POST /v1/workloads/{id}/cancel
- * for each). A failure is reported and the others still go; the exit code
- * is 1 when any failed.
+ * cmd_cancel.c: the actions on workloads by id: `gpuaas cancel|hold|release
+ * ID [ID...]` (POST /v1/workloads/{id}/cancel, /hold, /release for each).
+ * A failure is reported and the others still go; the exit code is 1 when
+ * any failed.
  */
 #include "base/common.h"
 
@@ -24,6 +25,21 @@ static void cancel_help(void)
            "cancelled (work that already ended, for one), after trying them all.\n");
 }
 
+static void hold_help(void)
+{
+    printf("usage: gpuaas hold ID [ID...]\n\n"
+           "Holds queued workloads (as scontrol hold): they keep their place in the queue but\n"
+           "are not scheduled until released ('gpuaas release'). 'gpuaas run --hold' submits\n"
+           "work held. Only queued work can be held.\n");
+}
+
+static void release_help(void)
+{
+    printf("usage: gpuaas release ID [ID...]\n\n"
+           "Releases held workloads: they are scheduled again in their original place (or\n"
+           "wait for their dependency, if it has not ended yet).\n");
+}
+
 /* One line about the workload the server sent back. */
 static void describe(struct buf *out, int64_t id, json_t *w)
 {
@@ -40,7 +56,20 @@ static void describe(struct buf *out, int64_t id, json_t *w)
         buf_printf(out, "workload %" PRId64 ": %s\n", id, state);
 }
 
-int cmd_cancel(int argc, char **argv)
+static void describe_held(struct buf *out, int64_t id, json_t *w)
+{
+    buf_printf(out, "workload %" PRId64 ": %s\n", id,
+               json_is_true(json_object_get(w, "held")) ? "held" : "released");
+}
+
+struct id_action {
+    const char *verb; /* the command, and the route's last word */
+    const char *past; /* "could not be <past>" */
+    void (*help)(void);
+    void (*describe)(struct buf *out, int64_t id, json_t *w);
+};
+
+static int act_on_ids(const struct id_action *act, int argc, char **argv)
 {
     int64_t *ids = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(*ids));
     json_t *done = json_array();
@@ -51,10 +80,10 @@ int cmd_cancel(int argc, char **argv)
     memset(&c, 0, sizeof(c));
     while (i < argc) {
         if (cli_is_help(argv[i])) {
-            cancel_help();
+            act->help();
             goto out;
         }
-        rc = cli_take_global_flag("cancel", argc, argv, &i);
+        rc = cli_take_global_flag(act->verb, argc, argv, &i);
         if (rc == 1) {
             rc = 0;
             continue;
@@ -62,22 +91,23 @@ int cmd_cancel(int argc, char **argv)
         if (rc != 0)
             goto out;
         if (argv[i][0] == '-') {
-            rc = cli_usage_error("cancel", "unknown flag '%s' for 'cancel'", argv[i]);
+            rc = cli_usage_error(act->verb, "unknown flag '%s' for '%s'", argv[i], act->verb);
             goto out;
         }
         if (parse_int64(argv[i], 1, INT64_MAX, &ids[n]) < 0) {
-            rc = cli_usage_error("cancel", "'%s' is not a workload id", argv[i]);
+            rc = cli_usage_error(act->verb, "'%s' is not a workload id", argv[i]);
             goto out;
         }
         n++;
         i++;
     }
     if (n == 0) {
-        rc = cli_usage_error("cancel", "'cancel' needs workload ids; 'gpuaas ps' lists them");
+        rc = cli_usage_error(act->verb, "'%s' needs workload ids; 'gpuaas ps' lists them",
+                             act->verb);
         goto out;
     }
     if (n > CANCEL_MAX_IDS) {
-        rc = cli_usage_error("cancel", "at most %d ids at a time", CANCEL_MAX_IDS);
+        rc = cli_usage_error(act->verb, "at most %d ids at a time", CANCEL_MAX_IDS);
         goto out;
     }
     if (client_open(&c) < 0) {
@@ -85,7 +115,7 @@ int cmd_cancel(int argc, char **argv)
         goto out;
     }
     for (size_t k = 0; k < n; k++) {
-        char *path = xasprintf("/v1/workloads/%" PRId64 "/cancel", ids[k]);
+        char *path = xasprintf("/v1/workloads/%" PRId64 "/%s", ids[k], act->verb);
         json_t *w = NULL;
         struct buf line;
 
@@ -101,7 +131,7 @@ int cmd_cancel(int argc, char **argv)
         } else {
             /* line by line, so the output keeps pace with the errors on stderr */
             buf_init(&line, 1 << 16);
-            describe(&line, ids[k], w);
+            act->describe(&line, ids[k], w);
             if (work_flush(&line) != CLI_OK)
                 failed++;
         }
@@ -117,11 +147,29 @@ int cmd_cancel(int argc, char **argv)
             failed++;
     }
     if (failed && n > 1)
-        cli_error("%d of %zu workloads could not be cancelled", failed, n);
+        cli_error("%d of %zu workloads could not be %s", failed, n, act->past);
     rc = failed ? CLI_ERROR : CLI_OK;
 out:
     json_decref(done);
     client_release(&c);
     free(ids);
     return rc;
+}
+
+int cmd_cancel(int argc, char **argv)
+{
+    static const struct id_action act = {"cancel", "cancelled", cancel_help, describe};
+    return act_on_ids(&act, argc, argv);
+}
+
+int cmd_hold(int argc, char **argv)
+{
+    static const struct id_action act = {"hold", "held", hold_help, describe_held};
+    return act_on_ids(&act, argc, argv);
+}
+
+int cmd_release(int argc, char **argv)
+{
+    static const struct id_action act = {"release", "released", release_help, describe_held};
+    return act_on_ids(&act, argc, argv);
 }

@@ -27,53 +27,61 @@ struct run_args {
     int64_t replicas, priority, max_runtime, min_runtime, grace, duration, gpus;
     bool has_replicas, has_priority, has_max_runtime, has_min_runtime, has_grace, has_duration,
         has_gpus;
-    bool no_requeue, instance;
+    bool no_requeue, instance, hold;
+    int64_t after; /* --after / --after-ok: the workload it waits for (0: none) */
+    bool after_ok;
     char *command; /* owned; NULL without "--" */
 };
 
 static void run_help(void)
 {
-    printf("usage: gpuaas run --flavor NAME|ID | --gpus N [--project P] [<flags>] [-- COMMAND "
-           "ARGS...]\n"
-           "       gpuaas run --script FILE [<flags>] [-- ARGS...]\n\n"
-           "Submits a workload: REPLICAS replicas of the flavor, placed all together or not at\n"
-           "all. The words after '--' are the command line (words with spaces or quotes are\n"
-           "quoted POSIX-shell style). Prints the workload's id and state.\n\n"
-           "  --flavor NAME|ID         the flavor of each replica ('gpuaas flavors list')\n"
-           "  --gpus N                 instead of --flavor: the cheapest active flavor with N\n"
-           "                           GPUs per replica (of --gpu-class NAME when given)\n"
-           "  --script FILE            a batch script (sh or bash) as the command; its\n"
-           "                           '#GPUAAS --flag value' lines before its first command\n"
-           "                           give flags, as #SBATCH lines do for sbatch; flags on\n"
-           "                           the command line win; words after '--' are its $1...\n"
-           "  --project P              project (NAME, ORG/NAME or id); default: the one project\n"
-           "                           your role bindings name\n"
-           "  --replicas N             replicas, 1 to 256 (default 1)\n"
-           "  --auto                   the default: owned (P1) while the project's owned work\n"
-           "                           and this fit its guarantee, else opportunistic (P2);\n"
-           "                           decided when it starts, shown in its events\n"
-           "  --owned                  P1 only: waits for room within the guarantee, never\n"
-           "                           preempted\n"
-           "  --opportunistic          P2 only: any idle capacity, preemptible\n"
-           "  --priority N             order within the project and class, -1000 to 1000;\n"
-           "                           higher first\n"
-           "  --max-runtime DUR        stop it after running this long\n"
-           "  --min-runtime DUR        do not preempt it before it ran this long (P2)\n"
-           "  --grace DUR              time between the stop signal and the kill (at most 1d)\n"
-           "  --no-requeue             when preempted, end instead of going back to the queue\n"
-           "  --name TEXT              a label for people\n"
-           "  --image IMAGE            container image; none runs the command directly\n"
-           "  --instance               an instance (runs until stopped) instead of a batch job\n"
-           "  --duration DUR           how long it runs: simulated clusters run it that long;\n"
-           "                           Kubernetes pods carry it as gpuaas.io/expected-runtime\n"
-           "  --idempotency-key KEY    a second run with the same key in the project returns\n"
-           "                           the first workload instead of a new one\n\n"
-           "DUR is seconds, or a number with s, m, h or d: 90, 90s, 15m, 2h, 7d.\n"
-           "Examples:\n"
-           "  gpuaas run --flavor h100.1x -- python train.py --epochs 3\n"
-           "  gpuaas run --flavor h100.8x --replicas 2 --owned --project acme/ml -- ./train.sh\n"
-           "  gpuaas run --gpus 2 -- python train.py\n"
-           "  gpuaas run --script train.sbatch -- --epochs 3\n");
+    printf(
+        "usage: gpuaas run --flavor NAME|ID | --gpus N [--project P] [<flags>] [-- COMMAND "
+        "ARGS...]\n"
+        "       gpuaas run --script FILE [<flags>] [-- ARGS...]\n\n"
+        "Submits a workload: REPLICAS replicas of the flavor, placed all together or not at\n"
+        "all. The words after '--' are the command line (words with spaces or quotes are\n"
+        "quoted POSIX-shell style). Prints the workload's id and state.\n\n"
+        "  --flavor NAME|ID         the flavor of each replica ('gpuaas flavors list')\n"
+        "  --gpus N                 instead of --flavor: the cheapest active flavor with N\n"
+        "                           GPUs per replica (of --gpu-class NAME when given)\n"
+        "  --script FILE            a batch script (sh or bash) as the command; its\n"
+        "                           '#GPUAAS --flag value' lines before its first command\n"
+        "                           give flags, as #SBATCH lines do for sbatch; flags on\n"
+        "                           the command line win; words after '--' are its $1...\n"
+        "  --project P              project (NAME, ORG/NAME or id); default: the one project\n"
+        "                           your role bindings name\n"
+        "  --replicas N             replicas, 1 to 256 (default 1)\n"
+        "  --auto                   the default: owned (P1) while the project's owned work\n"
+        "                           and this fit its guarantee, else opportunistic (P2);\n"
+        "                           decided when it starts, shown in its events\n"
+        "  --owned                  P1 only: waits for room within the guarantee, never\n"
+        "                           preempted\n"
+        "  --opportunistic          P2 only: any idle capacity, preemptible\n"
+        "  --priority N             order within the project and class, -1000 to 1000;\n"
+        "                           higher first\n"
+        "  --max-runtime DUR        stop it after running this long\n"
+        "  --min-runtime DUR        do not preempt it before it ran this long (P2)\n"
+        "  --grace DUR              time between the stop signal and the kill (at most 1d)\n"
+        "  --no-requeue             when preempted, end instead of going back to the queue\n"
+        "  --after ID               not before workload ID has ended (as --dependency=afterany)\n"
+        "  --after-ok ID            only after workload ID succeeded (afterok); cancelled,\n"
+        "                           saying why, if it ends otherwise\n"
+        "  --hold                   submit it held: queued, not scheduled until 'gpuaas\n"
+        "                           release ID'\n"
+        "  --name TEXT              a label for people\n"
+        "  --image IMAGE            container image; none runs the command directly\n"
+        "  --instance               an instance (runs until stopped) instead of a batch job\n"
+        "  --duration DUR           how long it runs: simulated clusters run it that long;\n"
+        "                           Kubernetes pods carry it as gpuaas.io/expected-runtime\n"
+        "  --idempotency-key KEY    a second run with the same key in the project returns\n"
+        "                           the first workload instead of a new one\n\n"
+        "DUR is seconds, or a number with s, m, h or d: 90, 90s, 15m, 2h, 7d.\n"
+        "Examples:\n"
+        "  gpuaas run --flavor h100.1x -- python train.py --epochs 3\n"
+        "  gpuaas run --flavor h100.8x --replicas 2 --owned --project acme/ml -- ./train.sh\n"
+        "  gpuaas run --gpus 2 -- python train.py\n"
+        "  gpuaas run --script train.sbatch -- --epochs 3\n");
 }
 
 static void field_range(const char *field, int64_t *ret_min, int64_t *ret_max)
@@ -103,6 +111,18 @@ static int take_gpus(const char *flag, const char *field, const char *v, int64_t
     if (parse_int64(v, 1, GPUS_PER_REPLICA_MAX, ret) < 0)
         return cli_usage_error("run", "%s must be a whole number of GPUs from 1 to %d, not '%s'",
                                flag, GPUS_PER_REPLICA_MAX, v);
+    return 0;
+}
+
+/* --after ID / --after-ok ID (ok). */
+static int take_after(struct run_args *a, const char *v, bool ok)
+{
+    if (a->after)
+        return cli_usage_error("run", "give one --after or --after-ok");
+    if (parse_int64(v, 1, INT64_MAX, &a->after) < 0)
+        return cli_usage_error("run", "--after%s needs a workload id, not '%s'", ok ? "-ok" : "",
+                               v);
+    a->after_ok = ok;
     return 0;
 }
 
@@ -179,6 +199,23 @@ static int parse_run(struct run_args *a, int argc, char **argv, int directives)
         if (strcmp(arg, "--instance") == 0) {
             a->instance = true;
             i++;
+            continue;
+        }
+        if (strcmp(arg, "--hold") == 0) {
+            a->hold = true;
+            i++;
+            continue;
+        }
+        rc = 0;
+        for (int ok = 0; ok < 2 && rc == 0; ok++) {
+            rc =
+                cli_take_value_flag("run", argc, argv, &i, ok ? "--after-ok" : "--after", NULL, &v);
+            if (rc == 1 && (rc = take_after(a, v, ok)) == 0)
+                rc = 1;
+        }
+        if (rc != 0) {
+            if (rc != 1)
+                return rc;
             continue;
         }
 #define STR_FLAG(flag, member)                                                                     \
@@ -260,6 +297,12 @@ static json_t *build_body(const struct run_args *a, int64_t project_id, int64_t 
         json_object_set_new(body, "idempotency_key", json_string(a->key));
     if (a->has_duration)
         json_object_set_new(body, "duration_s", json_integer(a->duration));
+    if (a->after)
+        json_object_set_new(body, "after_id", json_integer(a->after));
+    if (a->after_ok)
+        json_object_set_new(body, "after_ok", json_true());
+    if (a->hold)
+        json_object_set_new(body, "held", json_true());
     return body;
 }
 

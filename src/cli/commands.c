@@ -34,7 +34,7 @@ static const struct command commands[] = {
     {"run", cmd_run, "submit a workload: gpuaas run --flavor F -- COMMAND", "",
      "--flavor --project --name --image --replicas --priority --auto --owned --opportunistic "
      "--instance --no-requeue --max-runtime --min-runtime --grace --duration --idempotency-key "
-     "--gpus --gpu-class --script"},
+     "--gpus --gpu-class --script --after --after-ok --hold"},
     {"ps", cmd_ps, "list workloads (unfinished ones unless --all)", "",
      "--project --user --state --all --limit"},
     {"acct", cmd_acct, "finished work: elapsed time, GPU-hours and cost (as sacct)", "",
@@ -42,6 +42,8 @@ static const struct command commands[] = {
     {"share", cmd_share, "fair share: guaranteed, held, borrowed, who gets idle GPUs next", "", ""},
     {"show", cmd_show, "show a workload, its allocations and events", "", ""},
     {"cancel", cmd_cancel, "cancel workloads", "", ""},
+    {"hold", cmd_hold, "hold queued workloads (not scheduled until released)", "", ""},
+    {"release", cmd_release, "release held workloads", "", ""},
     {"logs", cmd_logs, "a workload's output (-f to follow)", "", "--follow --tail"},
     {"queue", cmd_queue, "queued work per project, in order, with reasons", "", "--project"},
     {"events", cmd_events, "workload events in time order", "",

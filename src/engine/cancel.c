@@ -33,10 +33,12 @@ static int cancel_queued(struct engine *e, int64_t id, struct error_info *ei)
                                "cancelled while queued", ei);
     if (rc >= 0)
         rc = store_commit(e->db, ei);
-    if (rc < 0)
+    if (rc < 0) {
         store_rollback(e->db);
-    else
+    } else {
         sched_cancel(e->sched, id, now);
+        e->blocked_dirty = true; /* work that waits for it may go, or never will */
+    }
     arena_release(&a);
     return rc;
 }
@@ -110,6 +112,8 @@ int engine_cancel(struct engine *e, int64_t workload_id, struct error_info *ei)
     engine__take_inbox(e, time_now_ms());
     if (engine__staged_find(e, workload_id) || engine__unstaging_find(e, workload_id)) {
         rc = cancel_aside(e, workload_id, ei);
+    } else if (engine__blocked_find(e, workload_id)) {
+        rc = cancel_queued(e, workload_id, ei); /* held, or waiting for its dependency */
     } else if (sched_workload_info(e->sched, workload_id, &info) < 0) {
         rc = errinfo_set(ei, ERR_CONFLICT, NULL, "workload %" PRId64 " has already ended",
                          workload_id);

@@ -154,6 +154,10 @@ struct engine {
      */
     struct staged *staged;
     size_t n_staged, cap_staged;
+    /* Queued work set aside: held, or its dependency not met (depend.c). */
+    int64_t *blocked;
+    size_t n_blocked, cap_blocked;
+    bool blocked_dirty; /* something ended, or was held or released: look at them again */
     struct unstaging *unstaging;
     size_t n_unstaging, cap_unstaging;
     int64_t *no_stage;
@@ -270,6 +274,18 @@ void engine__staged_remove(struct engine *e, int64_t id);
 struct unstaging *engine__unstaging_find(struct engine *e, int64_t id);
 int64_t engine__staged_root(struct engine *e, int64_t id, size_t *ret_depth);
 bool engine__held_aside(struct engine *e, int64_t id);
+
+/* depend.c */
+/*
+ * Queued work to the scheduler, or set aside while held or waiting for its
+ * dependency (write_reason: its reason in the store says so), or cancelled
+ * when its after-ok dependency ended otherwise.
+ */
+void engine__submit_or_hold(struct engine *e, struct row *w, int64_t now, bool write_reason,
+                            struct arena *a);
+/* Looks again at the work set aside, when blocked_dirty says something changed. */
+void engine__recheck_blocked(struct engine *e, int64_t now);
+bool engine__blocked_find(const struct engine *e, int64_t id);
 void engine__unstage(struct engine *e, int64_t id, const char *why, int64_t now);
 void engine__side_end(struct engine *e, const struct backend_event *ev);
 void engine__stage_successors(struct engine *e, int64_t now);

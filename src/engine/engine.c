@@ -50,13 +50,11 @@ void engine__take_inbox(struct engine *e, int64_t now)
     arena_init(&a);
     for (size_t i = 0; i < n; i++) {
         struct row w;
-        struct sched_workload_spec sp;
         struct error_info ei = {0};
         if (store_get(e->db, &model_workloads, ids[i], &a, &w, &ei) < 0 ||
             strcmp(row_str(&w, F_WORKLOADS_STATE), "queued") != 0)
             continue;
-        if (engine__spec_of(e, &w, &sp) == 0)
-            sched_submit(e->sched, &sp, now);
+        engine__submit_or_hold(e, &w, now, true, &a);
     }
     free(ids);
     arena_release(&a);
@@ -138,11 +136,15 @@ static void iterate(struct engine *e)
                           evs[i].message[0] ? evs[i].message : "its backend could not start it");
             }
             engine__handle_ends(e, evs, n);
+            e->blocked_dirty = true; /* what depends on those may go now */
             if (n < ARRAY_SIZE(evs))
                 break;
         }
     }
     engine__take_devices(e, now);
+    if (e->n_blocked > 0)
+        engine__recheck_blocked(e, now);
+    e->blocked_dirty = false;
     sched_decisions_reset(&e->dec);
     sched_pass(e->sched, now, &e->dec);
     if (engine__apply_decisions(e, now, &ei) < 0) {
@@ -264,6 +266,7 @@ void engine_stop(struct engine *e)
     free(e->cancelling);
     free(e->victims);
     free(e->staged);
+    free(e->blocked);
     free(e->unstaging);
     free(e->no_stage);
     free(e->changes);

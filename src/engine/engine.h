@@ -106,6 +106,15 @@ int engine_quota_usage(struct engine *e, int64_t project_id, int64_t class_id,
 struct buf;
 int engine_metrics_write(struct engine *e, struct buf *b);
 
+/*
+ * Holds queued work (it leaves the scheduler's queue, keeping its place for
+ * when it is released) or releases it; who is named in its event. Already
+ * so: nothing happens. ERR_CONFLICT for work that is not queued, or that
+ * waits in its backend's own queue.
+ */
+int engine_hold(struct engine *e, int64_t workload_id, bool hold, const char *who,
+                struct error_info *ei);
+
 /* Where a workload's log file would be (backend_log_path); false when logs are not kept. */
 bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, size_t size);
 

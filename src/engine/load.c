@@ -537,16 +537,16 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
 
     rc = load_all(e, &model_workloads, "queued", a, &rows, &n, ei);
     e->n_staged = 0; /* from the store again, below */
+    e->n_blocked = 0;
+    e->blocked_dirty = true; /* dependencies may have ended while the daemon was down */
     for (size_t i = 0; rc >= 0 && i < n; i++) {
-        struct sched_workload_spec sp;
         if (engine__unstaging_find(e, model_row_id(&rows[i])))
             continue; /* queued again once its backend has given it back */
         if (!row_is_null(&rows[i], F_WORKLOADS_QUEUED_AFTER)) {
             *APPEND(staged_rows, n_staged_rows, cap_staged_rows) = rows[i];
             continue;
         }
-        if (engine__spec_of(e, &rows[i], &sp) == 0)
-            sched_submit(e->sched, &sp, now);
+        engine__submit_or_hold(e, &rows[i], now, false, a);
     }
     if (rc < 0) {
         free(staged_rows);

@@ -110,6 +110,16 @@ static const struct field_def workload_fields[] = {
                               0, NULL,
                               "imported as history (POST /v1/history): finished work of the past "
                               "that never ran here, shown as simulated"},
+    [F_WORKLOADS_AFTER_ID] =
+        {"after_id", NULL, FT_REF, FF_IMMUTABLE | FF_NULLABLE, 0, 0, NULL, "workloads", 0, NULL,
+         "a dependency (as sbatch --dependency): it is not scheduled before this workload has "
+         "ended; null for none"},
+    [F_WORKLOADS_AFTER_OK] = {"after_ok", NULL, FT_BOOL, FF_IMMUTABLE, 0, 1, NULL, NULL, 0, NULL,
+                              "with after_id: only once that one succeeded; if it ends otherwise "
+                              "this one is cancelled, saying why"},
+    [F_WORKLOADS_HELD] = {"held", NULL, FT_BOOL, FF_IMMUTABLE, 0, 1, NULL, NULL, 0, NULL,
+                          "held in the queue, not scheduled until released (POST .../release); "
+                          "true at submit submits it held; POST .../hold holds queued work"},
     [F_WORKLOADS_CREATED_AT] = {"created_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL,
                                 "creation time (UTC)"},
     [F_WORKLOADS_UPDATED_AT] = {"updated_at", NULL, FT_TIME, FF_READONLY, 0, 0, NULL, NULL, 0, NULL,

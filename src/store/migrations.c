@@ -443,6 +443,14 @@ static const char migration_7[] =
     "ALTER TABLE pools ADD COLUMN lend_to_all BIGINT NOT NULL DEFAULT 0;\n"
     "ALTER TABLE pools ADD COLUMN lending_limit_milli BIGINT;\n";
 
+/* Dependencies between workloads and holds (sbatch --dependency, scontrol hold). */
+static const char migration_8[] =
+    "ALTER TABLE workloads ADD COLUMN after_id BIGINT REFERENCES workloads (id) ON DELETE SET "
+    "NULL;\n"
+    "ALTER TABLE workloads ADD COLUMN after_ok BIGINT NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE workloads ADD COLUMN held BIGINT NOT NULL DEFAULT 0;\n"
+    "CREATE INDEX workloads_after_id ON workloads (after_id);\n";
+
 static const struct {
     const char *name;
     const char *sql;
@@ -454,6 +462,7 @@ static const struct {
     {"workloads queued ahead in their cluster's queue", migration_5},
     {"workloads imported as history", migration_6},
     {"pools lent to all, lending limits", migration_7},
+    {"workload dependencies and holds", migration_8},
 };
 
 int store_schema_latest(void)

@@ -188,6 +188,26 @@ export async function workload(ctx) {
         },
         'Cancel workload',
       );
+  // Queued work can be held (it keeps its place) and released.
+  const holdButton =
+    w.state !== 'queued'
+      ? null
+      : h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary',
+            onclick: async () => {
+              try {
+                await api('/v1/workloads/' + id + '/' + (w.held ? 'release' : 'hold'), { method: 'POST' });
+                ctx.refresh();
+              } catch (err) {
+                msg.replaceChildren(errorBox(err));
+              }
+            },
+          },
+          w.held ? 'Release' : 'Hold',
+        );
   ctx.add(
     h(
       'div',
@@ -195,6 +215,7 @@ export async function workload(ctx) {
       h('p', { class: 'wl-state', 'data-state': w.state }, 'State: ', badge(w.state), w.state === 'queued' && w.queue_position ? h('span', null, ' · place ' + w.queue_position + ' in its project’s queue') : null),
       w.reason && w.reason !== w.state ? h('p', { class: 'reason' }, w.reason) : null,
       cancel,
+      holdButton,
       msg,
     ),
     stats(
@@ -208,6 +229,8 @@ export async function workload(ctx) {
         ['project', nameOf(n.projects, w.project_id)],
         ['flavor', (w.replicas > 1 ? w.replicas + ' × ' : '') + nameOf(n.flavors, w.flavor_id)],
         ['class', classChip(w.priority_class)],
+        ['after', w.after_id != null ? [workloadLink(w.after_id), w.after_ok ? ' has succeeded' : ' has ended'] : null],
+        ['held', w.held ? 'yes: not scheduled until released' : null],
         ['history', w.imported ? importedChip() : null],
         ['cluster', w.cluster_id ? nameOf(n.clusters, w.cluster_id) : null],
         ['command', w.command ? h('code', null, w.command) : null],

@@ -582,9 +582,20 @@ static void call(struct fixture *f, const char *path_tmpl, const char *method, j
     } else if (known && item) {
         snprintf(url, sizeof(url), "/v1/%s/%" PRId64, res, get_id(f, res));
     } else if (strncmp(path_tmpl, "/v1/workloads/{id}/", 19) == 0) {
-        /* a workload action on a fresh queued workload: the fixture one is needed elsewhere */
+        /*
+         * A workload action on a fresh workload: the fixture one is needed elsewhere. Hold and
+         * release act on queued work: that one is submitted held, so that it stays queued.
+         */
         char *fresh = create_body(f, "workloads", 700 + n);
-        int64_t id = testsrv_create(f->srv, f->tok, "workloads", "%s", fresh);
+        bool queued = strcmp(path_tmpl + 19, "hold") == 0 || strcmp(path_tmpl + 19, "release") == 0;
+        json_t *fj = json_loads(fresh, 0, NULL);
+        int64_t id;
+        if (queued)
+            json_object_set_new(fj, "held", json_true());
+        free(fresh);
+        fresh = json_dumps(fj, JSON_COMPACT);
+        json_decref(fj);
+        id = testsrv_create(f->srv, f->tok, "workloads", "%s", fresh);
         free(fresh);
         snprintf(url, sizeof(url), "/v1/workloads/%" PRId64 "/%s", id, path_tmpl + 19);
     } else if (strncmp(path_tmpl, "/v1/invoices/{id}/", 18) == 0) {

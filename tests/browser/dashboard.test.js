@@ -195,6 +195,16 @@ const steps = [
     assert.equal(await page.locator('table.workloads tbody tr').count(), mine);
     await page.locator('table.workloads tbody tr a').first().click();
     await page.locator('.view[data-view="workloads"] .wl-state').waitFor({ timeout: T });
+    // Hold a queued workload from its page, then release it.
+    const waiting = truth.find((w) => w.state === 'queued');
+    await open('#/workloads/' + waiting.id, 'workloads');
+    await page.click('.wl-head button:has-text("Hold")');
+    await page.locator('.wl-head button:has-text("Release")').waitFor({ timeout: T });
+    assert.match(await text('.wl-head .reason'), /^held: not scheduled until released/);
+    assert.equal((await apiAs('bob', '/v1/workloads/' + waiting.id)).held, true);
+    await page.click('.wl-head button:has-text("Release")');
+    await page.locator('.wl-head button:has-text("Hold")').waitFor({ timeout: T });
+    assert.equal((await apiAs('bob', '/v1/workloads/' + waiting.id)).held, false);
   }],
 
   ['the timeline shows P1 and P2 apart and marks the preemption; it zooms', async () => {

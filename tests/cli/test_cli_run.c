@@ -201,8 +201,8 @@ static void test_usage_errors(void **state)
         char **argv;
         const char *err;
     } cases[] = {
-        {ARGV("run"), "gpuaas: error: 'run' needs --flavor NAME|ID; 'gpuaas flavors list' shows "
-                      "them\n"},
+        {ARGV("run"), "gpuaas: error: 'run' needs --flavor NAME|ID or --gpus N; 'gpuaas flavors "
+                      "list' shows the flavors\n"},
         {ARGV("run", "--flavor", "5", "--owned", "--opportunistic"),
          "gpuaas: error: give one of --auto, --owned, --opportunistic\n"},
         {ARGV("run", "--flavor", "5", "python", "x.py"),

@@ -308,6 +308,17 @@ def workload_cancel(ctx):
     return ("POST", "/v1/workloads/%d/cancel" % wl(ctx, "done"), None), vis(ctx, own)
 
 
+def workload_hold(ctx):
+    # finished work: 409 for whoever may hold it (only queued work can be)
+    own = at_least(ctx, "member", 409) if ctx["role"] != "admin" else 409
+    return ("POST", "/v1/workloads/%d/hold" % wl(ctx, "done"), None), vis(ctx, own)
+
+
+def workload_release(ctx):
+    own = at_least(ctx, "member", 409) if ctx["role"] != "admin" else 409
+    return ("POST", "/v1/workloads/%d/release" % wl(ctx, "done"), None), vis(ctx, own)
+
+
 def workload_logs(ctx):
     return ("GET", "/v1/workloads/%d/logs" % wl(ctx, "done"), None), vis(ctx, 200)
 
@@ -469,6 +480,8 @@ ROWS = {
     ("get", "/v1/workloads/{id}"): workload_get,
     ("get", "/v1/workloads/{id}/logs"): workload_logs,
     ("post", "/v1/workloads/{id}/cancel"): workload_cancel,
+    ("post", "/v1/workloads/{id}/hold"): workload_hold,
+    ("post", "/v1/workloads/{id}/release"): workload_release,
     ("get", "/v1/allocations"): get_list("/v1/allocations"),
     ("get", "/v1/allocations/{id}"): by_project("allocations"),
     ("get", "/v1/events"): get_list("/v1/events"),
