@@ -88,14 +88,12 @@
     X(R, ID) X(R, TIME) X(R, ACTOR_ID) X(R, ACTOR) X(R, ACTION) X(R, RESOURCE) X(R, OBJECT_ID)     \
     X(R, REQUEST_ID) X(R, BEFORE) X(R, AFTER)
 #define MODEL_WORKLOADS_FIELDS(X, R)                                                               \
-    X(R, ID)                                                                                       \
-    X(R, PROJECT_ID) X(R, NAME) X(R, FLAVOR_ID) X(R, KIND) X(R, REPLICAS) X(R, COMMAND)            \
-        X(R, IMAGE) X(R, PRIORITY_CLASS) X(R, PRIORITY) X(R, MAX_RUNTIME_S) X(R, MIN_RUNTIME_S)    \
-            X(R, GRACE_S) X(R, REQUEUE) X(R, IDEMPOTENCY_KEY) X(R, DURATION_S) X(R, STATE)         \
-                X(R, REASON) X(R, USER_ID) X(R, CLUSTER_ID) X(R, SUBMITTED_MS) X(R, STARTED_AT)    \
-                    X(R, FINISHED_AT) X(R, EXIT_CODE) X(R, PREEMPTIONS) X(R, QUEUED_AFTER)         \
-                        X(R, IMPORTED) X(R, AFTER_ID) X(R, AFTER_OK) X(R, HELD) X(R, CREATED_AT)   \
-                            X(R, UPDATED_AT)
+    X(R, ID) X(R, PROJECT_ID) X(R, NAME) X(R, FLAVOR_ID) X(R, KIND) X(R, REPLICAS)                 \
+    X(R, COMMAND) X(R, IMAGE) X(R, PRIORITY_CLASS) X(R, PRIORITY) X(R, MAX_RUNTIME_S)              \
+    X(R, MIN_RUNTIME_S) X(R, GRACE_S) X(R, REQUEUE) X(R, IDEMPOTENCY_KEY) X(R, DURATION_S)         \
+    X(R, STATE) X(R, REASON) X(R, USER_ID) X(R, CLUSTER_ID) X(R, SUBMITTED_MS) X(R, STARTED_AT)    \
+    X(R, FINISHED_AT) X(R, EXIT_CODE) X(R, PREEMPTIONS) X(R, QUEUED_AFTER) X(R, IMPORTED)          \
+    X(R, AFTER_ID) X(R, AFTER_OK) X(R, HELD) X(R, CREATED_AT) X(R, UPDATED_AT)
 #define MODEL_ALLOCATIONS_FIELDS(X, R)                                                             \
     X(R, ID) X(R, WORKLOAD_ID) X(R, PROJECT_ID) X(R, REPLICA) X(R, NODE_ID) X(R, GPU_ID)           \
     X(R, GPU_CLASS_ID) X(R, MILLI) X(R, PRIORITY_CLASS) X(R, BORROWED) X(R, STARTED_MS)            \
