@@ -18,6 +18,7 @@
 
 #define GPUS_PER_REPLICA_MAX 64 /* as many as one node holds (the scheduler's limit) */
 #define SCRIPT_MAX 8192         /* a workload's command, which the script becomes */
+#define ARRAY_MAX 10000         /* tasks of one --array */
 
 struct run_args {
     const char *flavor, *project, *name, *image, *key;
@@ -30,6 +31,10 @@ struct run_args {
     bool no_requeue, instance, hold;
     int64_t after; /* --after / --after-ok: the workload it waits for (0: none) */
     bool after_ok;
+    /* --array: the task indices, and at most how many run at once (0: no bound) */
+    int64_t *tasks;
+    size_t n_tasks;
+    int64_t array_at_once;
     char *command; /* owned; NULL without "--" */
 };
 
@@ -69,6 +74,9 @@ static void run_help(void)
         "                           saying why, if it ends otherwise\n"
         "  --hold                   submit it held: queued, not scheduled until 'gpuaas\n"
         "                           release ID'\n"
+        "  --array SPEC             one workload per task: 0-99, 1,3,5-7 or 0-15:4, and %%N\n"
+        "                           for at most N at once; each is named NAME[i] and runs\n"
+        "                           with GPUAAS_ARRAY_TASK_ID=i and GPUAAS_ARRAY_JOB_ID\n"
         "  --name TEXT              a label for people\n"
         "  --image IMAGE            container image; none runs the command directly\n"
         "  --instance               an instance (runs until stopped) instead of a batch job\n"
@@ -112,6 +120,54 @@ static int take_gpus(const char *flag, const char *field, const char *v, int64_t
         return cli_usage_error("run", "%s must be a whole number of GPUs from 1 to %d, not '%s'",
                                flag, GPUS_PER_REPLICA_MAX, v);
     return 0;
+}
+
+/*
+ * --array SPEC as sbatch takes it: "0-99", "1,3,5-7", "0-15:4" (a step),
+ * with "%N" at the end for at most N tasks at once.
+ */
+static int take_array(struct run_args *a, const char *spec)
+{
+    char *copy = xstrdup(spec), *pct = strchr(copy, '%'), *save = NULL, *part;
+    int rc = 0;
+
+    if (pct) {
+        *pct = '\0';
+        if (parse_int64(pct + 1, 1, ARRAY_MAX, &a->array_at_once) < 0)
+            rc = cli_usage_error("run",
+                                 "--array %s: after %% comes how many tasks may run at "
+                                 "once, 1 to %d",
+                                 spec, ARRAY_MAX);
+    }
+    for (part = strtok_r(copy, ",", &save); part && rc == 0; part = strtok_r(NULL, ",", &save)) {
+        int64_t lo, hi, step = 1;
+        char *dash = strchr(part, '-'), *colon = strchr(part, ':');
+        if (colon) {
+            *colon = '\0';
+            if (parse_int64(colon + 1, 1, ARRAY_MAX, &step) < 0)
+                rc = -1;
+        }
+        if (dash)
+            *dash = '\0';
+        if (rc == 0 && (parse_int64(part, 0, 1000000, &lo) < 0 ||
+                        parse_int64(dash ? dash + 1 : part, 0, 1000000, &hi) < 0 || hi < lo))
+            rc = -1;
+        for (int64_t t = lo; rc == 0 && t <= hi; t += step) {
+            if (a->n_tasks >= ARRAY_MAX) {
+                rc = cli_usage_error("run", "--array %s: more than %d tasks", spec, ARRAY_MAX);
+                break;
+            }
+            a->tasks = xreallocarray(a->tasks, a->n_tasks + 1, sizeof(*a->tasks));
+            a->tasks[a->n_tasks++] = t;
+        }
+    }
+    if (rc == -1 || (rc == 0 && a->n_tasks == 0))
+        rc = cli_usage_error("run",
+                             "--array %s: give task indices as 0-99, 1,3,5-7 or 0-15:4, with %%N "
+                             "for at most N at once",
+                             spec);
+    free(copy);
+    return rc;
 }
 
 /* --after ID / --after-ok ID (ok). */
@@ -199,6 +255,11 @@ static int parse_run(struct run_args *a, int argc, char **argv, int directives)
         if (strcmp(arg, "--instance") == 0) {
             a->instance = true;
             i++;
+            continue;
+        }
+        if ((rc = cli_take_value_flag("run", argc, argv, &i, "--array", NULL, &v)) != 0) {
+            if (rc != 1 || (rc = take_array(a, v)) != 0)
+                return rc;
             continue;
         }
         if (strcmp(arg, "--hold") == 0) {
@@ -386,6 +447,73 @@ static int pick_flavor(struct client *c, const struct run_args *a, int64_t *ret_
     return 0;
 }
 
+/*
+ * --array: one workload per task, named NAME[i], its command run with
+ * GPUAAS_ARRAY_TASK_ID=i and GPUAAS_ARRAY_JOB_ID (the first task's id), as
+ * Slurm's SLURM_ARRAY_*; with %N, task k waits for task k-N to end, so that
+ * at most N run at once. Stops at the first refusal, saying which tasks were
+ * submitted.
+ */
+static int submit_array(struct client *c, struct run_args *a, int64_t project_id, int64_t flavor_id)
+{
+    int64_t *ids = xcalloc(a->n_tasks, sizeof(*ids));
+    const char *command = a->command ? a->command : "";
+    const char *name = a->name ? a->name : "array";
+    json_t *items = json_array();
+    struct buf out;
+    int rc = 0;
+
+    buf_init(&out, WORK_OUTPUT_MAX);
+    for (size_t k = 0; k < a->n_tasks && rc == 0; k++) {
+        char *cmd =
+            xasprintf("export GPUAAS_ARRAY_TASK_ID=%" PRId64 " GPUAAS_ARRAY_JOB_ID=%" PRId64 "\n%s",
+                      a->tasks[k], k ? ids[0] : (int64_t)0, command);
+        char *task_name = xasprintf("%s[%" PRId64 "]", name, a->tasks[k]);
+        char *task_key = a->key ? xasprintf("%s-%" PRId64, a->key, a->tasks[k]) : NULL;
+        json_t *body, *w = NULL;
+        struct run_args t = *a;
+        t.command = cmd;
+        t.name = task_name;
+        t.key = task_key;
+        /* at most N at once: task k after task k - N (the first N after what --after says) */
+        if (a->array_at_once > 0 && k >= (size_t)a->array_at_once) {
+            t.after = ids[k - (size_t)a->array_at_once];
+            t.after_ok = false;
+        }
+        body = build_body(&t, project_id, flavor_id);
+        if (client_request(c, "POST", "/v1/workloads", body, &w) < 0) {
+            rc = client_report(c);
+            if (k > 0)
+                cli_error("--array: tasks %" PRId64 " to %" PRId64 " were submitted (workloads "
+                          "%" PRId64 " to %" PRId64 "); the rest were not",
+                          a->tasks[0], a->tasks[k - 1], ids[0], ids[k - 1]);
+        } else {
+            ids[k] = json_integer_value(json_object_get(w, "id"));
+            json_array_append(items, w);
+        }
+        json_decref(body);
+        json_decref(w);
+        free(cmd);
+        free(task_name);
+        free(task_key);
+    }
+    if (rc == 0) {
+        if (cli_opts.output == CLI_OUTPUT_JSON) {
+            json_t *j = json_pack("{s:O}", "items", items);
+            render_json(j, &out);
+            json_decref(j);
+        } else {
+            buf_printf(&out, "array of %zu submitted: workloads %" PRId64 " to %" PRId64 "\n",
+                       a->n_tasks, ids[0], ids[a->n_tasks - 1]);
+        }
+        rc = work_flush(&out);
+    }
+    buf_release(&out);
+    json_decref(items);
+    free(ids);
+    return rc;
+}
+
 static int print_submitted(json_t *w, int status)
 {
     json_t *id = json_object_get(w, "id");
@@ -498,6 +626,10 @@ int cmd_run(int argc, char **argv)
             a.has_gpus ? pick_flavor(&c, &a, &flavor_id) : resolve_flavor(&c, a.flavor, &flavor_id);
     if (rc != 0)
         goto out;
+    if (a.n_tasks > 0) {
+        rc = submit_array(&c, &a, project_id, flavor_id);
+        goto out;
+    }
     body = build_body(&a, project_id, flavor_id);
     rc = client_request(&c, "POST", "/v1/workloads", body, &w);
     if (rc < 0) {
@@ -511,5 +643,6 @@ out:
     client_release(&c);
     free(a.command);
     script_release(&script); /* the flags' values point into its words */
+    free(a.tasks);
     return rc;
 }

@@ -34,7 +34,7 @@ static const struct command commands[] = {
     {"run", cmd_run, "submit a workload: gpuaas run --flavor F -- COMMAND", "",
      "--flavor --project --name --image --replicas --priority --auto --owned --opportunistic "
      "--instance --no-requeue --max-runtime --min-runtime --grace --duration --idempotency-key "
-     "--gpus --gpu-class --script --after --after-ok --hold"},
+     "--gpus --gpu-class --script --after --after-ok --hold --array"},
     {"ps", cmd_ps, "list workloads (unfinished ones unless --all)", "",
      "--project --user --state --all --limit"},
     {"acct", cmd_acct, "finished work: elapsed time, GPU-hours and cost (as sacct)", "",

@@ -62,10 +62,24 @@ rc=0
 expect_eq "$rc" 1 "--gpus 3: no such flavor"
 expect_contains "$(cat "$TMP/err")" "GPUs per replica of the flavors offered: 1, 2" "the counts offered"
 
+# Arrays (as sbatch --array): one workload per task, at most 2 at once (%2: task k after k-2).
+arr=$("${g[@]}" -o json run --project ml --flavor h100.1x --array 0-3%2 --name sweep \
+  -- sh -c 'echo "task=$GPUAAS_ARRAY_TASK_ID job=$GPUAAS_ARRAY_JOB_ID"')
+expect_eq "$(jq -r '[.items[].name] | join(",")' <<<"$arr")" "sweep[0],sweep[1],sweep[2],sweep[3]" "task names"
+expect_eq "$(jq -r '[.items[].after_id] | map(tostring) | join(",")' <<<"$arr")" \
+  "null,null,$(jq -r '.items[0].id' <<<"$arr"),$(jq -r '.items[1].id' <<<"$arr")" "%2: task k after task k-2"
+for id in $(jq -r '.items[].id' <<<"$arr"); do wait_state "$id" succeeded 20; done
+expect_eq "$("${g[@]}" logs "$(jq -r '.items[2].id' <<<"$arr")")" \
+  "task=2 job=$(jq -r '.items[0].id' <<<"$arr")" "the task sees its index and the array's id"
+rc=0
+"${g[@]}" run --project ml --flavor h100.1x --array 5-3 -- true >/dev/null 2>"$TMP/err" || rc=$?
+expect_eq "$rc" 2 "a bad --array is a usage error"
+expect_contains "$(cat "$TMP/err")" "give task indices as 0-99" "why"
+
 # acct (as sacct): the finished work, newest first, with what each run used.
 wait_state "$(jq -r .id <<<"$out")" succeeded 15
 acct=$("${g[@]}" -o json acct --project ml)
-expect_eq "$(jq '.items | length' <<<"$acct")" 3 "three finished workloads"
+expect_eq "$(jq '.items | length' <<<"$acct")" 7 "seven finished workloads"
 expect_eq "$(jq -r '[.items[].id] == ([.items[].id] | sort | reverse)' <<<"$acct")" true "newest first"
 expect_eq "$(jq -r '[.items[] | .gpu_hours > 0 and .list_cost_micros >= 0 and .ran_as == "P2"] | all' <<<"$acct")" \
   true "GPU-hours, list cost and the class of every run"
