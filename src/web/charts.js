@@ -66,6 +66,11 @@ export function hatch() {
   return s('defs', null, s('pattern', { id: 'hatch', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' }, s('rect', { width: 6, height: 6, class: 'hatch-bg' }), s('line', { x1: 0, y1: 0, x2: 0, y2: 6, class: 'hatch-line' })));
 }
 
+// The hatch laid over a bar of any colour (the timeline's bars are in their project's colour).
+export function hatchOver() {
+  return s('defs', null, s('pattern', { id: 'hatch-over', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' }, s('line', { x1: 0, y1: 0, x2: 0, y2: 6, class: 'hatch-over-line' })));
+}
+
 // A legend: [[kind, text]] -> swatches with words.
 export function legend(items) {
   return h('ul', { class: 'legend' }, items.map(([kind, text]) => h('li', null, h('span', { class: 'swatch ' + kind, 'aria-hidden': 'true' }), text)));

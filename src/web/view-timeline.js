@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// view-timeline.js: who held which GPU when. One lane per GPU, one bar per
-// allocation: owned (P1) and opportunistic (P2) work in distinct colours and
-// patterns, allocations that ended by preemption with a red end mark, and the
-// preemption ledger's decisions as dashed lines with their grace period.
+// view-timeline.js: who held which GPU when. One lane per GPU (grouped by
+// node, pool or owner), one bar per allocation in its project's colour (a
+// legend names them), opportunistic (P2) work hatched over it, allocations
+// that ended by preemption with a red end mark, and the preemption ledger's
+// decisions as dashed lines with their grace period.
 // Zoom with the buttons, the presets or the mouse wheel; zooming redraws
 // from the data already loaded, only Refresh asks the server again.
-import { listAll, byIds } from './api.js';
+import { api, listAll, byIds } from './api.js';
 import { h, s, table, section, nameOf, time, duration, workloadLink, classLabel, select, field } from './dom.js';
-import { legend, chartWidth, hatch } from './charts.js';
+import { legend, chartWidth, hatch, hatchOver } from './charts.js';
 
 const MIN = 60e3;
 const HOUR = 60 * MIN;
@@ -22,7 +23,21 @@ const STEPS = [1e3, 5e3, 15e3, 30e3, MIN, 5 * MIN, 15 * MIN, 30 * MIN, HOUR, 3 *
 
 // Kept across refreshes and visits in this tab: from/to null means "the last span, up to now";
 // span null until the first visit picks the smallest preset that shows the recent work.
-const range = { span: null, from: null, to: null, node: '' };
+const range = { span: null, from: null, to: null, node: '', group: 'node' };
+const PALETTE = 10; // project colours: .proj-0 ... .proj-9 in app.css
+
+// A colour per project, the same in every redraw: by the project's rank among those shown.
+function projectColours(allocs) {
+  const ids = [...new Set(allocs.map((a) => a.project_id))].sort((a, b) => a - b);
+  return new Map(ids.map((id, i) => [id, i % PALETTE]));
+}
+
+// Text cut to what fits in px pixels at the bar's font (about 6.5 px a character), or ''.
+function fitText(text, px) {
+  const n = Math.floor((px - 8) / 6.5);
+  if (n < 3) return '';
+  return text.length <= n ? text : text.slice(0, n - 1) + '…';
+}
 
 function fittingSpan(allocs) {
   const now = Date.now();
@@ -57,7 +72,13 @@ function tickLabel(t, step) {
 }
 
 export async function timeline(ctx) {
-  const [allocs, ledger, n] = await Promise.all([listAll('/v1/allocations'), listAll('/v1/preemptions'), byIds('gpus', 'nodes', 'projects', 'clusters')]);
+  const [allocs, ledger, n, inv] = await Promise.all([
+    listAll('/v1/allocations'),
+    listAll('/v1/preemptions'),
+    byIds('gpus', 'nodes', 'projects', 'clusters'),
+    api('/v1/inventory').catch(() => null), // pools and owners of GPUs, where the caller may read them
+  ]);
+  const where = new Map(((inv && inv.items) || []).map((r) => [r.gpu_id, r]));
   if (range.span == null) range.span = fittingSpan(allocs);
   const chart = h('div', { class: 'timeline-box' });
   const rangeText = h('p', { class: 'range', 'aria-live': 'polite' });
@@ -92,12 +113,33 @@ export async function timeline(ctx) {
     id: 'tl-node',
     onchange: (e) => ((range.node = e.target.value), redraw()),
   });
+  const groupPick = select(
+    [
+      ['node', 'node'],
+      ['pool', 'pool'],
+      ['owner', 'owner'],
+    ],
+    range.group,
+    { id: 'tl-group', onchange: (e) => ((range.group = e.target.value), redraw()) },
+  );
+  const colours = projectColours(allocs);
+  const legendBox = h('div');
 
   function redraw() {
     const [from, to] = currentRange();
     for (const b of presetButtons) b.setAttribute('aria-pressed', String(range.from == null && PRESETS.find((p) => p[0] === b.dataset.preset)[1] === range.span));
     rangeText.textContent = 'Showing ' + time(from) + ' to ' + time(to) + ' (' + duration(to - from) + ').';
-    chart.replaceChildren(draw({ allocs, ledger, n, from, to, node: Number(range.node) || 0, zoom }));
+    const shown = allocs.filter((a) => a.started_ms < to && (a.ended_ms ?? Date.now()) > from);
+    const projects = [...new Set(shown.map((a) => a.project_id))].sort((a, b) => nameOf(n.projects, a).localeCompare(nameOf(n.projects, b)));
+    legendBox.replaceChildren(
+      legend([
+        ...projects.map((id) => ['proj-' + colours.get(id), 'project ' + nameOf(n.projects, id)]),
+        ['p2-over', 'hatched: P2 opportunistic (solid: P1 owned)'],
+        ['preempted', 'ended by preemption'],
+        ['mark', 'preemption decision and grace period'],
+      ]),
+    );
+    chart.replaceChildren(draw({ allocs, ledger, n, from, to, node: Number(range.node) || 0, zoom, colours, where, group: range.group }));
     ledgerBox.replaceChildren(ledgerTable(ledger, n, from, to));
   }
 
@@ -117,14 +159,10 @@ export async function timeline(ctx) {
         h('button', { type: 'button', class: 'secondary', onclick: fit, 'data-fit': '' }, 'Fit'),
       ),
       field('Node', nodePick),
+      field('Lanes by', groupPick),
     ),
     rangeText,
-    legend([
-      ['p1', 'P1 owned'],
-      ['p2', 'P2 opportunistic'],
-      ['preempted', 'ended by preemption'],
-      ['mark', 'preemption decision and grace period'],
-    ]),
+    legendBox,
     chart,
     h('p', { class: 'hint' }, 'Mouse wheel over the chart zooms around the pointer. Select a bar to open its workload.'),
     allocs.truncated ? h('p', { class: 'note' }, 'Only the oldest ' + allocs.length + ' allocations were loaded; newer ones are missing.') : null,
@@ -133,10 +171,18 @@ export async function timeline(ctx) {
   redraw();
 }
 
-function draw({ allocs, ledger, n, from, to, node, zoom }) {
+// The group a GPU's lane is in: its node, its pool, or its pool's owner.
+function groupOf(g, n, where, group) {
+  const r = where.get(g.id);
+  if (group === 'pool') return r && r.pool ? 'pool ' + r.pool : 'in no pool';
+  if (group === 'owner') return r && r.owner ? (r.owner.kind === 'org' ? 'organization ' : 'project ') + r.owner.name : 'no owner';
+  return (n.nodes.get(g.node_id) || { name: 'node ' + g.node_id }).name;
+}
+
+function draw({ allocs, ledger, n, from, to, node, zoom, colours, where, group }) {
   const width = chartWidth();
   const gutter = width < 500 ? 92 : 132;
-  const top = 26;
+  const top = 40; // the axis' labels above, the decisions' labels below them
   const laneH = 22;
   const plotW = width - gutter - 8;
   const x = (t) => gutter + ((t - from) / (to - from)) * plotW;
@@ -147,21 +193,33 @@ function draw({ allocs, ledger, n, from, to, node, zoom }) {
   // A big fleet shows only the GPUs that held something in the range.
   if (gpuList.length > 64) gpuList = gpuList.filter((g) => used.has(g.id));
   const label = (g) => (n.nodes.get(g.node_id) || { name: 'node ' + g.node_id }).name + ' / ' + g.index;
-  gpuList.sort((a, b) => label(a).localeCompare(label(b), 'en', { numeric: true }));
-  const lane = new Map(gpuList.map((g, i) => [g.id, i]));
-  const height = top + Math.max(1, gpuList.length) * laneH + 8;
+  const groupKey = (g) => groupOf(g, n, where, group);
+  gpuList.sort((a, b) => groupKey(a).localeCompare(groupKey(b), 'en', { numeric: true }) || label(a).localeCompare(label(b), 'en', { numeric: true }));
+  // Lanes, with a heading row where a group starts (not for nodes: the label names the node).
+  const rows = [];
+  for (const g of gpuList) {
+    if (group !== 'node' && (!rows.length || rows[rows.length - 1].key !== groupKey(g))) rows.push({ heading: groupKey(g), key: groupKey(g) });
+    rows.push({ gpu: g, key: groupKey(g) });
+  }
+  const lane = new Map();
+  rows.forEach((r, i) => r.gpu && lane.set(r.gpu.id, i));
+  const height = top + Math.max(1, rows.length) * laneH + 8;
 
   const svg = s('svg', { class: 'timeline', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': `GPU timeline, ${gpuList.length} GPUs, ${visible.length} allocations` });
-  svg.append(hatch());
+  svg.append(hatch(), hatchOver());
   // Axis: ticks at a round step that leaves ~90 px between labels.
   const step = STEPS.find((st) => ((to - from) / st) * 90 <= plotW) || STEPS[STEPS.length - 1];
   for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
     svg.append(s('line', { x1: x(t), x2: x(t), y1: top - 4, y2: height - 8, class: 'grid' }));
     if (x(t) + 34 <= width) svg.append(s('text', { x: x(t), y: 14, class: 'tick', 'text-anchor': 'middle', text: tickLabel(t, step) }));
   }
-  gpuList.forEach((g, i) => {
+  rows.forEach((r, i) => {
     const y = top + i * laneH;
-    svg.append(s('rect', { x: gutter, y, width: plotW, height: laneH - 4, class: i % 2 ? 'lane odd' : 'lane' }), s('text', { x: gutter - 6, y: y + 13, class: 'lane-label', 'text-anchor': 'end', text: label(g) }));
+    if (r.heading) {
+      svg.append(s('text', { x: 4, y: y + 13, class: 'lane-group', text: r.heading }));
+      return;
+    }
+    svg.append(s('rect', { x: gutter, y, width: plotW, height: laneH - 4, class: i % 2 ? 'lane odd' : 'lane' }), s('text', { x: gutter - 6, y: y + 13, class: 'lane-label', 'text-anchor': 'end', text: fitText(label(r.gpu), gutter - 2) || String(r.gpu.index) }));
   });
   for (const a of visible) {
     if (!lane.has(a.gpu_id)) continue;
@@ -173,12 +231,16 @@ function draw({ allocs, ledger, n, from, to, node, zoom }) {
     const preempted = a.end_reason === 'preempted';
     const title = `workload ${a.workload_id} · ${nameOf(n.projects, a.project_id)} · ${classLabel(a.priority_class)}${a.borrowed ? ' (borrowed)' : ''} · ${time(a.started_ms)} to ${a.ended_ms == null ? 'now' : time(a.ended_ms)}${a.end_reason ? ' · ended: ' + a.end_reason : ''}`;
     const link = s('a', { href: '#/workloads/' + a.workload_id, class: 'tl-link', 'aria-label': title }, s('title', { text: title }));
-    link.append(s('rect', { x: x1, y: y + 1, width: Math.max(2, x2 - x1), height: laneH - 6, class: `tl-bar ${pc}${preempted ? ' preempted' : ''}`, 'data-workload': a.workload_id, 'data-class': pc }));
-    if (x2 - x1 > 70) link.append(s('text', { x: x1 + 4, y: y + 13, class: 'bar-text ' + pc, text: a.workload_id + ' ' + nameOf(n.projects, a.project_id) }));
+    const w = Math.max(2, x2 - x1);
+    link.append(s('rect', { x: x1, y: y + 1, width: w, height: laneH - 6, class: `tl-bar proj-${colours.get(a.project_id)}${preempted ? ' preempted' : ''}`, 'data-workload': a.workload_id, 'data-class': pc, 'data-project': a.project_id }));
+    if (pc === 'p2') link.append(s('rect', { x: x1, y: y + 1, width: w, height: laneH - 6, class: 'tl-p2' }));
+    const text = fitText(a.workload_id + ' ' + nameOf(n.projects, a.project_id), w);
+    if (text) link.append(s('text', { x: x1 + 4, y: y + 13, class: 'bar-text', text }));
     if (preempted && a.ended_ms <= to) link.append(s('path', { d: `M${x2 - 6} ${y - 1} L${x2 + 1} ${y - 1} L${x2 + 1} ${y + laneH - 3} Z`, class: 'tl-preempt-end' }));
     svg.append(link);
   }
-  for (const p of ledger) {
+  let lastLabel = -Infinity; // decision labels closer than this are left out (the line stays)
+  for (const p of [...ledger].sort((a, b) => a.decided_ms - b.decided_ms)) {
     if (p.decided_ms > to || (p.released_ms ?? p.decided_ms) < from) continue;
     const xd = x(Math.max(p.decided_ms, from));
     const xr = x(Math.min(p.released_ms ?? now, to));
@@ -190,9 +252,10 @@ function draw({ allocs, ledger, n, from, to, node, zoom }) {
         s('title', { text: title }),
         s('rect', { x: xd, y: top - 4, width: Math.max(1, xr - xd), height: height - top - 4, class: 'tl-grace' }),
         s('line', { x1: xd, x2: xd, y1: top - 6, y2: height - 8, class: 'tl-decision' }),
-        s('text', { x: xd + 3, y: top - 8, class: 'tl-mark-label', text: '⚡' + p.rule }),
+        xd - lastLabel >= 64 ? s('text', { x: xd + 3, y: top - 6, class: 'tl-mark-label', text: '⚡' + p.rule }) : null,
       ),
     );
+    if (xd - lastLabel >= 64) lastLabel = xd;
   }
   if (now >= from && now <= to) svg.append(s('line', { x1: x(now), x2: x(now), y1: top - 6, y2: height - 8, class: 'tl-now' }));
   if (!gpuList.length) svg.append(s('text', { x: gutter, y: top + 14, class: 'tick', text: 'No GPUs to show.' }));

@@ -218,6 +218,39 @@ const steps = [
     assert.equal(await svg.locator(`.tl-bar[data-class="p1"][data-workload="${alicesWorkload}"]`).count(), 4);
     assert.equal(await svg.locator('.tl-bar.preempted').count(), 4, 'one preempted allocation per reclaimed GPU');
     assert.equal(await svg.locator('.tl-mark').count(), 1, 'the ledger entry');
+    // A colour per project, named in the legend; P2 hatched over it.
+    const colourOf = async (sel) => svg.locator(sel).first().evaluate((el) => getComputedStyle(el).fill);
+    const aliceColour = await colourOf(`.tl-bar[data-workload="${alicesWorkload}"]`);
+    const bobColour = await colourOf('.tl-bar[data-class="p2"]');
+    assert.notEqual(aliceColour, bobColour, 'team-a and team-b in different colours');
+    assert.equal(await svg.locator('.tl-p2').count(), await svg.locator('.tl-bar[data-class="p2"]').count(), 'every P2 bar hatched');
+    const legendText = await text('.view .legend');
+    assert.match(legendText, /project team-a/);
+    assert.match(legendText, /project team-b/);
+    assert.match(legendText, /hatched: P2 opportunistic/);
+    // Labels never overlap: the axis' labels and the decision's label are on rows apart,
+    // and no bar's text runs past its bar.
+    const overlaps = await page.evaluate(() => {
+      const boxes = [...document.querySelectorAll('svg.timeline text.tick, svg.timeline text.tl-mark-label')].map((t) => t.getBBox());
+      let n = 0;
+      for (let i = 0; i < boxes.length; i++)
+        for (let j = i + 1; j < boxes.length; j++) {
+          const a = boxes[i], b = boxes[j];
+          if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) n++;
+        }
+      for (const t of document.querySelectorAll('svg.timeline a.tl-link')) {
+        const bar = t.querySelector('.tl-bar').getBBox(), label = t.querySelector('.bar-text');
+        if (label && label.getBBox().x + label.getBBox().width > bar.x + bar.width + 1) n++;
+      }
+      return n;
+    });
+    assert.equal(overlaps, 0, 'overlapping labels');
+    // Lanes grouped by pool: a heading per pool.
+    await page.selectOption('#tl-group', 'pool');
+    await page.locator('svg.timeline text.lane-group').first().waitFor({ timeout: T });
+    const groups = await page.locator('svg.timeline text.lane-group').evaluateAll((els) => els.map((e) => e.textContent));
+    assert.deepEqual(groups, ['pool pool-a', 'pool pool-b']);
+    await page.selectOption('#tl-group', 'node');
     const ledger = await text('table.ledger');
     assert.match(ledger, /reclaim/);
     assert.match(ledger, new RegExp('workload ' + alicesWorkload));
