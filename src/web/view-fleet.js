@@ -48,16 +48,82 @@ function gpuWhere(n, g) {
   return (node ? node.name : 'node ' + g.node_id) + ' / GPU ' + g.index;
 }
 
+// The inventory's state of a GPU (one rule with /metrics) as the overview counts it.
+function countedState(r) {
+  if (r.state === 'busy' || r.state === 'idle-allocated' || r.state === 'allocated') return 'allocated';
+  if (r.state === 'free' || r.state === 'draining') return r.state;
+  return r.state === 'mig' ? null : 'down'; // a MIG parent is counted through its instances
+}
+
+// A GPU's cell in the grid: what it is doing, and whose.
+function cellOf(r, n) {
+  const u = r.used_by;
+  const kind = u && u.borrowed ? 'lent' : r.state;
+  const who = u ? (u.workload_id != null ? u.project + ' · workload ' + u.workload_id : 'another team') + ' · ' + (u.priority_class === 'owned' ? 'P1' : 'P2') + (u.borrowed ? ' · borrowed from its owner' : '') : 'nobody';
+  const act = r.telemetry && r.telemetry.activity != null ? ' · activity ' + Math.round(r.telemetry.activity * 100) + ' %' : '';
+  const title = `${r.node} / GPU ${r.index ?? ''} · ${r.state}${act} · owner ${r.owner ? r.owner.name : 'none'}${r.pool ? ' (pool ' + r.pool + ')' : ''} · held by ${who}`;
+  return h('span', { class: 'cell st-' + kind, role: 'img', 'aria-label': title, title, 'data-gpu': r.gpu_id, 'data-state': kind });
+}
+
+// Per node, a cell per GPU (the inventory's rows, which say what the caller may see).
+function gpuGrid(rows, n) {
+  const byNode = new Map();
+  for (const r of rows) {
+    if (r.state === 'mig') continue;
+    if (!byNode.has(r.node)) byNode.set(r.node, []);
+    byNode.get(r.node).push(r);
+  }
+  const names = [...byNode.keys()].sort((a, b) => a.localeCompare(b, 'en', { numeric: true }));
+  return [
+    legend([
+      ['st-busy', 'busy (telemetry)'],
+      ['st-idle-allocated', 'allocated, idle (telemetry)'],
+      ['st-allocated', 'allocated'],
+      ['st-lent', 'lent: held by another team'],
+      ['st-free', 'free'],
+      ['st-draining', 'draining'],
+      ['st-down', 'down'],
+    ]),
+    h(
+      'div',
+      { class: 'gpu-grid' },
+      names.map((name) =>
+        h('div', { class: 'grid-row' }, h('span', { class: 'grid-node' }, name), h('span', { class: 'grid-cells' }, byNode.get(name).sort((a, b) => (a.index ?? 0) - (b.index ?? 0)).map((r) => cellOf(r, n)))),
+      ),
+    ),
+  ];
+}
+
 export async function fleet(ctx) {
-  const [cap, n, open] = await Promise.all([api('/v1/capacity'), byIds('gpus', 'nodes', 'clusters', 'gpu-classes'), openAllocations()]);
+  const [cap, n, open, inv] = await Promise.all([
+    api('/v1/capacity'),
+    byIds('gpus', 'nodes', 'clusters', 'gpu-classes'),
+    openAllocations(),
+    api('/v1/inventory').catch((err) => ({ err })),
+  ]);
   const held = heldByGpu(open);
   const byState = { allocated: 0, free: 0, draining: 0, down: 0 };
   const perCluster = new Map();
   const perNode = new Map();
-  for (const g of n.gpus.values()) {
+  const perClass = new Map();
+  // What the caller may see: the inventory's rows (every GPU for an admin); else the fleet's GPUs.
+  const rows = inv.err ? null : inv.items;
+  const seen = rows ? rows.filter((r) => countedState(r) && n.gpus.has(r.gpu_id)) : [...n.gpus.values()].map((g) => ({ gpu_id: g.id }));
+  let busy = 0;
+  let measured = 0;
+  for (const r of seen) {
+    const g = n.gpus.get(r.gpu_id);
     const node = n.nodes.get(g.node_id);
-    const st = gpuState(g, node, held.get(g.id));
+    const st = rows ? countedState(r) : gpuState(g, node, held.get(g.id));
     byState[st]++;
+    if (r.telemetry && r.telemetry.activity != null) {
+      measured++;
+      busy += r.state === 'busy';
+    }
+    const cls = nameOf(n.gpuClasses, g.gpu_class_id);
+    if (!perClass.has(cls)) perClass.set(cls, { id: cls, gpu_class: cls, allocated: 0, free: 0, draining: 0, down: 0, total: 0 });
+    perClass.get(cls)[st]++;
+    perClass.get(cls).total++;
     const cid = node ? node.cluster_id : 0;
     for (const [map, key] of [
       [perCluster, cid],
@@ -68,25 +134,38 @@ export async function fleet(ctx) {
       map.get(key).total++;
     }
   }
-  const capacity = cap.items.reduce((a, c) => a + c.capacity_milli, 0);
-  const free = cap.items.reduce((a, c) => a + c.free_milli, 0);
+  const healthy = byState.allocated + byState.free + byState.draining;
 
   ctx.add(
     stats(
-      stat('GPUs', String(n.gpus.size)),
-      stat('allocated', gpus(capacity - free), 'of ' + gpus(capacity) + ' healthy GPUs'),
-      stat('utilization', pct(capacity - free, capacity), 'allocated ÷ capacity'),
-      stat('free', gpus(free)),
+      stat('GPUs', String(seen.length)),
+      stat('allocated', String(byState.allocated), 'of ' + healthy + ' healthy GPUs'),
+      stat('utilization', pct(byState.allocated, healthy), 'allocated ÷ healthy GPUs'),
+      measured ? stat('busy', pct(busy, measured), 'of the ' + measured + ' GPUs with telemetry: activity, beside allocation') : null,
+      stat('free', String(byState.free)),
       stat('down or draining', String(byState.down + byState.draining)),
     ),
   );
-  if (!ctx.me.admin)
-    ctx.add(h('p', { class: 'note' }, 'Totals per GPU class count everyone’s work. Per cluster and node, “allocated” counts only work you may see; GPUs held by other tenants show as free there.'));
+  if (!ctx.me.admin && rows)
+    ctx.add(h('p', { class: 'note' }, `Every figure here counts the ${seen.length} GPUs you may see (pools your projects own or may borrow, organizations you manage) of the ${n.gpus.size} in the fleet.`));
+  if (inv.err) ctx.add(errorBox(inv.err, 'the GPUs’ states'));
 
   ctx.add(
     section(
       'By GPU class',
-      table(
+      !ctx.me.admin
+        ? table(
+            [
+              { label: 'GPU class', value: (c) => c.gpu_class },
+              { label: 'GPUs', num: true, value: (c) => c.total },
+              { label: 'allocated', num: true, value: (c) => c.allocated },
+              { label: 'free', num: true, value: (c) => c.free },
+              { label: 'utilization', num: true, value: (c) => meter(c.allocated, c.allocated + c.free + c.draining) },
+            ],
+            [...perClass.values()],
+            { label: 'GPUs by class', empty: 'You may see no GPUs yet.' },
+          )
+        : table(
         [
           { label: 'GPU class', value: (c) => c.gpu_class },
           { label: 'capacity (GPUs)', num: true, value: (c) => gpus(c.capacity_milli) },
@@ -101,6 +180,7 @@ export async function fleet(ctx) {
       ),
     ),
   );
+  if (rows) ctx.add(section('GPUs', gpuGrid(rows, n), h('p', { class: 'hint' }, 'Each square is a GPU; point at it for its owner, holder and activity.')));
 
   const clusterRows = [...perCluster.entries()].map(([id, c]) => ({ id, ...c, cluster: n.clusters.get(id) }));
   const clusterTable = table(

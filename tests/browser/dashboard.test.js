@@ -276,7 +276,21 @@ const steps = [
     assert.match(stats, /16\s*GPUs/);
     assert.match(stats, /100 %\s*utilization/);
     assert.match(await text('.view'), /SIMULATED/);
+    // A square per GPU, in the inventory's state; lent ones as the inventory counts them.
+    const inv = (await apiAs('admin', '/v1/inventory')).items;
+    assert.equal(await page.locator('.gpu-grid .cell').count(), inv.length);
+    assert.equal(await page.locator('.gpu-grid .cell[data-state="lent"]').count(), inv.filter((g) => g.used_by && g.used_by.borrowed).length);
+    assert.match(await page.locator('.gpu-grid .cell').first().getAttribute('title'), /owner .* held by /);
     await shot('06-fleet');
+    // A member's figures count only the GPUs they may see, said once, and agree with each other.
+    await signIn('carol');
+    await open('#/fleet', 'fleet');
+    const hers = (await apiAs('carol', '/v1/inventory')).items;
+    assert.ok(hers.length > 0 && hers.length < 16, 'carol sees some of the fleet');
+    assert.match(await text('.stats'), new RegExp(hers.length + '\\s*GPUs'));
+    assert.equal(await page.locator('.gpu-grid .cell').count(), hers.length);
+    assert.equal((await text('.view')).match(/counts the \d+ GPUs you may see/g).length, 1, 'said once');
+    await signIn('admin');
   }],
 
   ['maria’s manager view: her GPUs, pools, costs, access and holders; lent GPUs as the admin counts them', async () => {
