@@ -44,7 +44,7 @@ export function table(columns, rows, opts = {}) {
   if (!rows.length) return h('p', { class: 'empty' }, opts.empty || 'Nothing to show.');
   const head = h('tr', null, columns.map((c) => h('th', { scope: 'col', class: c.num ? 'num' : null }, c.label)));
   const body = rows.map((r) =>
-    h('tr', { 'data-id': r.id ?? null }, columns.map((c) => h('td', { class: c.num ? 'num' : null }, c.value(r)))),
+    h('tr', { 'data-id': r.id ?? null }, columns.map((c) => h('td', { class: c.num ? 'num' : null, 'data-label': c.label }, c.value(r)))),
   );
   return h(
     'div',

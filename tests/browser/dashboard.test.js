@@ -428,6 +428,7 @@ async function narrow(browser) {
   await p.locator('.view[data-view="fleet"]').waitFor({ timeout: T });
   const overflow = () => p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.equal(await overflow(), 0, 'fleet wider than the screen');
+  assert.ok((await p.locator('header, .top').first().boundingBox()).height <= 64, 'the header is at most 64 px high');
   assert.equal(await p.locator('#nav').isVisible(), false);
   await shot('12-narrow-fleet', p);
   await p.click('#nav-toggle');
@@ -442,11 +443,23 @@ async function narrow(browser) {
     ['#/manager', 'manager'],
     ['#/invoices', 'invoices'],
     ['#/submit', 'submit'],
+    ['#/workloads', 'workloads'],
+    ['#/queues', 'queues'],
   ]) {
     await p.goto(env.url + '/ui/' + hash);
     await p.locator(`.view[data-view="${view}"]`).waitFor({ timeout: T });
     assert.equal(await overflow(), 0, view + ' wider than the screen');
   }
+  // Tables are cards: every cell labelled, a row's state and reason in view, no sideways scroll.
+  await p.goto(env.url + '/ui/#/workloads?state=queued');
+  await p.locator('.view[data-view="workloads"] table.workloads').waitFor({ timeout: T });
+  const card = p.locator('table.workloads tbody tr').first();
+  assert.equal(await card.evaluate((el) => getComputedStyle(el).display), 'block', 'a row is a card');
+  const cells = await card.locator('td').evaluateAll((tds) => tds.map((td) => [td.dataset.label, td.getBoundingClientRect().right <= window.innerWidth]));
+  assert.ok(cells.some(([l]) => l === 'state') && cells.some(([l]) => /why/.test(l)), 'state and reason on the card');
+  assert.ok(cells.every(([, inside]) => inside), 'every cell within the screen');
+  assert.equal(await p.locator('.scroll').first().evaluate((el) => el.scrollWidth - el.clientWidth), 0, 'nothing to scroll sideways');
+  await shot('15b-narrow-workloads', p);
   await shot('15-narrow-submit', p);
   await ctx.close();
 }
