@@ -10,7 +10,7 @@ import { h, s } from './dom.js';
 export function chartWidth() {
   const main = document.getElementById('main');
   const w = main && main.clientWidth ? main.clientWidth - 40 : 640;
-  return Math.max(260, Math.min(w, 1100));
+  return Math.max(260, w);
 }
 
 // Horizontal stacked bars, one row per item, the label above its bar.

@@ -153,6 +153,12 @@ export async function usage(ctx) {
   );
 }
 
+// How a pool is lent: to whom, and at most how much at once.
+function lending(p) {
+  const to = p.lend_to_all ? 'lent to every project' : (p.access_project_ids || []).length + (p.access_org_ids || []).length ? 'lent to its access list' : 'not lent';
+  return to + (p.lending_limit_milli != null && to !== 'not lent' ? ', at most ' + gpus(p.lending_limit_milli) + ' GPUs at once' : '');
+}
+
 export async function quotas(ctx) {
   // Lent comes from /v1/inventory: it counts work of teams the caller cannot see, unnamed.
   const [n, open, inv] = await Promise.all([byIds('quotas', 'projects', 'gpu-classes', 'pools', 'gpus', 'nodes', 'organizations'), openAllocations(), api('/v1/inventory')]);
@@ -172,7 +178,8 @@ export async function quotas(ctx) {
     return {
       id: q.id,
       q,
-      guaranteed: q.guaranteed_milli ?? derived,
+      // the server's figure (what the scheduler applies), else the same rule worked out here
+      guaranteed: q.effective_guaranteed_milli ?? q.guaranteed_milli ?? derived,
       explicit: q.guaranteed_milli != null,
       used: mine.reduce((a, x) => a + x.milli, 0),
       borrowed: mine.filter((x) => x.borrowed).reduce((a, x) => a + x.milli, 0),
@@ -235,7 +242,7 @@ export async function quotas(ctx) {
           { label: 'used', num: true, value: (r) => gpus(r.used) },
           { label: 'borrowed', num: true, value: (r) => gpus(r.borrowed) },
           { label: 'lent', num: true, value: (r) => gpus(r.lent) },
-          { label: 'pools owned', value: (r) => r.pools.map((p) => p.name).join(', ') || 'none' },
+          { label: 'pools owned, and how they are lent', value: (r) => r.pools.map((p) => p.name + ' (' + lending(p) + ')').join(', ') || 'none' },
         ],
         rows,
         { label: 'quotas' },

@@ -346,6 +346,9 @@ const steps = [
     // team-a lends 4: bob's 2 and carol's 2 (globex: maria cannot see it, but it counts)
     assert.deepEqual([a[2], a[3], a[4], a[5], a[6]], ['8 (from pools)', '16', '4', '0', '4']);
     assert.deepEqual([b[2], b[4], b[5], b[6]], ['8 (from pools)', '10', '2', '0']);
+    // how each owned pool is lent, its lending limit included
+    assert.match(a[7], /pool-a \(lent to its access list\)/);
+    assert.match(b[7], /pool-b \(lent to its access list, at most 8 GPUs at once\)/);
     await shot('08-quotas');
   }],
 
