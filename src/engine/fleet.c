@@ -322,8 +322,9 @@ static int add_identified(struct engine *e, const char *kind, int64_t node_id, c
         rc = store_insert(e->db, gd, &gpus[n_gpus], &id, ei);
     if (rc < 0)
         return rc;
-    log_info(kind_msg(msg, sizeof(msg), kind, "GPU added"), "node", node, "uuid", fg->uuid, "class",
-             fg->cls);
+    /* One line per GPU only at debug: a fleet of hundreds says it per node (apply_identified). */
+    log_debug(kind_msg(msg, sizeof(msg), kind, "GPU added"), "node", node, "uuid", fg->uuid,
+              "class", fg->cls);
     return 1;
 }
 
@@ -338,7 +339,7 @@ static int apply_identified(struct engine *e, const char *kind, int64_t node_id,
     size_t n_gpus;
     bool *seen;
     char msg[128];
-    int changed = 0, rc;
+    int changed = 0, added = 0, rc;
 
     store_filter_init(&f);
     f.limit = 10000;
@@ -366,8 +367,14 @@ static int apply_identified(struct engine *e, const char *kind, int64_t node_id,
         rc = add_identified(e, kind, node_id, rn->name, fg, class_id, gpus, n_gpus, a, now, ei);
         if (rc > 0) {
             changed++;
+            added++;
             seen[n_gpus++] = true;
         }
+    }
+    if (added > 0) {
+        char count[16];
+        snprintf(count, sizeof(count), "%d", added);
+        log_info(kind_msg(msg, sizeof(msg), kind, "GPUs added"), "node", rn->name, "gpus", count);
     }
     /* GPUs of this node no longer reported: down, kept. */
     for (size_t i = 0; rc >= 0 && i < n_gpus; i++) {
