@@ -53,6 +53,7 @@ struct kwork {
     int64_t kill_at_ms;      /* end of the grace given */
     int64_t delete_again_ms; /* asked to end, a delete failed: when to ask again */
     char why[200];           /* BACKEND_NOT_STARTED: what went wrong */
+    uint32_t gen;            /* this launch (or adoption): its requests' answers name it */
 };
 
 struct kube {
@@ -68,6 +69,7 @@ struct kube {
     struct backend_work work;
     struct kube_watch watch;
     struct kube_async *async; /* pod creates and deletes in flight */
+    uint32_t next_gen;        /* of the next kwork */
     int64_t now_ms;           /* of the poll or launch under way */
     char rv[64];              /* resourceVersion to watch from; "" until listed */
     int64_t retry_at_ms;      /* no list or watch before this */
@@ -149,16 +151,28 @@ static int64_t grace_seconds(int64_t grace_ms)
     return grace_ms <= 0 ? 0 : (grace_ms + 999) / 1000;
 }
 
-/* What an asynchronous request was for: sub = replica * 2 + kind. */
+/*
+ * What an asynchronous request was for: its kind, the replica, and the
+ * launch's generation, in sub (31 bits: 22 of generation, 8 of replica, 1 of
+ * kind). The tag is the workload id: a requeued workload is launched again
+ * under the same id (and the same pod names), and an answer for the launch
+ * before must not be taken for the new one's.
+ */
 enum { REQ_CREATE = 0, REQ_DELETE = 1 };
+#define GEN_MASK 0x3fffffu
+
+static int req_sub(uint32_t gen, size_t replica, int kind)
+{
+    return (int)((((gen & GEN_MASK) << 8 | (uint32_t)replica) << 1) | (uint32_t)kind);
+}
 
 static void send_delete(struct kube *s, const char *ns, const char *name, int64_t grace_s,
-                        int64_t workload_id, size_t replica)
+                        int64_t workload_id, uint32_t gen, size_t replica)
 {
     char path[256];
     json_t *opts = pod_delete(ns, name, grace_s, path, sizeof(path));
 
-    kube_async_send(s->async, "DELETE", path, opts, workload_id, (int)replica * 2 + REQ_DELETE);
+    kube_async_send(s->async, "DELETE", path, opts, workload_id, req_sub(gen, replica, REQ_DELETE));
     json_decref(opts);
 }
 
@@ -168,7 +182,7 @@ static void send_create(struct kube *s, struct kwork *w, size_t replica)
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", w->ns);
     kube_async_send(s->async, "POST", path, w->r[replica].pod, w->id,
-                    (int)replica * 2 + REQ_CREATE);
+                    req_sub(w->gen, replica, REQ_CREATE));
 }
 
 /*
@@ -181,7 +195,7 @@ static void delete_pods(struct kube *s, struct kwork *w, int64_t grace_ms)
         struct kreplica *p = &w->r[r];
         if (p->gone || p->creating || p->delete_sent)
             continue;
-        send_delete(s, w->ns, p->name, grace_seconds(grace_ms), w->id, r);
+        send_delete(s, w->ns, p->name, grace_seconds(grace_ms), w->id, w->gen, r);
         p->delete_sent = true;
     }
 }
@@ -200,11 +214,15 @@ static void on_delete_reply(struct kreplica *p, const struct kube_reply *r)
 static void on_reply(void *arg, const struct kube_reply *r)
 {
     struct kube *s = arg;
-    size_t replica = (size_t)(r->sub / 2);
+    uint32_t sub = (uint32_t)r->sub, gen = sub >> 9;
+    size_t replica = (sub >> 1) & 0xff;
     struct kwork *w = backend_work_find(&s->work, r->tag, NULL);
-    struct kreplica *p = w && replica < w->n ? &w->r[replica] : NULL;
+    struct kreplica *p;
 
-    if (r->sub % 2 == REQ_DELETE) {
+    if (w && (w->gen & GEN_MASK) != gen)
+        return; /* an answer for its launch before this one: its pods were gone by then */
+    p = w && replica < w->n ? &w->r[replica] : NULL;
+    if ((int)(sub & 1) == REQ_DELETE) {
         if (p)
             on_delete_reply(p, r);
         return;
@@ -221,7 +239,7 @@ static void on_reply(void *arg, const struct kube_reply *r)
         if ((!p || w->reason) && ns && name) {
             /* stopped (or ended) while it was being made: it goes now */
             int64_t left = w && w->kill_at_ms > s->now_ms ? w->kill_at_ms - s->now_ms : 0;
-            send_delete(s, ns, name, grace_seconds(left), r->tag, replica);
+            send_delete(s, ns, name, grace_seconds(left), r->tag, gen, replica);
             if (p)
                 p->delete_sent = true;
         }
@@ -550,8 +568,7 @@ static int64_t kube_next_event_ms(struct backend *b)
 
 /* ---- launch, stop, adopt ---- */
 
-static struct kwork *kwork_new(const struct kube *s, const struct backend_launch *l,
-                               int64_t started_ms)
+static struct kwork *kwork_new(struct kube *s, const struct backend_launch *l, int64_t started_ms)
 {
     struct kwork *w = xcalloc(1, sizeof(*w));
 
@@ -566,6 +583,7 @@ static struct kwork *kwork_new(const struct kube *s, const struct backend_launch
         w->r[r].exit_code = -1;
         w->r[r].finished_ms = -1;
     }
+    w->gen = s->next_gen++;
     w->launched_ms = started_ms;
     w->deadline_ms = l->max_runtime_ms >= 0 ? started_ms + l->max_runtime_ms : NEVER;
     w->kill_at_ms = NEVER;
