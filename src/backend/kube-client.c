@@ -207,6 +207,21 @@ static int call_once(struct kube_client *k, const char *method, const char *path
     return rc;
 }
 
+/*
+ * After a 401: the token file read again (projected tokens rotate). Whether
+ * there is a token from a file to try again with.
+ */
+static bool reread_token(struct kube_client *k)
+{
+    char *auth = k->cfg->token_file ? auth_header(k->cfg, NULL) : NULL;
+    if (!auth)
+        return false;
+    if (k->auth)
+        wipe_free(k->auth, strlen(k->auth));
+    k->auth = auth;
+    return true;
+}
+
 int kube_call(struct kube_client *k, const char *method, const char *path, const char *content_type,
               json_t *body, long *ret_status, json_t **ret, struct error_info *ei)
 {
@@ -216,17 +231,11 @@ int kube_call(struct kube_client *k, const char *method, const char *path, const
     *ret = NULL;
     *ret_status = 0;
     rc = call_once(k, method, path, content_type, text, ret_status, ret, ei);
-    if (rc == 0 && *ret_status == 401 && k->cfg->token_file) {
-        /* a rotated token: read its file again, once */
-        char *auth = auth_header(k->cfg, NULL);
-        if (auth) {
-            if (k->auth)
-                wipe_free(k->auth, strlen(k->auth));
-            k->auth = auth;
-            json_decref(*ret);
-            *ret = NULL;
-            rc = call_once(k, method, path, content_type, text, ret_status, ret, ei);
-        }
+    if (rc == 0 && *ret_status == 401 && reread_token(k)) {
+        /* a rotated token: its file read again, the request sent once more */
+        json_decref(*ret);
+        *ret = NULL;
+        rc = call_once(k, method, path, content_type, text, ret_status, ret, ei);
     }
     free(text);
     return rc;
@@ -354,6 +363,7 @@ struct kube_request {
     char errbuf[CURL_ERROR_SIZE];
     int64_t tag;
     int sub;
+    bool retried; /* sent again once after a 401, with the token file read again */
 };
 
 struct kube_async {
@@ -449,6 +459,29 @@ static bool request_start(struct kube_async *a, struct kube_request *q)
     return true;
 }
 
+/*
+ * A request refused with 401 while the token comes from a file: the file is
+ * read again (a rotated token) and the request goes back in the queue, once.
+ */
+static bool send_again(struct kube_async *a, struct kube_request *q)
+{
+    long status = 0;
+    curl_easy_getinfo(q->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 401 || q->retried || !reread_token(a->k))
+        return false;
+    curl_easy_cleanup(q->easy);
+    q->easy = NULL;
+    curl_slist_free_all(q->headers);
+    q->headers = NULL;
+    q->answer.len = 0;
+    q->retried = true;
+    if (a->head > 0 && a->head == a->n_queue)
+        a->head = a->n_queue = 0;
+    ALLOC_GROW(a->queue, a->n_queue + 1, a->cap_queue);
+    a->queue[a->n_queue++] = q;
+    return true;
+}
+
 /* Hands q's answer (or its failure, cc) to fn. */
 static void hand_over(struct kube_async *a, struct kube_request *q, CURLcode cc,
                       void (*fn)(void *arg, const struct kube_reply *r), void *arg)
@@ -499,9 +532,11 @@ void kube_async_pump(struct kube_async *a, void (*fn)(void *arg, const struct ku
                     a->live[i] = a->live[--a->running];
                     break;
                 }
+            moved = true;
+            if (m->data.result == CURLE_OK && send_again(a, q))
+                continue;
             hand_over(a, q, m->data.result, fn, arg);
             request_free(q);
-            moved = true;
         }
         if (!moved && (a->head == a->n_queue || a->running >= KUBE_ASYNC_MAX))
             break;
