@@ -561,6 +561,115 @@ static void test_bad_configs(void **state)
     free(tok);
 }
 
+/*
+ * Least privilege: the backend runs as a user granted only what
+ * docs/kubernetes-backend.md ("RBAC") lists: nodes get/list/watch; pods
+ * get/list/watch/create/delete; namespaces create. It discovers, makes its
+ * namespace, runs a pod to its end and deletes it; the same user may not
+ * read secrets or delete namespaces.
+ */
+#define RBAC_NAME "gpuaas-backend-least"
+static void test_least_privilege(void **state)
+{
+    char dir[] = "/tmp/gpuaas-kubecfg.XXXXXX";
+    const char *prefix = "gpuaas-rbac0001-";
+    char *ca = xasprintf("%s/pki/ca.crt", env("K8S_DIR"));
+    char *tok = xasprintf("    token: %s", env("K8S_USER_TOKEN"));
+    struct kube_options o = {.default_image = "busybox",
+                             .tolerate = TOLERATE,
+                             .timeout_grace_ms = 1000,
+                             .instance_prefix = prefix};
+    struct kube_client *user = NULL;
+    struct backend *b = NULL;
+    struct backend_fleet_report rep;
+    struct launch_spec s;
+    struct error_info ei = {0};
+    struct backend_event ev;
+    struct arena a;
+    json_t *ans = NULL;
+    long st;
+    (void)state;
+
+    /* what a run that failed half-way may have left */
+    admin_call("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/" RBAC_NAME, NULL,
+               NULL, NULL);
+    admin_call("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterroles/" RBAC_NAME, NULL, NULL,
+               NULL);
+    st = admin_call(
+        "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", NULL,
+        json_pack("{s:s,s:s,s:{s:s},s:[{s:[s],s:[s],s:[s,s,s]},{s:[s],s:[s],s:[s,s,s,s,s]},"
+                  "{s:[s],s:[s],s:[s]}]}",
+                  "apiVersion", "rbac.authorization.k8s.io/v1", "kind", "ClusterRole", "metadata",
+                  "name", RBAC_NAME, "rules", "apiGroups", "", "resources", "nodes", "verbs", "get",
+                  "list", "watch", "apiGroups", "", "resources", "pods", "verbs", "get", "list",
+                  "watch", "create", "delete", "apiGroups", "", "resources", "namespaces", "verbs",
+                  "create"),
+        NULL);
+    assert_int_equal(st, 201);
+    st = admin_call("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", NULL,
+                    json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:s},s:[{s:s,s:s,s:s}]}", "apiVersion",
+                              "rbac.authorization.k8s.io/v1", "kind", "ClusterRoleBinding",
+                              "metadata", "name", RBAC_NAME, "roleRef", "apiGroup",
+                              "rbac.authorization.k8s.io", "kind", "ClusterRole", "name", RBAC_NAME,
+                              "subjects", "kind", "User", "name", "gpuaas-user", "apiGroup",
+                              "rbac.authorization.k8s.io"),
+                    NULL);
+    assert_int_equal(st, 201);
+
+    assert_non_null(mkdtemp(dir));
+    o.kubeconfig = write_kubeconfig(dir, "least", env("K8S_SERVER"), ca, tok);
+    /* the authorizer learns of the binding a moment later */
+    for (int i = 0; i < 50 && !b; i++) {
+        ei = (struct error_info){0};
+        if (!(b = backend_kube_new(1, &o, &ei)))
+            usleep(100 * 1000);
+    }
+    if (!b)
+        fail_msg("the backend with the least privileges: %s", ei.message);
+    arena_init(&a);
+    discover(b, &a, &rep);
+    assert_non_null(node_of(&rep, "kwok-h100-0"));
+    make_launch(&s, 91, 9, 1, "kwok-h100-0", "h100", 1, 1500);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    json_decref(wait_pod(b, prefix, 9, 91, 0, NULL));
+    ev = wait_end(b, 91);
+    assert_int_equal(ev.how, BACKEND_EXITED);
+    assert_int_equal(ev.exit_code, 0);
+    for (int i = 0; i < 100; i++) {
+        struct backend_event none[8];
+        b->ops->poll(b, time_now_ms(), none, ARRAY_SIZE(none));
+        json_decref(get_pod(prefix, 9, 91, 0, &st));
+        if (st == 404)
+            break;
+        usleep(100 * 1000);
+    }
+    assert_int_equal(st, 404);
+    /* and nothing more: no secrets, no deleting namespaces */
+    assert_int_equal(kube_client_new(o.kubeconfig, &user, &ei), 0);
+    assert_int_equal(
+        kube_call(user, "GET", "/api/v1/namespaces/default/secrets", NULL, NULL, &st, &ans, &ei),
+        0);
+    assert_int_equal(st, 403);
+    json_decref(ans);
+    assert_int_equal(
+        kube_call(user, "DELETE", "/api/v1/namespaces/default", NULL, NULL, &st, &ans, &ei), 0);
+    assert_int_equal(st, 403);
+    json_decref(ans);
+    kube_client_free(user);
+    b->ops->free(b);
+    arena_release(&a);
+    /* the user has no grants again (test_bad_configs counts on it) */
+    admin_call("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/" RBAC_NAME, NULL,
+               NULL, NULL);
+    admin_call("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterroles/" RBAC_NAME, NULL, NULL,
+               NULL);
+    unlink(o.kubeconfig);
+    rmdir(dir);
+    free((char *)o.kubeconfig);
+    free(ca);
+    free(tok);
+}
+
 int main(void)
 {
     struct error_info ei = {0};
@@ -572,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_stop_waits_for_the_grace),
         cmocka_unit_test(test_gang_all_or_nothing),
         cmocka_unit_test(test_adopt_and_sweep),
+        cmocka_unit_test(test_least_privilege),
     };
     int rc;
 
