@@ -147,6 +147,12 @@ struct kube_pod_state {
     int exit_code;       /* ENDED: the main container's; -1 unknown */
     int64_t finished_ms; /* ENDED: when, from the container status; -1 unknown */
     char message[160];   /* ENDED other than exit 0: "OOMKilled", "Evicted: ..."; "" */
+    /*
+     * PENDING and never to start by itself: its container waits for an image
+     * that cannot be pulled, or for a configuration that cannot be made
+     * (ErrImagePull, ImagePullBackOff, InvalidImageName, ...); message says which.
+     */
+    bool stuck;
 };
 
 /* What a pod object says of itself. */

@@ -159,6 +159,23 @@ static json_t *work_status(json_t *status)
     return json_array_get(list, 0);
 }
 
+/*
+ * The waiting reasons of a container that will not start by itself: the
+ * kubelet keeps retrying them (backing off), but the work would wait
+ * forever, holding its GPUs.
+ */
+static bool stuck_reason(const char *reason)
+{
+    static const char *const stuck[] = {
+        "ErrImagePull",      "ImagePullBackOff",           "InvalidImageName",
+        "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError"};
+    for (size_t i = 0; reason && i < ARRAY_SIZE(stuck); i++) {
+        if (strcmp(reason, stuck[i]) == 0)
+            return true;
+    }
+    return false;
+}
+
 void kube_pod_state_of(json_t *pod, struct kube_pod_state *st)
 {
     json_t *meta = json_object_get(pod, "metadata"), *status = json_object_get(pod, "status");
@@ -179,7 +196,15 @@ void kube_pod_state_of(json_t *pod, struct kube_pod_state *st)
     st->exit_code = -1;
     st->finished_ms = -1;
     if (!phase || (strcmp(phase, "Succeeded") != 0 && strcmp(phase, "Failed") != 0)) {
+        json_t *waiting = json_object_get(json_object_get(cs, "state"), "waiting");
+        const char *wreason = json_string_value(json_object_get(waiting, "reason"));
+        const char *wmsg = json_string_value(json_object_get(waiting, "message"));
         st->phase = phase && strcmp(phase, "Running") == 0 ? KUBE_POD_RUNNING : KUBE_POD_PENDING;
+        if (st->phase == KUBE_POD_PENDING && stuck_reason(wreason)) {
+            st->stuck = true;
+            snprintf(st->message, sizeof(st->message), "%s%s%.120s", wreason, wmsg ? ": " : "",
+                     wmsg ? wmsg : "");
+        }
         return;
     }
     st->phase = KUBE_POD_ENDED;

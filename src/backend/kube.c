@@ -328,6 +328,15 @@ static void on_pod(struct kube *s, json_t *pod, bool deleted)
     if (r->phase == KUBE_POD_ENDED || (deleted && st.phase != KUBE_POD_ENDED))
         return; /* the first end stands; a pod gone unended keeps what it last said */
     r->phase = st.phase;
+    if (st.stuck && !w->reason) {
+        /* it would wait forever on its GPUs: the work ends, not started, and its pods go */
+        w->reason = BACKEND_NOT_STARTED;
+        snprintf(w->why, sizeof(w->why), "its pod %.60s cannot start: %.110s", r->name, st.message);
+        w->kill_at_ms = s->now_ms;
+        w->delete_again_ms = s->now_ms + RETRY_MS;
+        delete_pods(s, w, 0);
+        return;
+    }
     if (st.phase == KUBE_POD_ENDED) {
         r->exit_code = st.exit_code;
         r->finished_ms = st.finished_ms;

@@ -381,6 +381,48 @@ static void test_oom_and_lost(void **state)
     b->ops->free(b);
 }
 
+/*
+ * The kubelet's part again: the image cannot be pulled. The pod would wait
+ * forever (the kubelet backs off and retries), holding its GPUs: the work
+ * ends as not started, saying why, and its pod goes.
+ */
+static void test_image_cannot_be_pulled(void **state)
+{
+    const char *prefix = "gpuaas-pull0001-";
+    struct backend *b = open_backend(prefix, 1000);
+    struct launch_spec s;
+    struct error_info ei = {0};
+    struct backend_event ev;
+    char ns[96], name[96], path[256];
+    json_t *patch;
+    long st = 0;
+    (void)state;
+
+    make_launch(&s, 25, 7, 1, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    json_decref(wait_pod(b, prefix, 7, 25, 0, NULL));
+    kube_namespace_name(prefix, 7, ns, sizeof(ns));
+    kube_pod_name(prefix, 25, 0, name, sizeof(name));
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", ns, name);
+    patch = json_pack("{s:{s:s, s:[{s:s, s:s, s:s, s:b, s:i, s:{s:{s:s, s:s}}}]}}", "status",
+                      "phase", "Pending", "containerStatuses", "name", "work", "image",
+                      "registry.invalid/no-such:1", "imageID", "", "ready", 0, "restartCount", 0,
+                      "state", "waiting", "reason", "ErrImagePull", "message",
+                      "pull access denied for registry.invalid/no-such");
+    assert_int_equal(admin_call("PATCH", path, "application/merge-patch+json", patch, NULL), 200);
+    ev = wait_end(b, 25);
+    assert_int_equal(ev.how, BACKEND_NOT_STARTED);
+    assert_non_null(strstr(ev.message, "cannot start: ErrImagePull: pull access denied"));
+    for (int i = 0; i < 100; i++) {
+        json_decref(get_pod(prefix, 7, 25, 0, &st));
+        if (st == 404)
+            break;
+        usleep(100 * 1000);
+    }
+    assert_int_equal(st, 404);
+    b->ops->free(b);
+}
+
 static void test_stop_waits_for_the_grace(void **state)
 {
     const char *prefix = "gpuaas-stop0001-";
@@ -678,6 +720,7 @@ int main(void)
         cmocka_unit_test(test_discovery),
         cmocka_unit_test(test_runs_to_its_exit),
         cmocka_unit_test(test_oom_and_lost),
+        cmocka_unit_test(test_image_cannot_be_pulled),
         cmocka_unit_test(test_stop_waits_for_the_grace),
         cmocka_unit_test(test_gang_all_or_nothing),
         cmocka_unit_test(test_adopt_and_sweep),
