@@ -18,13 +18,30 @@ static void timeline_help(void)
 {
     printf("usage: gpuaas timeline [--project P] [--node NAME|ID] [--since DUR]\n\n"
            "Who held which GPU when: one line per allocation, sorted by node, GPU and\n"
-           "start. GPU is the device's index on its node, with the share held when it is\n"
-           "less than a whole GPU (\"0 (0.5)\"). CLASS is P1 (owned) or P2 (opportunistic).\n"
+           "start. NODE is CLUSTER/NODE (one project's work may span clusters). GPU is the\n"
+           "device's index on its node, with the share held when it is less than a whole\n"
+           "GPU (\"0 (0.5)\"). CLASS is P1 (owned) or P2 (opportunistic).\n"
            "END is \"now\" while the GPU is still held; allocations that ended because\n"
            "their work was preempted are marked \"preempted\".\n\n"
            "  --project P       only this project's work (NAME, ORG/NAME or id)\n"
            "  --node NODE       only this node (NAME, CLUSTER/NAME or id)\n"
            "  --since DUR       only what was held during the last DUR (90s, 15m, 2h, 7d)\n");
+}
+
+/* "CLUSTER/NODE" (node names are unique only within a cluster); caller frees. */
+static char *node_label(struct work_names *n, json_t *node_id)
+{
+    char *node = work_name(n->nodes, node_id);
+    json_t *obj = work_lookup(n->nodes, node_id);
+    char *cluster, *label;
+
+    if (!obj)
+        return node;
+    cluster = work_name(n->clusters, json_object_get(obj, "cluster_id"));
+    label = xasprintf("%s/%s", cluster, node);
+    free(cluster);
+    free(node);
+    return label;
 }
 
 struct slot {
@@ -91,7 +108,7 @@ static int render_timeline(json_t *allocs, struct work_names *n, int64_t now, st
     for (size_t i = 0; i < count; i++) {
         json_t *a = json_array_get(allocs, i);
         s[n_slots].a = a;
-        s[n_slots].node = work_name(n->nodes, json_object_get(a, "node_id"));
+        s[n_slots].node = node_label(n, json_object_get(a, "node_id"));
         s[n_slots].node_id = json_integer_value(json_object_get(a, "node_id"));
         s[n_slots].gpu = json_is_integer(json_object_get(a, "gpu_id"))
                              ? gpu_index(n, json_object_get(a, "gpu_id"))
@@ -250,7 +267,9 @@ int cmd_timeline(int argc, char **argv)
         render_json(whole, &out);
         json_decref(whole);
     } else if (json_array_size(items) > 0) {
-        work_names_load(&names, &c, WORK_NAMES_PROJECTS | WORK_NAMES_NODES | WORK_NAMES_GPUS);
+        work_names_load(&names, &c,
+                        WORK_NAMES_PROJECTS | WORK_NAMES_NODES | WORK_NAMES_GPUS |
+                            WORK_NAMES_CLUSTERS);
         render_timeline(items, &names, now, &out);
     }
     rc = work_flush(&out);

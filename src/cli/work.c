@@ -78,6 +78,7 @@ void work_names_release(struct work_names *n)
     json_decref(n->nodes);
     json_decref(n->gpus);
     json_decref(n->classes);
+    json_decref(n->clusters);
     work_names_init(n);
 }
 
@@ -114,6 +115,8 @@ void work_names_load(struct work_names *n, struct client *c, unsigned mask)
         n->gpus = load_map(c, "/v1/gpus");
     if ((mask & WORK_NAMES_CLASSES) && !n->classes)
         n->classes = load_map(c, "/v1/gpu-classes");
+    if ((mask & WORK_NAMES_CLUSTERS) && !n->clusters)
+        n->clusters = load_map(c, "/v1/clusters");
 }
 
 json_t *work_lookup(json_t *map, json_t *idv)

@@ -35,11 +35,12 @@ enum work_names_kind {
     WORK_NAMES_NODES = 4,
     WORK_NAMES_GPUS = 8,
     WORK_NAMES_CLASSES = 16,
+    WORK_NAMES_CLUSTERS = 32,
 };
 
 /* Objects by id ("7" -> the object), for each kind loaded; NULL when not loaded. */
 struct work_names {
-    json_t *projects, *flavors, *nodes, *gpus, *classes;
+    json_t *projects, *flavors, *nodes, *gpus, *classes, *clusters;
 };
 
 void work_names_init(struct work_names *n);

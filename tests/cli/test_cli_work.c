@@ -407,6 +407,7 @@ static void test_timeline(void **state)
               "{\"id\":2,\"cluster_id\":1,\"name\":\"node-b\"}],\"next_after\":null}"},
         {200, "{\"items\":[{\"id\":1,\"node_id\":1,\"index\":0},{\"id\":2,\"node_id\":1,"
               "\"index\":1},{\"id\":12,\"node_id\":2,\"index\":0}],\"next_after\":null}"},
+        {200, "{\"items\":[{\"id\":1,\"name\":\"lab\"}],\"next_after\":null}"},
         /* --node node-b --project cv */
         {200, "{\"items\":[{\"id\":2,\"name\":\"cv\"}],\"next_after\":null}"},
         {200, "{\"items\":[{\"id\":2,\"name\":\"node-b\"}],\"next_after\":null}"},
@@ -422,15 +423,15 @@ static void test_timeline(void **state)
     assert_int_equal(r.rc, 0);
     assert_string_equal(
         r.out,
-        "NODE    GPU      WORKLOAD  PROJECT  CLASS  START                END                  "
+        "NODE        GPU      WORKLOAD  PROJECT  CLASS  START                END                  "
         "DURATION  NOTE\n"
-        "node-a  0 (0.5)  7         ml       P2     2026-11-30 16:26:40  now                  "
+        "lab/node-a  0 (0.5)  7         ml       P2     2026-11-30 16:26:40  now                  "
         "10m00s\n"
-        "node-a  1        3         cv       P2     2026-11-30 16:10:00  2026-11-30 16:26:40  "
+        "lab/node-a  1        3         cv       P2     2026-11-30 16:10:00  2026-11-30 16:26:40  "
         "16m40s    preempted\n"
-        "node-a  1        2         ml       P2     2026-11-30 16:28:20  2026-11-30 16:35:00  "
+        "lab/node-a  1        2         ml       P2     2026-11-30 16:28:20  2026-11-30 16:35:00  "
         "6m40s\n"
-        "node-b  0        5         ml       P1     2026-11-30 15:20:00  now                  "
+        "lab/node-b  0        5         ml       P1     2026-11-30 15:20:00  now                  "
         "1h16m\n");
     result_free(&r);
     r = run(cmd_timeline, ARGV("timeline", "--node", "node-b", "--project", "cv"), f.url,
@@ -439,14 +440,15 @@ static void test_timeline(void **state)
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out, "");
     assert_string_equal(r.err, "no allocations found\n");
-    assert_int_equal(f.n_requests, 7);
+    assert_int_equal(f.n_requests, 8);
     assert_contains(req(&f, 0), "GET /v1/allocations?limit=1000 HTTP/1.1");
     assert_contains(req(&f, 1), "GET /v1/projects?limit=1000 HTTP/1.1");
     assert_contains(req(&f, 2), "GET /v1/nodes?limit=1000 HTTP/1.1");
     assert_contains(req(&f, 3), "GET /v1/gpus?limit=1000 HTTP/1.1");
-    assert_contains(req(&f, 4), "GET /v1/projects?name=cv&limit=2 HTTP/1.1");
-    assert_contains(req(&f, 5), "GET /v1/nodes?name=node-b&limit=2 HTTP/1.1");
-    assert_contains(req(&f, 6), "GET /v1/allocations?project_id=2&node_id=2&limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 4), "GET /v1/clusters?limit=1000 HTTP/1.1");
+    assert_contains(req(&f, 5), "GET /v1/projects?name=cv&limit=2 HTTP/1.1");
+    assert_contains(req(&f, 6), "GET /v1/nodes?name=node-b&limit=2 HTTP/1.1");
+    assert_contains(req(&f, 7), "GET /v1/allocations?project_id=2&node_id=2&limit=1000 HTTP/1.1");
     result_free(&r);
     fake_free(&f);
 }

@@ -14,7 +14,10 @@
 #  - a pod deleted by someone else fails its workload, saying so;
 #  - the apiserver restarted mid-watch: running work stays, an end that
 #    comes after it is seen, a cancel made while it is away is carried out
-#    when it is back, and the daemon says it lost and found the watch.
+#    when it is back, and the daemon says it lost and found the watch;
+#  - two clusters, one quota: a simulated cluster beside the Kubernetes one,
+#    the owners' limit counts their work in both, and the timeline names each
+#    allocation's cluster.
 . "${GPUAAS_SOURCE_DIR:?}/tests/e2e/lib.sh"
 : "${KUBECONFIG:?run through tests/k8s/with-k8s.sh}"
 
@@ -159,6 +162,32 @@ wait_state "$away" cancelled 20
   fail "the pod of work cancelled while the apiserver was away is still there"
 grep -q "cannot follow the pods" "$DAEMON_LOG" || fail "the daemon did not say it lost the watch"
 grep -q "following the pods again" "$DAEMON_LOG" || fail "the daemon did not say it follows the pods again"
+
+# --- two clusters, one quota and one timeline ----------------------------------------
+"${g[@]}" cluster create sim2 --backend sim >/dev/null
+"${g[@]}" node create sim-node --cluster sim2 --labels site=sim >/dev/null
+for i in 0 1 2 3 4 5 6 7; do
+  "${g[@]}" gpu create --node sim2/sim-node --index "$i" --gpu-class h100 --uuid "GPU-sim2-$i" >/dev/null
+done
+"${g[@]}" flavor create h100.8x-sim --gpu-class h100 --gpu-milli 8000 --node-selector site=sim >/dev/null
+quota=$("${g[@]}" -o json quota list | jq -r --arg p "$("${g[@]}" -o json project show owners | jq -r .id)" \
+  '.items[] | select((.project_id | tostring) == $p) | .id')
+"${g[@]}" quota update "$quota" --limit-milli 9000 >/dev/null
+on_sim=$("${g[@]}" -o json run --project owners --flavor h100.8x-sim --duration 10m -- work | jq -r .id)
+wait_state "$on_sim" running 20
+on_k8s=$("${g[@]}" -o json run --project owners --flavor h100.1x -- sleep inf | jq -r .id)
+wait_state "$on_k8s" running 20
+over=$("${g[@]}" -o json run --project owners --flavor h100.1x -- sleep inf | jq -r .id)
+sleep 1
+api GET "/v1/workloads/$over" "$ADMIN_TOKEN"
+expect_eq "$(jq -r .state <<<"$BODY")" queued "the tenth GPU over the limit, though the cluster has room"
+expect_contains "$(jq -r .reason <<<"$BODY")" "project at its limit 9/9" "one quota over both clusters"
+tl=$("${g[@]}" timeline --project owners --since 5m)
+expect_contains "$tl" "sim2/sim-node" "the timeline names the simulated cluster's node"
+expect_contains "$tl" "k8s/kwok-h100-" "and the Kubernetes cluster's"
+"${g[@]}" cancel "$on_sim" "$on_k8s" "$over" >/dev/null
+for w in "$on_sim" "$on_k8s" "$over"; do wait_state "$w" cancelled 20; done
+"${g[@]}" quota update "$quota" --limit-milli 16000 >/dev/null
 
 open_allocs=$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM allocations WHERE ended_ms IS NULL")
 expect_eq "$open_allocs" 0 "open allocations"
