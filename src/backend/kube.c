@@ -211,6 +211,15 @@ static void on_delete_reply(struct kreplica *p, const struct kube_reply *r)
         log_warn("kubernetes: could not delete a pod", "pod", p->name, "error", r->message);
 }
 
+/* w ends as not started (w->why says why): its pods go at once, gang and all. */
+static void not_started(struct kube *s, struct kwork *w)
+{
+    w->reason = BACKEND_NOT_STARTED;
+    w->kill_at_ms = s->now_ms;
+    w->delete_again_ms = s->now_ms + RETRY_MS;
+    delete_pods(s, w, 0);
+}
+
 static void on_reply(void *arg, const struct kube_reply *r)
 {
     struct kube *s = arg;
@@ -258,12 +267,9 @@ static void on_reply(void *arg, const struct kube_reply *r)
     p->gone = true; /* never made */
     if (!w->reason) {
         /* a gang starts whole or not at all: the others go */
-        w->reason = BACKEND_NOT_STARTED;
         snprintf(w->why, sizeof(w->why), "could not create its pod %.60s: %.100s", p->name,
                  r->message);
-        w->kill_at_ms = s->now_ms;
-        w->delete_again_ms = s->now_ms + RETRY_MS;
-        delete_pods(s, w, 0);
+        not_started(s, w);
     }
 }
 
@@ -330,11 +336,8 @@ static void on_pod(struct kube *s, json_t *pod, bool deleted)
     r->phase = st.phase;
     if (st.stuck && !w->reason) {
         /* it would wait forever on its GPUs: the work ends, not started, and its pods go */
-        w->reason = BACKEND_NOT_STARTED;
         snprintf(w->why, sizeof(w->why), "its pod %.60s cannot start: %.110s", r->name, st.message);
-        w->kill_at_ms = s->now_ms;
-        w->delete_again_ms = s->now_ms + RETRY_MS;
-        delete_pods(s, w, 0);
+        not_started(s, w);
         return;
     }
     if (st.phase == KUBE_POD_ENDED) {

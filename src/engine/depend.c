@@ -15,6 +15,11 @@
 
 enum gate { GATE_GO, GATE_WAIT, GATE_NEVER };
 
+static const char *held_why(struct arena *a, int64_t id)
+{
+    return arena_printf(a, "held: not scheduled until released (gpuaas release %" PRId64 ")", id);
+}
+
 /* Whether queued work w may go to the scheduler now, and if not why. */
 static enum gate gate_of(struct engine *e, const struct row *w, struct arena *a,
                          const char **ret_why)
@@ -25,8 +30,7 @@ static enum gate gate_of(struct engine *e, const struct row *w, struct arena *a,
     const char *state;
 
     if (row_int(w, F_WORKLOADS_HELD)) {
-        *ret_why = arena_printf(
-            a, "held: not scheduled until released (gpuaas release %" PRId64 ")", model_row_id(w));
+        *ret_why = held_why(a, model_row_id(w));
         return GATE_WAIT;
     }
     if (after->null || store_get(e->db, &model_workloads, after->i, a, &dep, NULL) < 0)
@@ -47,13 +51,19 @@ static enum gate gate_of(struct engine *e, const struct row *w, struct arena *a,
     return GATE_GO;
 }
 
-static bool blocked_has(const struct engine *e, int64_t id)
+bool engine__blocked_find(const struct engine *e, int64_t id)
 {
     for (size_t i = 0; i < e->n_blocked; i++) {
         if (e->blocked[i] == id)
             return true;
     }
     return false;
+}
+
+static void blocked_add(struct engine *e, int64_t id)
+{
+    if (!engine__blocked_find(e, id))
+        *APPEND(e->blocked, e->n_blocked, e->cap_blocked) = id;
 }
 
 static void blocked_remove(struct engine *e, int64_t id)
@@ -64,11 +74,6 @@ static void blocked_remove(struct engine *e, int64_t id)
             return;
         }
     }
-}
-
-bool engine__blocked_find(const struct engine *e, int64_t id)
-{
-    return blocked_has(e, id);
 }
 
 /* One change of a queued workload's row in its own transaction, with an event. */
@@ -115,8 +120,7 @@ void engine__submit_or_hold(struct engine *e, struct row *w, int64_t now, bool w
             sched_submit(e->sched, &sp, now);
         break;
     case GATE_WAIT:
-        if (!blocked_has(e, model_row_id(w)))
-            *APPEND(e->blocked, e->n_blocked, e->cap_blocked) = model_row_id(w);
+        blocked_add(e, model_row_id(w));
         if (write_reason && strcmp(row_str(w, F_WORKLOADS_REASON), why) != 0) {
             row_set_str(w, a, F_WORKLOADS_REASON, why);
             if (write_row(e, w, now, NULL, NULL, a, &ei) < 0)
@@ -200,10 +204,7 @@ int engine_hold(struct engine *e, int64_t workload_id, bool hold, const char *wh
     if (rc >= 0 && (row_int(&w, F_WORKLOADS_HELD) != 0) != hold) {
         row_set_int(&w, F_WORKLOADS_HELD, hold);
         row_set_str(&w, &a, F_WORKLOADS_REASON,
-                    hold ? arena_printf(&a,
-                                        "held: not scheduled until released (gpuaas release "
-                                        "%" PRId64 ")",
-                                        workload_id)
+                    hold ? held_why(&a, workload_id)
                          : "released: waiting for the scheduler to look at it");
         rc = write_row(e, &w, now, hold ? "held" : "released",
                        arena_printf(&a, "%s by %s", hold ? "held" : "released", who), &a, ei);
@@ -211,8 +212,7 @@ int engine_hold(struct engine *e, int64_t workload_id, bool hold, const char *wh
             if (sched_workload_info(e->sched, workload_id, &info) == 0 &&
                 info.state == SCHED_QUEUED)
                 sched_cancel(e->sched, workload_id, now); /* out of the queue, its place kept */
-            if (!blocked_has(e, workload_id))
-                *APPEND(e->blocked, e->n_blocked, e->cap_blocked) = workload_id;
+            blocked_add(e, workload_id);
         }
         e->blocked_dirty = true;
     }

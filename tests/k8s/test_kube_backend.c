@@ -167,6 +167,21 @@ static json_t *wait_pod(struct backend *b, const char *prefix, int64_t project, 
     return NULL;
 }
 
+/* Polls b (the deletes go out through it) until replica 0's pod of id is gone (10 s at most). */
+static void wait_pod_gone(struct backend *b, const char *prefix, int64_t project, int64_t id)
+{
+    long st = 0;
+    for (int i = 0; i < 100; i++) {
+        struct backend_event none[8];
+        b->ops->poll(b, time_now_ms(), none, ARRAY_SIZE(none));
+        json_decref(get_pod(prefix, project, id, 0, &st));
+        if (st == 404)
+            break;
+        usleep(100 * 1000);
+    }
+    assert_int_equal(st, 404);
+}
+
 static void wait_phase(struct backend *b, const char *prefix, int64_t project, int64_t id,
                        int32_t r, const char *phase)
 {
@@ -290,7 +305,6 @@ static void test_runs_to_its_exit(void **state)
     struct error_info ei = {0};
     struct backend_event ev;
     json_t *pod;
-    long st;
     (void)state;
 
     make_launch(&s, 11, 7, 1, "kwok-h100-0", "h100", 2, 2000);
@@ -320,15 +334,7 @@ static void test_runs_to_its_exit(void **state)
     assert_int_equal(ev.how, BACKEND_EXITED);
     assert_int_equal(ev.exit_code, 0);
     /* ended pods are cleaned up (the deletes go out through poll) */
-    for (int i = 0; i < 100; i++) {
-        struct backend_event none[8];
-        b->ops->poll(b, time_now_ms(), none, ARRAY_SIZE(none));
-        json_decref(get_pod(prefix, 7, 11, 0, &st));
-        if (st == 404)
-            break;
-        usleep(100 * 1000);
-    }
-    assert_int_equal(st, 404);
+    wait_pod_gone(b, prefix, 7, 11);
     b->ops->free(b);
 }
 
@@ -395,7 +401,6 @@ static void test_image_cannot_be_pulled(void **state)
     struct backend_event ev;
     char ns[96], name[96], path[256];
     json_t *patch;
-    long st = 0;
     (void)state;
 
     make_launch(&s, 25, 7, 1, "kwok-h100-1", "h100", 1, -1);
@@ -413,13 +418,7 @@ static void test_image_cannot_be_pulled(void **state)
     ev = wait_end(b, 25);
     assert_int_equal(ev.how, BACKEND_NOT_STARTED);
     assert_non_null(strstr(ev.message, "cannot start: ErrImagePull: pull access denied"));
-    for (int i = 0; i < 100; i++) {
-        json_decref(get_pod(prefix, 7, 25, 0, &st));
-        if (st == 404)
-            break;
-        usleep(100 * 1000);
-    }
-    assert_int_equal(st, 404);
+    wait_pod_gone(b, prefix, 7, 25);
     b->ops->free(b);
 }
 
@@ -677,15 +676,7 @@ static void test_least_privilege(void **state)
     ev = wait_end(b, 91);
     assert_int_equal(ev.how, BACKEND_EXITED);
     assert_int_equal(ev.exit_code, 0);
-    for (int i = 0; i < 100; i++) {
-        struct backend_event none[8];
-        b->ops->poll(b, time_now_ms(), none, ARRAY_SIZE(none));
-        json_decref(get_pod(prefix, 9, 91, 0, &st));
-        if (st == 404)
-            break;
-        usleep(100 * 1000);
-    }
-    assert_int_equal(st, 404);
+    wait_pod_gone(b, prefix, 9, 91);
     /* and nothing more: no secrets, no deleting namespaces */
     assert_int_equal(kube_client_new(o.kubeconfig, &user, &ei), 0);
     assert_int_equal(
