@@ -50,8 +50,15 @@ void sched__unreserve(struct sched *s, int32_t w)
         if (nd->reserved_for == w)
             nd->reserved_for = NONE;
     }
-    if (wl->reserved.n > 0 && wl->cls != NONE)
+    if (wl->reserved.n > 0 && wl->cls != NONE) {
         sched__class_freed(s, wl->cls);
+        /*
+         * In a pass under way, work of this class is looked at in full from
+         * here on, as the next pass will: a head that waited long enough may
+         * take the class's reservation now (room_decide).
+         */
+        s->classes[wl->cls].room_everywhere = true;
+    }
     wl->reserved.n = 0;
     if (wl->cls != NONE && s->classes[wl->cls].hol_reserver == w)
         s->classes[wl->cls].hol_reserver = NONE;
@@ -1202,13 +1209,16 @@ static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_deci
 
 /* ---- the pass ---- */
 
-/* First queue index of automatic or P2 work (the queue holds P1 work first). */
-static int32_t first_p2(const struct sched *s, const struct project *p)
+/*
+ * First queue index of automatic or P2 work (the queue holds P1 work first);
+ * read from the keys, which sit together, not from the workloads.
+ */
+static int32_t first_p2(const struct project *p)
 {
     int32_t lo = 0, hi = p->queue.n;
     while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
-        if (s->wls[p->queue.v[mid]].spec.pclass == SCHED_P1)
+        if ((p->queue_key.v[mid] & 3) == RANK_P1)
             lo = mid + 1;
         else
             hi = mid;
@@ -1228,7 +1238,11 @@ static int32_t in_phase(enum sched_class phase, const int32_t queued[3])
     return queued[RANK_AUTO] + (phase == SCHED_P1 ? queued[RANK_P1] : queued[RANK_P2]);
 }
 
-/* Starts a phase: no class of p has blocked work yet; counts the classes it has such work in. */
+/*
+ * Starts a phase: no class of p has blocked work yet; counts the classes it
+ * has such work in. A class looked at only for room has nothing owned to
+ * gain from it (its room record is known), so the owned phase passes it.
+ */
 static void scan_start(struct project *p, enum sched_class pclass, int32_t cursor)
 {
     p->cursor = cursor;
@@ -1237,9 +1251,116 @@ static void scan_start(struct project *p, enum sched_class pclass, int32_t curso
     p->open_classes = p->examine_cpu && in_phase(pclass, p->queued_cpu) > 0;
     for (int32_t k = 0; k < p->n_quotas; k++) {
         struct quota *q = &p->quotas[k];
-        q->blocked = q->examine ? 0 : INT32_MAX;
-        p->open_classes += q->examine && in_phase(pclass, q->queued_in) > 0;
+        bool look = q->examine && !(pclass == SCHED_P1 && q->room_only);
+        q->blocked = look ? 0 : INT32_MAX;
+        p->open_classes += look && in_phase(pclass, q->queued_in) > 0;
     }
+}
+
+/* ---- looking only where room was freed ---- */
+
+/* This pass looks at q's work: its room record is learnt afresh. */
+static void room_begin(struct sched *s, struct quota *q)
+{
+    q->room_only = false;
+    if (q->room_pass == s->pass_no)
+        return;
+    q->room_pass = s->pass_no;
+    q->room.known = true;
+    q->room.whole = q->room.share = INT32_MAX;
+    q->room.cpu = q->room.mem = INT64_MAX;
+}
+
+/* Adds what w, just found blocked, waits for to its quota's room record. */
+static void room_note(struct sched *s, int32_t w)
+{
+    const struct workload *wl = &s->wls[w];
+    struct quota *q;
+    if (wl->cls == NONE)
+        return;
+    q = sched__quota(&s->projects[wl->project], wl->cls, true);
+    switch (wl->reason.code) {
+    case SCHED_WAIT_LIMIT:
+        /* Owned work at its limit makes the project's own P2 work go, if room is found. */
+        if (wl->runs_as != SCHED_P2)
+            break;
+        return;
+    case SCHED_WAIT_GUARANTEE:
+    case SCHED_WAIT_ORG_CAP:
+    case SCHED_WAIT_NO_NODES:
+        return; /* freed room changes none of these */
+    case SCHED_WAIT_CAPACITY:
+    case SCHED_WAIT_RESERVED:
+        /* Owned work may reclaim, and held nodes are room of its own: those are not summed up. */
+        if (wl->runs_as != SCHED_P2 || wl->reserved.n > 0)
+            break;
+        if (wl->spec.gpu_milli >= WHOLE && wl->spec.gpu_milli / WHOLE < q->room.whole)
+            q->room.whole = wl->spec.gpu_milli / WHOLE;
+        if (wl->spec.gpu_milli < WHOLE && wl->spec.gpu_milli < q->room.share)
+            q->room.share = wl->spec.gpu_milli;
+        if (wl->spec.cpu_milli < q->room.cpu)
+            q->room.cpu = wl->spec.cpu_milli;
+        if (wl->spec.mem_mib < q->room.mem)
+            q->room.mem = wl->spec.mem_mib;
+        return;
+    default:
+        break;
+    }
+    q->room.known = false;
+}
+
+/* Whether node n could now hold one replica of the least that q's room record asks. */
+static bool room_on(const struct sched *s, const struct quota *q, int32_t n)
+{
+    const struct node *nd = &s->nodes[n];
+    if (nd->state != SCHED_NODE_READY || (nd->cpu_cap && nd->cpu_free < q->room.cpu) ||
+        (nd->mem_cap && nd->mem_free < q->room.mem))
+        return false;
+    for (int32_t i = 0; i < nd->slots.n; i++) {
+        const struct slot *st = &s->slots[nd->slots.v[i]];
+        if (st->cls != q->cls)
+            continue;
+        if (st->free_whole >= q->room.whole)
+            return true;
+        for (int32_t k = 0; q->room.share < WHOLE && k < st->gpus.n; k++) {
+            if (s->gpus[st->gpus.v[k]].free >= q->room.share)
+                return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Decides, when p's turn comes, for each class looked at only for room:
+ * if a node freed since the last pass could hold some of its work, it is
+ * looked at in full; else it is passed and stays as it was (its work waits
+ * for the same room as before, for the same reasons). False when nothing
+ * of p is left to look at.
+ */
+static bool room_decide(struct sched *s, struct project *p)
+{
+    for (int32_t k = 0; k < p->n_quotas; k++) {
+        struct quota *q = &p->quotas[k];
+        const struct cls *c = &s->classes[q->cls];
+        /*
+         * Nobody holds the class's reservation: a head that waited long
+         * enough takes it when looked at, so everything is looked at.
+         */
+        bool room = c->room_everywhere || c->hol_reserver == NONE;
+        /* Only classes the opportunistic phase opened (scan_start) are decided. */
+        if (!q->room_only || q->blocked == INT32_MAX || in_phase(SCHED_P2, q->queued_in) == 0)
+            continue;
+        for (int32_t i = 0; i < c->grown_pass.n && !room; i++)
+            room = room_on(s, q, c->grown_pass.v[i]);
+        if (room) {
+            room_begin(s, q);
+        } else {
+            q->blocked = INT32_MAX;
+            q->wants_capacity = true; /* as it was: its work still waits for room */
+            p->open_classes--;
+        }
+    }
+    return p->open_classes > 0;
 }
 
 /*
@@ -1278,6 +1399,8 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
             if (one_only)
                 break;
         } else {
+            if (!passed)
+                room_note(s, w);
             if (++*blocked > s->cfg.lookahead)
                 p->open_classes--;
             p->cursor++;
@@ -1360,12 +1483,21 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     sched__fire_timers(s, now_ms);
     todo = s->dirty;
     memset(&s->dirty, 0, sizeof(s->dirty));
+    for (int32_t c = 0; c < s->n_classes; c++) {
+        struct ivec t = s->classes[c].grown_pass;
+        s->classes[c].grown_pass = s->classes[c].grown;
+        s->classes[c].grown = t;
+        s->classes[c].grown.n = 0;
+        s->classes[c].room_everywhere = false;
+    }
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
         p->examine_cpu = p->dirty_all;
         for (int32_t k = 0; k < p->n_quotas; k++) {
-            p->quotas[k].examine = p->dirty_all || p->quotas[k].dirty;
-            p->quotas[k].dirty = false;
+            struct quota *q = &p->quotas[k];
+            q->examine = p->dirty_all || q->dirty || q->room_dirty;
+            q->room_only = !p->dirty_all && !q->dirty && q->room_dirty && q->room.known;
+            q->dirty = q->room_dirty = false;
         }
         p->dirty = p->dirty_all = false;
     }
@@ -1385,9 +1517,13 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
         p->stopped_early = false;
+        /* What each class waits for is found out afresh by looking (or kept, room_decide). */
         for (int32_t k = 0; k < p->n_quotas; k++) {
-            if (p->quotas[k].examine)
-                p->quotas[k].wants_capacity = false;
+            if (!p->quotas[k].examine)
+                continue;
+            p->quotas[k].wants_capacity = false;
+            if (!p->quotas[k].room_only)
+                room_begin(s, &p->quotas[k]);
         }
     }
     /* Owned work first, project by project. */
@@ -1400,7 +1536,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     h.n = 0;
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
-        scan_start(p, SCHED_P2, first_p2(s, p));
+        scan_start(p, SCHED_P2, first_p2(p));
         if (p->cursor < p->queue.n) {
             p->share_key = borrowed_share(s, p);
             heap_push(s, &h, todo.v[i]);
@@ -1408,7 +1544,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     }
     while (h.n > 0) {
         int32_t pi = heap_pop(s, &h);
-        if (scan_project(s, pi, SCHED_P2, true, now_ms, d)) {
+        if (room_decide(s, &s->projects[pi]) && scan_project(s, pi, SCHED_P2, true, now_ms, d)) {
             s->projects[pi].share_key = borrowed_share(s, &s->projects[pi]);
             heap_push(s, &h, pi);
         }

@@ -101,6 +101,13 @@ struct cls {
     int32_t max_gpus_per_node;
     int64_t capacity, free; /* over ready nodes */
     struct ivec waiting;    /* projects with queued work in this class (may hold stale ones) */
+    /*
+     * Nodes whose devices of this class were freed since the last pass began
+     * (grown), and those of the pass under way (grown_pass): where work that
+     * only waited for room may fit now.
+     */
+    struct ivec grown, grown_pass;
+    bool room_everywhere;   /* in the pass under way, room may have grown on any node */
     int32_t hol_reserver;   /* workload holding a head-of-line reservation, or NONE */
 };
 
@@ -150,6 +157,22 @@ struct quota {
      * freed capacity in the class is a reason to look at the project again.
      */
     bool wants_capacity;
+    /*
+     * Its queued work is to be looked at only because devices were freed on
+     * the nodes in its class's grown list (room_dirty); this pass then looks
+     * only if one of them could hold what the work needs (room_only: not
+     * yet decided). What the work needs is learnt when it is looked at:
+     * per replica, the fewest whole devices, the smallest share, the least
+     * CPU and memory asked by its opportunistic work blocked for room
+     * (known: nothing else of it waits for something room could change).
+     */
+    bool room_dirty, room_only;
+    uint32_t room_pass; /* the pass that last looked at it */
+    struct {
+        bool known;
+        int32_t whole, share;
+        int64_t cpu, mem;
+    } room;
 };
 
 struct project {
@@ -272,6 +295,11 @@ void sched__mark_dirty(struct sched *s, int32_t project);
 void sched__mark_class_dirty(struct sched *s, int32_t project, int32_t cls);
 /* Devices of a class were freed: projects waiting for room in it are looked at again. */
 void sched__class_freed(struct sched *s, int32_t cls);
+/*
+ * Likewise, where the devices freed are on these nodes only (every other
+ * node has as little room as before): they join the class's grown list.
+ */
+void sched__nodes_freed(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n);
 /* Looks at project again at when_ms (a reservation falls due, a victim's minimum runtime ends). */
 void sched__wake_at(struct sched *s, int64_t when_ms, int32_t project);
 /* Marks dirty every project whose timer is due at now_ms. */

@@ -141,6 +141,8 @@ void sched_free(struct sched *s)
     for (int32_t i = 0; i < s->n_classes; i++) {
         ivec_release(&s->classes[i].slots);
         ivec_release(&s->classes[i].waiting);
+        ivec_release(&s->classes[i].grown);
+        ivec_release(&s->classes[i].grown_pass);
         free(s->classes[i].bins);
         free(s->classes[i].blocks);
         free(s->classes[i].block_free);
@@ -602,7 +604,7 @@ void sched__mark_class_dirty(struct sched *s, int32_t project, int32_t cls)
     }
 }
 
-void sched__class_freed(struct sched *s, int32_t cls)
+static void class_wakeup(struct sched *s, int32_t cls, bool room_only)
 {
     struct ivec *waiting = &s->classes[cls].waiting;
     int32_t k = 0;
@@ -614,10 +616,34 @@ void sched__class_freed(struct sched *s, int32_t cls)
             continue;
         waiting->v[k++] = waiting->v[i];
         /* Work that waits for its quota, not for room, has nothing to gain. */
-        if (q->wants_capacity)
+        if (!q->wants_capacity)
+            continue;
+        if (!room_only) {
             sched__mark_class_dirty(s, waiting->v[i], cls);
+        } else {
+            q->room_dirty = true;
+            if (!p->dirty) {
+                p->dirty = true;
+                ivec_push(&s->dirty, waiting->v[i]);
+            }
+        }
     }
     waiting->n = k;
+}
+
+void sched__class_freed(struct sched *s, int32_t cls)
+{
+    class_wakeup(s, cls, false);
+}
+
+void sched__nodes_freed(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n)
+{
+    struct ivec *grown = &s->classes[cls].grown;
+    for (int32_t i = 0; i < n; i++) {
+        if (grown->n == 0 || grown->v[grown->n - 1] != nodes[i])
+            ivec_push(grown, nodes[i]);
+    }
+    class_wakeup(s, cls, true);
 }
 
 static bool timer_before(const struct timer *a, const struct timer *b)
@@ -866,10 +892,38 @@ int sched_submit(struct sched *s, const struct sched_workload_spec *spec, int64_
     return 0;
 }
 
+/*
+ * The nodes w holds devices on (into nodes, at most max); false when what it
+ * frees may make room elsewhere too: it holds more nodes than that, or
+ * devices lent from a pool with a lending limit (any device of that pool
+ * may be lent again).
+ */
+static bool freed_where(const struct sched *s, int32_t w, int32_t *nodes, int32_t *ret_n,
+                        int32_t max)
+{
+    const struct workload *wl = &s->wls[w];
+    int32_t n = 0;
+    for (int32_t i = 0; i < wl->n_assigns; i++) {
+        int32_t g = wl->at[2 * i + 1], pool = g == NONE ? NONE : s->gpus[g].pool;
+        if (pool != NONE && s->pools[pool].lending_limit >= 0 &&
+            !sched__owns_pool(s, &s->projects[wl->project], pool))
+            return false;
+        if (n > 0 && nodes[n - 1] == wl->at[2 * i])
+            continue;
+        if (n == max)
+            return false;
+        nodes[n++] = wl->at[2 * i];
+    }
+    *ret_n = n;
+    return true;
+}
+
 /* Ends holding: frees the GPUs and the usage, and tells a waiting preemptor. */
 static void stop_holding(struct sched *s, int32_t w)
 {
     struct workload *wl = &s->wls[w];
+    int32_t nodes[16], n_nodes = 0;
+    bool only_there = wl->cls != NONE && freed_where(s, w, nodes, &n_nodes, 16);
     if (wl->preemptor_id) {
         int32_t pre = idmap_get(&s->workload_ids, wl->preemptor_id);
         if (pre != NONE && s->wls[pre].victims_pending > 0 &&
@@ -896,7 +950,10 @@ static void stop_holding(struct sched *s, int32_t w)
             if (i == wl->project || (q && q->queued > 0))
                 sched__mark_class_dirty(s, i, wl->cls);
         }
-        sched__class_freed(s, wl->cls);
+        if (only_there)
+            sched__nodes_freed(s, wl->cls, nodes, n_nodes);
+        else
+            sched__class_freed(s, wl->cls);
     } else {
         for (int32_t i = 0; i < s->n_projects; i++)
             sched__mark_dirty(s, i);
@@ -909,9 +966,12 @@ int sched_cancel(struct sched *s, int64_t workload_id, int64_t now_ms)
     (void)now_ms;
     if (w == NONE)
         return SCHED_ENOENT;
-    if (s->wls[w].state == SCHED_QUEUED)
+    if (s->wls[w].state == SCHED_QUEUED) {
+        /* Work behind it in the queue may come into view: the room record no longer holds. */
+        if (s->wls[w].cls != NONE)
+            sched__quota(&s->projects[s->wls[w].project], s->wls[w].cls, true)->room.known = false;
         sched__queue_remove(s, w);
-    else
+    } else
         stop_holding(s, w);
     workload_drop(s, w);
     return 0;

@@ -208,6 +208,9 @@ static void tr(struct world *w, const char *fmt, ...)
         vsnprintf(line + n, sizeof w->trace[0] - (size_t)n, fmt, ap);
     va_end(ap);
     w->n_trace++;
+    /* Every event as it happens, to compare two builds' decisions line by line. */
+    if (getenv("SCHED_PROP_TRACE"))
+        fprintf(stderr, "%s\n", line);
 }
 
 /* Records the first failure of a seed; returns cond. */
