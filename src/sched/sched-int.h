@@ -2,8 +2,8 @@
 /*
  * sched-int.h: the scheduler core's internal state, shared by its files:
  * sched.c (fleet, tenants, workloads, events, queries), place.c (the free
- * capacity index and placement) and pass.c (admission, fair share,
- * preemption, reservations). Everything is addressed by dense int indices;
+ * capacity index and placement), pass.c (admission, fair share,
+ * reservations) and reclaim.c (the victim search). Everything is addressed by dense int indices;
  * the caller's int64 ids map to them through idmaps.
  */
 #ifndef GPUAAS_SCHED_INT_H
@@ -371,11 +371,45 @@ bool place__any_room(const struct sched *s, int32_t cls, int32_t milli);
 bool place__node_usable(const struct sched *s, int32_t w, int32_t n);
 bool place__gpu_usable(const struct sched *s, int32_t w, int32_t g);
 
+/* What w asks over all its replicas (milli-GPU). */
+static inline int64_t sched__need(const struct workload *wl)
+{
+    return (int64_t)wl->spec.replicas * wl->spec.gpu_milli;
+}
+
+/* A project's guarantee in a class (0 without a quota there). */
+static inline int64_t sched__guaranteed_in(const struct sched *s, int32_t project, int32_t cls)
+{
+    struct project *p = &((struct sched *)s)->projects[project];
+    struct quota *q = sched__quota(p, cls, false);
+    return q ? sched__guaranteed(s, p, q) : 0;
+}
+
+/* What a project holds in a class, owned and opportunistic (0 without a quota there). */
+static inline int64_t sched__held_in(struct sched *s, int32_t project, int32_t cls)
+{
+    struct quota *q = sched__quota(&s->projects[project], cls, false);
+    return q ? q->p1 + q->p2 : 0;
+}
+
 /* ---- pass.c ---- */
 
-/* Frees the preemption scratch arrays. */
-void pass__release(struct sched *s);
 /* Holds node n for workload w (taking it from any other holder). */
 void pass__reserve_node(struct sched *s, int32_t w, int32_t n);
+
+/* ---- reclaim.c ---- */
+
+/*
+ * Finds the fewest, cheapest victims that make room for every replica of the
+ * P1 workload w (and bring its project under its limit, over_limit milli);
+ * on success marks them preempting, holds the freed nodes for w and records
+ * the decision in d.
+ */
+bool reclaim__plan(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
+                   struct sched_decisions *d);
+/* Whether w holds a device of a pool its project owns (want) or does not own (!want). */
+bool reclaim__on_pool_owned(const struct sched *s, int32_t w, bool want);
+/* Frees the search's scratch arrays. */
+void reclaim__release(struct sched *s);
 
 #endif

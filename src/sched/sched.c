@@ -191,7 +191,7 @@ void sched_free(struct sched *s)
     free(s->view_ids);
     free(s->view_gpus);
     free(s->view_pick);
-    pass__release(s);
+    reclaim__release(s);
     idmap_release(&s->class_ids);
     idmap_release(&s->node_ids);
     idmap_release(&s->gpu_ids);
