@@ -23,23 +23,33 @@
 void sched__unreserve(struct sched *s, int32_t w)
 {
     struct workload *wl = &s->wls[w];
+    /*
+     * A node is held whole: work of every class on it may use it now, in a
+     * pass under way too (its class's grown_pass, room_decide).
+     */
     for (int32_t i = 0; i < wl->reserved.n; i++) {
-        struct node *nd = &s->nodes[wl->reserved.v[i]];
-        if (nd->reserved_for == w)
-            nd->reserved_for = NONE;
-    }
-    if (wl->reserved.n > 0 && wl->cls != NONE) {
-        sched__class_freed(s, wl->cls);
-        /*
-         * In a pass under way, work of this class is looked at in full from
-         * here on, as the next pass will: a head that waited long enough may
-         * take the class's reservation now (room_decide).
-         */
-        s->classes[wl->cls].room_everywhere = true;
+        int32_t n = wl->reserved.v[i];
+        struct node *nd = &s->nodes[n];
+        if (nd->reserved_for != w)
+            continue;
+        nd->reserved_for = NONE;
+        for (int32_t k = 0; k < nd->slots.n; k++) {
+            int32_t c = s->slots[nd->slots.v[k]].cls;
+            ivec_push(&s->classes[c].grown_pass, n);
+            sched__nodes_freed(s, c, &n, 1);
+        }
     }
     wl->reserved.n = 0;
-    if (wl->cls != NONE && s->classes[wl->cls].hol_reserver == w)
+    /*
+     * The class's reservation is free again: a head due for it takes it when
+     * looked at, so its waiting work is looked at in full, from here on in a
+     * pass under way, and in the next.
+     */
+    if (wl->cls != NONE && s->classes[wl->cls].hol_reserver == w) {
         s->classes[wl->cls].hol_reserver = NONE;
+        s->classes[wl->cls].room_everywhere = true;
+        sched__class_freed(s, wl->cls);
+    }
 }
 
 void pass__reserve_node(struct sched *s, int32_t w, int32_t n)
@@ -506,11 +516,7 @@ static bool room_decide(struct sched *s, struct project *p)
     for (int32_t k = 0; k < p->n_quotas; k++) {
         struct quota *q = &p->quotas[k];
         const struct cls *c = &s->classes[q->cls];
-        /*
-         * Nobody holds the class's reservation: a head that waited long
-         * enough takes it when looked at, so everything is looked at.
-         */
-        bool room = c->room_everywhere || c->hol_reserver == NONE;
+        bool room = s->cfg.exhaustive || c->room_everywhere;
         /* Only classes the opportunistic phase opened (scan_start) are decided. */
         if (!q->room_only || q->blocked == INT32_MAX || in_phase(SCHED_P2, q->queued_in) == 0)
             continue;

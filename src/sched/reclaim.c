@@ -28,10 +28,12 @@ static void scratch_fit(struct sched *s)
         free(s->vcpu);
         free(s->vmem);
         free(s->node_stamp);
+        free(s->node_seen);
         s->scratch_nodes = (size_t)s->n_nodes * 2 + 16;
         s->vcpu = xcalloc(s->scratch_nodes, sizeof(int64_t));
         s->vmem = xcalloc(s->scratch_nodes, sizeof(int64_t));
         s->node_stamp = xcalloc(s->scratch_nodes, sizeof(uint32_t));
+        s->node_seen = xcalloc(s->scratch_nodes, sizeof(uint32_t));
     }
     if ((size_t)s->n_wls > s->scratch_wls) {
         free(s->wl_stamp);
@@ -60,6 +62,7 @@ void reclaim__release(struct sched *s)
     free(s->vcpu);
     free(s->vmem);
     free(s->node_stamp);
+    free(s->node_seen);
     free(s->wl_stamp);
     free(s->vused);
     free(s->vguar);
@@ -183,14 +186,17 @@ static int64_t add_sat(int64_t a, int64_t b)
     return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
-/* Whether v's minimum runtime still protects it; if so, w is looked at again when it ends. */
+/*
+ * Whether v's minimum runtime still protects it; the earliest such end is
+ * kept, so that w is looked at again then if no plan is found (reclaim__plan).
+ */
 static bool protected_now(struct sched *s, int32_t w, int32_t v, int64_t now)
 {
     const struct workload *vl = &s->wls[v];
     int64_t until = add_sat(vl->started_ms, vl->spec.min_runtime_ms);
+    (void)w;
     if (now >= until)
         return false;
-    sched__wake_at(s, until, s->wls[w].project);
     if (s->protected_until == 0 || until < s->protected_until)
         s->protected_until = until;
     return true;
@@ -406,7 +412,12 @@ static bool try_node(struct sched *s, int32_t w, int32_t n, bool by_size, int64_
     for (int32_t i = 0; i < nd->running.n && n_cand < PICK_MAX; i++) {
         int32_t v = nd->running.v[i];
         enum victim_kind kind = victim_kind(s, w, v);
-        if (kind == VK_NONE || protected_now(s, w, v, now))
+        const struct workload *vl = &s->wls[v];
+        /* A project that does not borrow now will not while this node is judged. */
+        if (kind == VK_NONE ||
+            (kind == VK_BORROWER &&
+             *vused_of(s, vl->project, vl->cls) <= vguaranteed_of(s, vl->project, vl->cls)) ||
+            protected_now(s, w, v, now))
             continue;
         cand[n_cand].v = v;
         cand[n_cand].kind = (int8_t)kind;
@@ -473,7 +484,25 @@ static void undo_pick(struct sched *s, const struct pick *pk)
  * victims, then fewer GPUs freed beyond the need, then the preemptor's own
  * pools, then the least work lost.
  */
-static bool better(const struct pick *a, const struct pick *b)
+/* What orders picks, without their victims: what a ranking of nodes keeps. */
+struct rank {
+    int32_t node, n_victims;
+    bool own;
+    int64_t lost, freed;
+    struct vkey worst;
+};
+
+static struct rank rank_of(const struct pick *p)
+{
+    return (struct rank){.node = p->node,
+                         .n_victims = p->n_victims,
+                         .own = p->own,
+                         .lost = p->lost,
+                         .freed = p->freed,
+                         .worst = p->worst};
+}
+
+static bool rank_better(const struct rank *a, const struct rank *b)
 {
     if ((a->n_victims == 0) != (b->n_victims == 0))
         return a->n_victims == 0;
@@ -486,6 +515,12 @@ static bool better(const struct pick *a, const struct pick *b)
     if (a->own != b->own)
         return a->own;
     return a->lost < b->lost;
+}
+
+static bool better(const struct pick *a, const struct pick *b)
+{
+    struct rank x = rank_of(a), y = rank_of(b);
+    return rank_better(&x, &y);
 }
 
 /* Takes the replica's capacity in the virtual view on the chosen node. */
@@ -600,12 +635,12 @@ static bool best_pick_on(struct sched *s, int32_t w, int32_t n, int64_t now, str
     return found;
 }
 
-static int cmp_pick(const void *a, const void *b)
+static int cmp_rank(const void *a, const void *b)
 {
-    const struct pick *x = a, *y = b;
-    if (better(x, y))
+    const struct rank *x = a, *y = b;
+    if (rank_better(x, y))
         return -1;
-    if (better(y, x))
+    if (rank_better(y, x))
         return 1;
     return x->node < y->node ? -1 : x->node > y->node;
 }
@@ -658,6 +693,429 @@ static void prune_plan(struct sched *s, int32_t w, int32_t first, struct ivec *v
     }
 }
 
+/* The better pick, ties going to the lower node: the same choice whatever order nodes are seen in.
+ */
+static bool rank_before(const struct rank *a, const struct rank *b)
+{
+    return b->node == NONE || rank_better(a, b) || (!rank_better(b, a) && a->node < b->node);
+}
+
+static bool pick_before(const struct pick *a, const struct pick *b)
+{
+    struct rank x = rank_of(a), y = rank_of(b);
+    return rank_before(&x, &y);
+}
+
+/* ---- where the search looks ---- */
+
+/*
+ * Victims are taken in tier order (tier_cmp), and a node's pick is at best
+ * as good as its most protected victim. So the search need not judge every
+ * node of the class: it visits nodes by their least protected victim, in
+ * tier order (a stream of victims: others' opportunistic work, the project
+ * borrowing most first, by priority; then its own project's), and stops once
+ * the best pick found comes before the next victim's tier, for every node
+ * not yet visited holds victims of that tier or later only. Excess only
+ * falls while a plan takes victims, so the order stays a lower bound for the
+ * later replicas of a gang. What no tier order reaches is visited first: the
+ * nodes of pools the preemptor's project owns (anyone's work there may go),
+ * nodes with room as they are, and nodes of the work its limit makes go.
+ * Where the search must fail it visits everything, as a scan would.
+ */
+struct stream {
+    struct sched *s;
+    int32_t w;
+    struct borrower {
+        int64_t excess;
+        int32_t project;
+    } * order; /* projects borrowing in the class, most first */
+    int32_t n_order, next_order;
+    bool own_done;
+    int64_t now;
+    /*
+     * The victims of one excess, by priority, then by what taking one alone
+     * would cost (freed, work lost, its lowest node: the order picks of one
+     * victim are ranked in), so that a tier can be left early (visit_stream).
+     */
+    struct victim {
+        int32_t priority, v, node;
+        int64_t need, lost;
+    } * group;
+    int32_t n_group, cap_group, next;
+    int rank;       /* of the group: 0 others' opportunistic work, 2 its own */
+    int64_t excess; /* of the group */
+};
+
+static int cmp_borrower(const void *a, const void *b)
+{
+    const struct borrower *x = a, *y = b;
+    if (x->excess != y->excess)
+        return x->excess > y->excess ? -1 : 1;
+    return x->project < y->project ? -1 : x->project > y->project;
+}
+
+static int cmp_victim(const void *a, const void *b)
+{
+    const struct victim *x = a, *y = b;
+    if (x->priority != y->priority)
+        return x->priority < y->priority ? -1 : 1;
+    if (x->need != y->need)
+        return x->need < y->need ? -1 : 1;
+    if (x->lost != y->lost)
+        return x->lost < y->lost ? -1 : 1;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return x->v < y->v ? -1 : x->v > y->v;
+}
+
+static void stream_init(struct stream *st, struct sched *s, int32_t w, int64_t now)
+{
+    const struct workload *wl = &s->wls[w];
+    memset(st, 0, sizeof(*st));
+    st->s = s;
+    st->w = w;
+    st->now = now;
+    st->order = xcalloc((size_t)s->n_projects + 1, sizeof(*st->order));
+    for (int32_t p = 0; p < s->n_projects; p++) {
+        const struct quota *q = sched__quota(&s->projects[p], wl->cls, false);
+        int64_t excess;
+        if (p == wl->project || !q || q->p2_run.n == 0)
+            continue;
+        /* A borrower's work goes only while its project borrows (borrower_allowed). */
+        excess = *vused_of(s, p, wl->cls) - vguaranteed_of(s, p, wl->cls);
+        if (excess > 0)
+            st->order[st->n_order++] = (struct borrower){excess, p};
+    }
+    qsort(st->order, (size_t)st->n_order, sizeof(*st->order), cmp_borrower);
+}
+
+static void group_add(struct stream *st, const struct quota *q)
+{
+    ALLOC_GROW(st->group, st->n_group + q->p2_run.n, st->cap_group);
+    for (int32_t i = 0; i < q->p2_run.n; i++) {
+        const struct workload *vl = &st->s->wls[q->p2_run.v[i]];
+        int32_t node = INT32_MAX;
+        for (int32_t k = 0; k < vl->n_assigns; k++)
+            node = vl->at[2 * k] < node ? vl->at[2 * k] : node;
+        st->group[st->n_group++] = (struct victim){.priority = vl->spec.priority,
+                                                   .v = q->p2_run.v[i],
+                                                   .node = node,
+                                                   .need = sched__need(vl),
+                                                   .lost = lost_ms(vl, st->now) * sched__need(vl)};
+    }
+}
+
+/* The next tier's victims are group[next ..]; false when the stream is done. */
+static bool stream_peek(struct stream *st, struct vkey *ret_tier)
+{
+    struct sched *s = st->s;
+    const struct workload *wl = &s->wls[st->w];
+    while (st->next >= st->n_group) {
+        st->n_group = st->next = 0;
+        if (st->next_order < st->n_order) {
+            int64_t excess = st->order[st->next_order].excess;
+            st->rank = 0;
+            st->excess = excess;
+            while (st->next_order < st->n_order && st->order[st->next_order].excess == excess)
+                group_add(st, sched__quota(&s->projects[st->order[st->next_order++].project],
+                                           wl->cls, false));
+        } else if (!st->own_done) {
+            const struct quota *q = sched__quota(&s->projects[wl->project], wl->cls, false);
+            st->own_done = true;
+            st->rank = 2;
+            st->excess =
+                *vused_of(s, wl->project, wl->cls) - vguaranteed_of(s, wl->project, wl->cls);
+            if (q)
+                group_add(st, q);
+        } else {
+            return false;
+        }
+        qsort(st->group, (size_t)st->n_group, sizeof(*st->group), cmp_victim);
+    }
+    *ret_tier = (struct vkey){
+        .rank = st->rank, .excess = st->excess, .priority = st->group[st->next].priority};
+    return true;
+}
+
+static void stream_release(struct stream *st)
+{
+    free(st->order);
+    free(st->group);
+}
+
+/* One victim search for one plan: the nodes seen, the best pick so far, and the ranking. */
+struct search {
+    struct sched *s;
+    int32_t w;
+    int64_t block, now;
+    struct pick best;
+    struct rank *ranked; /* nodes seen that fit, best first once sorted (gangs only) */
+    int32_t n_ranked, cap_ranked;
+    bool gang;
+    bool scan;      /* every node of the class or block (visit_all), no stream */
+    bool streaming; /* stream initialised */
+    struct stream stream;
+};
+
+/* Judges node n for one replica, once per plan. */
+static void visit(struct search *sr, int32_t n)
+{
+    struct sched *s = sr->s;
+    struct pick cur;
+    if (s->node_seen[n] == s->seen_epoch)
+        return;
+    s->node_seen[n] = s->seen_epoch;
+    if ((sr->block && s->nodes[n].block_id != sr->block) || !place__node_usable(s, sr->w, n) ||
+        !best_pick_on(s, sr->w, n, sr->now, &cur))
+        return;
+    if (pick_before(&cur, &sr->best))
+        sr->best = cur;
+    if (sr->gang) {
+        ALLOC_GROW(sr->ranked, sr->n_ranked + 1, sr->cap_ranked);
+        sr->ranked[sr->n_ranked++] = rank_of(&cur);
+    }
+}
+
+static void visit_holder(struct search *sr, int32_t v)
+{
+    const struct workload *vl = &sr->s->wls[v];
+    for (int32_t k = 0; k < vl->n_assigns; k++)
+        visit(sr, vl->at[2 * k]);
+}
+
+/*
+ * The nodes no tier order reaches: those of pools w's project owns and every
+ * node of the work running there (taking it frees its other nodes too),
+ * nodes with room as they are, and the nodes of the limit's victims.
+ */
+static void visit_first(struct search *sr, const struct ivec *limit_victims)
+{
+    struct sched *s = sr->s;
+    const struct workload *wl = &s->wls[sr->w];
+    const struct cls *c = &s->classes[wl->cls];
+    const struct project *pr = &s->projects[wl->project];
+    /* A replica may take whole devices from several slots (pools) of one node: any free one counts.
+     */
+    bool room =
+        place__any_room(s, wl->cls, wl->spec.gpu_milli < WHOLE ? wl->spec.gpu_milli : WHOLE);
+
+    for (int32_t i = 0; i < limit_victims->n; i++)
+        visit_holder(sr, limit_victims->v[i]);
+    for (int32_t pool = NONE; pool < s->n_pools; pool++) {
+        const struct bin *bn = place__bin(s, wl->cls, pool);
+        bool own = pool != NONE && sched__owns_pool(s, pr, pool);
+        if (!own && !room)
+            continue;
+        for (int32_t b = own ? 0 : 1; b <= c->max_gpus_per_node; b++) {
+            for (int32_t sl = bn->whole_head[b]; sl != NONE; sl = s->slots[sl].next) {
+                const struct ivec *running = &s->nodes[s->slots[sl].node].running;
+                visit(sr, s->slots[sl].node);
+                for (int32_t i = 0; own && i < running->n; i++) {
+                    if (s->wls[running->v[i]].cls == wl->cls)
+                        visit_holder(sr, running->v[i]);
+                }
+            }
+        }
+        for (int32_t b = wl->spec.gpu_milli / (WHOLE / SHARE_BUCKETS);
+             room && wl->spec.gpu_milli < WHOLE && b < SHARE_BUCKETS; b++) {
+            for (int32_t g = bn->share_head[b]; g != NONE; g = s->gpus[g].snext)
+                visit(sr, s->gpus[g].node);
+        }
+    }
+}
+
+/* Visits victims' nodes in tier order until the best pick comes before the next tier. */
+/*
+ * Whether w's project, admitted now, would be beyond its guarantee: then a
+ * borrower's work is a victim only on a node where taking the project's own
+ * opportunistic work first brings it within (borrowers_ok), so every pick
+ * lies on a node of its own work, its pools, or room as it is.
+ */
+static bool beyond_guarantee(struct sched *s, int32_t w)
+{
+    const struct workload *wl = &s->wls[w];
+    return *vused_of(s, wl->project, wl->cls) + sched__need(wl) >
+           vguaranteed_of(s, wl->project, wl->cls);
+}
+
+/* Every node of w's project's own opportunistic work in the class. */
+static void visit_own(struct search *sr)
+{
+    const struct workload *wl = &sr->s->wls[sr->w];
+    const struct quota *q = sched__quota(&sr->s->projects[wl->project], wl->cls, false);
+    for (int32_t i = 0; q && i < q->p2_run.n; i++)
+        visit_holder(sr, q->p2_run.v[i]);
+}
+
+/*
+ * Whether taking v alone, on a node not of w's own pools, could come before
+ * the best pick of one victim of the same tier (see better()).
+ */
+static bool alone_could_win(const struct pick *best, const struct victim *v)
+{
+    if (v->need != best->freed)
+        return v->need < best->freed;
+    if (best->own)
+        return false;
+    if (v->lost != best->lost)
+        return v->lost < best->lost;
+    return v->node < best->node;
+}
+
+/*
+ * Whether taking v alone could make room for one replica of w on one of v's
+ * nodes: what v holds there and what is free there (class devices, in
+ * milli) add up to what the replica asks.
+ */
+static bool alone_could_fit(const struct sched *s, int32_t w, int32_t v)
+{
+    const struct workload *wl = &s->wls[w], *vl = &s->wls[v];
+    for (int32_t i = 0; i < vl->n_assigns; i++) {
+        int32_t n = vl->at[2 * i];
+        int64_t room = 0;
+        if (i > 0 && vl->at[2 * (i - 1)] == n)
+            continue;
+        for (int32_t k = i; k < vl->n_assigns && vl->at[2 * k] == n; k++)
+            room += vl->assigns[k].milli;
+        for (int32_t k = 0; k < s->nodes[n].slots.n; k++) {
+            const struct slot *st = &s->slots[s->nodes[n].slots.v[k]];
+            for (int32_t g = 0; st->cls == wl->cls && g < st->gpus.n; g++)
+                room += s->gpus[st->gpus.v[g]].free;
+        }
+        if (room >= wl->spec.gpu_milli)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Visits victims' nodes in tier order until the best pick comes before the
+ * next tier. Within a tier, a pick of one victim beats any of several, so
+ * the victims that could make room alone are visited first, in the order
+ * such picks are ranked: once the best is one of them, the first that
+ * cannot beat it ends the search; the others are visited only when no
+ * victim of the tier made room alone.
+ */
+static void visit_stream(struct search *sr)
+{
+    struct vkey tier;
+    while (stream_peek(&sr->stream, &tier)) {
+        struct stream *st = &sr->stream;
+        int32_t end = st->next;
+        if (sr->best.node != NONE &&
+            (sr->best.n_victims == 0 || tier_cmp(&sr->best.worst, &tier) < 0))
+            return;
+        while (end < st->n_group && st->group[end].priority == tier.priority)
+            end++;
+        for (int32_t i = st->next; i < end; i++) {
+            if (sr->best.node != NONE && sr->best.n_victims == 1 &&
+                tier_cmp(&sr->best.worst, &tier) == 0 && !alone_could_win(&sr->best, &st->group[i]))
+                return;
+            if (alone_could_fit(sr->s, sr->w, st->group[i].v))
+                visit_holder(sr, st->group[i].v);
+        }
+        if (sr->best.node != NONE && sr->best.n_victims == 1 &&
+            tier_cmp(&sr->best.worst, &tier) == 0)
+            return;
+        for (; st->next < end; st->next++)
+            visit_holder(sr, st->group[st->next].v);
+    }
+}
+
+/*
+ * Every node of the class, or of the block: the search as a scan (for
+ * cfg.exhaustive, and for a block, whose few nodes a scan judges sooner
+ * than a stream over the whole class would find them).
+ */
+static void visit_all(struct search *sr)
+{
+    struct sched *s = sr->s;
+    const struct workload *wl = &s->wls[sr->w];
+    const struct cls *c = &s->classes[wl->cls];
+    const int32_t *slots = c->slots.v;
+    int32_t n_slots = c->slots.n;
+    if (sr->block) {
+        int32_t bi = place__block_index(s, wl->cls, sr->block);
+        slots = c->block_slots + c->block_start[bi];
+        n_slots = c->block_start[bi + 1] - c->block_start[bi];
+    }
+    for (int32_t i = 0; i < n_slots; i++)
+        visit(sr, s->slots[slots[i]].node);
+}
+
+/*
+ * Goes on looking beyond the nodes visited first: only at the nodes of the
+ * project's own work while it would be beyond its guarantee, else down the
+ * stream of victims in tier order.
+ */
+static void search_on(struct search *sr)
+{
+    if (beyond_guarantee(sr->s, sr->w)) {
+        visit_own(sr);
+        return;
+    }
+    if (!sr->streaming) {
+        stream_init(&sr->stream, sr->s, sr->w, sr->now);
+        sr->streaming = true;
+    }
+    visit_stream(sr);
+}
+
+/*
+ * The best node for replica r > 0 of a gang. A node can only have got better
+ * if it hosts a victim chosen since (its devices were freed); every other
+ * node seen is at best as good as in the ranking. So re-check those nodes,
+ * walk the ranking until nothing left can win, then go on down the stream.
+ */
+static void search_next_replica(struct search *sr, const struct ivec *victims)
+{
+    struct sched *s = sr->s;
+    struct pick cur;
+    int32_t seen = sr->n_ranked;
+    sr->best = (struct pick){.node = NONE};
+    for (int32_t v = 0; v < victims->n; v++) {
+        const struct workload *vl = &s->wls[victims->v[v]];
+        for (int32_t k = 0; k < vl->n_assigns; k++) {
+            int32_t n = vl->at[2 * k];
+            if (place__node_usable(s, sr->w, n) &&
+                (!sr->block || s->nodes[n].block_id == sr->block) &&
+                best_pick_on(s, sr->w, n, sr->now, &cur) && pick_before(&cur, &sr->best))
+                sr->best = cur;
+        }
+    }
+    for (int32_t i = 0; i < seen; i++) {
+        struct rank best = rank_of(&sr->best);
+        if (sr->best.node != NONE && rank_before(&best, &sr->ranked[i]))
+            break;
+        if (best_pick_on(s, sr->w, sr->ranked[i].node, sr->now, &cur) &&
+            pick_before(&cur, &sr->best))
+            sr->best = cur;
+    }
+    if (!sr->scan)
+        search_on(sr);
+}
+
+/* Searches as for a first replica: nothing seen, nothing ranked. */
+static void search_afresh(struct search *sr, const struct ivec *victims)
+{
+    struct sched *s = sr->s;
+    if (++s->seen_epoch == 0) {
+        memset(s->node_seen, 0, s->scratch_nodes * sizeof(uint32_t));
+        s->seen_epoch = 1;
+    }
+    if (sr->streaming)
+        stream_release(&sr->stream);
+    sr->streaming = false;
+    sr->n_ranked = 0;
+    sr->best = (struct pick){.node = NONE};
+    if (sr->scan) {
+        visit_all(sr);
+    } else {
+        visit_first(sr, victims);
+        search_on(sr);
+    }
+}
+
 /*
  * Plans victims for every replica of w, optionally within one topology block:
  * first its own P2 work that must make way for its limit, then per replica
@@ -669,9 +1127,10 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
                          struct ivec *victims, struct ivec *nodes, int64_t *ret_lost)
 {
     struct workload *wl = &s->wls[w];
-    const struct cls *c = &s->classes[wl->cls];
     struct ivec kinds = {0};
+    struct search sr = {.s = s, .w = w, .block = block, .now = now, .gang = wl->spec.replicas > 1};
     int32_t n_limit;
+    bool ok = true, beyond = false;
 
     scratch_fit(s);
     victims->n = nodes->n = 0;
@@ -682,79 +1141,46 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
     n_limit = victims->n;
     for (int32_t i = 0; i < n_limit; i++)
         ivec_push(&kinds, VK_OWN);
-    /* Within one block, only that block's slots; else every slot of the class. */
-    const int32_t *slots = c->slots.v;
-    int32_t n_slots = c->slots.n;
-    if (block) {
-        int32_t bi = place__block_index(s, wl->cls, block);
-        if (bi == NONE) {
-            ivec_release(&kinds);
-            return false;
-        }
-        slots = c->block_slots + c->block_start[bi];
-        n_slots = c->block_start[bi + 1] - c->block_start[bi];
+    if (block && place__block_index(s, wl->cls, block) == NONE) {
+        ivec_release(&kinds);
+        return false;
     }
-    struct pick *ranked = NULL; /* replica 0's fitting nodes, best first (gangs only) */
-    int32_t n_ranked = 0;
-    bool gang = wl->spec.replicas > 1;
-    if (gang)
-        ranked = xcalloc((size_t)n_slots + 1, sizeof(*ranked));
-    for (int32_t r = 0; r < wl->spec.replicas; r++) {
-        struct pick best = {.node = NONE}, cur;
-        if (r == 0) {
-            for (int32_t i = 0; i < n_slots; i++) {
-                int32_t n = s->slots[slots[i]].node;
-                if (!place__node_usable(s, w, n))
-                    continue;
-                if (best_pick_on(s, w, n, now, &cur)) {
-                    if (best.node == NONE || better(&cur, &best))
-                        best = cur;
-                    if (gang)
-                        ranked[n_ranked++] = cur;
-                }
-            }
-            if (gang)
-                qsort(ranked, (size_t)n_ranked, sizeof(*ranked), cmp_pick);
+    /* A block is scanned: its stream would be the whole class's. */
+    sr.scan = s->cfg.exhaustive || block;
+    for (int32_t r = 0; r < wl->spec.replicas && ok; r++) {
+        /*
+         * The first replica searches afresh, and so does a later one once
+         * the own work taken for earlier ones brought the project within its
+         * guarantee: borrowers' work became victims everywhere, so any node
+         * may have got better.
+         */
+        if (r == 0 || (beyond && !beyond_guarantee(s, w))) {
+            search_afresh(&sr, victims);
+            beyond = beyond_guarantee(s, w);
         } else {
-            /*
-             * Later replicas: a node can only have got better if it hosts a
-             * victim chosen since (its devices were freed); every other node is
-             * at best as good as in replica 0's ranking. So re-check those
-             * nodes, then walk the ranking until nothing left can win.
-             */
-            for (int32_t v = 0; v < victims->n; v++) {
-                const struct workload *vl = &s->wls[victims->v[v]];
-                for (int32_t k = 0; k < vl->n_assigns; k++) {
-                    int32_t n = vl->at[2 * k];
-                    if (place__node_usable(s, w, n) && (!block || s->nodes[n].block_id == block) &&
-                        best_pick_on(s, w, n, now, &cur) &&
-                        (best.node == NONE || better(&cur, &best)))
-                        best = cur;
-                }
-            }
-            for (int32_t i = 0; i < n_ranked; i++) {
-                if (best.node != NONE && better(&best, &ranked[i]))
-                    break;
-                if (best_pick_on(s, w, ranked[i].node, now, &cur) &&
-                    (best.node == NONE || better(&cur, &best)))
-                    best = cur;
-            }
+            search_next_replica(&sr, victims);
         }
-        if (best.node == NONE) {
-            free(ranked);
-            ivec_release(&kinds);
-            return false;
+        if (sr.gang)
+            qsort(sr.ranked, (size_t)sr.n_ranked, sizeof(*sr.ranked), cmp_rank);
+        ok = sr.best.node != NONE;
+        for (int32_t i = 0; ok && i < sr.best.n_victims; i++) {
+            virtual_free(s, sr.best.victims[i], +1);
+            ivec_push(victims, sr.best.victims[i]);
+            ivec_push(&kinds, sr.best.kinds[i]);
         }
-        for (int32_t i = 0; i < best.n_victims; i++) {
-            virtual_free(s, best.victims[i], +1);
-            ivec_push(victims, best.victims[i]);
-            ivec_push(&kinds, best.kinds[i]);
+        if (ok) {
+            vtake_replica(s, w, sr.best.node);
+            ivec_push(nodes, sr.best.node);
         }
-        vtake_replica(s, w, best.node);
-        ivec_push(nodes, best.node);
     }
-    free(ranked);
-    if (gang || n_limit > 0)
+    free(sr.ranked);
+    if (sr.streaming)
+        stream_release(&sr.stream);
+    if (!ok) {
+        ivec_release(&kinds);
+        return false;
+    }
+    if (sr.gang || n_limit > 0)
         prune_plan(s, w, n_limit, victims, &kinds, nodes);
     ivec_release(&kinds);
     for (int32_t i = 0; i < victims->n; i++)
@@ -815,6 +1241,9 @@ bool reclaim__plan(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
                                            .need = sched__need(wl),
                                            .per_replica = wl->spec.gpu_milli,
                                            .count = best_victims.n};
+    } else if (s->protected_until) {
+        /* Work in its way stops being protected then: w is looked at again. */
+        sched__wake_at(s, s->protected_until, wl->project);
     }
     ivec_release(&victims);
     ivec_release(&nodes);

@@ -166,6 +166,7 @@ struct quota {
      * CPU and memory asked by its opportunistic work blocked for room
      * (known: nothing else of it waits for something room could change).
      */
+    struct ivec p2_run; /* its work running as P2 in this class (where the search finds victims) */
     bool room_dirty, room_only;
     uint32_t room_pass; /* the pass that last looked at it */
     struct {
@@ -227,6 +228,7 @@ struct workload {
     struct sched_reason reason;
     int64_t blocked_since_ms; /* 0 when not blocked on capacity */
     int32_t victims_pending;  /* as a preemptor */
+    int32_t p2_pos;           /* running as P2: its index in its quota's p2_run */
     bool reclaim_ready;       /* its victims have all released: first in the next pass */
     int64_t preemptor_id;     /* as a victim: who it makes room for, or 0 */
     struct ivec reserved;     /* nodes held for it */
@@ -279,6 +281,7 @@ struct sched {
     uint32_t epoch;
     int64_t protected_until; /* earliest end of a minimum runtime that kept a victim, 0: none */
     uint32_t *gpu_stamp, *node_stamp, *wl_stamp, *proj_stamp;
+    uint32_t *node_seen, seen_epoch; /* nodes a victim search has looked at (reclaim.c) */
     int32_t *vfree;
     int64_t *vcpu, *vmem, *vused, *vguar;
     size_t scratch_gpus, scratch_nodes, scratch_wls, scratch_projects;

@@ -160,6 +160,8 @@ void sched_free(struct sched *s)
         free(s->pools[i].access_orgs);
     }
     for (int32_t i = 0; i < s->n_projects; i++) {
+        for (int32_t k = 0; k < s->projects[i].n_quotas; k++)
+            ivec_release(&s->projects[i].quotas[k].p2_run);
         free(s->projects[i].quotas);
         ivec_release(&s->projects[i].queue);
         ivec_release(&s->projects[i].queue_key);
@@ -786,10 +788,20 @@ void sched__charge(struct sched *s, int32_t w, int sign)
     if (wl->cls == NONE)
         return;
     q = sched__quota(p, wl->cls, true);
-    if (wl->runs_as == SCHED_P1)
+    if (wl->runs_as == SCHED_P1) {
         q->p1 += held;
-    else
+    } else {
         q->p2 += held;
+        if (sign > 0) {
+            wl->p2_pos = q->p2_run.n;
+            ivec_push(&q->p2_run, w);
+        } else {
+            int32_t last = q->p2_run.v[--q->p2_run.n];
+            assert(q->p2_run.v[wl->p2_pos] == w);
+            q->p2_run.v[wl->p2_pos] = last;
+            s->wls[last].p2_pos = wl->p2_pos;
+        }
+    }
     oc = sched__org_cap(s, p->org, wl->cls, true);
     oc->used += held;
 }
@@ -892,11 +904,22 @@ int sched_submit(struct sched *s, const struct sched_workload_spec *spec, int64_
     return 0;
 }
 
+/* Whether w holds devices lent from a pool with a lending limit. */
+static bool holds_limited_loan(const struct sched *s, int32_t w)
+{
+    const struct workload *wl = &s->wls[w];
+    for (int32_t i = 0; i < wl->n_assigns; i++) {
+        int32_t g = wl->at[2 * i + 1], pool = g == NONE ? NONE : s->gpus[g].pool;
+        if (pool != NONE && s->pools[pool].lending_limit >= 0 &&
+            !sched__owns_pool(s, &s->projects[wl->project], pool))
+            return true;
+    }
+    return false;
+}
+
 /*
- * The nodes w holds devices on (into nodes, at most max); false when what it
- * frees may make room elsewhere too: it holds more nodes than that, or
- * devices lent from a pool with a lending limit (any device of that pool
- * may be lent again).
+ * The nodes w holds devices on (into nodes, at most max); false when it
+ * holds more nodes than that.
  */
 static bool freed_where(const struct sched *s, int32_t w, int32_t *nodes, int32_t *ret_n,
                         int32_t max)
@@ -904,10 +927,6 @@ static bool freed_where(const struct sched *s, int32_t w, int32_t *nodes, int32_
     const struct workload *wl = &s->wls[w];
     int32_t n = 0;
     for (int32_t i = 0; i < wl->n_assigns; i++) {
-        int32_t g = wl->at[2 * i + 1], pool = g == NONE ? NONE : s->gpus[g].pool;
-        if (pool != NONE && s->pools[pool].lending_limit >= 0 &&
-            !sched__owns_pool(s, &s->projects[wl->project], pool))
-            return false;
         if (n > 0 && nodes[n - 1] == wl->at[2 * i])
             continue;
         if (n == max)
@@ -924,6 +943,9 @@ static void stop_holding(struct sched *s, int32_t w)
     struct workload *wl = &s->wls[w];
     int32_t nodes[16], n_nodes = 0;
     bool only_there = wl->cls != NONE && freed_where(s, w, nodes, &n_nodes, 16);
+    /* What a pool lends is counted over its classes: a loan given back may let any of them borrow.
+     */
+    bool loan = holds_limited_loan(s, w);
     if (wl->preemptor_id) {
         int32_t pre = idmap_get(&s->workload_ids, wl->preemptor_id);
         if (pre != NONE && s->wls[pre].victims_pending > 0 &&
@@ -950,10 +972,14 @@ static void stop_holding(struct sched *s, int32_t w)
             if (i == wl->project || (q && q->queued > 0))
                 sched__mark_class_dirty(s, i, wl->cls);
         }
-        if (only_there)
+        if (loan) {
+            for (int32_t c = 0; c < s->n_classes; c++)
+                sched__class_freed(s, c);
+        } else if (only_there) {
             sched__nodes_freed(s, wl->cls, nodes, n_nodes);
-        else
+        } else {
             sched__class_freed(s, wl->cls);
+        }
     } else {
         for (int32_t i = 0; i < s->n_projects; i++)
             sched__mark_dirty(s, i);

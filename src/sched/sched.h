@@ -92,6 +92,13 @@ struct sched_config {
     int lookahead;
     /* Placement policy; NULL is best-fit. Not owned. */
     const struct sched_policy *policy;
+    /*
+     * Look at every node and every waiting project, without the shortcuts
+     * that skip what cannot change a decision (a victim search by tier
+     * order, passes that look only where room was freed). For tests, which
+     * check that both give the same decisions; false by default.
+     */
+    bool exhaustive;
 };
 
 void sched_config_init(struct sched_config *cfg);

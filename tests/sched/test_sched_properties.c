@@ -185,6 +185,7 @@ struct world {
     /* trace of recent events, printed on failure */
     char trace[M_TRACE][200];
     int n_trace;
+    uint64_t trace_hash; /* of every event and decision, to compare two runs */
     bool failed;
     char failure[600];
     /* statistics */
@@ -208,6 +209,9 @@ static void tr(struct world *w, const char *fmt, ...)
         vsnprintf(line + n, sizeof w->trace[0] - (size_t)n, fmt, ap);
     va_end(ap);
     w->n_trace++;
+    for (const char *c = line; *c; c++)
+        w->trace_hash = (w->trace_hash ^ (unsigned char)*c) * 0x100000001b3ULL;
+    w->trace_hash = (w->trace_hash ^ '\n') * 0x100000001b3ULL;
     /* Every event as it happens, to compare two builds' decisions line by line. */
     if (getenv("SCHED_PROP_TRACE"))
         fprintf(stderr, "%s\n", line);
@@ -428,11 +432,12 @@ static void configure(struct world *w)
                       "set_org_cap");
 }
 
-static void build_world(struct world *w, uint64_t seed)
+static void build_world(struct world *w, uint64_t seed, bool exhaustive)
 {
     struct rng *r = &w->r;
     memset(w, 0, sizeof *w);
     w->seed = seed;
+    w->trace_hash = 0xcbf29ce484222325ULL;
     w->r.s = seed * 0x2545f4914f6cdd1dULL + 17;
     w->restarts_allowed = seed % 4 == 0;
     w->cpu_only_allowed = !w->restarts_allowed;
@@ -440,6 +445,7 @@ static void build_world(struct world *w, uint64_t seed)
     w->cfg.reserve_after_ms = rng_range(r, 0, 3) * 10000;
     w->cfg.default_grace_ms = rng_range(r, 0, 20000);
     w->cfg.lookahead = (int)rng_range(r, 0, 6);
+    w->cfg.exhaustive = exhaustive;
     w->now = 1000000;
 
     w->n_cls = (int)rng_range(r, 1, M_CLS);
@@ -1387,10 +1393,12 @@ static void ev_pass(struct world *w)
     check_liveness(w);
 }
 
-static void run_seed(uint64_t seed, int n_events)
+/* Runs one seed; returns the hash of its trace. */
+static uint64_t run_seed(uint64_t seed, int n_events, bool exhaustive)
 {
     struct world *w = xcalloc(1, sizeof *w);
-    build_world(w, seed);
+    uint64_t hash;
+    build_world(w, seed, exhaustive);
     for (w->event = 0; w->event < n_events && !w->failed; w->event++) {
         int k = (int)rng_range(&w->r, 0, 99);
         if (k < 30)
@@ -1444,8 +1452,10 @@ static void run_seed(uint64_t seed, int n_events)
                 fprintf(stderr, "    %s\n", w->trace[i % M_TRACE]);
         }
     }
+    hash = w->trace_hash;
     free_world(w);
     free(w);
+    return hash;
 }
 
 static int64_t env_int(const char *name, int64_t def, int64_t lo, int64_t hi)
@@ -1463,9 +1473,10 @@ static void test_random_event_sequences(void **state)
     int64_t seeds = env_int("SCHED_PROP_SEEDS", 1000, 1, 1000000);
     int64_t events = env_int("SCHED_PROP_EVENTS", 300, 1, 1000000);
     int64_t seed0 = env_int("SCHED_PROP_SEED0", 1, 0, INT64_MAX / 2);
+    bool exhaustive = env_int("SCHED_PROP_EXHAUSTIVE", 0, 0, 1) == 1;
     memset(&g_tot, 0, sizeof g_tot);
     for (int64_t s = seed0; s < seed0 + seeds; s++)
-        run_seed((uint64_t)s, (int)events);
+        run_seed((uint64_t)s, (int)events, exhaustive);
     if (getenv("SCHED_PROP_VERBOSE") || g_tot.failed_seeds) {
         fprintf(stderr,
                 "%ld seeds (%ld failed), %ld passes, %ld admits, %ld preemptions, %ld victims, "
@@ -1487,10 +1498,35 @@ static void test_random_event_sequences(void **state)
     }
 }
 
+/*
+ * The shortcuts of the core (a victim search that visits nodes in tier order
+ * and stops early; passes that look again only where room was freed) must
+ * never change a decision: every seed runs with them and with the core
+ * looking at everything (cfg.exhaustive), and the two traces (every event,
+ * admission and preemption, in order) must be the same. To see where two
+ * runs part: SCHED_PROP_TRACE=1 SCHED_PROP_SEED0=N SCHED_PROP_SEEDS=1, with
+ * and without SCHED_PROP_EXHAUSTIVE=1.
+ */
+static void test_shortcuts_change_no_decision(void **state)
+{
+    (void)state;
+    int64_t seeds = env_int("SCHED_PROP_SEEDS", 1000, 1, 1000000);
+    int64_t events = env_int("SCHED_PROP_EVENTS", 300, 1, 1000000);
+    int64_t seed0 = env_int("SCHED_PROP_SEED0", 1, 0, INT64_MAX / 2);
+    int64_t differ = 0;
+    for (int64_t s = seed0; s < seed0 + seeds; s++) {
+        uint64_t fast = run_seed((uint64_t)s, (int)events, false);
+        if (fast != run_seed((uint64_t)s, (int)events, true) && ++differ <= 5)
+            fprintf(stderr, "seed %" PRId64 ": decisions differ from the exhaustive core\n", s);
+    }
+    assert_int_equal(differ, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_event_sequences),
+        cmocka_unit_test(test_shortcuts_change_no_decision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
