@@ -21,6 +21,13 @@
  * Usage: sched_bench [--seed N] [--nodes N] [--gpus-per-node N]
  *                    [--projects N] [--orgs N] [--workloads N] [--events N]
  *                    [--check]
+ *        sched_bench --scale [--runs N] [--seed N] [--events N]
+ *
+ * --scale runs the default size and one twice the fleet with five times the
+ * queue (20,000 nodes, 1,000,000 queued, 1,000 projects in 100 orgs), each
+ * --runs times (default 3), alternating, and prints the medians and their
+ * ratio: whether a pass costs more as the fleet grows (issue 17's goal: p99
+ * within 1.2x, drain decisions/s not lower, peak RSS <= 1 GiB).
  */
 #include "base/common.h"
 
@@ -34,8 +41,13 @@
 #define NODES_PER_POOL 20
 
 struct opts {
-    int64_t seed, nodes, gpus_per_node, projects, orgs, workloads, events;
-    bool check;
+    int64_t seed, nodes, gpus_per_node, projects, orgs, workloads, events, runs;
+    bool check, scale;
+};
+
+/* What one run measured. */
+struct result {
+    double rate, p50, p99, pmax, rss_mib;
 };
 
 static uint64_t rng_state;
@@ -76,7 +88,8 @@ static int cmp_i64(const void *a, const void *b)
 static int usage(void)
 {
     fprintf(stderr, "usage: sched_bench [--seed N] [--nodes N] [--gpus-per-node N] "
-                    "[--projects N] [--orgs N] [--workloads N] [--events N] [--check]\n");
+                    "[--projects N] [--orgs N] [--workloads N] [--events N] [--check]\n"
+                    "       sched_bench --scale [--runs N] [--seed N] [--events N]\n");
     return 2;
 }
 
@@ -89,14 +102,22 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->orgs = 50;
     o->workloads = 200000;
     o->events = 2000;
-    o->check = false;
+    o->runs = 3;
+    o->check = o->scale = false;
     for (int i = 1; i < argc; i++) {
         int64_t *dst = NULL, lo = 1, hi = 100000000;
         if (strcmp(argv[i], "--check") == 0) {
             o->check = true;
             continue;
         }
-        if (strcmp(argv[i], "--seed") == 0) {
+        if (strcmp(argv[i], "--scale") == 0) {
+            o->scale = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--runs") == 0) {
+            dst = &o->runs;
+            hi = 100;
+        } else if (strcmp(argv[i], "--seed") == 0) {
             dst = &o->seed;
             lo = 0;
             hi = INT64_MAX;
@@ -280,17 +301,16 @@ static void gen_workload(struct sched_workload_spec *w, int64_t id, const struct
     }
 }
 
-int main(int argc, char **argv)
+/* One run at the size o gives: prints its report, fills res; 1 on a failure of the core. */
+static int run_bench(const struct opts *opts, struct result *res)
 {
-    struct opts o;
+    struct opts o = *opts;
     struct sched_config cfg;
     struct sched_decisions d;
     struct running run;
     struct counts cnt = {0, 0, 0};
     int64_t n_pools = 0, t_ms = 1000000000;
 
-    if (parse_opts(argc, argv, &o) != 0)
-        return 2;
     rng_state = (uint64_t)o.seed;
     sched_config_init(&cfg);
     cfg.default_grace_ms = 30000;
@@ -423,7 +443,72 @@ int main(int argc, char **argv)
     free(run.pos);
     sched_decisions_release(&d);
     sched_free(s);
-    if (o.check && !(ok_rate && ok_p99 && ok_rss))
+    *res = (struct result){.rate = rate, .p50 = p50, .p99 = p99, .pmax = pmax, .rss_mib = rss_mib};
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int64_t n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * The two sizes, alternating, --runs times each; medians and their ratio.
+ * The larger run's peak RSS is the process's (it is measured last).
+ */
+static int run_scale(const struct opts *o)
+{
+    struct opts size[2] = {*o, *o};
+    double p99[2][100], p50[2][100], rate[2][100], rss = 0;
+    size[0].nodes = 10000, size[0].workloads = 200000, size[0].projects = 500, size[0].orgs = 50;
+    size[1].nodes = 20000, size[1].workloads = 1000000, size[1].projects = 1000, size[1].orgs = 100;
+    for (int64_t r = 0; r < o->runs; r++) {
+        for (int k = 0; k < 2; k++) {
+            struct result res;
+            if (run_bench(&size[k], &res) != 0)
+                return 1;
+            p99[k][r] = res.p99;
+            p50[k][r] = res.p50;
+            rate[k][r] = res.rate;
+            rss = res.rss_mib;
+        }
+    }
+    double m99[2], m50[2], mrate[2];
+    for (int k = 0; k < 2; k++) {
+        m99[k] = median(p99[k], o->runs);
+        m50[k] = median(p50[k], o->runs);
+        mrate[k] = median(rate[k], o->runs);
+        printf("scale: %" PRId64 " nodes, %" PRId64 " queued: median of %" PRId64
+               " runs: pass after one completion p50 %.3f ms, p99 %.3f ms; drain %.0f "
+               "decisions/s\n",
+               size[k].nodes, size[k].workloads, o->runs, m50[k], m99[k], mrate[k]);
+    }
+    bool ok_p99 = m99[1] <= 1.2 * m99[0], ok_rate = mrate[1] >= mrate[0], ok_rss = rss <= 1024;
+    printf("scale: p99 ratio %.2f [goal <= 1.2: %s]; drain decisions/s ratio %.2f [goal >= 1: "
+           "%s]; peak RSS %.1f MiB [goal <= 1024: %s]\n",
+           m99[1] / m99[0], ok_p99 ? "ok" : "MISSED", mrate[1] / mrate[0],
+           ok_rate ? "ok" : "MISSED", rss, ok_rss ? "ok" : "MISSED");
+    return o->check && !(ok_p99 && ok_rate && ok_rss) ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    struct result res;
+    if (parse_opts(argc, argv, &o) != 0)
+        return 2;
+    if (o.scale)
+        return run_scale(&o);
+    if (run_bench(&o, &res) != 0)
+        return 1;
+    if (o.check && !(res.rate >= 200000 && res.p99 <= 5.0 && res.rss_mib <= 512.0))
         return 1;
     return 0;
 }

@@ -505,6 +505,17 @@ static bool room_on(const struct sched *s, const struct quota *q, int32_t n)
 }
 
 /*
+ * The scan went by a workload of a class room_decide passed: counted as it
+ * would have been found blocked, past the lookahead as left unexamined.
+ */
+static void room_went_by(struct sched *s, struct project *p, int32_t cls)
+{
+    struct quota *q = sched__quota(p, cls, false);
+    if (q && q->room_closed && ++q->room_passed > s->cfg.lookahead + 1)
+        p->stopped_early = true;
+}
+
+/*
  * Decides, when p's turn comes, for each class looked at only for room:
  * if a node freed since the last pass could hold some of its work, it is
  * looked at in full; else it is passed and stays as it was (its work waits
@@ -518,13 +529,24 @@ static bool room_decide(struct sched *s, struct project *p)
         const struct cls *c = &s->classes[q->cls];
         bool room = s->cfg.exhaustive || c->room_everywhere;
         /* Only classes the opportunistic phase opened (scan_start) are decided. */
-        if (!q->room_only || q->blocked == INT32_MAX || in_phase(SCHED_P2, q->queued_in) == 0)
+        if (!q->room_only || in_phase(SCHED_P2, q->queued_in) == 0 ||
+            (q->blocked == INT32_MAX && !q->room_closed))
             continue;
-        for (int32_t i = 0; i < c->grown_pass.n && !room; i++)
+        /* Passed before in this pass: only nodes freed since (a hold that ended) are new. */
+        for (int32_t i = q->room_closed ? q->room_seen : 0; i < c->grown_pass.n && !room; i++)
             room = room_on(s, q, c->grown_pass.v[i]);
-        if (room) {
+        q->room_seen = c->grown_pass.n;
+        if (room && q->room_closed) {
+            /* Looked at from here on, as if the work the scan went by had been found blocked. */
+            q->room_closed = false;
             room_begin(s, q);
-        } else {
+            q->blocked = q->room_passed;
+            p->open_classes += q->blocked <= s->cfg.lookahead;
+        } else if (room) {
+            room_begin(s, q);
+        } else if (!q->room_closed) {
+            q->room_closed = true;
+            q->room_passed = 0;
             q->blocked = INT32_MAX;
             q->wants_capacity = true; /* as it was: its work still waits for room */
             p->open_classes--;
@@ -559,6 +581,8 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
         if (*blocked > s->cfg.lookahead) {
             /* left unexamined behind its class's lookahead (not for a class not looked at) */
             p->stopped_early |= *blocked != INT32_MAX;
+            if (*blocked == INT32_MAX && (key >> 2) > 0)
+                room_went_by(s, p, (key >> 2) - 1);
             p->cursor++;
             continue;
         }
@@ -667,6 +691,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
             struct quota *q = &p->quotas[k];
             q->examine = p->dirty_all || q->dirty || q->room_dirty;
             q->room_only = !p->dirty_all && !q->dirty && q->room_dirty && q->room.known;
+            q->room_closed = false;
             q->dirty = q->room_dirty = false;
         }
         p->dirty = p->dirty_all = false;

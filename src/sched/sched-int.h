@@ -169,6 +169,13 @@ struct quota {
     struct ivec p2_run; /* its work running as P2 in this class (where the search finds victims) */
     bool room_dirty, room_only;
     uint32_t room_pass; /* the pass that last looked at it */
+    /*
+     * Passed by room_decide in this pass (room_closed): how much of its
+     * class's grown_pass it had seen, and how many of its queued workloads
+     * the scan went by since (each would have been found blocked).
+     */
+    bool room_closed;
+    int32_t room_seen, room_passed;
     struct {
         bool known;
         int32_t whole, share;
