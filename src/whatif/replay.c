@@ -63,6 +63,7 @@ struct replay {
     struct meter_rater *rater;
     int64_t rec_id;
     int64_t alloc_all_milli_ms; /* every project's, within the period */
+    int64_t queued;             /* workloads the core holds queued */
     int64_t series_sum[WHATIF_SERIES_MAX];
     struct whatif_run *out;
 };
@@ -184,6 +185,7 @@ static void event_at(struct replay *rp, const struct event *ev)
     /* A victim that asked for it is back in its queue; anything else has left. */
     st->done = ev->kind == EV_END || !wl->spec.requeue;
     st->queued_since = ev->at;
+    rp->queued += !st->done;
 }
 
 static void apply(struct replay *rp, const struct sched_decisions *d, int64_t now)
@@ -196,6 +198,7 @@ static void apply(struct replay *rp, const struct sched_decisions *d, int64_t no
         st = &rp->st[i];
         st->run_start = now;
         st->running = true;
+        rp->queued--;
         st->waited += now - st->queued_since;
         if (!st->first_start)
             st->first_start = now;
@@ -246,8 +249,7 @@ static int run_loop(struct replay *rp)
     qsort(order, w->n_workloads, sizeof(*order), cmp_arrival);
     sched_decisions_init(&d);
     for (;;) {
-        int64_t t = INT64_MAX, timer = sched_next_timer_ms(rp->core.s),
-                counts[SCHED_PREEMPTING + 1];
+        int64_t t = INT64_MAX, timer = sched_next_timer_ms(rp->core.s);
         if (rp->h.n > 0)
             t = rp->h.v[0].at;
         if (next < w->n_workloads && order[next].at < t)
@@ -255,14 +257,11 @@ static int run_loop(struct replay *rp)
         if (sched_pass_due(rp->core.s)) /* the daemon would pass again at its next tick */
             timer = timer > 0 && timer < last_pass + WHATIF_TICK_MS ? timer
                                                                     : last_pass + WHATIF_TICK_MS;
-        if (timer > 0) {
-            sched_count_states(rp->core.s, counts);
-            if (counts[SCHED_QUEUED] > 0) {
-                if (timer <= last_pass)
-                    timer = last_pass + 1;
-                if (timer < t)
-                    t = timer;
-            }
+        if (timer > 0 && rp->queued > 0) { /* timers matter only to waiting work */
+            if (timer <= last_pass)
+                timer = last_pass + 1;
+            if (timer < t)
+                t = timer;
         }
         if (t == INT64_MAX || t > horizon)
             break;
@@ -277,7 +276,9 @@ static int run_loop(struct replay *rp)
             rp->st[i].queued_since = t;
             if (rp->core.grace_ms >= 0)
                 sp.grace_ms = -1; /* the changed default applies to all */
+            rp->queued++;
             if (sched_submit(rp->core.s, &sp, t) < 0) {
+                rp->queued--;
                 rp->st[i].done = rp->st[i].skipped = true;
                 rp->out->skipped++;
                 if (rp->st[i].scope >= 0)
@@ -286,6 +287,7 @@ static int run_loop(struct replay *rp)
         }
         sched_decisions_reset(&d);
         sched_pass(rp->core.s, t, &d);
+        rp->out->passes++;
         last_pass = t;
         apply(rp, &d, t);
     }

@@ -164,6 +164,7 @@ struct whatif_run {
     int64_t unpriced;  /* runs with no price version: cost 0 */
     char currency[4];  /* of the price list; "" when none (or mixed: "*") */
     int64_t end_ms;    /* the replay's last event */
+    int64_t passes;    /* scheduling passes run */
     int64_t *start_ms; /* each world workload's first start here, 0: none */
 };
 
