@@ -347,14 +347,14 @@ static int figures(struct replay *rp)
         struct whatif_stats *ps;
         int64_t wait;
         out->start_ms[i] = st->first_start;
+        if (st->scope < 0 || st->skipped)
+            continue;
         if (wl->recorded_start_ms > 0) {
             int64_t diff = st->first_start - wl->recorded_start_ms;
             out->starts_compared++;
             out->starts_same +=
                 st->first_start > 0 && diff < WHATIF_SAME_START_MS && diff > -WHATIF_SAME_START_MS;
         }
-        if (st->scope < 0 || st->skipped)
-            continue;
         ps = &out->projects[st->scope];
         wait = st->waited;
         if (!st->done && !st->running) /* still queued when the replay stopped */

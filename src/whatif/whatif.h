@@ -158,7 +158,7 @@ struct whatif_run {
     int64_t series_step_ms;     /* the series' points: [from + i*step, from + (i+1)*step) */
     size_t n_series;
     int64_t series_milli[WHATIF_SERIES_MAX]; /* average milli-GPU the scope held then */
-    int64_t starts_compared;                 /* workloads with a recorded start */
+    int64_t starts_compared;                 /* in scope, with a recorded start */
     int64_t starts_same;                     /* ... started within WHATIF_SAME_START_MS of it */
     int64_t skipped;   /* workloads the core refused (unknown project or class) */
     int64_t unpriced;  /* runs with no price version: cost 0 */
