@@ -318,7 +318,8 @@ int engine_world_read(const struct engine *e, struct store_conn *c, int64_t from
         rc = read_workloads(c, ret, max_workloads, a, &wls, &n, ei);
     if (rc >= 0) {
         runs = xcalloc(n + 1, sizeof(*runs));
-        rc = read_runs(c, wls, n, runs, from_ms, to_ms + WHATIF_DRAIN_MS, now_ms, ei);
+        if (n > 0)
+            rc = read_runs(c, wls, n, runs, from_ms, to_ms + WHATIF_DRAIN_MS, now_ms, ei);
     }
     /* Work that never started has no run time on record: it is counted, not replayed. */
     for (size_t i = 0; rc >= 0 && i < n; i++) {
