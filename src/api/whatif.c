@@ -307,9 +307,9 @@ void whatif_route(struct req *r)
 {
     struct error_info ei = {0};
     json_t *body = NULL, *changes_json = NULL, *reply = NULL;
-    struct row b;
+    struct row b = {0};
     struct engine_world ew;
-    struct who who;
+    struct who who = {0};
     struct whatif_change *changes = NULL;
     struct whatif_options opt = {0};
     struct whatif_run base, changed;

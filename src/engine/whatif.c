@@ -257,7 +257,7 @@ static int read_runs(struct store_conn *c, const struct whatif_workload *wls, si
         arena_init(&page);
         rc = store_list(c, &model_allocations, &f, &page, &rows, &got, ei);
         for (size_t i = 0; rc >= 0 && i < got; i++) {
-            struct whatif_workload key;
+            struct whatif_workload key = {0};
             const struct whatif_workload *hit;
             struct runs *r;
             int64_t start = row_int(&rows[i], F_ALLOCATIONS_STARTED_MS);
