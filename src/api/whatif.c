@@ -376,7 +376,7 @@ void whatif_route(struct req *r)
         reply = json_pack("{s:b,s:s,s:{s:s,s:s},s:s,s:I,s:o,s:o,s:o}", "simulated", 1, "label",
                           LABEL, "period", "from", f, "to", t, "source", *trace ? "trace" : "store",
                           "workloads", (json_int_t)ew.w.n_workloads, "changes",
-                          json_deep_copy(changes_json ? changes_json : json_array()), "baseline",
+                          changes_json ? json_deep_copy(changes_json) : json_array(), "baseline",
                           run_json(&base, &ew, &who, digits), "changed",
                           run_json(&changed, &ew, &who, digits));
         if (who.admin) {
