@@ -478,6 +478,7 @@ async function narrow(browser) {
     ['#/submit', 'submit'],
     ['#/workloads', 'workloads'],
     ['#/queues', 'queues'],
+    ['#/whatif?run=1', 'whatif'],
   ]) {
     await p.goto(env.url + '/ui/' + hash);
     await p.locator(`.view[data-view="${view}"]`).waitFor({ timeout: T });
