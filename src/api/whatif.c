@@ -249,14 +249,14 @@ static json_t *stats_json(const struct whatif_stats *s, const struct engine_worl
     char money[48];
     json_t *o;
     meter_format_money(meter_round_money(s->cost_micros, digits), digits, money, sizeof(money));
-    o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:I,s:s}", "workloads",
-                  (json_int_t)s->workloads, "started", (json_int_t)s->started, "not_started",
-                  (json_int_t)s->not_started, "wait_p50_s", (json_int_t)(s->wait_p50_ms / 1000),
-                  "wait_p95_s", (json_int_t)(s->wait_p95_ms / 1000), "wait_max_s",
-                  (json_int_t)(s->wait_max_ms / 1000), "preemptions", (json_int_t)s->preemptions,
-                  "gpu_hours_lost", hours(s->lost_milli_ms), "gpu_hours", hours(s->gpu_milli_ms),
-                  "cost_micros", (json_int_t)meter_round_money(s->cost_micros, digits), "cost",
-                  money);
+    o = json_pack(
+        "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:I,s:s}", "workloads", (json_int_t)s->workloads,
+        "started", (json_int_t)s->started, "not_started", (json_int_t)s->not_started, "cancelled",
+        (json_int_t)s->cancelled, "wait_p50_s", (json_int_t)(s->wait_p50_ms / 1000), "wait_p95_s",
+        (json_int_t)(s->wait_p95_ms / 1000), "wait_max_s", (json_int_t)(s->wait_max_ms / 1000),
+        "preemptions", (json_int_t)s->preemptions, "gpu_hours_lost", hours(s->lost_milli_ms),
+        "gpu_hours", hours(s->gpu_milli_ms), "cost_micros",
+        (json_int_t)meter_round_money(s->cost_micros, digits), "cost", money);
     if (s->id) {
         json_object_set_new(o, "project_id", json_integer(s->id));
         json_object_set_new(o, "project",
@@ -382,6 +382,7 @@ void whatif_route(struct req *r)
         if (who.admin) {
             json_object_set_new(reply, "not_replayed", json_integer(ew.not_replayed));
             json_object_set_new(reply, "still_running", json_integer(ew.still_running));
+            json_object_set_new(reply, "never_started", json_integer(ew.never_started));
         }
     }
     if (have_runs) {

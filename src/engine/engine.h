@@ -138,14 +138,17 @@ struct engine_name {
 /*
  * The world a what-if replays (src/whatif), read from the store: the fleet,
  * tenants, quotas and prices as they are now, and the workloads that arrived
- * in [from_ms, to_ms) and started, each with its first start and its last
- * run's real run time (runs still open count to now). Names for reports.
+ * in [from_ms, to_ms), each with its first start and its last run's real run
+ * time (runs still open count to now); work that never started with the run
+ * time it asked for (duration_s, max_runtime_s, else the period's median
+ * run) and, when it was cancelled while queued, that time. Names for reports.
  */
 struct engine_world {
     struct whatif_world w;
     struct engine_name *classes, *projects, *pools;
     size_t n_classes, n_projects, n_pools;
-    int64_t not_replayed;        /* arrived in the period but never started (or flavor gone) */
+    int64_t not_replayed;        /* arrived in the period, but their flavor is gone */
+    int64_t never_started;       /* replayed, though they never started in the record */
     int64_t still_running;       /* replayed with their run time so far */
     struct flavor_info *flavors; /* the reader's */
     const char **flavor_names;

@@ -212,6 +212,13 @@ static int read_workloads(struct store_conn *c, struct engine_world *ew, size_t 
             }
             wl->flavor_id = fl->id;
             wl->org_id = org_of(w, wl->spec.project_id);
+            /* for work that never started: how long it meant to run, when it left the queue */
+            wl->run_ms = 1000 * (row_int(&rows[i], F_WORKLOADS_DURATION_S) > 0
+                                     ? row_int(&rows[i], F_WORKLOADS_DURATION_S)
+                                     : row_int(&rows[i], F_WORKLOADS_MAX_RUNTIME_S));
+            if (strcmp(row_str(&rows[i], F_WORKLOADS_STATE), "cancelled") == 0 &&
+                !row_is_null(&rows[i], F_WORKLOADS_FINISHED_AT))
+                wl->cancel_ms = row_int(&rows[i], F_WORKLOADS_FINISHED_AT) * 1000;
             n++;
         }
         if (got)
@@ -231,6 +238,12 @@ static int read_workloads(struct store_conn *c, struct engine_world *ew, size_t 
     free(wls);
     *ret_n = n;
     return 0;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
 }
 
 static int cmp_wl_id(const void *x, const void *y)
@@ -304,7 +317,7 @@ int engine_world_read(const struct engine *e, struct store_conn *c, int64_t from
     struct whatif_world *w = &ret->w;
     struct whatif_workload *wls = NULL;
     struct runs *runs = NULL;
-    size_t n = 0, k = 0;
+    size_t n = 0;
     int rc;
 
     memset(ret, 0, sizeof(*ret));
@@ -321,22 +334,39 @@ int engine_world_read(const struct engine *e, struct store_conn *c, int64_t from
         if (n > 0)
             rc = read_runs(c, wls, n, runs, from_ms, to_ms + WHATIF_DRAIN_MS, now_ms, ei);
     }
-    /* Work that never started has no run time on record: it is counted, not replayed. */
-    for (size_t i = 0; rc >= 0 && i < n; i++) {
-        int64_t run = runs[i].last_end - runs[i].last_start;
-        if (!runs[i].first_start) {
-            ret->not_replayed++;
-            continue;
+    /*
+     * Work that never started is replayed too (it held its place in the queue): for as long as
+     * it asked (duration_s, else max_runtime_s), else the median run of the period's started
+     * work; cancelled while queued, it leaves the queue when it did.
+     */
+    if (rc >= 0) {
+        int64_t *run_of = xcalloc(n + 1, sizeof(*run_of)), median = 3600000;
+        size_t n_run = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (runs[i].first_start)
+                run_of[n_run++] = runs[i].last_end - runs[i].last_start;
         }
-        wls[k] = wls[i];
-        wls[k].recorded_start_ms = runs[i].first_start;
-        wls[k].run_ms = run < 1 ? 1 : run > WHATIF_MAX_RUN_MS ? WHATIF_MAX_RUN_MS : run;
-        ret->still_running += runs[i].open;
-        k++;
+        if (n_run > 0) {
+            qsort(run_of, n_run, sizeof(*run_of), cmp_i64);
+            median = run_of[n_run / 2];
+        }
+        free(run_of);
+        for (size_t i = 0; i < n; i++) {
+            int64_t run = runs[i].last_end - runs[i].last_start;
+            if (runs[i].first_start) {
+                wls[i].recorded_start_ms = runs[i].first_start;
+                wls[i].cancel_ms = 0; /* it ran: its run time is on record */
+                ret->still_running += runs[i].open;
+            } else {
+                run = wls[i].run_ms > 0 ? wls[i].run_ms : median;
+                ret->never_started++;
+            }
+            wls[i].run_ms = run < 1 ? 1 : run > WHATIF_MAX_RUN_MS ? WHATIF_MAX_RUN_MS : run;
+        }
     }
     free(runs);
     w->workloads = wls;
-    w->n_workloads = k;
+    w->n_workloads = rc >= 0 ? n : 0;
     if (rc < 0)
         engine_world_release(ret);
     return rc;
@@ -511,6 +541,6 @@ int engine_world_trace(struct engine_world *ew, const char *csv, size_t len, siz
     free(t.wls);
     ew->w.workloads = wls;
     ew->w.n_workloads = t.n;
-    ew->not_replayed = ew->still_running = 0;
+    ew->not_replayed = ew->never_started = ew->still_running = 0;
     return 0;
 }

@@ -22,7 +22,7 @@
 #include "base/err.h"
 #include "whatif/whatif-int.h"
 
-enum ev_kind { EV_END = 0, EV_RELEASE = 1 };
+enum ev_kind { EV_END = 0, EV_RELEASE = 1, EV_CANCEL = 2 };
 
 struct event {
     int64_t at;
@@ -47,7 +47,8 @@ struct wl_state {
     int32_t scope; /* index into the run's projects, -1 when out of scope */
     bool running;  /* holding GPUs (running or preempting) */
     bool done;
-    bool skipped; /* refused by the core */
+    bool skipped;   /* refused by the core */
+    bool cancelled; /* cancelled while queued, as in the record */
 };
 
 struct replay {
@@ -169,11 +170,30 @@ static void account(struct replay *rp, int32_t i, int64_t a, int64_t b)
     }
 }
 
+/* A workload cancelled while queued in the record: still queued here, it leaves. */
+static void cancel_at(struct replay *rp, const struct event *ev)
+{
+    struct wl_state *st = &rp->st[ev->wl];
+    const struct whatif_workload *wl = &rp->w->workloads[ev->wl];
+
+    if (st->done || st->running || st->first_start)
+        return; /* started here (or gone): it runs its run time */
+    if (sched_cancel(rp->core.s, wl->spec.id, ev->at) < 0)
+        return;
+    st->waited += ev->at - st->queued_since;
+    st->done = st->cancelled = true;
+    rp->queued--;
+}
+
 static void event_at(struct replay *rp, const struct event *ev)
 {
     struct wl_state *st = &rp->st[ev->wl];
     const struct whatif_workload *wl = &rp->w->workloads[ev->wl];
 
+    if (ev->kind == EV_CANCEL) {
+        cancel_at(rp, ev);
+        return;
+    }
     if (ev->gen != st->gen || st->done || !st->running)
         return;
     account(rp, ev->wl, st->run_start, ev->at);
@@ -277,6 +297,10 @@ static int run_loop(struct replay *rp)
             if (rp->core.grace_ms >= 0)
                 sp.grace_ms = -1; /* the changed default applies to all */
             rp->queued++;
+            if (w->workloads[i].cancel_ms > 0) /* never before its arrival: time runs forward */
+                heap_push(&rp->h, (struct event){
+                                      w->workloads[i].cancel_ms > t ? w->workloads[i].cancel_ms : t,
+                                      rp->seq++, i, EV_CANCEL, 0});
             if (sched_submit(rp->core.s, &sp, t) < 0) {
                 rp->queued--;
                 rp->st[i].done = rp->st[i].skipped = true;
@@ -363,6 +387,7 @@ static int figures(struct replay *rp)
             ps->started++;
         else
             ps->not_started++;
+        ps->cancelled += st->cancelled;
         per[st->scope][n_per[st->scope]++] = wait;
         all[n_all++] = wait;
     }
@@ -386,6 +411,7 @@ static int figures(struct replay *rp)
         out->overall.workloads += ps->workloads;
         out->overall.started += ps->started;
         out->overall.not_started += ps->not_started;
+        out->overall.cancelled += ps->cancelled;
         out->overall.preemptions += ps->preemptions;
         out->overall.lost_milli_ms += ps->lost_milli_ms;
         out->overall.gpu_milli_ms += ps->gpu_milli_ms;
@@ -489,7 +515,7 @@ int whatif_replay(const struct whatif_world *w, const struct whatif_change *chan
         return rc;
     for (size_t i = 0; i < w->n_workloads; i++) {
         if (w->workloads[i].run_ms < 1 || w->workloads[i].run_ms > WHATIF_MAX_RUN_MS ||
-            w->workloads[i].spec.id <= 0)
+            w->workloads[i].spec.id <= 0 || w->workloads[i].cancel_ms < 0)
             return errinfo_set(ei, ERR_INVALID, "workloads",
                                "workload %" PRId64 ": run time must be 1 ms to 31 days",
                                w->workloads[i].spec.id);

@@ -74,6 +74,9 @@ struct whatif_workload {
     int64_t org_id, flavor_id;       /* for rating */
     int64_t run_ms;                  /* its real run time, 1..WHATIF_MAX_RUN_MS */
     int64_t recorded_start_ms;       /* its first start in the record; 0 when none */
+    /* When it was cancelled while still queued in the record (0: never): it leaves the queue
+     * then if it has not started by that time here either. */
+    int64_t cancel_ms;
 };
 
 /*
@@ -138,7 +141,8 @@ struct whatif_stats {
     int64_t id;
     int64_t workloads;   /* replayed */
     int64_t started;     /* started at least once */
-    int64_t not_started; /* never started by WHATIF_DRAIN_MS after the period */
+    int64_t not_started; /* never started (cancelled while queued, or still queued at the end) */
+    int64_t cancelled;   /* of those, cancelled while queued (at their recorded cancel_ms) */
     /* Time queued per workload: arrival to start, plus each requeue to its next start; work
      * still queued when the replay stops counts to period end + WHATIF_DRAIN_MS. */
     int64_t wait_p50_ms, wait_p95_ms, wait_max_ms;

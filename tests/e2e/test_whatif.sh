@@ -3,7 +3,8 @@
 # What-if on real history (issue 17), through the API and the CLI of a real
 # daemon. Teams A and B (sim_setup.sh: 16 H100s, A owns one node, B the
 # other, each limited to 16 GPUs) run short work that queues; then:
-# - a replay without changes reproduces every recorded start to the second;
+# - a replay without changes reproduces every recorded start to the second, and work
+#   cancelled while it waited is replayed and cancelled at the same time;
 # - two more nodes lower B's waits, more guarantee moves A's waits the right way;
 # - the answer and the CLI's table say simulated; nothing live changed (the
 #   workloads, allocations and events are as before, the fleet is 16 GPUs);
@@ -20,7 +21,12 @@ t0=$(date -u +%s)
 ids=()
 for _ in 1 2 3; do ids+=("$(submit "$PROJECT_A" "$FLAVOR_4X" auto 2)"); done
 for _ in 1 2 3 4 5; do ids+=("$(submit "$PROJECT_B" "$FLAVOR_4X" auto 3)"); done
+# one more of B's, behind its limit, cancelled while it waits: replayed, and cancelled then
+gave_up=$(submit "$PROJECT_B" "$FLAVOR_4X" auto 3)
+api POST "/v1/workloads/$gave_up/cancel" "$ADMIN_TOKEN"
+expect_eq "$HTTP_STATUS" 202 "cancelling queued work: $BODY"
 for id in "${ids[@]}"; do wait_state "$id" succeeded 60; done
+wait_state "$gave_up" cancelled 20
 from=$(date -u -d "@$((t0 - 60))" +%FT%TZ)
 to=$(date -u -d "@$((t0 + 3600))" +%FT%TZ)
 CLASS=$("${admin[@]}" -o json gpu-class show h100 | jq -r .id)
@@ -40,7 +46,9 @@ whatif "{\"from\":\"$from\",\"to\":\"$to\"}"
 expect_eq "$HTTP_STATUS" 200 "a what-if without changes: $BODY"
 expect_eq "$(jq -r .simulated <<<"$BODY")" true "the answer says simulated"
 expect_contains "$(jq -r .label <<<"$BODY")" "simulated" "and its label too"
-expect_eq "$(jq -r .workloads <<<"$BODY")" 8 "the period's eight workloads are replayed"
+expect_eq "$(jq -r .workloads <<<"$BODY")" 9 "the period's nine workloads are replayed"
+expect_eq "$(jq -r .never_started <<<"$BODY")" 1 "one never started"
+expect_eq "$(jq -r .baseline.overall.cancelled <<<"$BODY")" 1 "and leaves the queue as it did"
 expect_eq "$(jq -c .baseline.starts_reproduced <<<"$BODY")" '{"compared":8,"same":8}' \
   "the replay without changes reproduces every recorded start to the second"
 expect_eq "$(jq -c '.baseline.overall' <<<"$BODY")" "$(jq -c '.changed.overall' <<<"$BODY")" \

@@ -203,6 +203,30 @@ static void test_removed_nodes_raise_waits(void **state)
     whatif_run_release(&r);
 }
 
+/* Work cancelled while it waited in the record leaves the queue then, unless it has started. */
+static void test_cancelled_while_queued(void **state)
+{
+    struct fx f;
+    struct whatif_run r;
+    struct whatif_change c = {.kind = WHATIF_ADD_NODES, .class_id = 1, .count = 1};
+    (void)state;
+    quota_case(&f);
+    f.wls[1].cancel_ms = S(300); /* a1 gave up after 200 s */
+    replay(&f, NULL, 0, &r);
+    assert_int_equal(r.start_ms[1], 0);
+    assert_int_equal(project(&r, 1)->cancelled, 1);
+    assert_int_equal(project(&r, 1)->not_started, 1);
+    assert_int_equal(project(&r, 1)->wait_max_ms, 200000);
+    assert_int_equal(project(&r, 1)->gpu_milli_ms, 0);
+    whatif_run_release(&r);
+    /* with room it starts on arrival and runs its run time */
+    replay(&f, &c, 1, &r);
+    assert_int_equal(r.start_ms[1], S(100));
+    assert_int_equal(project(&r, 1)->cancelled, 0);
+    assert_int_equal(project(&r, 1)->gpu_milli_ms, 1000 * 100000LL);
+    whatif_run_release(&r);
+}
+
 static void test_lend_to_all(void **state)
 {
     struct fx f;
@@ -431,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_shorter_grace),
         cmocka_unit_test(test_added_nodes_lower_waits),
         cmocka_unit_test(test_removed_nodes_raise_waits),
+        cmocka_unit_test(test_cancelled_while_queued),
         cmocka_unit_test(test_lend_to_all),
         cmocka_unit_test(test_cost_rated),
         cmocka_unit_test(test_scope_limits_figures),
