@@ -372,6 +372,10 @@ int billing_check_price_list(struct req *r, const struct row *row, struct error_
 void history_route_import(struct req *r);
 /* The request body of POST /v1/history, as an OpenAPI requestBody (new reference). */
 json_t *history_openapi_body(void);
+/* POST /v1/whatif: replays a period with changes, side by side with the baseline (whatif.c). */
+void whatif_route(struct req *r);
+/* Its requestBody for the OpenAPI document (new reference). */
+json_t *whatif_openapi_body(void);
 /* Refuses opportunistic work once an enforced budget is spent (a workload's check_create). */
 int billing_check_submit(struct req *r, const struct row *row, struct error_info *ei);
 

@@ -296,6 +296,16 @@ const struct route routes[] = {
      "imports finished work of the past, labelled simulated, and metered into the ledger (admins)",
      .request_body = history_openapi_body, .answers = made,
      .errors = ROUTE_ERR_CONFLICT | ROUTE_ERR_BODY},
+    /* ROLE_NONE: whatif.c lets in admins, organization admins and managers, with its message */
+    {"POST", "/v1/whatif", whatif_route, ROLE_NONE,
+     "what-if on real history, simulated: a period's recorded work (or a CSV trace) replayed "
+     "through the scheduler with changes (quotas, nodes, lending, policy, grace) beside the same "
+     "replay without them; waits, GPUs over time, preemptions, GPU-hours, cost",
+     .request_body = whatif_openapi_body,
+     .answers = (const struct route_answer[]){{200, "both runs, labelled simulated", NULL, NULL},
+                                              {503, "a what-if is already running", "Error", NULL},
+                                              {0}},
+     .errors = ROUTE_ERR_BODY},
     /* Sub-routes of an object: {id} is the object's id. */
     {"GET", "/v1/workloads/{id}/logs", workloads_logs, ROLE_VIEWER, "read a workload's output",
      .op = "logs", .object = "workloads",

@@ -89,6 +89,10 @@ int billing_rate_period(struct store_conn *c, int64_t org_id, int64_t start_ms, 
                         int64_t open_until_ms, struct arena *a, struct meter_invoices *ret,
                         struct error_info *ei);
 
+/* Every price version in the store as the meter takes them (in a); what rating uses. */
+int billing_load_prices(struct store_conn *c, struct arena *a, struct meter_price **ret,
+                        size_t *ret_n, struct error_info *ei);
+
 /* ---- invoices (invoice.c) ---- */
 
 /*

@@ -19,8 +19,8 @@
 #define REPLICA_UNIT 1000
 #define PAGE 10000
 
-static int load_prices(struct store_conn *c, struct arena *a, struct meter_price **ret,
-                       size_t *ret_n, struct error_info *ei)
+int billing_load_prices(struct store_conn *c, struct arena *a, struct meter_price **ret,
+                        size_t *ret_n, struct error_info *ei)
 {
     const struct resource_def *d = &model_prices;
     struct store_filter f;
@@ -122,7 +122,7 @@ int billing_rate_period(struct store_conn *c, int64_t org_id, int64_t start_ms, 
     size_t n_prices, n;
     int rc;
 
-    rc = load_prices(c, a, &prices, &n_prices, ei);
+    rc = billing_load_prices(c, a, &prices, &n_prices, ei);
     if (rc >= 0)
         rc = meter_rater_new(prices, n_prices, NULL, ei, &r);
     /* The ledger is read a page at a time, so memory stays bounded by the invoice lines. */

@@ -132,5 +132,6 @@ int cmd_invoice(int argc, char **argv);
 int cmd_cost(int argc, char **argv);
 int cmd_inventory(int argc, char **argv);
 int cmd_history(int argc, char **argv);
+int cmd_whatif(int argc, char **argv);
 
 #endif

@@ -62,6 +62,9 @@ static const struct command commands[] = {
      "import export history",
      "--org --manager --cluster --class --state --owner --gpu --node --pool --workload "
      "--project --from --to"},
+    {"whatif", cmd_whatif, "what-if on real history, simulated: replay a period with changes", "",
+     "--period --from --to --quota --add-nodes --remove-nodes --lend-to-all --policy --grace "
+     "--trace"},
     {"history", cmd_history, "history import FILE.json: finished past work, simulated (admins)",
      "import", ""},
     {"completion", cmd_completion, "a shell completion script: completion bash|zsh|fish", "", ""},

@@ -130,8 +130,7 @@ struct engine {
     size_t n_flavors;
     struct named *classes, *projects;
     size_t n_classes, n_projects, cap_classes, cap_projects;
-    char **labels;
-    size_t n_labels;
+    struct label_table labels;
 
     /*
      * Submissions and wake-ups go through wake_lock, never the engine's lock,
@@ -236,6 +235,29 @@ static inline bool gpu_schedulable(const char *health)
            strcmp(health, "mig") != 0;
 }
 
+/* build.c: what the core is told of a row (load.c and whatif.c build it alike) */
+/* Interns a labels JSON object ({"rack":"r1"}) into ids; returns how many fit in max. */
+int engine__intern_labels(struct label_table *t, const char *json, uint32_t *out, int max);
+void engine__label_table_release(struct label_table *t);
+/* A pool row as the core's spec; the access lists are in a. */
+void engine__pool_spec(const struct row *p, struct arena *a, struct sched_pool_spec *ret);
+void engine__node_spec(struct label_table *t, const struct row *r, struct sched_node_spec *ret,
+                       enum sched_node_state *ret_state);
+/* The pool of a GPU row (0: none), its node among node_rows listed in id order. */
+int64_t engine__gpu_pool(const struct row *pools, size_t n_pools, const struct row *node_rows,
+                         size_t n_node_rows, const struct row *gpu, int64_t cluster_id);
+/* A quota row as sched_set_quota takes it (-1: derived guarantee, no limit). */
+void engine__quota_of(const struct row *q, int64_t *ret_guaranteed, int64_t *ret_limit);
+void engine__flavor_of(struct label_table *t, const struct row *r, struct flavor_info *f);
+/* A workload row of flavor f (NULL: ERR_INVALID) as the core's spec. */
+int engine__spec_from(const struct flavor_info *f, const struct row *w,
+                      struct sched_workload_spec *sp);
+
+/* A priority_class value ("owned", "opportunistic", "auto") as the scheduler's class. */
+enum sched_class engine__class_of(const char *priority_class);
+/* The class work runs as (P1 or P2), as its priority_class value. */
+const char *engine__class_text(enum sched_class c);
+
 /* load.c */
 int engine__load(struct engine *e, bool adopt, struct error_info *ei);
 void engine__forget_fleet(struct engine *e);
@@ -245,10 +267,6 @@ const char *engine__project_name(const struct engine *e, int64_t id);
 void engine__set_flavor(struct engine *e, const struct row *r);
 /* The scheduler's view of a workload row; ERR_INVALID when its flavor is gone. */
 int engine__spec_of(struct engine *e, const struct row *w, struct sched_workload_spec *sp);
-/* A priority_class value ("owned", "opportunistic", "auto") as the scheduler's class. */
-enum sched_class engine__class_of(const char *priority_class);
-/* The class work runs as (P1 or P2), as its priority_class value. */
-const char *engine__class_text(enum sched_class c);
 /* What an allocation row says a replica holds, as the scheduler's assign. */
 struct sched_assign engine__assign_of(const struct row *al);
 

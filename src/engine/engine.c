@@ -257,9 +257,7 @@ void engine_stop(struct engine *e)
     engine__forget_fleet(e);
     for (size_t i = 0; i < e->n_backends; i++)
         e->backends[i].b->ops->free(e->backends[i].b);
-    for (size_t i = 0; i < e->n_labels; i++)
-        free(e->labels[i]);
-    free(e->labels);
+    engine__label_table_release(&e->labels);
     free(e->idle);
     free(e->backends);
     free(e->inbox);

@@ -24,6 +24,7 @@
 #include "base/err.h"
 #include "model/model.h"
 #include "store/store.h"
+#include "whatif/whatif.h"
 
 struct engine;
 struct collector;
@@ -120,5 +121,60 @@ bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, siz
 
 /* Runs passes until the engine is idle (tests, benchmarks). */
 void engine_sync(struct engine *e);
+
+/* ---- what-if (whatif.c) ---- */
+
+/* Interned "key=value" labels: id i + 1 is v[i] (sched_node_spec.labels, selectors). */
+struct label_table {
+    char **v;
+    size_t n;
+};
+
+struct engine_name {
+    int64_t id;
+    const char *name; /* in the reader's arena */
+};
+
+/*
+ * The world a what-if replays (src/whatif), read from the store: the fleet,
+ * tenants, quotas and prices as they are now, and the workloads that arrived
+ * in [from_ms, to_ms), each with its first start and its last run's real run
+ * time (runs still open count to now); work that never started with the run
+ * time it asked for (duration_s, max_runtime_s, else the period's median
+ * run) and, when it was cancelled while queued, that time. Names for reports.
+ */
+struct engine_world {
+    struct whatif_world w;
+    struct engine_name *classes, *projects, *pools;
+    size_t n_classes, n_projects, n_pools;
+    int64_t not_replayed;        /* arrived in the period, but their flavor is gone */
+    int64_t never_started;       /* replayed, though they never started in the record */
+    int64_t still_running;       /* replayed with their run time so far */
+    struct flavor_info *flavors; /* the reader's */
+    const char **flavor_names;
+    size_t n_flavors;
+    struct label_table labels;
+};
+
+/* The scheduler settings a replay starts from: the engine's (defaults when e is NULL). */
+void engine_world_settings(const struct engine *e, struct sched_config *ret_cfg,
+                           const char **ret_policy);
+/*
+ * Reads the world into ret (arrays in a; release with engine_world_release).
+ * ERR_TOO_LARGE with ei when more than max_workloads arrived in the period;
+ * store errors as they come. Reads only.
+ */
+int engine_world_read(const struct engine *e, struct store_conn *c, int64_t from_ms, int64_t to_ms,
+                      size_t max_workloads, int64_t now_ms, struct arena *a,
+                      struct engine_world *ret, struct error_info *ei);
+/*
+ * Replaces the world's workloads with those of a trace (CSV, docs/api.md):
+ * a header naming submitted_at, project, flavor, run_s and optionally
+ * priority_class, replicas, priority, started_at; projects and flavors by
+ * name or id. ERR_INVALID naming the line, ERR_TOO_LARGE past max rows.
+ */
+int engine_world_trace(struct engine_world *ew, const char *csv, size_t len, size_t max,
+                       struct arena *a, struct error_info *ei);
+void engine_world_release(struct engine_world *w);
 
 #endif

@@ -26,34 +26,6 @@ const char *engine__project_name(const struct engine *e, int64_t id)
     return n ? n->name : "?";
 }
 
-static uint32_t intern_label(struct engine *e, const char *key, const char *val)
-{
-    char buf[600];
-    snprintf(buf, sizeof(buf), "%s=%s", key, val);
-    for (size_t i = 0; i < e->n_labels; i++) {
-        if (strcmp(e->labels[i], buf) == 0)
-            return (uint32_t)i + 1;
-    }
-    e->labels = xreallocarray(e->labels, e->n_labels + 1, sizeof(char *));
-    e->labels[e->n_labels++] = xstrdup(buf);
-    return (uint32_t)e->n_labels;
-}
-
-/* Interns a labels JSON object ({"rack":"r1"}) into ids; returns how many fit in max. */
-static int intern_labels(struct engine *e, const char *json, uint32_t *out, int max)
-{
-    json_t *obj = json_loads(json && *json ? json : "{}", 0, NULL), *v;
-    const char *k;
-    int n = 0;
-    json_object_foreach(obj, k, v)
-    {
-        if (n < max && json_is_string(v))
-            out[n++] = intern_label(e, k, json_string_value(v));
-    }
-    json_decref(obj);
-    return n;
-}
-
 /* Every row of a resource, or those in one state. */
 static int load_all(struct engine *e, const struct resource_def *def, const char *state,
                     struct arena *a, struct row **ret, size_t *ret_n, struct error_info *ei)
@@ -112,23 +84,6 @@ struct backend *engine__backend_of(struct engine *e, int64_t cluster_id)
     return NULL;
 }
 
-/* The labels (JSON text) of a node among rows listed in id order. */
-static const char *node_labels(const struct row *rows, size_t n, int64_t node_id)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int64_t id = model_row_id(&rows[mid]);
-        if (id == node_id)
-            return row_str(&rows[mid], F_NODES_LABELS);
-        if (id < node_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return "{}";
-}
-
 static int load_classes(struct engine *e, struct arena *a, struct error_info *ei)
 {
     struct row *rows;
@@ -185,31 +140,9 @@ static int load_pools(struct engine *e, struct arena *a, struct row **ret, size_
 
     rc = load_all(e, &model_pools, NULL, a, &pools, &n_pools, ei);
     for (size_t i = 0; rc >= 0 && i < n_pools; i++) {
-        const struct row *p = &pools[i];
-        json_t *ap = json_loads(row_str(p, F_POOLS_ACCESS_PROJECT_IDS), 0, NULL);
-        json_t *ao = json_loads(row_str(p, F_POOLS_ACCESS_ORG_IDS), 0, NULL);
-        /* every id of the lists, however long (sched_set_pool copies them) */
-        int64_t *aps = arena_calloc(a, json_array_size(ap) + 1, sizeof(*aps));
-        int64_t *aos = arena_calloc(a, json_array_size(ao) + 1, sizeof(*aos));
-        size_t nap = 0, nao = 0, k;
-        json_t *v;
-        json_array_foreach(ap, k, v) aps[nap++] = json_integer_value(v);
-        json_array_foreach(ao, k, v) aos[nao++] = json_integer_value(v);
-        struct sched_pool_spec ps = {.id = model_row_id(p),
-                                     .owner_project_id = row_int(p, F_POOLS_OWNER_PROJECT_ID),
-                                     .owner_org_id = row_int(p, F_POOLS_OWNER_ORG_ID),
-                                     .access_project_ids = aps,
-                                     .n_access_projects = nap,
-                                     .access_org_ids = aos,
-                                     .n_access_orgs = nao,
-                                     .lend_to_all = row_int(p, F_POOLS_LEND_TO_ALL) != 0,
-                                     .lending_limit =
-                                         row_get(p, F_POOLS_LENDING_LIMIT_MILLI)->null
-                                             ? 0
-                                             : row_int(p, F_POOLS_LENDING_LIMIT_MILLI)};
+        struct sched_pool_spec ps;
+        engine__pool_spec(&pools[i], a, &ps);
         sched_set_pool(e->sched, &ps);
-        json_decref(ap);
-        json_decref(ao);
     }
     *ret = pools;
     *ret_n = n_pools;
@@ -227,20 +160,16 @@ static int load_nodes(struct engine *e, struct arena *a, struct row **ret, size_
     e->nodes = xcalloc(n_node_rows + 1, sizeof(*e->nodes));
     for (size_t i = 0; rc >= 0 && i < n_node_rows; i++) {
         const struct row *r = &node_rows[i];
-        struct sched_node_spec ns = {.id = model_row_id(r)};
-        const char *state = row_str(r, F_NODES_STATE);
-        ns.cluster_id = row_int(r, F_NODES_CLUSTER_ID);
+        struct sched_node_spec ns;
+        enum sched_node_state state;
+        engine__node_spec(&e->labels, r, &ns, &state);
         if (!engine__backend_of(e, ns.cluster_id))
             continue;
-        ns.cpu_milli = row_int(r, F_NODES_CPU_MILLI);
-        ns.mem_mib = row_int(r, F_NODES_MEMORY_MIB);
-        ns.n_labels = intern_labels(e, row_str(r, F_NODES_LABELS), ns.labels, SCHED_MAX_LABELS);
         sched_add_node(e->sched, &ns);
-        if (strcmp(state, "ready") != 0)
-            sched_set_node_state(e->sched, ns.id,
-                                 strcmp(state, "drain") == 0 ? SCHED_NODE_DRAIN : SCHED_NODE_DOWN);
+        if (state != SCHED_NODE_READY)
+            sched_set_node_state(e->sched, ns.id, state);
         e->nodes[e->n_nodes++] = (struct node_info){
-            ns.id, ns.cluster_id, xstrdup(row_str(r, F_NODES_NAME)), strcmp(state, "ready") == 0};
+            ns.id, ns.cluster_id, xstrdup(row_str(r, F_NODES_NAME)), state == SCHED_NODE_READY};
     }
     *ret = node_rows;
     *ret_n = n_node_rows;
@@ -265,8 +194,7 @@ static int load_gpus(struct engine *e, const struct row *pools, size_t n_pools,
         struct gpu_info *gi;
         if (!ni || !gpu_schedulable(row_str(r, F_GPUS_HEALTH)))
             continue;
-        pool = model_pool_of_gpu(pools, n_pools, model_row_id(r), ni->cluster_id,
-                                 node_labels(node_rows, n_node_rows, node_id));
+        pool = engine__gpu_pool(pools, n_pools, node_rows, n_node_rows, r, ni->cluster_id);
         sched_add_gpu(e->sched, node_id, model_row_id(r), row_int(r, F_GPUS_GPU_CLASS_ID), pool);
         gi = &e->gpus[e->n_gpus++];
         gi->id = model_row_id(r);
@@ -305,29 +233,11 @@ static int load_fleet(struct engine *e, struct arena *a, struct error_info *ei)
 void engine__set_flavor(struct engine *e, const struct row *r)
 {
     struct flavor_info *f = FIND_BY_ID(e->flavors, e->n_flavors, model_row_id(r));
-    json_t *pl;
-    json_t *v;
-    size_t k;
     if (!f) { /* new flavors get higher ids: append keeps the array sorted */
         e->flavors = xreallocarray(e->flavors, e->n_flavors + 1, sizeof(*e->flavors));
         f = &e->flavors[e->n_flavors++];
     }
-    memset(f, 0, sizeof(*f));
-    f->id = model_row_id(r);
-    f->class_id = row_int(r, F_FLAVORS_GPU_CLASS_ID);
-    f->gpu_milli = (int32_t)row_int(r, F_FLAVORS_GPU_MILLI);
-    f->cpu_milli = row_int(r, F_FLAVORS_VCPUS) * 1000;
-    f->mem_mib = row_int(r, F_FLAVORS_MEMORY_MIB);
-    f->active = row_int(r, F_FLAVORS_ACTIVE);
-    pl = json_loads(row_str(r, F_FLAVORS_POOL_IDS), 0, NULL);
-    json_array_foreach(pl, k, v)
-    {
-        if (f->n_pools < SCHED_MAX_POOLS)
-            f->pools[f->n_pools++] = json_integer_value(v);
-    }
-    json_decref(pl);
-    f->n_selector =
-        intern_labels(e, row_str(r, F_FLAVORS_NODE_SELECTOR), f->selector, SCHED_MAX_SELECTOR);
+    engine__flavor_of(&e->labels, r, f);
 }
 
 static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei)
@@ -346,11 +256,10 @@ static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei
     if (rc >= 0)
         rc = load_all(e, &model_quotas, NULL, a, &rows, &n, ei);
     for (size_t i = 0; rc >= 0 && i < n; i++) {
-        const struct value *g = row_get(&rows[i], F_QUOTAS_GUARANTEED_MILLI);
-        const struct value *l = row_get(&rows[i], F_QUOTAS_LIMIT_MILLI);
+        int64_t g, l;
+        engine__quota_of(&rows[i], &g, &l);
         sched_set_quota(e->sched, row_int(&rows[i], F_QUOTAS_PROJECT_ID),
-                        row_int(&rows[i], F_QUOTAS_GPU_CLASS_ID), g->null ? -1 : g->i,
-                        l->null ? -1 : l->i);
+                        row_int(&rows[i], F_QUOTAS_GPU_CLASS_ID), g, l);
     }
     if (rc >= 0)
         rc = load_all(e, &model_org_quotas, NULL, a, &rows, &n, ei);
@@ -365,46 +274,11 @@ static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei
     return rc;
 }
 
-enum sched_class engine__class_of(const char *priority_class)
-{
-    if (strcmp(priority_class, "owned") == 0)
-        return SCHED_P1;
-    return strcmp(priority_class, "auto") == 0 ? SCHED_AUTO : SCHED_P2;
-}
-
-const char *engine__class_text(enum sched_class c)
-{
-    return c == SCHED_P1 ? "owned" : "opportunistic";
-}
-
 /* The scheduler's view of a workload row. */
 int engine__spec_of(struct engine *e, const struct row *w, struct sched_workload_spec *sp)
 {
-    const struct flavor_info *f =
-        FIND_BY_ID(e->flavors, e->n_flavors, row_int(w, F_WORKLOADS_FLAVOR_ID));
-    const struct value *grace = row_get(w, F_WORKLOADS_GRACE_S);
-
-    if (!f)
-        return ERR_INVALID;
-    memset(sp, 0, sizeof(*sp));
-    sp->id = model_row_id(w);
-    sp->project_id = row_int(w, F_WORKLOADS_PROJECT_ID);
-    sp->pclass = engine__class_of(row_str(w, F_WORKLOADS_PRIORITY_CLASS));
-    sp->priority = (int32_t)row_int(w, F_WORKLOADS_PRIORITY);
-    sp->submit_ms = row_int(w, F_WORKLOADS_SUBMITTED_MS);
-    sp->replicas = (int32_t)row_int(w, F_WORKLOADS_REPLICAS);
-    sp->class_id = f->class_id;
-    sp->gpu_milli = f->gpu_milli;
-    sp->cpu_milli = f->cpu_milli;
-    sp->mem_mib = f->mem_mib;
-    memcpy(sp->selector, f->selector, sizeof(f->selector));
-    sp->n_selector = f->n_selector;
-    memcpy(sp->pool_ids, f->pools, sizeof(f->pools));
-    sp->n_pools = f->n_pools;
-    sp->min_runtime_ms = row_int(w, F_WORKLOADS_MIN_RUNTIME_S) * 1000;
-    sp->grace_ms = grace->null ? -1 : grace->i * 1000;
-    sp->requeue = row_int(w, F_WORKLOADS_REQUEUE) != 0;
-    return 0;
+    return engine__spec_from(
+        FIND_BY_ID(e->flavors, e->n_flavors, row_int(w, F_WORKLOADS_FLAVOR_ID)), w, sp);
 }
 
 /* What an allocation row says a replica holds, as the scheduler's assign. */

@@ -700,6 +700,16 @@ void sched__fire_timers(struct sched *s, int64_t now_ms)
     }
 }
 
+int64_t sched_next_timer_ms(const struct sched *s)
+{
+    return s->n_timers > 0 ? s->timers[0].at : 0;
+}
+
+bool sched_pass_due(const struct sched *s)
+{
+    return s->dirty.n > 0 || s->ready.n > 0;
+}
+
 /* ---- queues ---- */
 
 /* Queue order: P1, automatic, P2, then higher priority, then earlier submit, then id. */

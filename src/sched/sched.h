@@ -424,6 +424,22 @@ bool sched_others_wait(const struct sched *s, int64_t project_id, int64_t class_
  */
 bool sched_ranked_before(const struct sched *s, const struct sched_workload_spec *spec);
 
+/*
+ * When a pass next has something to do without any call in between: the
+ * earliest timer (a head's reservation falling due, a victim's minimum
+ * runtime ending), or 0 when none is set. A simulation that passes only at
+ * its own events passes then too; the daemon ticks instead. May name a time
+ * that turns out to need nothing (a timer moved earlier has fired).
+ */
+int64_t sched_next_timer_ms(const struct sched *s);
+/*
+ * Whether the next pass has queues to look at already (a pass can leave
+ * some for the next one: capacity freed by its own decisions, victims
+ * released). The daemon finds them at its next tick; a simulation passes
+ * again one tick later.
+ */
+bool sched_pass_due(const struct sched *s);
+
 /* How many workloads the scheduler holds in each state: ret[SCHED_QUEUED] ...
  * ret[SCHED_PREEMPTING]. */
 void sched_count_states(const struct sched *s, int64_t ret[SCHED_PREEMPTING + 1]);

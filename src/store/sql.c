@@ -328,6 +328,17 @@ int store__sql_list(enum store_engine dialect, const struct resource_def *def,
     put_param(&q, &qq->params, (struct store__param){.kind = STORE_P_INT, .i = f->after_id});
     for (int i = 0; i < f->n_eq; i++)
         put_eq(&q, qq, def, f->eq[i].field, &f->eq[i].val);
+    if (f->n_range == 1) {
+        const char *col = model_column(&def->fields[f->range.field]);
+        put(&q, " AND ");
+        put_ident(&q, col);
+        put(&q, " >= ");
+        put_param(&q, &qq->params, (struct store__param){.kind = STORE_P_INT, .i = f->range.lo});
+        put(&q, " AND ");
+        put_ident(&q, col);
+        put(&q, " < ");
+        put_param(&q, &qq->params, (struct store__param){.kind = STORE_P_INT, .i = f->range.hi});
+    }
     if (f->n_any > 0) {
         rc = put_any_group(&q, qq, def, f, ei);
         if (rc < 0) {

@@ -495,6 +495,15 @@ void store_filter_any(struct store_filter *f, int field, const int64_t *ids, siz
     f->n_any++;
 }
 
+void store_filter_range(struct store_filter *f, int field, int64_t lo, int64_t hi)
+{
+    assert(f->n_range == 0);
+    f->range.field = field;
+    f->range.lo = lo;
+    f->range.hi = hi;
+    f->n_range = 1;
+}
+
 static bool valid_field(const struct resource_def *def, int field)
 {
     return field >= 0 && (size_t)field < def->n_fields;
@@ -544,6 +553,11 @@ int store__filter_check(const struct resource_def *def, const struct store_filte
         rc = check_eq(def, f->eq[i].field, &f->eq[i].val, ei);
     for (int i = 0; i < f->n_any && rc == 0; i++)
         rc = check_any(def, f->any[i].field, f->any[i].ids, f->any[i].n_ids, ei);
+    if (rc == 0 && (f->n_range < 0 || f->n_range > 1))
+        rc = errinfo_set(ei, ERR_INVALID, NULL, "one range at most");
+    if (rc == 0 && f->n_range == 1 &&
+        (!valid_field(def, f->range.field) || !store__field_is_int(&def->fields[f->range.field])))
+        rc = errinfo_set(ei, ERR_INVALID, NULL, "a range needs an integer field");
     return rc;
 }
 

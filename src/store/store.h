@@ -117,8 +117,9 @@ int store_delete(struct store_conn *c, const struct resource_def *def, int64_t i
 
 /*
  * A list query: rows matching every `eq` (field == value; a null value
- * matches SQL NULL) and, when n_any > 0, at least one `any` (field's value is
- * one of ids), with id > after_id, in id order, at most limit rows.
+ * matches SQL NULL), when n_any > 0 at least one `any` (field's value is
+ * one of ids), and the range when there is one, with id > after_id, in id
+ * order, at most limit rows.
  */
 struct store_filter {
     struct {
@@ -132,6 +133,12 @@ struct store_filter {
         size_t n_ids;
     } any[STORE_MAX_ANY];
     int n_any;
+    /* when n_range is 1: lo <= field < hi (an integer column) */
+    struct {
+        int field;
+        int64_t lo, hi;
+    } range;
+    int n_range;
     int64_t after_id;
     int limit; /* 1..10000 */
 };
@@ -147,6 +154,8 @@ void store_filter_eq_int(struct store_filter *f, int field, int64_t i);
 void store_filter_eq_str(struct store_filter *f, int field, const char *s);
 void store_filter_eq_null(struct store_filter *f, int field);
 void store_filter_any(struct store_filter *f, int field, const int64_t *ids, size_t n_ids);
+/* Rows whose integer field (FT_INT, FT_TIME, FT_REF) is in [lo, hi); one range per filter. */
+void store_filter_range(struct store_filter *f, int field, int64_t lo, int64_t hi);
 
 /*
  * Runs a list query; *ret_rows (in a) holds *ret_n rows. ERR_INVALID for a

@@ -12,6 +12,7 @@ import { workloads, queues, workload, submit } from './view-work.js';
 import { timeline } from './view-timeline.js';
 import { usage, quotas } from './view-usage.js';
 import { invoices } from './view-invoices.js';
+import { whatif } from './view-whatif.js';
 
 const ROUTES = [
   { path: 'fleet', label: 'Fleet', title: 'Fleet overview', view: fleet },
@@ -23,6 +24,7 @@ const ROUTES = [
   { path: 'usage', label: 'Usage & cost', title: 'Usage and cost', view: usage },
   { path: 'quotas', label: 'Quotas', title: 'Quotas', view: quotas },
   { path: 'invoices', label: 'Invoices', title: 'Invoices', view: invoices },
+  { path: 'whatif', label: 'What-if', title: 'What-if (simulated)', view: whatif },
   { path: 'workloads/:id', title: 'Workload', view: workload },
 ];
 

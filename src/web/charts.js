@@ -75,3 +75,27 @@ export function hatchOver() {
 export function legend(items) {
   return h('ul', { class: 'legend' }, items.map(([kind, text]) => h('li', null, h('span', { class: 'swatch ' + kind, 'aria-hidden': 'true' }), text)));
 }
+
+// Lines over time sharing their x steps, y from 0 to the largest value (or max).
+// series: [{kind, label, values}]; xLabels: [first, last] under the axis; fmt(v) -> string.
+export function lineChart({ series, width, height = 200, label, fmt, xLabels = [], max: full }) {
+  const top = 16;
+  const bottom = 22;
+  const left = 48;
+  const n = Math.max(2, ...series.map((x) => x.values.length));
+  const max = full || Math.max(1e-9, ...series.flatMap((x) => x.values));
+  const plotW = width - left - 8;
+  const plotH = height - top - bottom;
+  const svg = s('svg', { class: 'chart', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': label });
+  svg.append(s('title', { text: label }));
+  svg.append(s('line', { x1: left, x2: width, y1: top + plotH + 0.5, y2: top + plotH + 0.5, class: 'axis' }));
+  svg.append(s('text', { x: left - 6, y: top + 4, class: 'chart-value', 'text-anchor': 'end', text: fmt(max) }));
+  svg.append(s('text', { x: left - 6, y: top + plotH, class: 'chart-value', 'text-anchor': 'end', text: fmt(0) }));
+  if (xLabels[0]) svg.append(s('text', { x: left, y: height - 6, class: 'chart-label', text: xLabels[0] }));
+  if (xLabels[1]) svg.append(s('text', { x: width - 4, y: height - 6, class: 'chart-label', 'text-anchor': 'end', text: xLabels[1] }));
+  for (const line of series) {
+    const points = line.values.map((v, i) => `${(left + (i * plotW) / (n - 1)).toFixed(1)},${(top + plotH - (Math.min(v, max) / max) * plotH).toFixed(1)}`).join(' ');
+    svg.append(s('polyline', { points, class: 'line ' + line.kind }, s('title', { text: line.label })));
+  }
+  return svg;
+}

@@ -501,6 +501,9 @@ static char *create_body(struct fixture *f, const char *res, int n)
     }
     if (strcmp(res, "invoices/credit") == 0)
         return xstrdup("{\"reason\":\"goodwill\",\"amount_micros\":10000}");
+    if (strcmp(res, "whatif") == 0) /* the fixture's month, with a shorter grace */
+        return xstrdup("{\"period\":\"2026-10\",\"changes\":[{\"kind\":\"grace\","
+                       "\"grace_s\":0}]}");
     return xstrdup("{}");
 }
 
@@ -615,6 +618,8 @@ static void call(struct fixture *f, const char *path_tmpl, const char *method, j
             body = create_body(f, "inventory/import", n);
         if (strcmp(path_tmpl, "/v1/history") == 0)
             body = create_body(f, "history", n);
+        if (strcmp(path_tmpl, "/v1/whatif") == 0)
+            body = create_body(f, "whatif", n);
     }
     if (strchr(url, '{')) {
         failed(f, "%s %s: a path parameter this test cannot fill", upper, path_tmpl);

@@ -405,8 +405,38 @@ const steps = [
     assert.match(await text('.view .reason'), /imported history \(simulated\)/);
   }],
 
+  ['what-if: maria replays this month with two more nodes, both runs side by side, labelled simulated', async () => {
+    await signIn('maria');
+    await open('#/whatif', 'whatif');
+    assert.match(await page.locator('.view .sim-banner').first().innerText(), /SIMULATED/);
+    await page.selectOption('select[name=nclass]', { label: 'h100' });
+    await page.fill('input[name=ncount]', '2');
+    await page.click('form.whatif-form button[type=submit]');
+    await page.waitForURL(/#\/whatif\?.*run=1/, { timeout: T });
+    await page.locator('.view[data-view="whatif"] table.whatif-projects').waitFor({ timeout: T });
+    assert.match(await page.locator('.view .sim-banner').nth(1).innerText(), /SIMULATED.*simulated: a replay/s);
+    assert.match(await text('.view'), /2 more h100 nodes/);
+    const runs = await text('table.whatif-runs');
+    assert.match(runs, /baseline\s+16\b/);
+    assert.match(runs, /changed\s+32\b/);
+    // maria's organization's projects only: globex's team-c is not hers
+    const projects = await text('table.whatif-projects');
+    assert.match(projects, /team-a/);
+    assert.match(projects, /team-b/);
+    assert.doesNotMatch(projects, /team-c/);
+    assert.equal(await page.locator('.view svg polyline.line').count(), 2, 'a line per run');
+    // the waits' chart: a row per run and percentile (a zero wait draws no bar, only its value)
+    assert.equal(await page.locator('.view svg[aria-label^="waits"] text.chart-label').count(), 4, 'wait rows');
+    await shot('17-whatif');
+    // a member may not run one: the view says why
+    await signIn('alice');
+    expectFailure(403, /^\/v1\/whatif$/);
+    await open('#/whatif?period=' + new Date().toISOString().slice(0, 7) + '&run=1', 'whatif');
+    assert.match(await text('.view .error'), /organization admins/);
+  }],
+
   ['every view as admin, org-admin, project-admin, member and viewer: no failed call, no error shown', async () => {
-    const views = ['fleet', 'manager', 'workloads', 'queues', 'submit', 'timeline', 'usage', 'quotas', 'invoices'];
+    const views = ['fleet', 'manager', 'workloads', 'queues', 'submit', 'timeline', 'usage', 'quotas', 'invoices', 'whatif'];
     for (const who of ['admin', 'maria', 'pat', 'alice', 'vic']) {
       await signIn(who);
       for (const view of views) {
@@ -448,6 +478,7 @@ async function narrow(browser) {
     ['#/submit', 'submit'],
     ['#/workloads', 'workloads'],
     ['#/queues', 'queues'],
+    ['#/whatif?run=1', 'whatif'],
   ]) {
     await p.goto(env.url + '/ui/' + hash);
     await p.locator(`.view[data-view="${view}"]`).waitFor({ timeout: T });

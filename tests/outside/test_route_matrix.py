@@ -392,6 +392,20 @@ def history_import(ctx):
     return ("POST", "/v1/history", body), ADMIN_OK if ctx["role"] == "admin" else NOT_ADMIN
 
 
+def whatif(ctx):
+    """What-if on this month's record with one more guaranteed GPU for the target's project
+    (docs/api.md, What-if): admins, and organization admins for their own projects (200);
+    another tenant's project reads as one that does not exist (400); project-level roles may
+    not run one (403), whatever the body names."""
+    t = time.gmtime()
+    body = {"period": "%04d-%02d" % (t.tm_year, t.tm_mon),
+            "changes": [{"kind": "quota", "project_id": tid(ctx, "project"),
+                         "gpu_class_id": ctx["w"]["ids"]["gpu_class"], "gpus": 1}]}
+    if ctx["role"] in ("project-admin", "member", "viewer"):
+        return ("POST", "/v1/whatif", body), 403
+    return ("POST", "/v1/whatif", body), vis(ctx, 200, REF)
+
+
 def org_view(path_fmt):
     """Org viewers: the org-admin. Project-level roles see the organization
     itself but hold no role on it, so its other objects are not theirs."""
@@ -428,6 +442,7 @@ ROWS = {
         ("POST", "/v1/invoices/issue", {"org_id": tid(ctx, "org"), "period": ctx["w"]["period"]}),
         409 if ctx["role"] == "admin" else 403),
     ("post", "/v1/history"): history_import,
+    ("post", "/v1/whatif"): whatif,
     ("get", "/v1/ledger/verify"): admin_only("GET", "/v1/ledger/verify", admin_want=200),
     ("get", "/v1/organizations"): get_list("/v1/organizations"),
     ("post", "/v1/organizations"): org_create,

@@ -1045,6 +1045,20 @@ static void test_list_filters(void **state)
     /* any-of combines with equalities by AND. */
     store_filter_eq_int(&f, F_PROJECTS_WEIGHT, 1);
     assert_int_equal(list_ok(e, P, &f).n, 2); /* p00 and q02 */
+
+    /* A range: lo <= field < hi, with equalities by AND; empty when lo == hi. */
+    store_filter_init(&f);
+    store_filter_eq_int(&f, F_PROJECTS_ORG_ID, org_a);
+    store_filter_range(&f, F_PROJECTS_WEIGHT, 2, 3);
+    assert_int_equal(list_ok(e, P, &f).n, 3); /* p01, p04, p07 */
+    store_filter_init(&f);
+    store_filter_range(&f, 0, first_a + 1, first_a + 4);
+    lr = list_ok(e, P, &f);
+    assert_int_equal(lr.n, 3);
+    assert_int_equal(model_row_id(&lr.rows[0]), first_a + 1);
+    store_filter_init(&f);
+    store_filter_range(&f, 0, first_a, first_a);
+    assert_int_equal(list_ok(e, P, &f).n, 0);
 }
 
 static void test_list_pagination(void **state)
@@ -1105,6 +1119,12 @@ static void test_list_invalid_filters(void **state)
     store_filter_eq_str(&f, F_PROJECTS_ORG_ID, "1");
     memset(&ei, 0, sizeof(ei));
     assert_int_equal(store_list(e->c, P, &f, &e->a, &rows, &n, &ei), ERR_INVALID);
+
+    store_filter_init(&f);
+    store_filter_range(&f, F_PROJECTS_NAME, 0, 1);
+    memset(&ei, 0, sizeof(ei));
+    rc = store_list(e->c, P, &f, &e->a, &rows, &n, &ei);
+    assert_err(rc, ERR_INVALID, &ei, "a range needs an integer field");
 
     store_filter_init(&f);
     store_filter_eq_int(&f, F_PROJECTS_NAME, 1);

@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * whatif.c: the world a what-if replays, read from the store: the fleet,
+ * tenants, quotas and price list as they are now (built through build.c,
+ * as the engine's own core is), and the workloads that arrived in the
+ * period with their recorded first start and real run time (from their
+ * allocations). Reads only, on the caller's connection; the live engine is
+ * asked for nothing but its (unchanging) settings.
+ */
+#include "engine/engine-int.h"
+
+#include "base/parse.h"
+#include "base/timeutil.h"
+#include "billing/billing.h"
+#include "inventory/inventory.h"
+#include "whatif/whatif.h"
+
+#define PAGE 10000
+
+/* What the allocations say of one workload: its first start, its last run. */
+struct runs {
+    int64_t first_start, last_start, last_end;
+    bool open; /* its last run has not ended */
+};
+
+static int cmp_node_id(const void *x, const void *y)
+{
+    const struct whatif_node *a = x, *b = y;
+    return a->spec.id < b->spec.id ? -1 : a->spec.id > b->spec.id;
+}
+
+/* Nodes come in id order, so GPUs find theirs by bsearch. */
+static int read_fleet(struct store_conn *c, struct engine_world *ew, struct arena *a,
+                      struct error_info *ei)
+{
+    struct whatif_world *w = &ew->w;
+    struct store_filter f;
+    struct row *rows, *pools, *nodes;
+    size_t n, n_pools, n_nodes;
+    int rc;
+
+    store_filter_init(&f);
+    rc = store_list_all(c, &model_gpu_classes, &f, a, &rows, &n, ei);
+    if (rc < 0)
+        return rc;
+    int64_t *classes = arena_calloc(a, n + 1, sizeof(*classes));
+    ew->classes = arena_calloc(a, n + 1, sizeof(*ew->classes));
+    for (size_t i = 0; i < n; i++) {
+        classes[i] = model_row_id(&rows[i]);
+        ew->classes[i] = (struct engine_name){classes[i], row_str(&rows[i], F_GPU_CLASSES_NAME)};
+    }
+    w->classes = classes;
+    w->n_classes = ew->n_classes = n;
+
+    store_filter_init(&f);
+    rc = store_list_all(c, &model_pools, &f, a, &pools, &n_pools, ei);
+    if (rc < 0)
+        return rc;
+    struct sched_pool_spec *ps = arena_calloc(a, n_pools + 1, sizeof(*ps));
+    ew->pools = arena_calloc(a, n_pools + 1, sizeof(*ew->pools));
+    for (size_t i = 0; i < n_pools; i++) {
+        engine__pool_spec(&pools[i], a, &ps[i]);
+        ew->pools[i] = (struct engine_name){ps[i].id, row_str(&pools[i], F_POOLS_NAME)};
+    }
+    w->pools = ps;
+    w->n_pools = ew->n_pools = n_pools;
+
+    store_filter_init(&f);
+    rc = store_list_all(c, &model_nodes, &f, a, &nodes, &n_nodes, ei);
+    if (rc < 0)
+        return rc;
+    struct whatif_node *wn = arena_calloc(a, n_nodes + 1, sizeof(*wn));
+    for (size_t i = 0; i < n_nodes; i++)
+        engine__node_spec(&ew->labels, &nodes[i], &wn[i].spec, &wn[i].state);
+    w->nodes = wn;
+    w->n_nodes = n_nodes;
+
+    store_filter_init(&f);
+    rc = store_list_all(c, &model_gpus, &f, a, &rows, &n, ei);
+    if (rc < 0)
+        return rc;
+    struct whatif_gpu *wg = arena_calloc(a, n + 1, sizeof(*wg));
+    for (size_t i = 0; i < n; i++) {
+        int64_t node_id = row_int(&rows[i], F_GPUS_NODE_ID), cluster = 0;
+        struct whatif_node key = {.spec.id = node_id};
+        const struct whatif_node *nd = bsearch(&key, wn, n_nodes, sizeof(key), cmp_node_id);
+        if (!nd || !gpu_schedulable(row_str(&rows[i], F_GPUS_HEALTH)))
+            continue;
+        cluster = nd->spec.cluster_id;
+        wg[w->n_gpus++] = (struct whatif_gpu){
+            model_row_id(&rows[i]), node_id, row_int(&rows[i], F_GPUS_GPU_CLASS_ID),
+            engine__gpu_pool(pools, n_pools, nodes, n_nodes, &rows[i], cluster)};
+    }
+    w->gpus = wg;
+    return 0;
+}
+
+static int read_tenants(struct store_conn *c, struct engine_world *ew, struct arena *a,
+                        struct error_info *ei)
+{
+    struct whatif_world *w = &ew->w;
+    struct store_filter f;
+    struct row *rows;
+    size_t n;
+    int rc;
+
+    store_filter_init(&f);
+    rc = store_list_all(c, &model_projects, &f, a, &rows, &n, ei);
+    if (rc < 0)
+        return rc;
+    struct whatif_project *wp = arena_calloc(a, n + 1, sizeof(*wp));
+    ew->projects = arena_calloc(a, n + 1, sizeof(*ew->projects));
+    for (size_t i = 0; i < n; i++) {
+        wp[i] =
+            (struct whatif_project){model_row_id(&rows[i]), row_int(&rows[i], F_PROJECTS_ORG_ID),
+                                    (int)row_int(&rows[i], F_PROJECTS_WEIGHT)};
+        ew->projects[i] = (struct engine_name){wp[i].id, row_str(&rows[i], F_PROJECTS_NAME)};
+    }
+    w->projects = wp;
+    w->n_projects = ew->n_projects = n;
+
+    store_filter_init(&f);
+    rc = store_list_all(c, &model_quotas, &f, a, &rows, &n, ei);
+    if (rc < 0)
+        return rc;
+    struct whatif_quota *wq = arena_calloc(a, n + 1, sizeof(*wq));
+    for (size_t i = 0; i < n; i++) {
+        wq[i].project_id = row_int(&rows[i], F_QUOTAS_PROJECT_ID);
+        wq[i].class_id = row_int(&rows[i], F_QUOTAS_GPU_CLASS_ID);
+        engine__quota_of(&rows[i], &wq[i].guaranteed, &wq[i].limit);
+    }
+    w->quotas = wq;
+    w->n_quotas = n;
+
+    store_filter_init(&f);
+    rc = store_list_all(c, &model_org_quotas, &f, a, &rows, &n, ei);
+    if (rc < 0)
+        return rc;
+    struct whatif_org_cap *wc = arena_calloc(a, n + 1, sizeof(*wc));
+    for (size_t i = 0; i < n; i++)
+        wc[i] = (struct whatif_org_cap){row_int(&rows[i], F_ORG_QUOTAS_ORG_ID),
+                                        row_int(&rows[i], F_ORG_QUOTAS_GPU_CLASS_ID),
+                                        row_int(&rows[i], F_ORG_QUOTAS_LIMIT_MILLI)};
+    w->org_caps = wc;
+    w->n_org_caps = n;
+
+    store_filter_init(&f);
+    rc = store_list_all(c, &model_flavors, &f, a, &rows, &n, ei);
+    if (rc < 0)
+        return rc;
+    ew->flavors = arena_calloc(a, n + 1, sizeof(*ew->flavors));
+    ew->flavor_names = arena_calloc(a, n + 1, sizeof(*ew->flavor_names));
+    for (size_t i = 0; i < n; i++) {
+        engine__flavor_of(&ew->labels, &rows[i], &ew->flavors[i]);
+        ew->flavor_names[i] = row_str(&rows[i], F_FLAVORS_NAME);
+    }
+    ew->n_flavors = n;
+    {
+        struct meter_price *prices;
+        rc = billing_load_prices(c, a, &prices, &n, ei);
+        w->prices = prices;
+        w->n_prices = n;
+    }
+    return rc;
+}
+
+static int64_t org_of(const struct whatif_world *w, int64_t project_id)
+{
+    for (size_t i = 0; i < w->n_projects; i++) {
+        if (w->projects[i].id == project_id)
+            return w->projects[i].org_id;
+    }
+    return 0;
+}
+
+/* The workloads that arrived in the period, a page at a time (rows are big: commands). */
+static int read_workloads(struct store_conn *c, struct engine_world *ew, size_t max,
+                          struct arena *a, struct whatif_workload **ret_wls, size_t *ret_n,
+                          struct error_info *ei)
+{
+    struct whatif_world *w = &ew->w;
+    struct whatif_workload *wls = NULL;
+    size_t n = 0, cap = 0;
+    struct store_filter f;
+    int rc = 0;
+
+    store_filter_init(&f);
+    store_filter_range(&f, F_WORKLOADS_SUBMITTED_MS, w->from_ms, w->to_ms);
+    f.limit = PAGE;
+    for (;;) {
+        struct arena page;
+        struct row *rows;
+        size_t got = 0;
+        arena_init(&page);
+        rc = store_list(c, &model_workloads, &f, &page, &rows, &got, ei);
+        for (size_t i = 0; rc >= 0 && i < got; i++) {
+            const struct flavor_info *fl =
+                FIND_BY_ID(ew->flavors, ew->n_flavors, row_int(&rows[i], F_WORKLOADS_FLAVOR_ID));
+            struct whatif_workload *wl;
+            if (n >= max) {
+                rc = errinfo_set(ei, ERR_TOO_LARGE, "period",
+                                 "the period holds more than %zu workloads: pick a shorter one",
+                                 max);
+                break;
+            }
+            ALLOC_GROW(wls, n + 1, cap);
+            wl = &wls[n];
+            memset(wl, 0, sizeof(*wl));
+            if (engine__spec_from(fl, &rows[i], &wl->spec) < 0) {
+                ew->not_replayed++; /* its flavor is gone */
+                continue;
+            }
+            wl->flavor_id = fl->id;
+            wl->org_id = org_of(w, wl->spec.project_id);
+            /* for work that never started: how long it meant to run, when it left the queue */
+            wl->run_ms = 1000 * (row_int(&rows[i], F_WORKLOADS_DURATION_S) > 0
+                                     ? row_int(&rows[i], F_WORKLOADS_DURATION_S)
+                                     : row_int(&rows[i], F_WORKLOADS_MAX_RUNTIME_S));
+            if (strcmp(row_str(&rows[i], F_WORKLOADS_STATE), "cancelled") == 0 &&
+                !row_is_null(&rows[i], F_WORKLOADS_FINISHED_AT))
+                wl->cancel_ms = row_int(&rows[i], F_WORKLOADS_FINISHED_AT) * 1000;
+            n++;
+        }
+        if (got)
+            f.after_id = model_row_id(&rows[got - 1]);
+        arena_release(&page);
+        if (rc < 0 || got < (size_t)f.limit)
+            break;
+    }
+    if (rc < 0) {
+        free(wls);
+        return rc;
+    }
+    /* into the arena, so that the world is one piece */
+    *ret_wls = arena_calloc(a, n + 1, sizeof(**ret_wls));
+    if (n)
+        memcpy(*ret_wls, wls, n * sizeof(*wls));
+    free(wls);
+    *ret_n = n;
+    return 0;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int cmp_wl_id(const void *x, const void *y)
+{
+    const struct whatif_workload *a = x, *b = y;
+    return a->spec.id < b->spec.id ? -1 : a->spec.id > b->spec.id;
+}
+
+/* First start and last run of each workload, from allocations that started since from_ms. */
+static int read_runs(struct store_conn *c, const struct whatif_workload *wls, size_t n,
+                     struct runs *runs, int64_t from_ms, int64_t until_ms, int64_t now_ms,
+                     struct error_info *ei)
+{
+    struct store_filter f;
+    int rc = 0;
+
+    store_filter_init(&f);
+    store_filter_range(&f, F_ALLOCATIONS_STARTED_MS, from_ms, until_ms);
+    f.limit = PAGE;
+    for (;;) {
+        struct arena page;
+        struct row *rows;
+        size_t got = 0;
+        arena_init(&page);
+        rc = store_list(c, &model_allocations, &f, &page, &rows, &got, ei);
+        for (size_t i = 0; rc >= 0 && i < got; i++) {
+            struct whatif_workload key = {0};
+            const struct whatif_workload *hit;
+            struct runs *r;
+            int64_t start = row_int(&rows[i], F_ALLOCATIONS_STARTED_MS);
+            bool open = row_is_null(&rows[i], F_ALLOCATIONS_ENDED_MS);
+            int64_t end = open ? now_ms : row_int(&rows[i], F_ALLOCATIONS_ENDED_MS);
+            key.spec.id = row_int(&rows[i], F_ALLOCATIONS_WORKLOAD_ID);
+            hit = bsearch(&key, wls, n, sizeof(key), cmp_wl_id);
+            if (!hit)
+                continue;
+            r = &runs[hit - wls];
+            if (!r->first_start || start < r->first_start)
+                r->first_start = start;
+            if (start > r->last_start) { /* a later run */
+                r->last_start = start;
+                r->last_end = end;
+                r->open = open;
+            } else if (start == r->last_start && end > r->last_end) {
+                r->last_end = end;
+                r->open |= open;
+            }
+        }
+        if (got)
+            f.after_id = model_row_id(&rows[got - 1]);
+        arena_release(&page);
+        if (rc < 0 || got < (size_t)f.limit)
+            break;
+    }
+    return rc;
+}
+
+void engine_world_settings(const struct engine *e, struct sched_config *ret_cfg,
+                           const char **ret_policy)
+{
+    sched_config_init(ret_cfg);
+    ret_cfg->reserve_after_ms = e ? e->opt.reserve_after_ms : 10 * 60 * 1000;
+    ret_cfg->default_grace_ms = e ? e->opt.default_grace_ms : 30 * 1000;
+    *ret_policy = e && e->opt.policy ? e->opt.policy->name : NULL;
+}
+
+int engine_world_read(const struct engine *e, struct store_conn *c, int64_t from_ms, int64_t to_ms,
+                      size_t max_workloads, int64_t now_ms, struct arena *a,
+                      struct engine_world *ret, struct error_info *ei)
+{
+    struct whatif_world *w = &ret->w;
+    struct whatif_workload *wls = NULL;
+    struct runs *runs = NULL;
+    size_t n = 0;
+    int rc;
+
+    memset(ret, 0, sizeof(*ret));
+    engine_world_settings(e, &w->cfg, &w->policy);
+    w->from_ms = from_ms;
+    w->to_ms = to_ms;
+    rc = read_fleet(c, ret, a, ei);
+    if (rc >= 0)
+        rc = read_tenants(c, ret, a, ei);
+    if (rc >= 0)
+        rc = read_workloads(c, ret, max_workloads, a, &wls, &n, ei);
+    if (rc >= 0) {
+        runs = xcalloc(n + 1, sizeof(*runs));
+        if (n > 0)
+            rc = read_runs(c, wls, n, runs, from_ms, to_ms + WHATIF_DRAIN_MS, now_ms, ei);
+    }
+    /*
+     * Work that never started is replayed too (it held its place in the queue): for as long as
+     * it asked (duration_s, else max_runtime_s), else the median run of the period's started
+     * work; cancelled while queued, it leaves the queue when it did.
+     */
+    if (rc >= 0) {
+        int64_t *run_of = xcalloc(n + 1, sizeof(*run_of)), median = 3600000;
+        size_t n_run = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (runs[i].first_start)
+                run_of[n_run++] = runs[i].last_end - runs[i].last_start;
+        }
+        if (n_run > 0) {
+            qsort(run_of, n_run, sizeof(*run_of), cmp_i64);
+            median = run_of[n_run / 2];
+        }
+        free(run_of);
+        for (size_t i = 0; i < n; i++) {
+            int64_t run = runs[i].last_end - runs[i].last_start;
+            if (runs[i].first_start) {
+                wls[i].recorded_start_ms = runs[i].first_start;
+                wls[i].cancel_ms = 0; /* it ran: its run time is on record */
+                ret->still_running += runs[i].open;
+            } else {
+                run = wls[i].run_ms > 0 ? wls[i].run_ms : median;
+                ret->never_started++;
+            }
+            wls[i].run_ms = run < 1 ? 1 : run > WHATIF_MAX_RUN_MS ? WHATIF_MAX_RUN_MS : run;
+        }
+    }
+    free(runs);
+    w->workloads = wls;
+    w->n_workloads = rc >= 0 ? n : 0;
+    if (rc < 0)
+        engine_world_release(ret);
+    return rc;
+}
+
+void engine_world_release(struct engine_world *w)
+{
+    if (w)
+        engine__label_table_release(&w->labels);
+}
+
+/* ---- a trace file instead of the store's workloads ---- */
+
+enum trace_col {
+    TC_SUBMITTED,
+    TC_PROJECT,
+    TC_FLAVOR,
+    TC_RUN,
+    TC_CLASS,
+    TC_REPLICAS,
+    TC_PRIO,
+    TC_STARTED,
+    TC_N
+};
+
+static const char *const trace_cols[TC_N] = {"submitted_at", "project",        "flavor",
+                                             "run_s",        "priority_class", "replicas",
+                                             "priority",     "started_at"};
+
+struct trace {
+    struct engine_world *ew;
+    struct arena *a;
+    struct error_info *ei;
+    int col[TC_N]; /* field index of each column, -1 when absent */
+    size_t max;
+    struct whatif_workload *wls;
+    size_t n, cap;
+};
+
+/* A project or flavor by name or id, among the world's names; 0 when none. */
+static int64_t name_or_id(const struct engine_name *v, size_t n, const char *s)
+{
+    int64_t id = 0;
+    bool numeric = parse_int64(s, 1, INT64_MAX, &id) == 0;
+    for (size_t i = 0; i < n; i++) {
+        if (numeric ? v[i].id == id : strcmp(v[i].name, s) == 0)
+            return v[i].id;
+    }
+    return 0;
+}
+
+static int trace_header(struct trace *t, char *const *fields, size_t n)
+{
+    for (int k = 0; k < TC_N; k++)
+        t->col[k] = -1;
+    for (size_t i = 0; i < n; i++) {
+        for (int k = 0; k < TC_N; k++) {
+            if (strcmp(fields[i], trace_cols[k]) == 0)
+                t->col[k] = (int)i;
+        }
+    }
+    for (int k = TC_SUBMITTED; k <= TC_RUN; k++) {
+        if (t->col[k] < 0)
+            return errinfo_set(t->ei, ERR_INVALID, "trace",
+                               "trace: the header must name submitted_at, project, flavor and "
+                               "run_s (and may name priority_class, replicas, priority and "
+                               "started_at); '%s' is missing",
+                               trace_cols[k]);
+    }
+    return 0;
+}
+
+static const char *field_of(const struct trace *t, char *const *fields, size_t n, int k)
+{
+    return t->col[k] >= 0 && (size_t)t->col[k] < n ? fields[t->col[k]] : "";
+}
+
+static int trace_bad(struct trace *t, size_t line, int k, const char *v, const char *why)
+{
+    return errinfo_set(t->ei, ERR_INVALID, "trace", "trace line %zu: %s '%.64s' %s", line,
+                       trace_cols[k], v, why);
+}
+
+/* One line: a workload row made as the API makes one, read by the one reading of rows. */
+static int trace_record(void *ctx, char *const *fields, size_t n, size_t row, size_t line)
+{
+    struct trace *t = ctx;
+    struct engine_world *ew = t->ew;
+    const char *v;
+    int64_t submit = 0, run_s = 0, replicas = 1, prio = 0, started = 0, project, flavor;
+    const struct flavor_info *fl;
+    struct row w;
+    struct whatif_workload *wl;
+
+    if (row == 1)
+        return trace_header(t, fields, n);
+    if (t->n >= t->max)
+        return errinfo_set(t->ei, ERR_TOO_LARGE, "trace", "trace: more than %zu workloads", t->max);
+    v = field_of(t, fields, n, TC_SUBMITTED);
+    if (time_parse_rfc3339(v, &submit) < 0)
+        return trace_bad(t, line, TC_SUBMITTED, v, "is not an RFC 3339 time");
+    v = field_of(t, fields, n, TC_STARTED);
+    if (*v && time_parse_rfc3339(v, &started) < 0)
+        return trace_bad(t, line, TC_STARTED, v, "is not an RFC 3339 time");
+    v = field_of(t, fields, n, TC_PROJECT);
+    project = name_or_id(ew->projects, ew->n_projects, v);
+    if (!project)
+        return trace_bad(t, line, TC_PROJECT, v, "names no project");
+    v = field_of(t, fields, n, TC_FLAVOR);
+    flavor = 0;
+    for (size_t i = 0; i < ew->n_flavors && !flavor; i++) {
+        int64_t id = 0;
+        if ((parse_int64(v, 1, INT64_MAX, &id) == 0 && id == ew->flavors[i].id) ||
+            strcmp(v, ew->flavor_names[i]) == 0)
+            flavor = ew->flavors[i].id;
+    }
+    fl = flavor ? FIND_BY_ID(ew->flavors, ew->n_flavors, flavor) : NULL;
+    if (!fl)
+        return trace_bad(t, line, TC_FLAVOR, v, "names no flavor");
+    v = field_of(t, fields, n, TC_RUN);
+    if (parse_int64(v, 1, WHATIF_MAX_RUN_MS / 1000, &run_s) < 0)
+        return trace_bad(t, line, TC_RUN, v, "must be 1 to 2678400 seconds");
+    v = field_of(t, fields, n, TC_REPLICAS);
+    if (*v && parse_int64(v, 1, SCHED_MAX_REPLICAS, &replicas) < 0)
+        return trace_bad(t, line, TC_REPLICAS, v, "must be 1 to 256");
+    v = field_of(t, fields, n, TC_PRIO);
+    if (*v && parse_int64(v, -1000, 1000, &prio) < 0)
+        return trace_bad(t, line, TC_PRIO, v, "must be -1000 to 1000");
+    v = field_of(t, fields, n, TC_CLASS);
+    if (!*v)
+        v = "auto";
+    if (strcmp(v, "owned") != 0 && strcmp(v, "opportunistic") != 0 && strcmp(v, "auto") != 0)
+        return trace_bad(t, line, TC_CLASS, v, "must be owned, opportunistic or auto");
+    w = model_row_new(&model_workloads, t->a);
+    row_set_int(&w, F_WORKLOADS_ID, (int64_t)t->n + 1);
+    row_set_int(&w, F_WORKLOADS_PROJECT_ID, project);
+    row_set_int(&w, F_WORKLOADS_FLAVOR_ID, flavor);
+    row_set_str(&w, t->a, F_WORKLOADS_PRIORITY_CLASS, v);
+    row_set_int(&w, F_WORKLOADS_PRIORITY, prio);
+    row_set_int(&w, F_WORKLOADS_SUBMITTED_MS, submit * 1000);
+    row_set_int(&w, F_WORKLOADS_REPLICAS, replicas);
+    row_set_int(&w, F_WORKLOADS_MIN_RUNTIME_S, 0);
+    row_set_null(&w, F_WORKLOADS_GRACE_S);
+    row_set_int(&w, F_WORKLOADS_REQUEUE, 1);
+    ALLOC_GROW(t->wls, t->n + 1, t->cap);
+    wl = &t->wls[t->n];
+    memset(wl, 0, sizeof(*wl));
+    engine__spec_from(fl, &w, &wl->spec);
+    wl->flavor_id = flavor;
+    wl->org_id = org_of(&ew->w, project);
+    wl->run_ms = run_s * 1000;
+    wl->recorded_start_ms = started * 1000;
+    t->n++;
+    return 0;
+}
+
+int engine_world_trace(struct engine_world *ew, const char *csv, size_t len, size_t max,
+                       struct arena *a, struct error_info *ei)
+{
+    struct trace t = {.ew = ew, .a = a, .ei = ei, .max = max};
+    struct whatif_workload *wls;
+    int rc = inv_csv_parse(csv, len, trace_record, &t, ei);
+
+    if (rc >= 0 && t.n == 0)
+        rc = errinfo_set(ei, ERR_INVALID, "trace", "trace: no workloads after the header");
+    if (rc < 0) {
+        free(t.wls);
+        return rc;
+    }
+    wls = arena_calloc(a, t.n + 1, sizeof(*wls));
+    memcpy(wls, t.wls, t.n * sizeof(*wls));
+    free(t.wls);
+    ew->w.workloads = wls;
+    ew->w.n_workloads = t.n;
+    ew->not_replayed = ew->never_started = ew->still_running = 0;
+    return 0;
+}

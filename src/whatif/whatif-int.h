@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* whatif-int.h: what only the files of src/whatif share. */
+#ifndef GPUAAS_WHATIF_INT_H
+#define GPUAAS_WHATIF_INT_H
+
+#include "base/alloc.h"
+#include "whatif/whatif.h"
+
+/* A replay's own core: the scheduler, its policy, what the changes set. */
+struct whatif_core {
+    struct sched *s;
+    struct sched_policy *policy; /* NULL: built-in best-fit */
+    int64_t grace_ms;            /* >= 0: every preemption's grace (WHATIF_GRACE) */
+    int64_t capacity_milli;      /* GPUs of ready nodes */
+};
+
+/* Builds the core of a world with changes (checked before). Release with whatif__core_release. */
+int whatif__core_new(const struct whatif_world *w, const struct whatif_change *changes, size_t n,
+                     struct whatif_core *ret, struct error_info *ei);
+void whatif__core_release(struct whatif_core *c);
+
+#endif
