@@ -483,25 +483,35 @@ static void room_note(struct sched *s, int32_t w)
     q->room.known = false;
 }
 
-/* Whether node n could now hold one replica of the least that q's room record asks. */
-static bool room_on(const struct sched *s, const struct quota *q, int32_t n)
+/*
+ * Whether node n could now hold one replica of the least that the room record
+ * of p's quota q asks: a node held for other work is not for opportunistic
+ * work (and none of p's work in the record holds one), and only devices of
+ * pools p may use, within their lending limit, count.
+ */
+static bool room_on(const struct sched *s, const struct project *p, const struct quota *q,
+                    int32_t n)
 {
     const struct node *nd = &s->nodes[n];
-    if (nd->state != SCHED_NODE_READY || (nd->cpu_cap && nd->cpu_free < q->room.cpu) ||
-        (nd->mem_cap && nd->mem_free < q->room.mem))
+    int64_t least = q->room.share < WHOLE ? q->room.share : (int64_t)q->room.whole * WHOLE;
+    int32_t whole = 0;
+    if (nd->state != SCHED_NODE_READY || nd->reserved_for != NONE ||
+        (nd->cpu_cap && nd->cpu_free < q->room.cpu) || (nd->mem_cap && nd->mem_free < q->room.mem))
         return false;
     for (int32_t i = 0; i < nd->slots.n; i++) {
         const struct slot *st = &s->slots[nd->slots.v[i]];
-        if (st->cls != q->cls)
+        const struct pool *pl = st->pool != NONE ? &s->pools[st->pool] : NULL;
+        if (st->cls != q->cls || !sched__project_may_use_pool(s, p, st->pool) ||
+            (pl && pl->lending_limit >= 0 && pl->lent + least > pl->lending_limit &&
+             !sched__owns_pool(s, p, st->pool)))
             continue;
-        if (st->free_whole >= q->room.whole)
-            return true;
+        whole += st->free_whole;
         for (int32_t k = 0; q->room.share < WHOLE && k < st->gpus.n; k++) {
             if (s->gpus[st->gpus.v[k]].free >= q->room.share)
                 return true;
         }
     }
-    return false;
+    return whole >= q->room.whole;
 }
 
 /*
@@ -534,7 +544,7 @@ static bool room_decide(struct sched *s, struct project *p)
             continue;
         /* Passed before in this pass: only nodes freed since (a hold that ended) are new. */
         for (int32_t i = q->room_closed ? q->room_seen : 0; i < c->grown_pass.n && !room; i++)
-            room = room_on(s, q, c->grown_pass.v[i]);
+            room = room_on(s, p, q, c->grown_pass.v[i]);
         q->room_seen = c->grown_pass.n;
         if (room && q->room_closed) {
             /* Looked at from here on, as if the work the scan went by had been found blocked. */
