@@ -57,8 +57,10 @@ void pass__reserve_node(struct sched *s, int32_t w, int32_t n)
     struct node *nd = &s->nodes[n];
     if (nd->reserved_for == w)
         return;
-    if (nd->reserved_for != NONE)
+    if (nd->reserved_for != NONE) {
         ivec_remove_value(&s->wls[nd->reserved_for].reserved, n);
+        s->wls[nd->reserved_for].hold_taken_by = s->wls[w].spec.id;
+    }
     nd->reserved_for = w;
     ivec_push(&s->wls[w].reserved, n);
 }
@@ -112,6 +114,7 @@ static void admit(struct sched *s, int32_t w, int64_t now, struct sched_decision
     wl->state = SCHED_RUNNING;
     wl->started_ms = wl->checkpoint_ms = now;
     wl->blocked_since_ms = 0;
+    wl->hold_taken_by = 0;
     wl->reason = (struct sched_reason){0};
     sched__charge(s, w, +1);
     sched__unreserve(s, w);

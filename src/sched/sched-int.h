@@ -238,6 +238,7 @@ struct workload {
     int32_t p2_pos;           /* running as P2: its index in its quota's p2_run */
     bool reclaim_ready;       /* its victims have all released: first in the next pass */
     int64_t preemptor_id;     /* as a victim: who it makes room for, or 0 */
+    int64_t hold_taken_by;    /* who took over a node held for it (sched_workload_info) */
     struct ivec reserved;     /* nodes held for it */
     uint32_t fits_generation; /* fleet generation ever_fits was computed at, 0: never */
     bool ever_fits;

@@ -1171,6 +1171,7 @@ int sched_workload_info(const struct sched *s, int64_t workload_id,
     ret->started_ms = wl->started_ms;
     ret->runs_as = wl->runs_as;
     if (wl->state == SCHED_QUEUED) {
+        ret->hold_taken_by = wl->hold_taken_by;
         ret->reason = wl->reason;
         ret->queue_position = queue_lower_bound(s, &s->projects[wl->project], wl) + 1;
         /* Not looked at yet because earlier work of its project blocks the way. */

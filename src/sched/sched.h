@@ -374,6 +374,12 @@ struct sched_workload_info {
     int64_t started_ms;         /* when running */
     int queue_position;         /* 1-based within its project queue, when queued */
     enum sched_class runs_as;   /* running: the class it holds; queued: the last one judged */
+    /*
+     * Queued: the workload that took over a node held for it since it was
+     * last admitted (a pool's owner taking its pool back from a borrower
+     * whose victims were still stopping), 0 when none.
+     */
+    int64_t hold_taken_by;
 };
 
 int sched_workload_info(const struct sched *s, int64_t workload_id,
