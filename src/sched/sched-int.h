@@ -102,6 +102,10 @@ struct cls {
     int64_t capacity, free; /* over ready nodes */
     struct ivec waiting;    /* projects with queued work in this class (may hold stale ones) */
     int32_t hol_reserver;   /* workload holding a head-of-line reservation, or NONE */
+    /* pass scratch (share.c): the project that last took borrowed capacity here, and its key */
+    int32_t took_project;
+    uint32_t took_pass;
+    double took_key;
 };
 
 struct pool {
@@ -140,6 +144,12 @@ struct quota {
     int64_t reclaim_protected_until;
     int64_t limit;        /* < 0: none */
     int64_t p1, p2;       /* held: running and preempting work */
+    /*
+     * The decayed fair share (share.c): P2 usage (milli-GPU ms) decayed to
+     * used_at, before which p2 has been counted; 0 when no time is known yet.
+     */
+    double used;
+    int64_t used_at;
     int32_t blocked;      /* pass scratch: blocked workloads of this class seen in one phase */
     bool dirty;           /* the next pass is to look at this class's queued work */
     bool examine;         /* pass scratch: this pass looks at it */
@@ -241,6 +251,7 @@ struct sched {
     } *timers;
     int32_t n_timers, cap_timers;
     uint32_t cpu_cursor;
+    int64_t clock_ms;          /* the latest time the core was given */
     uint32_t fleet_generation; /* bumped when nodes, GPUs, labels or pools change */
     uint32_t pass_no;          /* counts passes, from 1 */
     /* scratch for placing gangs */
@@ -342,6 +353,23 @@ bool place__any_room(const struct sched *s, int32_t cls, int32_t milli);
 /* Whether w may put a replica on node n now (state, labels, reservation, block). */
 bool place__node_usable(const struct sched *s, int32_t w, int32_t n);
 bool place__gpu_usable(const struct sched *s, int32_t w, int32_t g);
+
+/* ---- share.c ---- */
+
+/* The core's clock moves to now_ms when that is later. */
+static inline void share__tick(struct sched *s, int64_t now_ms)
+{
+    if (now_ms > s->clock_ms)
+        s->clock_ms = now_ms;
+}
+/* Counts what q's project held as P2 work up to t into its decayed usage (decayed rule only). */
+void share__advance(const struct sched *s, struct quota *q, int64_t t);
+/* The project's key for borrowed capacity at now (sched.h, enum sched_fair_share). */
+double share__key(const struct sched *s, const struct project *p, int64_t now);
+/* In the opportunistic phase: project pi (key p->share_key) took capacity of class cls. */
+void share__took(struct sched *s, int32_t pi, int32_t cls);
+/* In the opportunistic phase: w (of project pi) waits for room; say who went first and why. */
+void share__waits(struct sched *s, int32_t w, int32_t pi);
 
 /* ---- pass.c ---- */
 

@@ -122,12 +122,16 @@ void sched_config_init(struct sched_config *cfg)
     cfg->default_grace_ms = 30 * 1000;
     cfg->lookahead = 8;
     cfg->policy = NULL;
+    cfg->fair_share = SCHED_SHARE_CURRENT;
+    cfg->half_life_ms = INT64_C(7) * 24 * 3600 * 1000;
 }
 
 struct sched *sched_new(const struct sched_config *cfg)
 {
     struct sched *s;
-    if (cfg->reserve_after_ms < 0 || cfg->default_grace_ms < 0 || cfg->lookahead < 0)
+    if (cfg->reserve_after_ms < 0 || cfg->default_grace_ms < 0 || cfg->lookahead < 0 ||
+        (cfg->fair_share != SCHED_SHARE_CURRENT && cfg->fair_share != SCHED_SHARE_DECAYED) ||
+        (cfg->fair_share == SCHED_SHARE_DECAYED && cfg->half_life_ms <= 0))
         return NULL;
     s = xcalloc(1, sizeof(*s));
     s->cfg = *cfg;
@@ -760,10 +764,12 @@ void sched__charge(struct sched *s, int32_t w, int sign)
     if (wl->cls == NONE)
         return;
     q = sched__quota(p, wl->cls, true);
-    if (wl->runs_as == SCHED_P1)
+    if (wl->runs_as == SCHED_P1) {
         q->p1 += held;
-    else
+    } else {
+        share__advance(s, q, s->clock_ms); /* what it held so far, at the old rate */
         q->p2 += held;
+    }
     oc = sched__org_cap(s, p->org, wl->cls, true);
     oc->used += held;
 }
@@ -857,7 +863,7 @@ int sched_submit(struct sched *s, const struct sched_workload_spec *spec, int64_
 {
     int rc = check_spec(s, spec);
     int32_t w;
-    (void)now_ms;
+    share__tick(s, now_ms);
     if (rc < 0)
         return rc;
     w = workload_new(s, spec);
@@ -906,7 +912,7 @@ static void stop_holding(struct sched *s, int32_t w)
 int sched_cancel(struct sched *s, int64_t workload_id, int64_t now_ms)
 {
     int32_t w = idmap_get(&s->workload_ids, workload_id);
-    (void)now_ms;
+    share__tick(s, now_ms);
     if (w == NONE)
         return SCHED_ENOENT;
     if (s->wls[w].state == SCHED_QUEUED)
@@ -922,7 +928,7 @@ int sched_released(struct sched *s, int64_t workload_id, int64_t now_ms)
     int32_t w = idmap_get(&s->workload_ids, workload_id);
     struct workload *wl;
     bool requeue;
-    (void)now_ms;
+    share__tick(s, now_ms);
     if (w == NONE)
         return SCHED_ENOENT;
     wl = &s->wls[w];
