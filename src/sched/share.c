@@ -105,25 +105,26 @@ void share__waits(struct sched *s, int32_t w, int32_t pi)
 
 /* ---- past usage, from the caller ---- */
 
-static struct quota *usage_quota(struct sched *s, int64_t project_id, int64_t class_id)
+/* The quota usage is kept in (made with the decayed rule only); SCHED_ENOENT for unknown ids. */
+static int usage_quota(struct sched *s, int64_t project_id, int64_t class_id, struct quota **ret)
 {
     int32_t p = idmap_get(&s->project_ids, project_id);
     int32_t c = idmap_get(&s->class_ids, class_id);
     if (p == NONE || c == NONE)
-        return NULL;
-    return sched__quota(&s->projects[p], c, true);
+        return SCHED_ENOENT;
+    *ret = s->cfg.fair_share == SCHED_SHARE_DECAYED ? sched__quota(&s->projects[p], c, true) : NULL;
+    return 0;
 }
 
 int sched_add_usage(struct sched *s, int64_t project_id, int64_t class_id, int64_t milli,
                     int64_t from_ms, int64_t to_ms)
 {
     struct quota *q;
+    int rc;
     if (milli < 0 || from_ms > to_ms || from_ms < 0)
         return SCHED_EINVAL;
-    if (!(q = usage_quota(s, project_id, class_id)))
-        return SCHED_ENOENT;
-    if (s->cfg.fair_share != SCHED_SHARE_DECAYED)
-        return 0;
+    if ((rc = usage_quota(s, project_id, class_id, &q)) < 0 || !q)
+        return rc;
     share__tick(s, to_ms);
     share__advance(s, q, s->clock_ms);
     /*
@@ -139,12 +140,11 @@ int sched_add_decayed_usage(struct sched *s, int64_t project_id, int64_t class_i
                             int64_t at_ms)
 {
     struct quota *q;
+    int rc;
     if (!(amount >= 0) || at_ms < 0)
         return SCHED_EINVAL;
-    if (!(q = usage_quota(s, project_id, class_id)))
-        return SCHED_ENOENT;
-    if (s->cfg.fair_share != SCHED_SHARE_DECAYED)
-        return 0;
+    if ((rc = usage_quota(s, project_id, class_id, &q)) < 0 || !q)
+        return rc;
     share__tick(s, at_ms);
     share__advance(s, q, s->clock_ms);
     q->used += amount * (1 - decay_gone(s, q->used_at - at_ms));
