@@ -97,17 +97,17 @@ static void period(char *buf, size_t size, int64_t ms)
 static void append_ahead(const struct sched_reason *r, const char *project_name, char *buf,
                          size_t size)
 {
-    char when[40], id[32];
+    char when[40], id[40];
     size_t len = strlen(buf);
     if (r->ahead_project_id == 0 || len + 1 >= size)
         return;
     if (!project_name) {
-        snprintf(id, sizeof(id), "%" PRId64, r->ahead_project_id);
+        snprintf(id, sizeof(id), "project %" PRId64, r->ahead_project_id);
         project_name = id;
     }
     period(when, sizeof(when), r->ahead_period_ms);
-    snprintf(buf + len, size - len, "; behind project %s, which used less over the last %s",
-             project_name, when);
+    snprintf(buf + len, size - len, "; behind %s, which used less over the last %s", project_name,
+             when);
 }
 
 void sched_reason_format(const struct sched_reason *r, const char *class_name, int64_t now_ms,

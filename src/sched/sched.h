@@ -499,7 +499,10 @@ int sched_past_usage(const struct sched *s, int64_t project_id, int64_t class_id
  */
 void sched_reason_format(const struct sched_reason *r, const char *class_name, int64_t now_ms,
                          char *buf, size_t size);
-/* The same, naming the project ahead of it (ahead_project_id) by project_name (NULL: its id). */
+/*
+ * The same, naming the project ahead of it (ahead_project_id) as
+ * project_name says ("project vision"; NULL: "project <id>").
+ */
 void sched_reason_format_named(const struct sched_reason *r, const char *class_name,
                                const char *project_name, int64_t now_ms, char *buf, size_t size);
 

@@ -145,7 +145,7 @@ static void test_past_usage_goes_after(void **state)
     assert_int_equal(wi.reason.code, SCHED_WAIT_CAPACITY);
     assert_int_equal(wi.reason.ahead_project_id, 20);
     assert_int_equal(wi.reason.ahead_period_ms, H);
-    sched_reason_format_named(&wi.reason, "h100", "vision", T0, why, sizeof why);
+    sched_reason_format_named(&wi.reason, "h100", "project vision", T0, why, sizeof why);
     assert_non_null(strstr(why, "behind project vision, which used less over the last 1 hour"));
     sched_reason_format(&wi.reason, "h100", T0, why, sizeof why);
     assert_non_null(strstr(why, "behind project 20, which used less over the last 1 hour"));
