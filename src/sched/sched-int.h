@@ -306,6 +306,8 @@ void sched__queue_insert(struct sched *s, int32_t w);
 void sched__unreserve(struct sched *s, int32_t w);
 /* Usage bookkeeping when a workload starts or stops holding its GPUs. */
 void sched__charge(struct sched *s, int32_t w, int sign);
+/* The same at a time that may be before the core's clock (an end a backend reports late). */
+void sched__charge_at(struct sched *s, int32_t w, int sign, int64_t at_ms);
 /* The class the automatic rule gives w now: P1 while the project's owned work plus w fits. */
 enum sched_class sched__auto_class(const struct sched *s, int32_t w);
 
@@ -364,6 +366,12 @@ static inline void share__tick(struct sched *s, int64_t now_ms)
 }
 /* Counts what q's project held as P2 work up to t into its decayed usage (decayed rule only). */
 void share__advance(const struct sched *s, struct quota *q, int64_t t);
+/*
+ * Before q's P2 holding changes by delta (milli) at at_ms: counts what was
+ * held up to the clock, and corrects for the change having come at at_ms
+ * when that is earlier (the usage since counted at the wrong rate).
+ */
+void share__charge(const struct sched *s, struct quota *q, int64_t delta, int64_t at_ms);
 /* The project's key for borrowed capacity at now (sched.h, enum sched_fair_share). */
 double share__key(const struct sched *s, const struct project *p, int64_t now);
 /* In the opportunistic phase: project pi (key p->share_key) took capacity of class cls. */

@@ -755,6 +755,11 @@ void sched__queue_remove(struct sched *s, int32_t w)
 
 void sched__charge(struct sched *s, int32_t w, int sign)
 {
+    sched__charge_at(s, w, sign, s->clock_ms);
+}
+
+void sched__charge_at(struct sched *s, int32_t w, int sign, int64_t at_ms)
+{
     struct workload *wl = &s->wls[w];
     struct project *p = &s->projects[wl->project];
     int64_t held = (int64_t)wl->spec.replicas * wl->spec.gpu_milli * sign;
@@ -767,7 +772,7 @@ void sched__charge(struct sched *s, int32_t w, int sign)
     if (wl->runs_as == SCHED_P1) {
         q->p1 += held;
     } else {
-        share__advance(s, q, s->clock_ms); /* what it held so far, at the old rate */
+        share__charge(s, q, held, at_ms);
         q->p2 += held;
     }
     oc = sched__org_cap(s, p->org, wl->cls, true);
@@ -873,7 +878,7 @@ int sched_submit(struct sched *s, const struct sched_workload_spec *spec, int64_
 }
 
 /* Ends holding: frees the GPUs and the usage, and tells a waiting preemptor. */
-static void stop_holding(struct sched *s, int32_t w)
+static void stop_holding(struct sched *s, int32_t w, int64_t now_ms)
 {
     struct workload *wl = &s->wls[w];
     if (wl->preemptor_id) {
@@ -886,7 +891,7 @@ static void stop_holding(struct sched *s, int32_t w)
         wl->preemptor_id = 0;
     }
     place__release(s, w);
-    sched__charge(s, w, -1);
+    sched__charge_at(s, w, -1, now_ms);
     if (wl->cls != NONE) {
         /* Its project (and organization) now hold less: quota-bound work may go too. */
         int64_t org = s->projects[wl->project].org_id;
@@ -918,7 +923,7 @@ int sched_cancel(struct sched *s, int64_t workload_id, int64_t now_ms)
     if (s->wls[w].state == SCHED_QUEUED)
         sched__queue_remove(s, w);
     else
-        stop_holding(s, w);
+        stop_holding(s, w, now_ms);
     workload_drop(s, w);
     return 0;
 }
@@ -935,7 +940,7 @@ int sched_released(struct sched *s, int64_t workload_id, int64_t now_ms)
     if (wl->state == SCHED_QUEUED)
         return SCHED_ESTATE;
     requeue = wl->state == SCHED_PREEMPTING && wl->spec.requeue;
-    stop_holding(s, w);
+    stop_holding(s, w, now_ms);
     if (requeue) {
         /* Back in line at its original place: submit_ms is unchanged. */
         wl->started_ms = wl->checkpoint_ms = 0;

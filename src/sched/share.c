@@ -58,6 +58,17 @@ void share__advance(const struct sched *s, struct quota *q, int64_t t)
         q->used_at = t;
 }
 
+void share__charge(const struct sched *s, struct quota *q, int64_t delta, int64_t at_ms)
+{
+    share__advance(s, q, s->clock_ms);
+    if (s->cfg.fair_share != SCHED_SHARE_DECAYED || q->used_at == 0 || at_ms >= q->used_at)
+        return;
+    /* delta held over [at_ms, used_at), seen at used_at (sched_add_usage's formula) */
+    q->used += (double)delta * half_life(s) / M_LN2 * decay_gone(s, q->used_at - at_ms);
+    if (q->used < 0)
+        q->used = 0; /* rounding only: never less than nothing */
+}
+
 double share__key(const struct sched *s, const struct project *p, int64_t now)
 {
     bool decayed = s->cfg.fair_share == SCHED_SHARE_DECAYED;

@@ -242,6 +242,44 @@ static void test_held_usage_integrated(void **state)
 }
 
 /*
+ * An end reported after the core went on (a backend's poll comes late): the
+ * usage stops at the reported end, not when it was heard of.
+ */
+static void test_late_end_counts_to_the_end(void **state)
+{
+    struct fx f;
+    struct sched_workload_spec w = p2(1001, 10, 2000, T0);
+    (void)state;
+    fx_init(&f, SCHED_SHARE_DECAYED, 4);
+    assert_int_equal(sched_set_project(f.s, 10, 1, 1), 0);
+    assert_int_equal(sched_submit(f.s, &w, T0), 0);
+    pass(&f, T0, "1");
+    pass(&f, T0 + H, "");
+    assert_int_equal(sched_released(f.s, 1001, T0 + H / 2), 0);
+    assert_close(past(&f, 10, T0 + H), held_for(2000, H / 2) * M_SQRT1_2);
+    fx_release(&f);
+}
+
+/*
+ * No starvation: a project that used much lately still gets what the others
+ * leave. Project 10 held all 4 GPUs for ten half-lives; project 20 asks for
+ * one GPU and gets it first, and 10 gets the other three in the same pass.
+ */
+static void test_heavy_user_gets_what_is_left(void **state)
+{
+    struct fx f;
+    (void)state;
+    fx_init(&f, SCHED_SHARE_DECAYED, 4);
+    assert_int_equal(sched_set_project(f.s, 10, 1, 1), 0);
+    assert_int_equal(sched_set_project(f.s, 20, 2, 1), 0);
+    assert_int_equal(sched_add_usage(f.s, 10, C1, 4000, T0 - 10 * H, T0), 0);
+    submit_n(&f, 10, 4, T0);
+    submit_n(&f, 20, 1, T0);
+    pass(&f, T0, "2111");
+    fx_release(&f);
+}
+
+/*
  * A restart: the old core's usage at now, given to a new one before the
  * running work is restored, then both go on for a half-life: the same.
  */
@@ -305,6 +343,8 @@ int main(void)
         cmocka_unit_test(test_old_usage_matters_less),
         cmocka_unit_test(test_weight_respected),
         cmocka_unit_test(test_held_usage_integrated),
+        cmocka_unit_test(test_late_end_counts_to_the_end),
+        cmocka_unit_test(test_heavy_user_gets_what_is_left),
         cmocka_unit_test(test_usage_survives_a_rebuild),
         cmocka_unit_test(test_bad_arguments),
     };
