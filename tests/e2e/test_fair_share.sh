@@ -83,6 +83,12 @@ start_daemon "$TMP/gpuaas.db" "${flags[@]}"
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN") # a new port
 wait_state "$long" running 10
 check_average "$OLD" "old, after the restart" >/dev/null
+# A change of the fleet rebuilds the core from the store: the usage goes from the old core
+# to the new one.
+"${g[@]}" pool create spare --owner-project fill --cluster sim --node-selector rack=none \
+  --cost-per-gpu-hour-micros 1 >/dev/null
+sleep 1
+check_average "$OLD" "old, after a rebuild" >/dev/null
 api GET "/v1/quotas?project_id=$OLD" "$ADMIN_TOKEN"
 hours=$(jq -r '.items[0].decayed_usage_milli_hours' <<<"$BODY")
 [ "$hours" -gt 0 ] || fail "old's decayed usage in milli-GPU hours: $hours"
