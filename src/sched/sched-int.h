@@ -374,8 +374,8 @@ void share__advance(const struct sched *s, struct quota *q, int64_t t);
 void share__charge(const struct sched *s, struct quota *q, int64_t delta, int64_t at_ms);
 /* The project's key for borrowed capacity at now (sched.h, enum sched_fair_share). */
 double share__key(const struct sched *s, const struct project *p, int64_t now);
-/* In the opportunistic phase: project pi (key p->share_key) took capacity of class cls. */
-void share__took(struct sched *s, int32_t pi, int32_t cls);
+/* In the opportunistic phase: w of project pi (key share_key) was admitted, taking capacity. */
+void share__took(struct sched *s, int32_t w, int32_t pi);
 /* In the opportunistic phase: w (of project pi) waits for room; say who went first and why. */
 void share__waits(struct sched *s, int32_t w, int32_t pi);
 
