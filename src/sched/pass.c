@@ -5,9 +5,10 @@
  * changes, timers). Owned (P1) work goes first; then borrowed capacity is
  * shared among opportunistic (P2) work by weighted fair share: the project
  * with the lowest key (share.c: its dominant borrowed share for its weight,
- * with or without its decayed past usage) goes next, one workload at a time. Within a project, work
- * goes in queue order, but up to `lookahead` blocked workloads may be passed by smaller ones behind
- * them; a head blocked longer than reserve_after gets nodes held for it.
+ * with or without its decayed past usage) goes next, one workload at a
+ * time. Within a project, work goes in queue order, but up to `lookahead`
+ * blocked workloads may be passed by smaller ones behind them; a head
+ * blocked longer than reserve_after gets nodes held for it.
  *
  * P1 work within its guarantee that finds no room reclaims it: the fewest,
  * cheapest running P2 victims (of projects borrowing in that class, or of
