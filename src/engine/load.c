@@ -591,6 +591,7 @@ int engine__load(struct engine *e, bool adopt, struct error_info *ei)
         rc = engine__past_usage_give(e, &past, now, ei);
     if (rc >= 0)
         rc = restore_workloads(e, adopt, now, &a, ei);
+    free(past.v); /* what a failed load left untaken */
     arena_release(&a);
     return rc;
 }
