@@ -49,7 +49,8 @@ int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending 
         sched_reason_format_named(&info.reason, engine__class_name(e, info.reason.class_id), ahead,
                                   time_now_ms(), ret->reason, sizeof(ret->reason));
         /* The same without the other project's name, for callers who may not see it. */
-        ret->ahead_project_id = info.reason.ahead_project_id;
+        if (info.reason.code == SCHED_WAIT_CAPACITY)
+            ret->ahead_project_id = info.reason.ahead_project_id; /* other_id means other things */
         if (ret->ahead_project_id)
             sched_reason_format_named(&info.reason, engine__class_name(e, info.reason.class_id),
                                       "a project of another tenant", time_now_ms(),

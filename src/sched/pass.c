@@ -1259,7 +1259,7 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
                          int64_t now, struct sched_decisions *d)
 {
     struct project *p = &s->projects[pi];
-    bool any = false;
+    bool any = false, decayed = pclass == SCHED_P2 && s->cfg.fair_share == SCHED_SHARE_DECAYED;
     while (p->cursor < p->queue.n && p->open_classes > 0) {
         int32_t key = p->queue_key.v[p->cursor], *blocked, w = p->queue.v[p->cursor];
         bool passed;
@@ -1276,12 +1276,12 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
             pclass == SCHED_P1 && (key & 3) == RANK_AUTO && sched__auto_class(s, w) != SCHED_P1;
         if (!passed && try_admit(s, w, now, d)) {
             any = true; /* the queue moved up: the cursor now points at the next one */
-            if (pclass == SCHED_P2)
+            if (decayed)
                 share__took(s, w, pi);
             if (one_only)
                 break;
         } else {
-            if (!passed && pclass == SCHED_P2)
+            if (decayed && !passed)
                 share__waits(s, w, pi);
             if (++*blocked > s->cfg.lookahead)
                 p->open_classes--;

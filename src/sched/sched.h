@@ -364,8 +364,22 @@ struct sched_reason {
     int64_t per_replica; /* what one replica asks */
     int64_t used;
     int64_t cap;
-    int64_t count;
-    int64_t other_id; /* SCHED_WAIT_RESERVED: the workload capacity is held for */
+    /*
+     * Opportunistic work waiting for room under the decayed fair share
+     * (SCHED_WAIT_CAPACITY, which uses neither count nor other_id: they share
+     * their place, so that no workload grows for it): the project that took
+     * the class's borrowed capacity before it in the pass because it used
+     * less lately (its key was lower), and the half-life (ms) that "lately"
+     * means; 0 when none.
+     */
+    union {
+        int64_t count;
+        int64_t ahead_period_ms;
+    };
+    union {
+        int64_t other_id; /* SCHED_WAIT_RESERVED: the workload capacity is held for */
+        int64_t ahead_project_id;
+    };
     /*
      * P1 work waiting for room (SCHED_WAIT_CAPACITY): when the earliest
      * running work that is protected by its minimum runtime, and that it
@@ -379,14 +393,6 @@ struct sched_reason {
      */
     enum sched_class auto_as;
     int64_t auto_held, auto_guaranteed;
-    /*
-     * Opportunistic work waiting for room under the decayed fair share
-     * (SCHED_WAIT_CAPACITY): the project that took the class's borrowed
-     * capacity before it in the pass because it used less lately (its key
-     * was lower), and the half-life (ms) that "lately" means; 0 when none.
-     */
-    int64_t ahead_project_id;
-    int64_t ahead_period_ms;
 };
 
 struct sched_workload_info {

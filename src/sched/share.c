@@ -71,15 +71,24 @@ void share__charge(const struct sched *s, struct quota *q, int64_t delta, int64_
 
 double share__key(const struct sched *s, const struct project *p, int64_t now)
 {
-    bool decayed = s->cfg.fair_share == SCHED_SHARE_DECAYED;
     double most = 0;
+    if (s->cfg.fair_share != SCHED_SHARE_DECAYED) {
+        /* The current rule: borrowed now only (a loop of its own, as cheap as it was). */
+        for (int32_t i = 0; i < p->n_quotas; i++) {
+            const struct quota *q = &p->quotas[i];
+            int64_t cap = s->classes[q->cls].capacity;
+            int64_t borrowed = q->p1 + q->p2 - sched__guaranteed(s, p, q);
+            if (cap > 0 && borrowed > 0 && (double)borrowed / (double)cap > most)
+                most = (double)borrowed / (double)cap;
+        }
+        return most / p->weight;
+    }
     for (int32_t i = 0; i < p->n_quotas; i++) {
         const struct quota *q = &p->quotas[i];
         int64_t cap = s->classes[q->cls].capacity;
         int64_t borrowed = q->p1 + q->p2 - sched__guaranteed(s, p, q);
-        double amount = borrowed > 0 ? (double)borrowed : 0;
-        if (decayed)
-            amount += used_at(s, q, now) * M_LN2 / half_life(s);
+        double amount =
+            (borrowed > 0 ? (double)borrowed : 0) + used_at(s, q, now) * M_LN2 / half_life(s);
         if (cap > 0 && amount / (double)cap > most)
             most = amount / (double)cap;
     }

@@ -1240,7 +1240,7 @@ static void check_fair(struct world *w)
                wi.reason.ahead_project_id == was->ahead_project_id &&
                wi.reason.auto_as == was->auto_as && wi.reason.auto_held == was->auto_held;
         *was = wi.reason;
-        if (wi.reason.ahead_project_id == 0 || same)
+        if (wi.reason.code != SCHED_WAIT_CAPACITY || wi.reason.ahead_project_id == 0 || same)
             continue;
         w->st_ahead++;
         /* Its project's key now is the one it had when it found no room (no turn since). */
@@ -1249,8 +1249,7 @@ static void check_fair(struct world *w)
                       w->p2_turns[k].cls == x->cls &&
                       w->p2_turns[k].key[w->p2_turns[k].proj] < m_key(w, x->proj);
         check(w,
-              m_decayed(w) && wi.reason.code == SCHED_WAIT_CAPACITY &&
-                  wi.reason.ahead_period_ms == w->cfg.half_life_ms &&
+              m_decayed(w) && wi.reason.ahead_period_ms == w->cfg.half_life_ms &&
                   wi.reason.ahead_project_id != x->spec.project_id && backed,
               "workload %" PRId64 " (project %" PRId64 ") waits behind project %" PRId64
               " (reason %d), which had no P2 turn in its class with a lower key in this pass",
