@@ -988,6 +988,8 @@ static void blocked_on_capacity(struct sched *s, int32_t w, int64_t now)
         wl->reason.other_id = s->wls[c->hol_reserver].spec.id;
     } else {
         wait_for(wl, SCHED_WAIT_CAPACITY, 0, place__largest_free(s, w));
+        if (s->cfg.fair_share == SCHED_SHARE_DECAYED)
+            share__waits(s, w);
     }
     if (!c)
         return;
@@ -1259,7 +1261,7 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
                          int64_t now, struct sched_decisions *d)
 {
     struct project *p = &s->projects[pi];
-    bool any = false, decayed = pclass == SCHED_P2 && s->cfg.fair_share == SCHED_SHARE_DECAYED;
+    bool any = false;
     while (p->cursor < p->queue.n && p->open_classes > 0) {
         int32_t key = p->queue_key.v[p->cursor], *blocked, w = p->queue.v[p->cursor];
         bool passed;
@@ -1276,13 +1278,9 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
             pclass == SCHED_P1 && (key & 3) == RANK_AUTO && sched__auto_class(s, w) != SCHED_P1;
         if (!passed && try_admit(s, w, now, d)) {
             any = true; /* the queue moved up: the cursor now points at the next one */
-            if (decayed)
-                share__took(s, w, pi);
             if (one_only)
                 break;
         } else {
-            if (decayed && !passed)
-                share__waits(s, w, pi);
             if (++*blocked > s->cfg.lookahead)
                 p->open_classes--;
             p->cursor++;
@@ -1401,6 +1399,8 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     while (h.n > 0) {
         int32_t pi = heap_pop(s, &h);
         if (scan_project(s, pi, SCHED_P2, true, now_ms, d)) {
+            if (s->cfg.fair_share == SCHED_SHARE_DECAYED) /* its turn took what it admitted */
+                share__took(s, d->admits[d->n_admits - 1].workload_id);
             s->projects[pi].share_key = share__key(s, &s->projects[pi], now_ms);
             heap_push(s, &h, pi);
         }

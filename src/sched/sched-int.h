@@ -374,10 +374,15 @@ void share__advance(const struct sched *s, struct quota *q, int64_t t);
 void share__charge(const struct sched *s, struct quota *q, int64_t delta, int64_t at_ms);
 /* The project's key for borrowed capacity at now (sched.h, enum sched_fair_share). */
 double share__key(const struct sched *s, const struct project *p, int64_t now);
-/* In the opportunistic phase: w of project pi (key share_key) was admitted, taking capacity. */
-void share__took(struct sched *s, int32_t w, int32_t pi);
-/* In the opportunistic phase: w (of project pi) waits for room; say who went first and why. */
-void share__waits(struct sched *s, int32_t w, int32_t pi);
+/*
+ * The decayed rule's reasons. share__took: a project's turn admitted this
+ * workload (by id) in the opportunistic phase. share__waits: w was just
+ * found waiting for room; if it is P2 work and another project with a
+ * lower key took capacity of its class in this pass's opportunistic phase,
+ * its reason names that project.
+ */
+void share__took(struct sched *s, int64_t workload_id);
+void share__waits(struct sched *s, int32_t w);
 
 /* ---- pass.c ---- */
 

@@ -95,29 +95,37 @@ double share__key(const struct sched *s, const struct project *p, int64_t now)
     return most / p->weight;
 }
 
-void share__took(struct sched *s, int32_t w, int32_t pi)
+void share__took(struct sched *s, int64_t workload_id)
 {
-    const struct workload *wl = &s->wls[w];
+    int32_t w = idmap_get(&s->workload_ids, workload_id);
+    const struct workload *wl;
     struct cls *c;
-    if (s->cfg.fair_share != SCHED_SHARE_DECAYED || wl->cls == NONE || wl->runs_as != SCHED_P2)
+    if (w == NONE)
+        return;
+    wl = &s->wls[w];
+    /* Automatic work its turn admitted as owned took no borrowed capacity. */
+    if (wl->cls == NONE || wl->runs_as != SCHED_P2)
         return;
     c = &s->classes[wl->cls];
-    c->took_project = pi;
-    c->took_key = s->projects[pi].share_key;
+    c->took_project = wl->project;
+    c->took_key = s->projects[wl->project].share_key;
     c->took_pass = s->pass_no;
 }
 
-void share__waits(struct sched *s, int32_t w, int32_t pi)
+void share__waits(struct sched *s, int32_t w)
 {
     struct workload *wl = &s->wls[w];
     const struct cls *c;
-    if (s->cfg.fair_share != SCHED_SHARE_DECAYED || wl->cls == NONE ||
-        wl->reason.code != SCHED_WAIT_CAPACITY)
+    if (wl->cls == NONE || wl->runs_as != SCHED_P2 || wl->reason.code != SCHED_WAIT_CAPACITY)
         return;
     c = &s->classes[wl->cls];
-    /* Only where the key, not the tie on project ids, put the other project first. */
-    if (c->took_pass != s->pass_no || c->took_project == pi ||
-        !(c->took_key < s->projects[pi].share_key))
+    /*
+     * Only in the opportunistic phase (took_pass is this pass's from its
+     * first turn on; owned work and preemptors went before), and only where
+     * the key, not the tie on project ids, put the other project first.
+     */
+    if (c->took_pass != s->pass_no || c->took_project == wl->project ||
+        !(c->took_key < s->projects[wl->project].share_key))
         return;
     wl->reason.ahead_project_id = s->projects[c->took_project].id;
     wl->reason.ahead_period_ms = s->cfg.half_life_ms;
