@@ -20,7 +20,7 @@
  *
  * Usage: sched_bench [--seed N] [--nodes N] [--gpus-per-node N]
  *                    [--projects N] [--orgs N] [--workloads N] [--events N]
- *                    [--check]
+ *                    [--fair-share current|decayed] [--half-life-ms N] [--check]
  *        sched_bench --scale [--runs N] [--seed N] [--events N]
  *
  * --scale runs the default size and one twice the fleet with five times the
@@ -28,6 +28,10 @@
  * --runs times (default 3), alternating, and prints the medians and their
  * ratio: whether a pass costs more as the fleet grows (issue 17's goal: p99
  * within 1.2x, drain decisions/s not lower, peak RSS <= 1 GiB).
+ * --fair-share decayed orders borrowed capacity by decayed past usage
+ * (sched.h), each project given a past of up to 8 GPUs per class over the
+ * last half-life (default 7 days) first, from a hash of its id, so the
+ * workloads and fleet are the same as with the current rule.
  */
 #include "base/common.h"
 
@@ -43,6 +47,8 @@
 struct opts {
     int64_t seed, nodes, gpus_per_node, projects, orgs, workloads, events, runs;
     bool check, scale;
+    bool decayed;         /* --fair-share decayed */
+    int64_t half_life_ms; /* --half-life-ms */
 };
 
 /* What one run measured. */
@@ -88,7 +94,8 @@ static int cmp_i64(const void *a, const void *b)
 static int usage(void)
 {
     fprintf(stderr, "usage: sched_bench [--seed N] [--nodes N] [--gpus-per-node N] "
-                    "[--projects N] [--orgs N] [--workloads N] [--events N] [--check]\n"
+                    "[--projects N] [--orgs N] [--workloads N] [--events N] "
+                    "[--fair-share current|decayed] [--half-life-ms N] [--check]\n"
                     "       sched_bench --scale [--runs N] [--seed N] [--events N]\n");
     return 2;
 }
@@ -104,6 +111,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->events = 2000;
     o->runs = 3;
     o->check = o->scale = false;
+    o->decayed = false;
+    o->half_life_ms = INT64_C(7) * 24 * 3600 * 1000;
     for (int i = 1; i < argc; i++) {
         int64_t *dst = NULL, lo = 1, hi = 100000000;
         if (strcmp(argv[i], "--check") == 0) {
@@ -112,6 +121,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
         }
         if (strcmp(argv[i], "--scale") == 0) {
             o->scale = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--fair-share") == 0 && i + 1 < argc &&
+            (strcmp(argv[i + 1], "current") == 0 || strcmp(argv[i + 1], "decayed") == 0)) {
+            o->decayed = strcmp(argv[++i], "decayed") == 0;
             continue;
         }
         if (strcmp(argv[i], "--runs") == 0) {
@@ -134,6 +148,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
             dst = &o->workloads;
         } else if (strcmp(argv[i], "--events") == 0) {
             dst = &o->events;
+        } else if (strcmp(argv[i], "--half-life-ms") == 0) {
+            dst = &o->half_life_ms;
+            hi = INT64_MAX / 4;
         }
         if (!dst || i + 1 >= argc || parse_int64(argv[i + 1], lo, hi, dst) != 0)
             return usage();
@@ -315,6 +332,10 @@ static int run_bench(const struct opts *opts, struct result *res)
     sched_config_init(&cfg);
     cfg.default_grace_ms = 30000;
     cfg.reserve_after_ms = 600000;
+    if (o.decayed) {
+        cfg.fair_share = SCHED_SHARE_DECAYED;
+        cfg.half_life_ms = o.half_life_ms;
+    }
     struct sched *s = sched_new(&cfg);
     if (!s)
         return 1;
@@ -327,6 +348,14 @@ static int run_bench(const struct opts *opts, struct result *res)
 
     int64_t t0 = now_ns();
     build_fleet(s, &o, &n_pools);
+    for (int64_t p = 1; o.decayed && p <= o.projects; p++) {
+        for (int64_t c = 1; c <= N_CLASSES; c++) {
+            /* a hash, not rng_next: the workloads stay those of the current rule */
+            uint64_t x = (uint64_t)(p * 3 + c) * 0x9e3779b97f4a7c15ULL;
+            sched_add_usage(s, p, c, (int64_t)((x >> 33) % 8001),
+                            t_ms - o.half_life_ms > 0 ? t_ms - o.half_life_ms : 0, t_ms);
+        }
+    }
     int64_t t_fleet = now_ns() - t0;
 
     t0 = now_ns();
@@ -418,7 +447,8 @@ static int run_bench(const struct opts *opts, struct result *res)
         free_total += fr;
     }
     bool ok_rate = rate >= 200000, ok_p99 = p99 <= 5.0, ok_rss = rss_mib <= 512.0;
-    printf("sched_bench (pure scheduler, synthetic; seed %" PRId64 ")\n", o.seed);
+    printf("sched_bench (pure scheduler, synthetic; seed %" PRId64 "; fair share %s)\n", o.seed,
+           o.decayed ? "decayed" : "current");
     printf("fleet: %" PRId64 " nodes x %" PRId64 " GPUs in %d classes, %" PRId64
            " pools; %" PRId64 " projects in %" PRId64 " orgs; built in %.1f ms\n",
            o.nodes, o.gpus_per_node, N_CLASSES, n_pools, o.projects, o.orgs,

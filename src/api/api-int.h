@@ -271,6 +271,7 @@ struct resource_hooks {
     /* What a 200 to a create means (check_create's "the same create again"). */
     const char *same_create;
     struct hook_field computed; /* what decorate adds */
+    struct hook_field computed_also[2]; /* more of it, where it adds several */
     struct hook_field reveal;   /* the secret fill reveals to the create's answer alone */
 };
 

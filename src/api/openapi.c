@@ -270,12 +270,14 @@ static void add_resource_paths(json_t *paths, json_t *schemas, const struct reso
         snprintf(patch, sizeof(patch), "%s_patch", schema);
         json_object_set_new(schemas, patch, resource_schema(def, true));
     }
-    if (h->computed.name) {
+    for (size_t k = 0; k <= ARRAY_SIZE(h->computed_also); k++) {
         /* computed when it is read (the decorate hook) */
+        const struct hook_field *hf = k == 0 ? &h->computed : &h->computed_also[k - 1];
         json_t *props = json_object_get(json_object_get(schemas, schema), "properties");
-        json_object_set_new(props, h->computed.name,
-                            json_pack("{s:s,s:b,s:b,s:s}", "type", h->computed.type, "readOnly", 1,
-                                      "x-computed", 1, "description", h->computed.doc));
+        if (hf->name)
+            json_object_set_new(props, hf->name,
+                                json_pack("{s:s,s:b,s:b,s:s}", "type", hf->type, "readOnly", 1,
+                                          "x-computed", 1, "description", hf->doc));
     }
     if (h->reveal.name) {
         json_t *created = resource_schema(def, false);

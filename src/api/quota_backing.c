@@ -122,8 +122,14 @@ static void decorate(struct req *r, const struct row *row, json_t *j)
     struct engine_quota_usage u;
     if (r->api->opt.engine &&
         engine_quota_usage(r->api->opt.engine, row_int(row, F_QUOTAS_PROJECT_ID),
-                           row_int(row, F_QUOTAS_GPU_CLASS_ID), &u) == 0)
+                           row_int(row, F_QUOTAS_GPU_CLASS_ID), &u) == 0) {
         json_object_set_new(j, "effective_guaranteed_milli", json_integer(u.guaranteed));
+        if (u.decayed) {
+            json_object_set_new(j, "decayed_usage_milli_hours",
+                                json_integer(u.decayed_milli_hours));
+            json_object_set_new(j, "decayed_average_milli", json_integer(u.decayed_average_milli));
+        }
+    }
 }
 
 const struct resource_hooks quota_hooks = {
@@ -134,4 +140,13 @@ const struct resource_hooks quota_hooks = {
     .computed = {"effective_guaranteed_milli", "integer",
                  "the guarantee the scheduler applies now (milli-GPU): guaranteed_milli, or, when "
                  "that is null, what the project's pools own in the class"},
+    .computed_also =
+        {{"decayed_usage_milli_hours", "integer",
+          "with the decayed fair share (fair-share = decayed) only: the project's opportunistic "
+          "usage of the class, in milli-GPU hours, each hour counted half as much per half-life "
+          "since"},
+         {"decayed_average_milli", "integer",
+          "with the decayed fair share only: that usage as the milli-GPU held on average over "
+          "about the last half-life (usage x ln 2 / half-life); the scheduler adds it to what "
+          "the project borrows now when it orders projects for idle GPUs"}},
 };

@@ -300,7 +300,13 @@ static void decorate(struct req *r, const struct row *row, json_t *j)
     int64_t preempted = row_int(row, F_WORKLOADS_PREEMPTIONS);
     if (r->api->opt.engine && strcmp(row_get(row, F_WORKLOADS_STATE)->s, "queued") == 0 &&
         engine_pending(r->api->opt.engine, model_row_id(row), &pending) == 0 && pending.queued) {
-        const char *reason = closed_pools_text(r, &pending);
+        const char *reason;
+        struct row ahead;
+        /* The project the fair share put first is named only to those who may see it. */
+        if (pending.ahead_project_id &&
+            resource_load_visible(r, &model_projects, pending.ahead_project_id, &ahead, NULL) < 0)
+            memcpy(pending.reason, pending.reason_anon, sizeof(pending.reason));
+        reason = closed_pools_text(r, &pending);
         if (preempted > 0)
             json_object_set_new(j, "reason",
                                 json_sprintf("%s; back in its place in the queue after %" PRId64

@@ -4,7 +4,10 @@
  * per project and GPU class what it is guaranteed and holds, how much of it
  * is borrowed, and its share of the class's borrowed capacity for its
  * weight, which is how the scheduler orders projects for idle GPUs: the
- * lowest dominant share for its weight goes next (pass.c, borrowed_share).
+ * lowest dominant share for its weight goes next (sched/share.c). With the
+ * decayed fair share (gpuaasd --fair-share decayed) the quotas carry each
+ * project's decayed past usage: DECAYED shows it, and the share adds its
+ * average to what the project borrows now, as the scheduler's key does.
  * Read from the quotas (with the effective guarantee), the projects, the
  * capacity and the open allocations: figures of the moment, of what the
  * caller may see.
@@ -26,13 +29,18 @@ static void share_help(void)
            "(P2) work, how much of that is borrowed (beyond the guarantee), and that as a\n"
            "share of the class's GPUs for its weight. NEXT orders the projects as the scheduler\n"
            "does for idle GPUs beyond guarantees: the lowest share for its weight (over its\n"
-           "classes) first, then the lower project id. Amounts are GPUs.\n");
+           "classes) first, then the lower project id. Amounts are GPUs.\n\n"
+           "When the daemon runs the decayed fair share (fair-share = decayed), DECAYED is the\n"
+           "project's past opportunistic usage of the class in GPU-hours, each hour counting\n"
+           "half as much per half-life since, and SHARE adds that usage as GPUs held on\n"
+           "average over about the last half-life to what the project borrows now.\n");
 }
 
 struct share_row {
     json_t *quota;
     int64_t project_id, class_id, weight, guaranteed, limit, p1, p2, capacity;
-    double share; /* borrowed / capacity / weight, this class */
+    int64_t decayed_milli_hours, decayed_average; /* -1: the current rule */
+    double share; /* (borrowed + decayed average) / capacity / weight, this class */
     int next;     /* the project's place for idle GPUs, from 1 */
 };
 
@@ -68,6 +76,7 @@ int cmd_share(int argc, char **argv)
     json_t *q;
     struct buf out;
     int rc = 0;
+    bool decayed = false;
 
     for (int k = 1; k < argc;) {
         if (cli_is_help(argv[k])) {
@@ -114,6 +123,12 @@ int cmd_share(int argc, char **argv)
                                              : 0;
         r->limit = json_is_integer(lim) ? json_integer_value(lim) : -1;
         r->capacity = cap ? int_at(cap, "capacity_milli") : 0;
+        r->decayed_milli_hours = r->decayed_average = -1;
+        if (json_is_integer(json_object_get(q, "decayed_usage_milli_hours"))) {
+            decayed = true;
+            r->decayed_milli_hours = int_at(q, "decayed_usage_milli_hours");
+            r->decayed_average = int_at(q, "decayed_average_milli");
+        }
         json_array_foreach(allocs, k, al)
         {
             const char *pc = json_string_value(json_object_get(al, "priority_class"));
@@ -128,9 +143,9 @@ int cmd_share(int argc, char **argv)
         }
         {
             int64_t borrowed = r->p1 + r->p2 - r->guaranteed;
-            r->share = borrowed > 0 && r->capacity > 0
-                           ? (double)borrowed / (double)r->capacity / (double)r->weight
-                           : 0;
+            double amount = (borrowed > 0 ? (double)borrowed : 0) +
+                            (r->decayed_average > 0 ? (double)r->decayed_average : 0);
+            r->share = r->capacity > 0 ? amount / (double)r->capacity / (double)r->weight : 0;
         }
     }
     /* NEXT: projects by their largest share over classes (the scheduler's dominant share). */
@@ -174,6 +189,12 @@ int cmd_share(int argc, char **argv)
                     "borrowed_milli",
                     (json_int_t)(r->p1 + r->p2 > r->guaranteed ? r->p1 + r->p2 - r->guaranteed : 0),
                     "share", r->share, "next", r->next));
+            if (r->decayed_milli_hours >= 0) {
+                json_t *o = json_array_get(items, json_array_size(items) - 1);
+                json_object_set_new(o, "decayed_usage_milli_hours",
+                                    json_integer(r->decayed_milli_hours));
+                json_object_set_new(o, "decayed_average_milli", json_integer(r->decayed_average));
+            }
         }
         json_t *j = json_pack("{s:o}", "items", items);
         render_json(j, &out);
@@ -181,11 +202,13 @@ int cmd_share(int argc, char **argv)
     } else if (n == 0) {
         buf_printf(&out, "no quotas you may see\n");
     } else {
-        static const char *const header[] = {"NEXT",       "PROJECT", "CLASS", "WEIGHT",
-                                             "GUARANTEED", "LIMIT",   "OWNED", "OPPORTUNISTIC",
-                                             "BORROWED",   "SHARE"};
+        static const char *const header[] = {
+            "NEXT",  "PROJECT",       "CLASS",    "WEIGHT", "GUARANTEED",   "LIMIT",
+            "OWNED", "OPPORTUNISTIC", "BORROWED", "SHARE",  "DECAYED GPU-H"};
+        /* The decayed column only where the daemon runs that rule. */
+        size_t n_cols = decayed ? ARRAY_SIZE(header) : ARRAY_SIZE(header) - 1;
         struct table t;
-        table_init(&t, ARRAY_SIZE(header));
+        table_init(&t, n_cols);
         table_add_row(&t, header);
         for (size_t k = 0; k < n; k++) {
             struct share_row *r = &rows[k];
@@ -197,8 +220,9 @@ int cmd_share(int argc, char **argv)
                  *p2 = gpus_cell(r->p2),
                  *bor =
                      gpus_cell(r->p1 + r->p2 > r->guaranteed ? r->p1 + r->p2 - r->guaranteed : 0),
-                 *share = xasprintf("%.1f %%", r->share * 100);
-            const char *cells[] = {next, project, cls, weight, g, lim, p1, p2, bor, share};
+                 *share = xasprintf("%.1f %%", r->share * 100),
+                 *past = gpus_cell(r->decayed_milli_hours > 0 ? r->decayed_milli_hours : 0);
+            const char *cells[] = {next, project, cls, weight, g, lim, p1, p2, bor, share, past};
             table_add_row(&t, cells);
             json_decref(pid);
             json_decref(cid);
@@ -212,6 +236,7 @@ int cmd_share(int argc, char **argv)
             free(p2);
             free(bor);
             free(share);
+            free(past);
         }
         table_render(&t, &out);
         table_release(&t);

@@ -112,6 +112,12 @@ static const struct opt options[] = {
         "an 'idle' event for work whose GPUs were idle-allocated this long (0: off, the default)"),
     INT("idle-stop-p2-s", idle_stop_p2_s, 0, 8640000,
         "stop opportunistic work whose GPUs were idle-allocated this long (0: off, the default)"),
+    STR("fair-share", fair_share,
+        "how projects share borrowed GPUs: current (what each borrows now, the default) or "
+        "decayed (and what each used lately as opportunistic work)"),
+    INT("fair-share-half-life-s", fair_share_half_life_s, 1, 315360000,
+        "fair-share decayed: past usage counts half as much after this long (default 604800, "
+        "7 days)"),
     STR("placement", placement,
         "placement policy: " SCHED_POLICY_NAMES " (default: the built-in best-fit)"),
     STR("placement-pods", placement_pods,
@@ -154,6 +160,8 @@ static void defaults(struct config *cfg)
     cfg->max_min_runtime_s = API_DEFAULT_MAX_MIN_RUNTIME_S;
     cfg->max_grace_s = API_DEFAULT_MAX_GRACE_S;
     cfg->reserve_after_s = 600;
+    snprintf(cfg->fair_share, sizeof(cfg->fair_share), "current");
+    cfg->fair_share_half_life_s = 7 * 24 * 3600;
     snprintf(cfg->log_dir, sizeof(cfg->log_dir), "gpuaas-logs");
     cfg->log_retention_days = 30;
     snprintf(cfg->podman, sizeof(cfg->podman), "podman");
@@ -399,5 +407,9 @@ int config_load(int argc, char **argv, struct config *cfg, struct error_info *ei
     if (cfg->db_pool == 0)
         cfg->db_pool = cfg->threads + 2;
     rc = check_placement(cfg, ei);
+    if (rc >= 0 && strcmp(cfg->fair_share, "current") != 0 &&
+        strcmp(cfg->fair_share, "decayed") != 0)
+        rc = errinfo_set(ei, ERR_INVALID, "fair-share",
+                         "fair-share: '%s' is not current or decayed", cfg->fair_share);
     return rc < 0 ? rc : check_local_gpus(cfg, ei);
 }

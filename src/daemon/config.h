@@ -37,6 +37,8 @@ struct config {
     int max_min_runtime_s;           /* most min_runtime_s a submit may ask for */
     int max_grace_s;                 /* most grace_s a submit may ask for */
     int reserve_after_s;             /* head-of-line reservation delay */
+    char fair_share[16];             /* "current" or "decayed" (engine.h: fair_share) */
+    int fair_share_half_life_s;      /* the decayed rule's half-life */
     char log_dir[1024];              /* local clusters: workload logs */
     int log_retention_days;          /* files of work ended this long ago go; 0: kept */
     char cgroup_root[1024];          /* local clusters: "auto", a cgroup v2 directory, "" none */

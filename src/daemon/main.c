@@ -352,6 +352,9 @@ int main(int argc, char **argv)
     eopt.policy = policy;
     eopt.default_grace_ms = (int64_t)cfg.grace_s * 1000;
     eopt.reserve_after_ms = (int64_t)cfg.reserve_after_s * 1000;
+    eopt.fair_share =
+        strcmp(cfg.fair_share, "decayed") == 0 ? SCHED_SHARE_DECAYED : SCHED_SHARE_CURRENT;
+    eopt.fair_share_half_life_ms = (int64_t)cfg.fair_share_half_life_s * 1000;
     eopt.collector = collector;
     eopt.idle_notify_ms = (int64_t)cfg.idle_notify_s * 1000;
     eopt.idle_stop_p2_ms = (int64_t)cfg.idle_stop_p2_s * 1000;

@@ -260,6 +260,25 @@ const char *engine__class_text(enum sched_class c);
 
 /* load.c */
 int engine__load(struct engine *e, bool adopt, struct error_info *ei);
+
+/* share.c: past usage for the decayed fair share, across rebuilds of the core. */
+struct engine_past_usage {
+    struct past_usage_entry {
+        int64_t project_id, class_id;
+        double amount; /* milli-GPU ms, decayed to the time taken */
+    } * v;
+    size_t n;
+    bool taken; /* from a core (else, with the decayed rule, it is read from the ledger) */
+};
+/* What the current core (if any) holds at now; nothing with the current rule. */
+void engine__past_usage_take(struct engine *e, int64_t now, struct engine_past_usage *ret);
+/*
+ * Gives the new core its past usage, before running work is restored: what
+ * was taken, else the ledger's opportunistic records and the part of open
+ * runs not yet in it, up to now. Frees what was taken.
+ */
+int engine__past_usage_give(struct engine *e, struct engine_past_usage *past, int64_t now,
+                            struct error_info *ei);
 void engine__forget_fleet(struct engine *e);
 struct backend *engine__backend_of(struct engine *e, int64_t cluster_id);
 const char *engine__class_name(const struct engine *e, int64_t id);

@@ -206,6 +206,8 @@ void engine_options_init(struct engine_options *opt)
     opt->collector = NULL;
     opt->idle_notify_ms = opt->idle_stop_p2_ms = 0;
     opt->policy = NULL;
+    opt->fair_share = 0;
+    opt->fair_share_half_life_ms = INT64_C(7) * 24 * 3600 * 1000;
     backend_settings_init(&opt->backends);
 }
 

@@ -38,6 +38,13 @@ struct engine_options {
     int64_t idle_notify_ms;            /* an "idle" event once work is idle this long; 0: off */
     int64_t idle_stop_p2_ms;           /* opportunistic work idle this long is stopped; 0: off */
     const struct sched_policy *policy; /* placement; NULL: the built-in best-fit. Not owned */
+    /*
+     * How projects share borrowed capacity (sched.h: enum sched_fair_share,
+     * 0 the current share, 1 decayed past usage) and the half-life of the
+     * latter. Past usage is rebuilt from the usage ledger on start.
+     */
+    int fair_share;
+    int64_t fair_share_half_life_ms;
     /* What each cluster's backend is made with (backend_open); pointers in it are not owned. */
     struct backend_settings backends;
 };
@@ -79,6 +86,13 @@ struct engine_pending {
     bool never;
     int64_t closed_pools[4];
     size_t n_closed_pools;
+    /*
+     * Opportunistic work the decayed fair share put behind another project
+     * (0: none): that project, and the reason without its name for callers
+     * who may not see it.
+     */
+    int64_t ahead_project_id;
+    char reason_anon[512];
 };
 int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending *ret);
 
@@ -94,6 +108,14 @@ size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max
 struct engine_quota_usage {
     int64_t guaranteed;           /* effective: explicit, or what its pools own */
     int64_t owned, opportunistic; /* held as P1, as P2 */
+    /*
+     * With the decayed fair share (decayed true): the project's P2 usage of
+     * the class decayed to now (milli-GPU hours), and that as the milli-GPU
+     * it held on average over about the last half-life, which its key adds
+     * to what it borrows now.
+     */
+    bool decayed;
+    int64_t decayed_milli_hours, decayed_average_milli;
 };
 /* ERR_NOT_FOUND when the scheduler knows no such project or class. */
 int engine_quota_usage(struct engine *e, int64_t project_id, int64_t class_id,

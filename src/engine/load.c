@@ -444,18 +444,28 @@ int engine__load(struct engine *e, bool adopt, struct error_info *ei)
     struct arena a;
     int rc;
 
+    int64_t now = time_now_ms();
+    struct engine_past_usage past;
+
+    /* Past usage goes from the old core to the new one; the first is built from the ledger. */
+    engine__past_usage_take(e, now, &past);
     engine__forget_fleet(e);
     sched_config_init(&cfg);
     cfg.reserve_after_ms = e->opt.reserve_after_ms;
     cfg.default_grace_ms = e->opt.default_grace_ms;
     cfg.policy = e->opt.policy;
+    cfg.fair_share = (enum sched_fair_share)e->opt.fair_share;
+    cfg.half_life_ms = e->opt.fair_share_half_life_ms;
     e->sched = sched_new(&cfg);
     arena_init(&a);
     rc = load_fleet(e, &a, ei);
     if (rc >= 0)
         rc = load_tenants(e, &a, ei);
     if (rc >= 0)
-        rc = restore_workloads(e, adopt, time_now_ms(), &a, ei);
+        rc = engine__past_usage_give(e, &past, now, ei);
+    if (rc >= 0)
+        rc = restore_workloads(e, adopt, now, &a, ei);
+    free(past.v); /* what a failed load left untaken */
     arena_release(&a);
     return rc;
 }

@@ -6,6 +6,8 @@
  */
 #include "engine/engine-int.h"
 
+#include <math.h>
+
 #include "base/buf.h"
 #include "base/timeutil.h"
 
@@ -16,6 +18,7 @@ int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending 
     struct sched_workload_info info;
     int rc;
     const struct staged *st;
+    char ahead[160];
     memset(ret, 0, sizeof(*ret));
     pthread_mutex_lock(&e->lock);
     if ((st = engine__staged_find(e, workload_id))) {
@@ -41,8 +44,17 @@ int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending 
     if (rc == 0 && info.state == SCHED_QUEUED) {
         ret->queued = true;
         ret->position = info.queue_position;
-        sched_reason_format(&info.reason, engine__class_name(e, info.reason.class_id),
-                            time_now_ms(), ret->reason, sizeof(ret->reason));
+        snprintf(ahead, sizeof(ahead), "project %s",
+                 engine__project_name(e, info.reason.ahead_project_id));
+        sched_reason_format_named(&info.reason, engine__class_name(e, info.reason.class_id), ahead,
+                                  time_now_ms(), ret->reason, sizeof(ret->reason));
+        /* The same without the other project's name, for callers who may not see it. */
+        if (info.reason.code == SCHED_WAIT_CAPACITY)
+            ret->ahead_project_id = info.reason.ahead_project_id; /* other_id means other things */
+        if (ret->ahead_project_id)
+            sched_reason_format_named(&info.reason, engine__class_name(e, info.reason.class_id),
+                                      "a project of another tenant", time_now_ms(),
+                                      ret->reason_anon, sizeof(ret->reason_anon));
         ret->never = info.reason.code == SCHED_WAIT_NO_NODES;
         if (ret->never || info.reason.code == SCHED_WAIT_CAPACITY)
             ret->n_closed_pools =
@@ -71,13 +83,22 @@ int engine_quota_usage(struct engine *e, int64_t project_id, int64_t class_id,
                        struct engine_quota_usage *ret)
 {
     struct sched_usage u;
+    double past = 0;
     int rc;
     pthread_mutex_lock(&e->lock);
     rc = sched_project_usage(e->sched, project_id, class_id, &u);
+    if (rc >= 0)
+        rc = sched_past_usage(e->sched, project_id, class_id, time_now_ms(), &past);
     pthread_mutex_unlock(&e->lock);
     if (rc < 0)
         return ERR_NOT_FOUND;
-    *ret = (struct engine_quota_usage){u.guaranteed, u.p1, u.p2};
+    *ret = (struct engine_quota_usage){u.guaranteed, u.p1, u.p2, false, 0, 0};
+    if (e->opt.fair_share == SCHED_SHARE_DECAYED) {
+        /* milli-GPU ms to milli-GPU hours; ln 2 / H makes it the average held (share.c) */
+        ret->decayed = true;
+        ret->decayed_milli_hours = llround(past / 3.6e6);
+        ret->decayed_average_milli = llround(past * M_LN2 / (double)e->opt.fair_share_half_life_ms);
+    }
     return 0;
 }
 

@@ -4,10 +4,11 @@
  * looked at (new work, freed capacity in a class they wait for, quota
  * changes, timers). Owned (P1) work goes first; then borrowed capacity is
  * shared among opportunistic (P2) work by weighted fair share: the project
- * with the lowest dominant borrowed share for its weight goes next, one
- * workload at a time. Within a project, work goes in queue order, but up to
- * `lookahead` blocked workloads may be passed by smaller ones behind them;
- * a head blocked longer than reserve_after gets nodes held for it.
+ * with the lowest key (share.c: its dominant borrowed share for its weight,
+ * with or without its decayed past usage) goes next, one workload at a
+ * time. Within a project, work goes in queue order, but up to `lookahead`
+ * blocked workloads may be passed by smaller ones behind them; a head
+ * blocked longer than reserve_after gets nodes held for it.
  *
  * P1 work within its guarantee that finds no room reclaims it (reclaim.c).
  * P2 work never preempts and P1 work is never a victim, so no two workloads
@@ -171,6 +172,8 @@ static void blocked_on_capacity(struct sched *s, int32_t w, int64_t now)
         wl->reason.other_id = s->wls[c->hol_reserver].spec.id;
     } else {
         wait_for(wl, SCHED_WAIT_CAPACITY, 0, place__largest_free(s, w));
+        if (s->cfg.fair_share == SCHED_SHARE_DECAYED)
+            share__waits(s, w);
     }
     if (!c)
         return;
@@ -619,20 +622,6 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
     return any;
 }
 
-/* Dominant share of borrowed capacity over classes, for the weight. */
-static double borrowed_share(const struct sched *s, const struct project *p)
-{
-    double most = 0;
-    for (int32_t i = 0; i < p->n_quotas; i++) {
-        const struct quota *q = &p->quotas[i];
-        int64_t cap = s->classes[q->cls].capacity;
-        int64_t borrowed = q->p1 + q->p2 - sched__guaranteed(s, p, q);
-        if (cap > 0 && borrowed > 0 && (double)borrowed / (double)cap > most)
-            most = (double)borrowed / (double)cap;
-    }
-    return most / p->weight;
-}
-
 /* A small binary min-heap of project indices by share_key (ties: lower project id). */
 struct heap {
     int32_t *v;
@@ -686,6 +675,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     struct heap h;
 
     s->pass_no++;
+    share__tick(s, now_ms);
     /* Due timers (a reservation, a victim's minimum runtime) make their projects dirty. */
     sched__fire_timers(s, now_ms);
     todo = s->dirty;
@@ -746,14 +736,16 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
         struct project *p = &s->projects[todo.v[i]];
         scan_start(p, SCHED_P2, first_p2(p));
         if (p->cursor < p->queue.n) {
-            p->share_key = borrowed_share(s, p);
+            p->share_key = share__key(s, p, now_ms);
             heap_push(s, &h, todo.v[i]);
         }
     }
     while (h.n > 0) {
         int32_t pi = heap_pop(s, &h);
         if (room_decide(s, &s->projects[pi]) && scan_project(s, pi, SCHED_P2, true, now_ms, d)) {
-            s->projects[pi].share_key = borrowed_share(s, &s->projects[pi]);
+            if (s->cfg.fair_share == SCHED_SHARE_DECAYED) /* its turn took what it admitted */
+                share__took(s, d->admits[d->n_admits - 1].workload_id);
+            s->projects[pi].share_key = share__key(s, &s->projects[pi], now_ms);
             heap_push(s, &h, pi);
         }
     }

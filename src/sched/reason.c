@@ -73,8 +73,51 @@ static void append_auto(const struct sched_reason *r, char *buf, size_t size)
                  held, need, guar);
 }
 
+/* A half-life as people say it: "7 days", "36 hours", "90 minutes". */
+static void period(char *buf, size_t size, int64_t ms)
+{
+    static const struct {
+        int64_t ms;
+        const char *one, *many;
+    } units[] = {{INT64_C(86400000), "day", "days"},
+                 {INT64_C(3600000), "hour", "hours"},
+                 {INT64_C(60000), "minute", "minutes"},
+                 {INT64_C(1000), "second", "seconds"}};
+    for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
+        if (ms >= units[i].ms && (ms % units[i].ms == 0 || i + 1 == ARRAY_SIZE(units))) {
+            int64_t n = ms / units[i].ms;
+            snprintf(buf, size, "%" PRId64 " %s", n, n == 1 ? units[i].one : units[i].many);
+            return;
+        }
+    }
+    snprintf(buf, size, "%" PRId64 " ms", ms);
+}
+
+/* Opportunistic work the decayed fair share put behind another project. */
+static void append_ahead(const struct sched_reason *r, const char *project_name, char *buf,
+                         size_t size)
+{
+    char when[40], id[40];
+    size_t len = strlen(buf);
+    if (r->ahead_project_id == 0 || len + 1 >= size)
+        return;
+    if (!project_name) {
+        snprintf(id, sizeof(id), "project %" PRId64, r->ahead_project_id);
+        project_name = id;
+    }
+    period(when, sizeof(when), r->ahead_period_ms);
+    snprintf(buf + len, size - len, "; behind %s, which used less over the last %s", project_name,
+             when);
+}
+
 void sched_reason_format(const struct sched_reason *r, const char *class_name, int64_t now_ms,
                          char *buf, size_t size)
+{
+    sched_reason_format_named(r, class_name, NULL, now_ms, buf, size);
+}
+
+void sched_reason_format_named(const struct sched_reason *r, const char *class_name,
+                               const char *project_name, int64_t now_ms, char *buf, size_t size)
 {
     char cls_buf[40], need[32], cap[32];
     const char *cls = class_name;
@@ -140,5 +183,7 @@ void sched_reason_format(const struct sched_reason *r, const char *class_name, i
                  need, cls);
         break;
     }
+    if (r->code == SCHED_WAIT_CAPACITY)
+        append_ahead(r, project_name, buf, size);
     append_auto(r, buf, size);
 }

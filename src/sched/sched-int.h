@@ -109,6 +109,10 @@ struct cls {
     struct ivec grown, grown_pass;
     bool room_everywhere;   /* in the pass under way, room may have grown on any node */
     int32_t hol_reserver;   /* workload holding a head-of-line reservation, or NONE */
+    /* pass scratch (share.c): the project that last took borrowed capacity here, and its key */
+    int32_t took_project;
+    uint32_t took_pass;
+    double took_key;
 };
 
 struct pool {
@@ -147,6 +151,12 @@ struct quota {
     int64_t reclaim_protected_until;
     int64_t limit;        /* < 0: none */
     int64_t p1, p2;       /* held: running and preempting work */
+    /*
+     * The decayed fair share (share.c): P2 usage (milli-GPU ms) decayed to
+     * used_at, before which p2 has been counted; 0 when no time is known yet.
+     */
+    double used;
+    int64_t used_at;
     int32_t blocked;      /* pass scratch: blocked workloads of this class seen in one phase */
     bool dirty;           /* the next pass is to look at this class's queued work */
     bool examine;         /* pass scratch: this pass looks at it */
@@ -274,6 +284,7 @@ struct sched {
     } *timers;
     int32_t n_timers, cap_timers;
     uint32_t cpu_cursor;
+    int64_t clock_ms;          /* the latest time the core was given */
     uint32_t fleet_generation; /* bumped when nodes, GPUs, labels or pools change */
     uint32_t pass_no;          /* counts passes, from 1 */
     /* scratch for placing gangs */
@@ -334,6 +345,8 @@ void sched__queue_insert(struct sched *s, int32_t w);
 void sched__unreserve(struct sched *s, int32_t w);
 /* Usage bookkeeping when a workload starts or stops holding its GPUs. */
 void sched__charge(struct sched *s, int32_t w, int sign);
+/* The same at a time that may be before the core's clock (an end a backend reports late). */
+void sched__charge_at(struct sched *s, int32_t w, int sign, int64_t at_ms);
 /* The class the automatic rule gives w now: P1 while the project's owned work plus w fits. */
 enum sched_class sched__auto_class(const struct sched *s, int32_t w);
 
@@ -402,6 +415,34 @@ static inline int64_t sched__held_in(struct sched *s, int32_t project, int32_t c
     struct quota *q = sched__quota(&s->projects[project], cls, false);
     return q ? q->p1 + q->p2 : 0;
 }
+
+/* ---- share.c ---- */
+
+/* The core's clock moves to now_ms when that is later. */
+static inline void share__tick(struct sched *s, int64_t now_ms)
+{
+    if (now_ms > s->clock_ms)
+        s->clock_ms = now_ms;
+}
+/* Counts what q's project held as P2 work up to t into its decayed usage (decayed rule only). */
+void share__advance(const struct sched *s, struct quota *q, int64_t t);
+/*
+ * Before q's P2 holding changes by delta (milli) at at_ms: counts what was
+ * held up to the clock, and corrects for the change having come at at_ms
+ * when that is earlier (the usage since counted at the wrong rate).
+ */
+void share__charge(const struct sched *s, struct quota *q, int64_t delta, int64_t at_ms);
+/* The project's key for borrowed capacity at now (sched.h, enum sched_fair_share). */
+double share__key(const struct sched *s, const struct project *p, int64_t now);
+/*
+ * The decayed rule's reasons. share__took: a project's turn admitted this
+ * workload (by id) in the opportunistic phase. share__waits: w was just
+ * found waiting for room; if it is P2 work and another project with a
+ * lower key took capacity of its class in this pass's opportunistic phase,
+ * its reason names that project.
+ */
+void share__took(struct sched *s, int64_t workload_id);
+void share__waits(struct sched *s, int32_t w);
 
 /* ---- pass.c ---- */
 

@@ -122,12 +122,16 @@ void sched_config_init(struct sched_config *cfg)
     cfg->default_grace_ms = 30 * 1000;
     cfg->lookahead = 8;
     cfg->policy = NULL;
+    cfg->fair_share = SCHED_SHARE_CURRENT;
+    cfg->half_life_ms = INT64_C(7) * 24 * 3600 * 1000;
 }
 
 struct sched *sched_new(const struct sched_config *cfg)
 {
     struct sched *s;
-    if (cfg->reserve_after_ms < 0 || cfg->default_grace_ms < 0 || cfg->lookahead < 0)
+    if (cfg->reserve_after_ms < 0 || cfg->default_grace_ms < 0 || cfg->lookahead < 0 ||
+        (cfg->fair_share != SCHED_SHARE_CURRENT && cfg->fair_share != SCHED_SHARE_DECAYED) ||
+        (cfg->fair_share == SCHED_SHARE_DECAYED && cfg->half_life_ms <= 0))
         return NULL;
     s = xcalloc(1, sizeof(*s));
     s->cfg = *cfg;
@@ -789,6 +793,11 @@ void sched__queue_remove(struct sched *s, int32_t w)
 
 void sched__charge(struct sched *s, int32_t w, int sign)
 {
+    sched__charge_at(s, w, sign, s->clock_ms);
+}
+
+void sched__charge_at(struct sched *s, int32_t w, int sign, int64_t at_ms)
+{
     struct workload *wl = &s->wls[w];
     struct project *p = &s->projects[wl->project];
     int64_t held = (int64_t)wl->spec.replicas * wl->spec.gpu_milli * sign;
@@ -801,6 +810,7 @@ void sched__charge(struct sched *s, int32_t w, int sign)
     if (wl->runs_as == SCHED_P1) {
         q->p1 += held;
     } else {
+        share__charge(s, q, held, at_ms);
         q->p2 += held;
         if (sign > 0) {
             wl->p2_pos = q->p2_run.n;
@@ -905,7 +915,7 @@ int sched_submit(struct sched *s, const struct sched_workload_spec *spec, int64_
 {
     int rc = check_spec(s, spec);
     int32_t w;
-    (void)now_ms;
+    share__tick(s, now_ms);
     if (rc < 0)
         return rc;
     w = workload_new(s, spec);
@@ -948,7 +958,7 @@ static bool freed_where(const struct sched *s, int32_t w, int32_t *nodes, int32_
 }
 
 /* Ends holding: frees the GPUs and the usage, and tells a waiting preemptor. */
-static void stop_holding(struct sched *s, int32_t w)
+static void stop_holding(struct sched *s, int32_t w, int64_t now_ms)
 {
     struct workload *wl = &s->wls[w];
     int32_t nodes[16], n_nodes = 0;
@@ -966,7 +976,7 @@ static void stop_holding(struct sched *s, int32_t w)
         wl->preemptor_id = 0;
     }
     place__release(s, w);
-    sched__charge(s, w, -1);
+    sched__charge_at(s, w, -1, now_ms);
     if (wl->cls != NONE) {
         /* Its project (and organization) now hold less: quota-bound work may go too. */
         int64_t org = s->projects[wl->project].org_id;
@@ -999,7 +1009,7 @@ static void stop_holding(struct sched *s, int32_t w)
 int sched_cancel(struct sched *s, int64_t workload_id, int64_t now_ms)
 {
     int32_t w = idmap_get(&s->workload_ids, workload_id);
-    (void)now_ms;
+    share__tick(s, now_ms);
     if (w == NONE)
         return SCHED_ENOENT;
     if (s->wls[w].state == SCHED_QUEUED) {
@@ -1008,7 +1018,7 @@ int sched_cancel(struct sched *s, int64_t workload_id, int64_t now_ms)
             sched__quota(&s->projects[s->wls[w].project], s->wls[w].cls, true)->room.known = false;
         sched__queue_remove(s, w);
     } else
-        stop_holding(s, w);
+        stop_holding(s, w, now_ms);
     workload_drop(s, w);
     return 0;
 }
@@ -1018,14 +1028,14 @@ int sched_released(struct sched *s, int64_t workload_id, int64_t now_ms)
     int32_t w = idmap_get(&s->workload_ids, workload_id);
     struct workload *wl;
     bool requeue;
-    (void)now_ms;
+    share__tick(s, now_ms);
     if (w == NONE)
         return SCHED_ENOENT;
     wl = &s->wls[w];
     if (wl->state == SCHED_QUEUED)
         return SCHED_ESTATE;
     requeue = wl->state == SCHED_PREEMPTING && wl->spec.requeue;
-    stop_holding(s, w);
+    stop_holding(s, w, now_ms);
     if (requeue) {
         /* Back in line at its original place: submit_ms is unchanged. */
         wl->started_ms = wl->checkpoint_ms = 0;

@@ -83,6 +83,22 @@ struct sched_policy {
     void *state;
 };
 
+/*
+ * The order in which projects take turns at borrowed capacity (one workload
+ * per turn, lowest key first, ties by the lower project id):
+ * - SCHED_SHARE_CURRENT: the dominant share, over GPU classes, of what the
+ *   project borrows now (held beyond its guarantee, over the class's
+ *   capacity), divided by its weight.
+ * - SCHED_SHARE_DECAYED: the same with the project's past opportunistic
+ *   (P2) usage added in each class before taking the dominant share: its
+ *   usage decayed by the half-life H (decayed(t) = decayed(t0)*2^(-(t-t0)/H)
+ *   + what it held in between, weighted the same way) times ln 2 / H, the
+ *   GPUs it held on average over about the last H. So a project that
+ *   borrowed much lately goes after one that did not, and what it borrows
+ *   now still counts, so no project takes everything in one pass.
+ */
+enum sched_fair_share { SCHED_SHARE_CURRENT = 0, SCHED_SHARE_DECAYED = 1 };
+
 struct sched_config {
     /* A queue head blocked this long gets capacity reserved for it (ms). */
     int64_t reserve_after_ms;
@@ -99,6 +115,10 @@ struct sched_config {
      * check that both give the same decisions; false by default.
      */
     bool exhaustive;
+    /* How borrowed capacity is shared among projects (below); SCHED_SHARE_CURRENT by default. */
+    enum sched_fair_share fair_share;
+    /* SCHED_SHARE_DECAYED: past usage counts half as much after each half-life (ms, > 0). */
+    int64_t half_life_ms;
 };
 
 void sched_config_init(struct sched_config *cfg);
@@ -351,8 +371,22 @@ struct sched_reason {
     int64_t per_replica; /* what one replica asks */
     int64_t used;
     int64_t cap;
-    int64_t count;
-    int64_t other_id; /* SCHED_WAIT_RESERVED: the workload capacity is held for */
+    /*
+     * Opportunistic work waiting for room under the decayed fair share
+     * (SCHED_WAIT_CAPACITY, which uses neither count nor other_id: they share
+     * their place, so that no workload grows for it): the project that took
+     * the class's borrowed capacity before it in the pass because it used
+     * less lately (its key was lower), and the half-life (ms) that "lately"
+     * means; 0 when none.
+     */
+    union {
+        int64_t count;
+        int64_t ahead_period_ms;
+    };
+    union {
+        int64_t other_id; /* SCHED_WAIT_RESERVED: the workload capacity is held for */
+        int64_t ahead_project_id;
+    };
     /*
      * P1 work waiting for room (SCHED_WAIT_CAPACITY): when the earliest
      * running work that is protected by its minimum runtime, and that it
@@ -466,6 +500,33 @@ int sched_class_capacity(const struct sched *s, int64_t class_id, int64_t *ret_c
 int64_t sched_class_guaranteed(const struct sched *s, int64_t class_id);
 
 /*
+ * Past usage for the decayed fair share (SCHED_SHARE_DECAYED; with the
+ * current rule these calls are accepted and change nothing). Usage is
+ * milli-GPU times ms, decayed by the half-life to a time.
+ *
+ * The core counts what projects hold as opportunistic (P2) work from the
+ * times it is given (passes and events); what was used before it existed
+ * is the caller's to add, before restoring running work: each interval
+ * [from_ms, to_ms) during which a project held milli of a class as P2 work
+ * (sched_add_usage), or an amount already decayed to at_ms
+ * (sched_add_decayed_usage, to carry usage from one core to the next).
+ * Either moves the core's clock to to_ms / at_ms when later, so cover
+ * restored work's time up to now. Errors: SCHED_ENOENT for an unknown
+ * project or class, SCHED_EINVAL for negative amounts or from_ms > to_ms.
+ */
+int sched_add_usage(struct sched *s, int64_t project_id, int64_t class_id, int64_t milli,
+                    int64_t from_ms, int64_t to_ms);
+int sched_add_decayed_usage(struct sched *s, int64_t project_id, int64_t class_id, double amount,
+                            int64_t at_ms);
+/*
+ * A project's decayed P2 usage of a class at now_ms (not before the last
+ * time the core was given), in milli-GPU ms; 0 with the current rule.
+ * SCHED_ENOENT for an unknown project or class.
+ */
+int sched_past_usage(const struct sched *s, int64_t project_id, int64_t class_id, int64_t now_ms,
+                     double *ret);
+
+/*
  * Writes the one-line reason people read ("waiting for 4 h100: project at
  * its limit 16/16") into buf, always terminated (src/sched/reason.c).
  * Amounts are in GPUs; class_name names r's class (NULL: "class <id>");
@@ -473,5 +534,11 @@ int64_t sched_class_guaranteed(const struct sched *s, int64_t class_id);
  */
 void sched_reason_format(const struct sched_reason *r, const char *class_name, int64_t now_ms,
                          char *buf, size_t size);
+/*
+ * The same, naming the project ahead of it (ahead_project_id) as
+ * project_name says ("project vision"; NULL: "project <id>").
+ */
+void sched_reason_format_named(const struct sched_reason *r, const char *class_name,
+                               const char *project_name, int64_t now_ms, char *buf, size_t size);
 
 #endif

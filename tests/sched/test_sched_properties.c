@@ -17,11 +17,26 @@
  * checks the invariants against the model and the scheduler's answers:
  * capacity (GPU milli, node CPU and memory), limits and org caps, P1 within
  * guarantee, the class automatic work gets (owned exactly while the
- * project's owned work plus it fits the guarantee), gang shape and placement constraints, who may be a victim and
- * who may preempt, liveness of a reclaim once its victims released, queue
- * order (requeued work keeps its submit order), a reason for every queued
- * workload, and sched_project_usage / sched_class_capacity / workload state
- * equal to the model. Deterministic: a splitmix64 generator per seed.
+ * project's owned work plus it fits the guarantee), gang shape and placement constraints, who may
+ * be a victim and who may preempt, liveness of a reclaim once its victims released, queue order
+ * (requeued work keeps its submit order), a reason for every queued workload, and
+ * sched_project_usage / sched_class_capacity / workload state equal to the model. Deterministic: a
+ * splitmix64 generator per seed.
+ *
+ * Fair share: one seed in three runs the decayed rule (SCHED_SHARE_DECAYED,
+ * a half-life of 20 to 180 s, so that it matters within a seed's minutes);
+ * the others the current rule. Under both, the opportunistic admissions of
+ * a pass come in the rule's order: when project A is admitted before
+ * project B, A's key (computed from the model: borrowed now, plus with the
+ * decayed rule the model's own exactly decayed P2 usage, over capacity, for
+ * the weight) was at most B's at that moment. So no project with queued
+ * work and a lower key is passed over, and the one ahead never keeps its
+ * lead once its key is higher. The core's decayed usage (sched_past_usage)
+ * equals the model's after every pass, across restarts (carried from the
+ * old core to the new one as the engine does) and across ends reported
+ * late (up to 3 s before the core's clock), and a waiting
+ * workload that names a project ahead of it names one admitted before it
+ * in that class in that pass, under the decayed rule only.
  *
  * Environment: SCHED_PROP_SEEDS, SCHED_PROP_EVENTS, SCHED_PROP_SEED0 override
  * the number of seeds (1000), events per seed (300) and the first seed (1);
@@ -53,6 +68,7 @@
  */
 #include "base/common.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -150,6 +166,7 @@ struct m_wl {
     int64_t started, ckpt, kill_at;
     int track; /* liveness track as a preemptor, or -1 */
     int victim_of_track;
+    struct sched_reason last_reason; /* after the last pass: a reason not set again is old */
 };
 
 struct track {
@@ -182,6 +199,15 @@ struct world {
     int drains;
     /* usage at the start of the current pass, [proj][cls] */
     int64_t held_before[M_PROJ][M_CLS], p1_before[M_PROJ][M_CLS];
+    /* the decayed fair share: P2 usage (milli ms) decayed to used_at */
+    double used[M_PROJ][M_CLS];
+    int64_t used_at;
+    /* P2 admissions of the current pass: project, class and every project's key before it */
+    struct {
+        int proj, cls;
+        double key[M_PROJ];
+    } * p2_turns;
+    size_t n_p2_turns, cap_p2_turns;
     /* trace of recent events, printed on failure */
     char trace[M_TRACE][200];
     int n_trace;
@@ -191,11 +217,13 @@ struct world {
     /* statistics */
     long st_passes, st_admits, st_preemptions, st_victims, st_requeues, st_own_at_g;
     long st_reclaims_done, st_restarts, st_reasons[SCHED_WAIT_NO_NODES + 1];
+    long st_p2_turns, st_ahead;
 };
 
 static struct {
     long seeds, failed_seeds, passes, admits, preemptions, victims, requeues, own_at_g,
         reclaims_done, restarts, reasons[SCHED_WAIT_NO_NODES + 1];
+    long decayed_seeds, p2_turns, ahead;
 } g_tot;
 
 static void tr(struct world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -365,6 +393,55 @@ static bool m_may_use_pool(const struct world *w, int p, int pool)
     return false;
 }
 
+/* ---- the fair share, in the model ---- */
+
+static bool m_decayed(const struct world *w)
+{
+    return w->cfg.fair_share == SCHED_SHARE_DECAYED;
+}
+
+/* Brings the model's decayed usage to now: what each project held as P2 since, exactly. */
+static void m_advance(struct world *w)
+{
+    double h = (double)w->cfg.half_life_ms, gone;
+    if (!m_decayed(w) || w->now <= w->used_at)
+        return;
+    gone = 1 - exp2(-(double)(w->now - w->used_at) / h);
+    for (int p = 0; p < w->n_proj; p++)
+        for (int c = 0; c < w->n_cls; c++) {
+            int64_t p1, p2;
+            m_held(w, p, c, &p1, &p2);
+            w->used[p][c] = w->used[p][c] * (1 - gone) + (double)p2 * h / M_LN2 * gone;
+        }
+    w->used_at = w->now;
+}
+
+static int64_t m_capacity(const struct world *w, int c)
+{
+    int64_t cap = 0;
+    for (int i = 0; i < w->n_gpus; i++)
+        if (w->gpus[i].cls == c && w->nodes[w->gpus[i].node].state == SCHED_NODE_READY)
+            cap += 1000;
+    return cap;
+}
+
+/* A project's key for borrowed capacity now (sched.h, enum sched_fair_share), from the model. */
+static double m_key(const struct world *w, int p)
+{
+    double most = 0;
+    for (int c = 0; c < w->n_cls; c++) {
+        int64_t p1, p2, cap = m_capacity(w, c);
+        m_held(w, p, c, &p1, &p2);
+        double amount =
+            p1 + p2 > m_guarantee(w, p, c) ? (double)(p1 + p2 - m_guarantee(w, p, c)) : 0;
+        if (m_decayed(w))
+            amount += w->used[p][c] * M_LN2 / (double)w->cfg.half_life_ms;
+        if (cap > 0 && amount / (double)cap > most)
+            most = amount / (double)cap;
+    }
+    return most / w->proj[p].weight;
+}
+
 /* ---- building the scheduler from the model ---- */
 
 static void configure(struct world *w)
@@ -447,6 +524,12 @@ static void build_world(struct world *w, uint64_t seed, bool exhaustive)
     w->cfg.lookahead = (int)rng_range(r, 0, 6);
     w->cfg.exhaustive = exhaustive;
     w->now = 1000000;
+    /* Not drawn from r, so that each seed's world is the one it always was. */
+    if (seed % 3 == 1) {
+        w->cfg.fair_share = SCHED_SHARE_DECAYED;
+        w->cfg.half_life_ms = 20000 + (int64_t)(seed / 3 % 5) * 40000;
+    }
+    w->used_at = w->now;
 
     w->n_cls = (int)rng_range(r, 1, M_CLS);
     for (int c = 0; c < w->n_cls; c++)
@@ -569,6 +652,7 @@ static void free_world(struct world *w)
         free(w->wl[i].as);
     sched_decisions_release(&w->d);
     sched_free(w->s);
+    free(w->p2_turns);
     w->s = NULL;
 }
 
@@ -1125,6 +1209,65 @@ static void check_liveness(struct world *w)
     }
 }
 
+/*
+ * The fair share after a pass: P2 turns in key order, the decayed usage as
+ * the model's, and every "behind project X" backed by X's turn.
+ */
+static void check_fair(struct world *w)
+{
+    const double eps = 1e-9;
+    for (size_t i = 0; i < w->n_p2_turns && !w->failed; i++)
+        for (size_t j = i + 1; j < w->n_p2_turns; j++) {
+            int a = w->p2_turns[i].proj, b = w->p2_turns[j].proj;
+            double ka = w->p2_turns[i].key[a], kb = w->p2_turns[i].key[b];
+            if (a == b)
+                continue;
+            check(w, kb >= ka - eps * fmax(1, ka),
+                  "project %" PRId64 " (key %.12g) had a P2 turn (admission %zu) before project "
+                  "%" PRId64 " with the lower key %.12g (admission %zu)",
+                  w->proj[a].id, ka, i, w->proj[b].id, kb, j);
+        }
+    w->st_p2_turns += (long)w->n_p2_turns;
+    for (int p = 0; p < w->n_proj && !w->failed; p++)
+        for (int c = 0; c < w->n_cls; c++) {
+            double u = -1;
+            int rc = sched_past_usage(w->s, w->proj[p].id, w->cls_id[c], w->now, &u);
+            double want = m_decayed(w) ? w->used[p][c] : 0;
+            /* Relative, and a thousandth of a milli-GPU ms for what decayed to nearly nothing. */
+            check(w, rc == 0 && fabs(u - want) <= eps * want + 1e-3,
+                  "project %" PRId64 " class %" PRId64 ": decayed usage %.17g, model %.17g (rc %d)",
+                  w->proj[p].id, w->cls_id[c], u, want, rc);
+        }
+    for (int i = 0; i < w->n_wl && !w->failed; i++) {
+        struct m_wl *x = &w->wl[i];
+        struct sched_workload_info wi;
+        struct sched_reason *was = &x->last_reason;
+        bool backed = false, same;
+        if (x->state != M_QUEUED || sched_workload_info(w->s, x->spec.id, &wi) != 0)
+            continue;
+        /* Only a reason this pass set: projects it did not look at keep theirs. */
+        same = wi.reason.code == was->code && wi.reason.need == was->need &&
+               wi.reason.cap == was->cap && wi.reason.class_id == was->class_id &&
+               wi.reason.ahead_project_id == was->ahead_project_id &&
+               wi.reason.auto_as == was->auto_as && wi.reason.auto_held == was->auto_held;
+        *was = wi.reason;
+        if (wi.reason.code != SCHED_WAIT_CAPACITY || wi.reason.ahead_project_id == 0 || same)
+            continue;
+        w->st_ahead++;
+        /* Its project's key now is the one it had when it found no room (no turn since). */
+        for (size_t k = 0; k < w->n_p2_turns; k++)
+            backed |= w->proj[w->p2_turns[k].proj].id == wi.reason.ahead_project_id &&
+                      w->p2_turns[k].cls == x->cls &&
+                      w->p2_turns[k].key[w->p2_turns[k].proj] < m_key(w, x->proj);
+        check(w,
+              m_decayed(w) && wi.reason.ahead_period_ms == w->cfg.half_life_ms &&
+                  wi.reason.ahead_project_id != x->spec.project_id && backed,
+              "workload %" PRId64 " (project %" PRId64 ") waits behind project %" PRId64
+              " (reason %d), which had no P2 turn in its class with a lower key in this pass",
+              x->spec.id, x->spec.project_id, wi.reason.ahead_project_id, (int)wi.reason.code);
+    }
+}
+
 /* ---- events ---- */
 
 static void gen_spec(struct world *w, struct sched_workload_spec *sp)
@@ -1242,8 +1385,20 @@ static void ev_complete(struct world *w)
     if (i < 0)
         return;
     struct m_wl *x = &w->wl[i];
-    int rc = sched_released(w->s, x->spec.id, w->now);
-    tr(w, "complete %" PRId64 " -> %d", x->spec.id, rc);
+    /*
+     * One end in three is reported late, as a backend's poll may: up to 3 s
+     * ago, never before its start (not drawn from r, to keep each seed's world).
+     */
+    int64_t late = x->spec.id % 3 == 0 ? (x->spec.id * 7919 + w->now) % 3000 : 0;
+    int64_t at = w->now - late < x->started ? x->started : w->now - late;
+    int rc = sched_released(w->s, x->spec.id, at);
+    tr(w, "complete %" PRId64 " at %" PRId64 " -> %d", x->spec.id, at, rc);
+    if (m_decayed(w) && x->cls >= 0 && x->runs_as == SCHED_P2) {
+        /* The model counted it up to now: not what it held after its end. */
+        double h = (double)w->cfg.half_life_ms;
+        w->used[x->proj][x->cls] -=
+            (double)need_of(&x->spec) * h / M_LN2 * (1 - exp2(-(double)(w->now - at) / h));
+    }
     check(w, rc == 0, "released of running %" PRId64 ": %d", x->spec.id, rc);
     m_free(w, x);
     x->state = M_GONE;
@@ -1305,11 +1460,24 @@ static void ev_node(struct world *w)
 /* A restart: a new scheduler, restored from the model's allocations and queue. */
 static void ev_restart(struct world *w)
 {
+    double carried[M_PROJ][M_CLS];
     tr(w, "restart");
+    /* The engine's way: the old core's decayed usage at now goes to the new one first. */
+    for (int p = 0; p < w->n_proj; p++)
+        for (int c = 0; c < w->n_cls; c++)
+            check(w,
+                  sched_past_usage(w->s, w->proj[p].id, w->cls_id[c], w->now, &carried[p][c]) == 0,
+                  "past_usage");
     sched_free(w->s);
     configure(w);
     if (w->failed)
         return;
+    for (int p = 0; p < w->n_proj; p++)
+        for (int c = 0; c < w->n_cls; c++)
+            check(w,
+                  sched_add_decayed_usage(w->s, w->proj[p].id, w->cls_id[c], carried[p][c],
+                                          w->now) == 0,
+                  "add_decayed_usage");
     for (int i = 0; i < w->n_wl && !w->failed; i++) {
         struct m_wl *x = &w->wl[i];
         if (x->state == M_RUNNING || x->state == M_PREEMPTING) {
@@ -1367,12 +1535,27 @@ static void ev_pass(struct world *w)
     tr(w, "pass -> %d (%zu admits, %zu preemptions)", rc, w->d.n_admits, w->d.n_preemptions);
     check(w, rc >= 0, "sched_pass: %d", rc);
     w->st_passes++;
+    w->n_p2_turns = 0;
     for (size_t i = 0; i < w->d.n_admits && !w->failed; i++) {
         const struct sched_admit *a = &w->d.admits[i];
+        int k = wl_index(w, a->workload_id);
         tr(w, "  admit %" PRId64 " (%zu assigns, first on node %" PRId64 " gpu %" PRId64 ")",
            a->workload_id, a->n_assigns,
            a->n_assigns ? w->d.assigns[a->first_assign].node_id : 0,
            a->n_assigns ? w->d.assigns[a->first_assign].gpu_id : 0);
+        /*
+         * A preemptor whose victims released goes first, before any turn
+         * (automatic work may then run as P2): its capacity was its own.
+         */
+        if (a->pclass == SCHED_P2 && k >= 0 && w->wl[k].cls >= 0 && w->wl[k].track < 0) {
+            /* Every project's key as the turn was given, before this admission counts. */
+            ALLOC_GROW(w->p2_turns, w->n_p2_turns + 1, w->cap_p2_turns);
+            w->p2_turns[w->n_p2_turns].proj = w->wl[k].proj;
+            w->p2_turns[w->n_p2_turns].cls = w->wl[k].cls;
+            for (int p = 0; p < w->n_proj; p++)
+                w->p2_turns[w->n_p2_turns].key[p] = m_key(w, p);
+            w->n_p2_turns++;
+        }
         apply_admit(w, a);
     }
     for (size_t i = 0; i < w->d.n_preemptions && !w->failed; i++) {
@@ -1393,6 +1576,7 @@ static void ev_pass(struct world *w)
     check_usage(w);
     check_workloads(w, true);
     check_liveness(w);
+    check_fair(w);
 }
 
 /* Runs one seed; returns the hash of its trace. */
@@ -1403,6 +1587,7 @@ static uint64_t run_seed(uint64_t seed, int n_events, bool exhaustive)
     build_world(w, seed, exhaustive);
     for (w->event = 0; w->event < n_events && !w->failed; w->event++) {
         int k = (int)rng_range(&w->r, 0, 99);
+        m_advance(w); /* what was held since the last event, before this one changes it */
         if (k < 30)
             ev_submit(w);
         else if (k < 36)
@@ -1428,6 +1613,7 @@ static uint64_t run_seed(uint64_t seed, int n_events, bool exhaustive)
     /* Drain the end: victims released, a few passes, all invariants once more. */
     for (int k = 0; k < 4 && !w->failed; k++) {
         w->now += 30000;
+        m_advance(w);
         for (int i = 0; i < w->n_wl && !w->failed; i++)
             if (w->wl[i].state == M_PREEMPTING)
                 release_victim(w, &w->wl[i]);
@@ -1442,6 +1628,9 @@ static uint64_t run_seed(uint64_t seed, int n_events, bool exhaustive)
     g_tot.own_at_g += w->st_own_at_g;
     g_tot.reclaims_done += w->st_reclaims_done;
     g_tot.restarts += w->st_restarts;
+    g_tot.decayed_seeds += m_decayed(w);
+    g_tot.p2_turns += w->st_p2_turns;
+    g_tot.ahead += w->st_ahead;
     for (int i = 0; i <= SCHED_WAIT_NO_NODES; i++)
         g_tot.reasons[i] += w->st_reasons[i];
     if (w->failed) {
@@ -1487,6 +1676,10 @@ static void test_random_event_sequences(void **state)
                 g_tot.seeds, g_tot.failed_seeds, g_tot.passes, g_tot.admits, g_tot.preemptions,
                 g_tot.victims, g_tot.requeues, g_tot.reclaims_done, g_tot.own_at_g,
                 g_tot.restarts);
+        fprintf(stderr,
+                "fair share: %ld seeds with the decayed rule, %ld P2 turns checked in key order, "
+                "%ld waits behind a project that used less\n",
+                g_tot.decayed_seeds, g_tot.p2_turns, g_tot.ahead);
         fprintf(stderr, "reasons seen after passes:");
         for (int i = 0; i <= SCHED_WAIT_NO_NODES; i++)
             fprintf(stderr, " %d:%ld", i, g_tot.reasons[i]);
@@ -1497,6 +1690,8 @@ static void test_random_event_sequences(void **state)
     if (seeds >= 50) {
         assert_true(g_tot.preemptions > 0);
         assert_true(g_tot.requeues > 0);
+        assert_true(g_tot.p2_turns > 0);
+        assert_true(g_tot.ahead > 0);
     }
 }
 
