@@ -118,6 +118,7 @@ void ivec_release(struct ivec *a)
 
 void sched_config_init(struct sched_config *cfg)
 {
+    memset(cfg, 0, sizeof(*cfg)); /* every field a later one adds starts off */
     cfg->reserve_after_ms = 10 * 60 * 1000;
     cfg->default_grace_ms = 30 * 1000;
     cfg->lookahead = 8;
