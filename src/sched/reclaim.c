@@ -830,7 +830,8 @@ static bool stream_peek(struct stream *st, struct vkey *ret_tier)
         } else {
             return false;
         }
-        qsort(st->group, (size_t)st->n_group, sizeof(*st->group), cmp_victim);
+        if (st->n_group > 1)
+            qsort(st->group, (size_t)st->n_group, sizeof(*st->group), cmp_victim);
     }
     *ret_tier = (struct vkey){
         .rank = st->rank, .excess = st->excess, .priority = st->group[st->next].priority};
@@ -1160,7 +1161,7 @@ static bool plan_reclaim(struct sched *s, int32_t w, int64_t over_limit, int64_t
         } else {
             search_next_replica(&sr, victims);
         }
-        if (sr.gang)
+        if (sr.gang && sr.n_ranked > 1)
             qsort(sr.ranked, (size_t)sr.n_ranked, sizeof(*sr.ranked), cmp_rank);
         ok = sr.best.node != NONE;
         for (int32_t i = 0; ok && i < sr.best.n_victims; i++) {
