@@ -102,8 +102,10 @@ static void gpu_adjust(struct sched *s, int32_t g, int32_t delta)
     gp->free += delta;
     assert(gp->free >= 0 && gp->free <= WHOLE);
     place__gpu_link(s, g);
-    if (ready)
+    if (ready) {
         s->classes[st->cls].free += delta;
+        place__bin(s, st->cls, st->pool)->free += delta;
+    }
     if (was_whole != (gp->free == WHOLE)) {
         struct cls *c = &s->classes[st->cls];
         place__slot_unlink(s, gp->slot);
@@ -451,8 +453,15 @@ static bool place_by_policy(struct sched *s, struct gang *gg, int32_t replica)
     for (int32_t i = 0; i < c->slots.n; i++) {
         const struct slot *st = &s->slots[c->slots.v[i]];
         const struct node *nd = &s->nodes[st->node];
+        const struct bin *bn = place__bin(s, wl->cls, st->pool);
+        struct sched_room room = {st->pool == NONE ? 0 : s->pools[st->pool].id,
+                                  bn->free,
+                                  bn->capacity,
+                                  c->free,
+                                  c->capacity,
+                                  c->whole_count};
         struct sched_node_view v = {nd->id, nd->cpu_free, nd->cpu_cap, nd->mem_free, nd->mem_cap,
-                                    0, s->view_free, s->view_ids};
+                                    0,      s->view_free, s->view_ids, &room};
         int64_t score;
         if (!node_ok(s, gg, st->node) ||
             !place__may_lend(s, gg->w, st->pool, (int64_t)k * per_device(wl)))
@@ -526,7 +535,7 @@ static bool place_cpu_by_policy(struct sched *s, struct gang *gg, int32_t replic
     for (int32_t n = 0; n < s->n_nodes; n++) {
         const struct node *nd = &s->nodes[n];
         struct sched_node_view v = {nd->id, nd->cpu_free, nd->cpu_cap, nd->mem_free, nd->mem_cap,
-                                    0, s->view_free, s->view_ids};
+                                    0,      s->view_free, s->view_ids, NULL};
         int64_t score;
         if (!node_ok(s, gg, n))
             continue;

@@ -43,10 +43,24 @@ struct fgd_pod {
     double freq;
 };
 
-/* The "typical pods" FGD weighs fragmentation over. */
+/*
+ * Demand that only some pools can serve (pods naming a GPU model, when
+ * each model is a pool): the share of all the GPU asked for that pods
+ * restricted to exactly these pools ask for.
+ */
+struct fgd_pin {
+    int64_t pool_ids[SCHED_MAX_POOLS];
+    int n_pools;
+    int32_t num_gpu;  /* devices per pod: 1 for shares and single GPUs */
+    double gpu_share; /* (0..1] */
+};
+
+/* The "typical pods" FGD weighs fragmentation over, and the pinned demand fgd-fill weighs. */
 struct fgd_workload {
     struct fgd_pod *pods; /* owned; most frequent first */
     size_t n_pods;
+    struct fgd_pin *pins; /* owned; may be none */
+    size_t n_pins;
 };
 
 /*
@@ -86,6 +100,16 @@ int fgd_workload_parse(const char *spec, struct fgd_workload *ret);
 #define SCHED_POLICY_DEFAULT_PODS                                                                  \
     "1x1000/12000/49152*50,0x0/16000/65536*14,1x500/6000/24576*15,1x250/4000/16384*10,"            \
     "2x1000/24000/98304*4,4x1000/48000/196608*4,8x1000/96000/393216*3"
+
+/*
+ * Adds pinned demand: gpu_share (0..1] of all the GPU asked for comes from
+ * pods of num_gpu (1..SCHED_MAX_GPUS_PER_NODE) devices each restricted to
+ * the n_pools (1..SCHED_MAX_POOLS) pools of pool_ids (ids > 0). A set and
+ * size already present gets the share added. Returns 0, or SCHED_EINVAL
+ * (w untouched).
+ */
+int fgd_workload_add_pin(struct fgd_workload *w, const int64_t *pool_ids, int n_pools,
+                         int32_t num_gpu, double gpu_share);
 
 void fgd_workload_release(struct fgd_workload *w);
 

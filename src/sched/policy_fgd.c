@@ -122,6 +122,8 @@ int fgd_workload_build_cover(const struct fgd_pod *pods, size_t n, double covera
         shapes[i].freq /= total;
     ret->pods = xreallocarray(shapes, kept, sizeof(*shapes));
     ret->n_pods = kept;
+    ret->pins = NULL;
+    ret->n_pins = 0;
     free(sorted);
     free(cpu);
     free(mem);
@@ -182,10 +184,45 @@ int fgd_workload_parse(const char *spec, struct fgd_workload *ret)
     qsort(pods, n, sizeof(*pods), cmp_typical);
     ret->pods = xreallocarray(pods, n, sizeof(*pods));
     ret->n_pods = n;
+    ret->pins = NULL;
+    ret->n_pins = 0;
     return 0;
 bad:
     free(pods);
     return SCHED_EINVAL;
+}
+
+static int cmp_pool_id(const void *a, const void *b)
+{
+    return cmp_i64(a, b);
+}
+
+int fgd_workload_add_pin(struct fgd_workload *w, const int64_t *pool_ids, int n_pools,
+                         int32_t num_gpu, double gpu_share)
+{
+    struct fgd_pin pin = {.n_pools = n_pools, .num_gpu = num_gpu, .gpu_share = gpu_share};
+
+    if (n_pools < 1 || n_pools > SCHED_MAX_POOLS || num_gpu < 1 ||
+        num_gpu > SCHED_MAX_GPUS_PER_NODE || !(gpu_share > 0.0 && gpu_share <= 1.0))
+        return SCHED_EINVAL;
+    for (int i = 0; i < n_pools; i++) {
+        if (pool_ids[i] <= 0)
+            return SCHED_EINVAL;
+        pin.pool_ids[i] = pool_ids[i];
+    }
+    /* Sorted, so that "A|B" and "B|A" are one set. */
+    qsort(pin.pool_ids, (size_t)n_pools, sizeof(int64_t), cmp_pool_id);
+    for (size_t i = 0; i < w->n_pins; i++) {
+        struct fgd_pin *p = &w->pins[i];
+        if (p->n_pools == n_pools && p->num_gpu == num_gpu &&
+            memcmp(p->pool_ids, pin.pool_ids, (size_t)n_pools * sizeof(int64_t)) == 0) {
+            p->gpu_share = p->gpu_share + gpu_share > 1.0 ? 1.0 : p->gpu_share + gpu_share;
+            return 0;
+        }
+    }
+    w->pins = xreallocarray(w->pins, w->n_pins + 1, sizeof(*w->pins));
+    w->pins[w->n_pins++] = pin;
+    return 0;
 }
 
 void fgd_workload_release(struct fgd_workload *w)
@@ -193,8 +230,11 @@ void fgd_workload_release(struct fgd_workload *w)
     if (!w)
         return;
     free(w->pods);
+    free(w->pins);
     w->pods = NULL;
     w->n_pods = 0;
+    w->pins = NULL;
+    w->n_pins = 0;
 }
 
 /* Room a typical pod needs on each device it uses. */

@@ -23,6 +23,21 @@
  *   free after a 470 costs 60 (another 470 closes it to 60), 210 after
  *   470 + 320 costs 210.
  *
+ * Two more weigh the fleet around the node (the core's struct sched_room;
+ * issue 17), so that the policy holds back what the demand still to come
+ * will want, and no more:
+ *
+ * - hold: a multi-GPU typical pod's frag weight is scaled by its demand
+ *   still to come (its share of the GPU demand times the class's free GPU)
+ *   over the places left for it in the fleet, at most 1. Idle 8-GPU nodes
+ *   are kept when 8-GPU pods will need them, not all of them from the start.
+ * - pinned pressure: work restricted to some pools (a GPU model named, or a
+ *   size only some models' nodes have) is told as each pool's share of the
+ *   GPU demand (struct fgd_pin). Taking a milli from a pool costs W_PIN x
+ *   pressure^2, the pressure being that share times the class's free GPU
+ *   over the pool's free GPU. Work that may go anywhere then leaves a pool
+ *   before the pods that can only go there are starved.
+ *
  * A share goes to the device of the node that scores best (ties: the one
  * with less free); equal node scores go to the node with less free GPU
  * after placement (packing), then to the core's lower node id. The weights
@@ -42,6 +57,11 @@
 #define W_BALANCE 0.25
 #define W_MIX 0.5
 #define W_SHAPE 16.0
+/* Cost per milli taken from a pool, times the square of the pool's pinned pressure. */
+#define W_PIN 1.0
+/* At most this hold on a multi-GPU typical pod (its demand still to come over its room). */
+#define HOLD_MAX 1.0
+#define MAX_PINS 64
 /* Cap on the node's score on both sides of a change; keeps the tie-break field apart. */
 #define SCORE_CAP (INT64_MAX / 65536 / 2)
 
@@ -51,7 +71,10 @@ struct fill_state {
     double w_gpu[MAX_TYPICAL]; /* weight among GPU pods (CPU-only: 0), summing to 1 */
     int64_t cpu_min, mem_min;  /* least CPU and memory of a typical GPU pod */
     int32_t leftover[WHOLE + 1]; /* least milli a device with f free keeps after typical pods */
+    double g_share[MAX_TYPICAL]; /* share of the typical pods' GPU demand */
     struct fgd_pod pods[MAX_TYPICAL];
+    size_t n_pins;
+    struct fgd_pin pins[MAX_PINS];
 };
 
 /* Per typical pod, of the node as it is. */
@@ -89,9 +112,9 @@ static int64_t leftover_of(const struct fill_state *st, int32_t f)
  * mem left (INT64_MAX / 4 when not counted); kept is the sum of leftover[]
  * over the node's devices before the change.
  */
-static double measure(const struct fill_state *st, const struct pod_base *b, int64_t kept,
-                      int64_t total, int64_t cpu, int64_t mem, const int32_t *gpu_free,
-                      const struct change *ch)
+static double measure(const struct fill_state *st, const double *wf, const struct pod_base *b,
+                      int64_t kept, int64_t total, int64_t cpu, int64_t mem,
+                      const int32_t *gpu_free, const struct change *ch)
 {
     double frag = 0, balance = 0, mix = 0, shape;
     int64_t after = total - (int64_t)ch->take * ch->n;
@@ -104,7 +127,7 @@ static double measure(const struct fill_state *st, const struct pod_base *b, int
         double room;
 
         if (need == 0) {
-            frag += m->freq * (double)after; /* no CPU-only pod uses a GPU */
+            frag += wf[i] * (double)after; /* no CPU-only pod uses a GPU */
             continue;
         }
         for (int c = 0; c < ch->n; c++) {
@@ -113,9 +136,9 @@ static double measure(const struct fill_state *st, const struct pod_base *b, int
             unusable += (f2 < need ? f2 : 0) - (f < need ? f : 0);
         }
         if (cpu < m->cpu_milli || mem < m->mem_mib || fit < m->num_gpu)
-            frag += m->freq * (double)after;
+            frag += wf[i] * (double)after;
         else
-            frag += m->freq * (double)unusable;
+            frag += wf[i] * (double)unusable;
 
         room = (double)after;
         if (m->cpu_milli > 0 && (double)cpu / (double)m->cpu_milli * gpu_of(m) < room)
@@ -144,11 +167,61 @@ static double measure(const struct fill_state *st, const struct pod_base *b, int
     return W_FRAG * frag + W_BALANCE * balance + W_MIX * mix + W_SHAPE * shape;
 }
 
+/*
+ * How hard to hold room for each typical pod: its frequency, and for a
+ * multi-GPU pod that times its demand still to come (its share of the GPU
+ * demand times the class's free GPU) over the room left for it (free
+ * devices on nodes that can take it whole), at most HOLD_MAX. An idle
+ * 8-GPU node is worth keeping when 8-GPU pods will want it, not when the
+ * fleet has many more of them than such pods can fill: early on, holding
+ * every one of them starves the single-GPU pods of the models it has left.
+ */
+static void frag_weights(const struct fill_state *st, const struct sched_room *room, double *wf)
+{
+    for (size_t i = 0; i < st->n_pods; i++) {
+        const struct fgd_pod *m = &st->pods[i];
+        double slots = 0, h;
+        wf[i] = m->freq;
+        if (!room || m->num_gpu < 2)
+            continue;
+        for (int j = m->num_gpu; j <= SCHED_MAX_GPUS_PER_NODE; j++)
+            slots += (double)room->slots_by_whole[j] * (double)(j / m->num_gpu);
+        slots *= (double)m->num_gpu * WHOLE;
+        h = slots > 0 ? st->g_share[i] * (double)room->class_free / slots : HOLD_MAX;
+        wf[i] *= h > HOLD_MAX ? HOLD_MAX : h;
+    }
+}
+
+/*
+ * The pressure of pinned demand on the pool of the devices shown: the GPU
+ * that pods naming this pool will still ask for (their share of the demand,
+ * a set's share split evenly over its pools, times the class's free GPU)
+ * over what the pool has free. Near 1 the pool is needed by work that can
+ * go nowhere else.
+ */
+static double pin_pressure(const struct fill_state *st, const struct sched_room *room)
+{
+    double share = 0;
+    if (!room || room->pool_id == 0 || st->n_pins == 0)
+        return 0;
+    for (size_t i = 0; i < st->n_pins; i++) {
+        const struct fgd_pin *pn = &st->pins[i];
+        for (int k = 0; k < pn->n_pools; k++) {
+            if (pn->pool_ids[k] == room->pool_id)
+                share += pn->gpu_share / pn->n_pools;
+        }
+    }
+    if (share == 0)
+        return 0;
+    return room->pool_free > 0 ? share * (double)room->class_free / (double)room->pool_free : 1e6;
+}
+
 static int64_t fill_score(const struct sched_policy *p, const struct sched_node_view *v,
                           const struct sched_replica_req *r, int *ret_gpus)
 {
     const struct fill_state *st = p->state;
     struct pod_base b[MAX_TYPICAL];
+    double wf[MAX_TYPICAL], pin;
     struct change none = {NULL, 0, 0};
     int64_t cpu = v->cpu_cap ? v->cpu_free : INT64_MAX / 4;
     int64_t mem = v->mem_cap ? v->mem_free : INT64_MAX / 4;
@@ -158,6 +231,8 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
 
     if (cpu < r->cpu_milli || mem < r->mem_mib)
         return INT64_MAX;
+    frag_weights(st, v->room, wf);
+    pin = pin_pressure(st, v->room);
     for (int g = 0; g < v->n_gpus; g++) {
         total += v->gpu_free[g];
         kept += leftover_of(st, v->gpu_free[g]);
@@ -172,12 +247,12 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
                 b[i].unusable += v->gpu_free[g];
         }
     }
-    before = measure(st, b, kept, total, cpu, mem, v->gpu_free, &none);
+    before = measure(st, wf, b, kept, total, cpu, mem, v->gpu_free, &none);
     cpu -= r->cpu_milli;
     mem -= r->mem_mib;
 
     if (r->gpu_milli == 0) {
-        best = measure(st, b, kept, total, cpu, mem, v->gpu_free, &none);
+        best = measure(st, wf, b, kept, total, cpu, mem, v->gpu_free, &none);
     } else if (r->gpu_milli < WHOLE) {
         /* Each distinct free amount once; ties: the device with less free. */
         for (int g = 0; g < v->n_gpus; g++) {
@@ -190,7 +265,7 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
             if (seen)
                 continue;
             struct change ch = {&g, 1, r->gpu_milli};
-            double a = measure(st, b, kept, total, cpu, mem, v->gpu_free, &ch);
+            double a = measure(st, wf, b, kept, total, cpu, mem, v->gpu_free, &ch);
             if (best_g < 0 || a < best || (a == best && f < v->gpu_free[best_g])) {
                 best = a;
                 best_g = g;
@@ -209,11 +284,16 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
         if (n < k)
             return INT64_MAX;
         struct change ch = {pick, k, WHOLE};
-        best = measure(st, b, kept, total, cpu, mem, v->gpu_free, &ch);
+        best = measure(st, wf, b, kept, total, cpu, mem, v->gpu_free, &ch);
         memcpy(ret_gpus, pick, (size_t)k * sizeof(int));
     }
-    /* Growth in thousandths of a milli-GPU, then the free GPU left as the tie-break. */
-    double d = (best - before) * 1000.0;
+    /*
+     * Growth in thousandths of a milli-GPU, plus the charge for taking a
+     * pool's GPU that pinned work will want (squared, so that it steers
+     * only once a pool runs short: all pools start near the same pressure),
+     * then the free GPU left as the tie-break.
+     */
+    double d = (best - before + W_PIN * pin * pin * (double)r->gpu_milli) * 1000.0;
     d = d > (double)SCORE_CAP ? (double)SCORE_CAP : d < -(double)SCORE_CAP ? -(double)SCORE_CAP : d;
     q = (int64_t)(d >= 0 ? d + 0.5 : d - 0.5);
     left = total - r->gpu_milli;
@@ -252,6 +332,9 @@ struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typica
 
     st->n_pods = n;
     memcpy(st->pods, typical->pods, n * sizeof(st->pods[0]));
+    st->n_pins = typical->n_pins < MAX_PINS ? typical->n_pins : MAX_PINS;
+    if (st->n_pins)
+        memcpy(st->pins, typical->pins, st->n_pins * sizeof(st->pins[0]));
     st->cpu_min = st->mem_min = INT64_MAX / 4;
     for (size_t i = 0; i < n; i++) {
         const struct fgd_pod *m = &st->pods[i];
@@ -267,6 +350,9 @@ struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typica
     }
     for (size_t i = 0; i < n && w > 0; i++)
         st->w_gpu[i] /= w;
+    for (size_t i = 0; i < n && gpu > 0; i++)
+        st->g_share[i] =
+            st->pods[i].num_gpu > 0 ? st->pods[i].freq * gpu_of(&st->pods[i]) / gpu : 0;
     if (gpu > 0) {
         st->mix_cpu = cpu / gpu;
         st->mix_mem = mem / gpu;

@@ -80,6 +80,7 @@ struct node {
 struct bin {
     int32_t whole_head[SCHED_MAX_GPUS_PER_NODE + 1]; /* slot lists by free whole GPUs */
     int32_t share_head[SHARE_BUCKETS];               /* gpu lists by free milli / 50 */
+    int64_t capacity, free; /* milli on ready nodes, as the class's; policies see them */
 };
 
 struct cls {

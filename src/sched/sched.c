@@ -213,6 +213,7 @@ static void grow_bins(struct cls *c, int32_t n)
             c->bins[b].whole_head[i] = NONE;
         for (int i = 0; i < SHARE_BUCKETS; i++)
             c->bins[b].share_head[i] = NONE;
+        c->bins[b].capacity = c->bins[b].free = 0;
     }
     c->n_bins = n;
 }
@@ -312,6 +313,8 @@ int sched_add_gpu(struct sched *s, int64_t node_id, int64_t gpu_id, int64_t clas
         place__slot_link(s, sl);
         cl->capacity += WHOLE;
         cl->free += WHOLE;
+        place__bin(s, c, p)->capacity += WHOLE;
+        place__bin(s, c, p)->free += WHOLE;
     }
     sched__class_freed(s, c);
     s->fleet_generation++;
@@ -336,6 +339,7 @@ int sched_set_node_state(struct sched *s, int64_t node_id, enum sched_node_state
     for (int32_t i = 0; i < nd->slots.n; i++) {
         struct slot *sl = &s->slots[nd->slots.v[i]];
         struct cls *cl = &s->classes[sl->cls];
+        struct bin *bn = place__bin(s, sl->cls, sl->pool);
         int64_t cap = 0, free_milli = 0;
         for (int32_t k = 0; k < sl->gpus.n; k++) {
             cap += WHOLE;
@@ -349,11 +353,15 @@ int sched_set_node_state(struct sched *s, int64_t node_id, enum sched_node_state
             place__slot_link(s, nd->slots.v[i]);
             cl->capacity += cap;
             cl->free += free_milli;
+            bn->capacity += cap;
+            bn->free += free_milli;
             sched__class_freed(s, sl->cls);
         } else {
             place__slot_unlink(s, nd->slots.v[i]);
             cl->capacity -= cap;
             cl->free -= free_milli;
+            bn->capacity -= cap;
+            bn->free -= free_milli;
         }
     }
     return 0;

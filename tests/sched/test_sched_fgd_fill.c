@@ -30,7 +30,7 @@ static struct fgd_workload gpu_and_cpu_pods(void)
 static struct sched_node_view view(int64_t id, const int32_t *free_, int n, int64_t cpu_free,
                                    int64_t cpu_cap)
 {
-    return (struct sched_node_view){id, cpu_free, cpu_cap, 0, 0, n, free_, no_ids};
+    return (struct sched_node_view){id, cpu_free, cpu_cap, 0, 0, n, free_, no_ids, NULL};
 }
 
 /*
@@ -340,9 +340,9 @@ static void test_bestfit_ignores_memory(void **st)
     (void)st;
     struct sched_policy *p = sched_policy_bestfit_new();
     int32_t g[] = {1000, 500};
-    struct sched_node_view a = {1, 8000, 16000, 1000, 100000, 2, g, no_ids};
-    struct sched_node_view b = {2, 8000, 16000, 90000, 100000, 2, g, no_ids};
-    struct sched_node_view c = {3, 12000, 16000, 1000, 100000, 2, g, no_ids};
+    struct sched_node_view a = {1, 8000, 16000, 1000, 100000, 2, g, no_ids, NULL};
+    struct sched_node_view b = {2, 8000, 16000, 90000, 100000, 2, g, no_ids, NULL};
+    struct sched_node_view c = {3, 12000, 16000, 1000, 100000, 2, g, no_ids, NULL};
     struct sched_replica_req r = {1, 500, 2000, 500};
     int pk[8];
     int64_t sa = p->score(p, &a, &r, pk), sb = p->score(p, &b, &r, pk),
