@@ -37,6 +37,7 @@ void place__slot_link(struct sched *s, int32_t sl)
     bn->whole_head[b] = sl;
     st->linked = true;
     s->classes[st->cls].whole_count[b]++;
+    bn->whole_count[b]++;
 }
 
 void place__slot_unlink(struct sched *s, int32_t sl)
@@ -54,6 +55,7 @@ void place__slot_unlink(struct sched *s, int32_t sl)
     st->prev = st->next = NONE;
     st->linked = false;
     s->classes[st->cls].whole_count[st->free_whole]--;
+    bn->whole_count[st->free_whole]--;
 }
 
 void place__gpu_link(struct sched *s, int32_t g)
@@ -459,7 +461,8 @@ static bool place_by_policy(struct sched *s, struct gang *gg, int32_t replica)
                                   bn->capacity,
                                   c->free,
                                   c->capacity,
-                                  c->whole_count};
+                                  c->whole_count,
+                                  bn->whole_count};
         struct sched_node_view v = {nd->id, nd->cpu_free, nd->cpu_cap, nd->mem_free, nd->mem_cap,
                                     0,      s->view_free, s->view_ids, &room};
         int64_t score;

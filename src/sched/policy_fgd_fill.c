@@ -61,6 +61,12 @@
 #define W_PIN 1.0
 /* At most this hold on a multi-GPU typical pod (its demand still to come over its room). */
 #define HOLD_MAX 1.0
+/*
+ * Frag weight of a multi-GPU typical pod at full hold: breaking its last
+ * place costs W_HOLD x its GPU. Its frequency no longer counts: how much of
+ * it will come is in the hold already.
+ */
+#define W_HOLD 0.1
 #define MAX_PINS 64
 /* Cap on the node's score on both sides of a change; keeps the tie-break field apart. */
 #define SCORE_CAP (INT64_MAX / 65536 / 2)
@@ -167,28 +173,51 @@ static double measure(const struct fill_state *st, const double *wf, const struc
     return W_FRAG * frag + W_BALANCE * balance + W_MIX * mix + W_SHAPE * shape;
 }
 
+/* Places for a pod of k devices (as k x WHOLE milli) in slots counted by free devices. */
+static double places_of(const int32_t *slots_by_whole, int32_t k)
+{
+    double places = 0;
+    for (int j = k; j <= SCHED_MAX_GPUS_PER_NODE; j++)
+        places += (double)slots_by_whole[j] * (double)(j / k);
+    return places * (double)k * WHOLE;
+}
+
 /*
- * How hard to hold room for each typical pod: its frequency, and for a
- * multi-GPU pod that times its demand still to come (its share of the GPU
- * demand times the class's free GPU) over the room left for it (free
- * devices on nodes that can take it whole), at most HOLD_MAX. An idle
- * 8-GPU node is worth keeping when 8-GPU pods will want it, not when the
- * fleet has many more of them than such pods can fill: early on, holding
- * every one of them starves the single-GPU pods of the models it has left.
+ * How hard to hold room for each typical pod (its weight in frag): its
+ * frequency, except for a multi-GPU pod when the core says what the fleet
+ * has left. Then it is W_HOLD x the hold: the pod's demand still to come
+ * (its share of the GPU demand times the class's free GPU) over the places
+ * left for it (free devices on slots that can take it whole), at most
+ * HOLD_MAX; where work of that size is pinned to this node's pool, the
+ * same ratio for the pool alone if it is higher. An idle 8-GPU node is
+ * worth keeping when 8-GPU pods will want it, not when the fleet has many
+ * more of them than such pods can fill: holding every one from the start
+ * starves the single-GPU pods of the models left to them.
  */
 static void frag_weights(const struct fill_state *st, const struct sched_room *room, double *wf)
 {
     for (size_t i = 0; i < st->n_pods; i++) {
         const struct fgd_pod *m = &st->pods[i];
-        double slots = 0, h;
+        double slots, h, pinned = 0;
         wf[i] = m->freq;
         if (!room || m->num_gpu < 2)
             continue;
-        for (int j = m->num_gpu; j <= SCHED_MAX_GPUS_PER_NODE; j++)
-            slots += (double)room->slots_by_whole[j] * (double)(j / m->num_gpu);
-        slots *= (double)m->num_gpu * WHOLE;
+        slots = places_of(room->slots_by_whole, m->num_gpu);
         h = slots > 0 ? st->g_share[i] * (double)room->class_free / slots : HOLD_MAX;
-        wf[i] *= h > HOLD_MAX ? HOLD_MAX : h;
+        /* Pods of this size that only this pool (among others) can take, over its places. */
+        for (size_t p = 0; p < st->n_pins && room->pool_id && room->pool_slots_by_whole; p++) {
+            const struct fgd_pin *pn = &st->pins[p];
+            for (int j = 0; j < pn->n_pools && pn->num_gpu == m->num_gpu; j++) {
+                if (pn->pool_ids[j] == room->pool_id)
+                    pinned += pn->gpu_share / pn->n_pools;
+            }
+        }
+        if (pinned > 0) {
+            slots = places_of(room->pool_slots_by_whole, m->num_gpu);
+            if (slots > 0 && pinned * (double)room->class_free / slots > h)
+                h = pinned * (double)room->class_free / slots;
+        }
+        wf[i] = W_HOLD * (h > HOLD_MAX ? HOLD_MAX : h);
     }
 }
 

@@ -81,6 +81,7 @@ struct bin {
     int32_t whole_head[SCHED_MAX_GPUS_PER_NODE + 1]; /* slot lists by free whole GPUs */
     int32_t share_head[SHARE_BUCKETS];               /* gpu lists by free milli / 50 */
     int64_t capacity, free; /* milli on ready nodes, as the class's; policies see them */
+    int32_t whole_count[SCHED_MAX_GPUS_PER_NODE + 1]; /* linked slots by free whole GPUs */
 };
 
 struct cls {

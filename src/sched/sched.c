@@ -214,6 +214,7 @@ static void grow_bins(struct cls *c, int32_t n)
         for (int i = 0; i < SHARE_BUCKETS; i++)
             c->bins[b].share_head[i] = NONE;
         c->bins[b].capacity = c->bins[b].free = 0;
+        memset(c->bins[b].whole_count, 0, sizeof(c->bins[b].whole_count));
     }
     c->n_bins = n;
 }

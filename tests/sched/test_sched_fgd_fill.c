@@ -334,6 +334,117 @@ static void test_parse(void **st)
     fgd_workload_release(&w);
 }
 
+/*
+ * Pinned demand in placement-pods: "@ID|ID[xNUM]*PERCENT" entries beside the
+ * typical pods. A set is one pin whatever its order; the same set and size
+ * add up.
+ */
+static void test_parse_pins(void **st)
+{
+    (void)st;
+    struct fgd_workload w;
+    static const char *bad[] = {
+        "@3*5",                /* pins alone: no typical pods */
+        "1x1000/1/1,@3*0",     /* nothing pinned */
+        "1x1000/1/1,@3*100.5", /* more than all */
+        "1x1000/1/1,@*5",
+        "1x1000/1/1,@3x0*5",
+        "1x1000/1/1,@3",
+        "1x1000/1/1,@3*1.234",
+        "1x1000/1/1,@0*5",
+        "1x1000/1/1,@3|*5",
+    };
+
+    assert_int_equal(fgd_workload_parse("1x1000/1/1,@3|2x8*4.5,@5*10,@2|3x8*0.5,8x1000/8/8", &w),
+                     0);
+    assert_int_equal(w.n_pods, 2);
+    assert_int_equal(w.n_pins, 2);
+    assert_int_equal(w.pins[0].n_pools, 2);
+    assert_int_equal(w.pins[0].pool_ids[0], 2);
+    assert_int_equal(w.pins[0].pool_ids[1], 3);
+    assert_int_equal(w.pins[0].num_gpu, 8);
+    assert_float_equal(w.pins[0].gpu_share, 0.05, 1e-12);
+    assert_int_equal(w.pins[1].pool_ids[0], 5);
+    assert_int_equal(w.pins[1].num_gpu, 1);
+    assert_float_equal(w.pins[1].gpu_share, 0.10, 1e-12);
+    fgd_workload_release(&w);
+    assert_null(w.pins);
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        w.n_pods = 12345;
+        assert_int_equal(fgd_workload_parse(bad[i], &w), SCHED_EINVAL);
+        assert_int_equal(w.n_pods, 12345); /* untouched */
+    }
+}
+
+/*
+ * Pool pressure: half of the GPU demand can only run on pool 1. Two idle
+ * 2-GPU nodes, A in pool 1 and B in pool 2, the class 4000 free of which
+ * pool 1 has 2000: pressure 0.5 x 4000 / 2000 = 1, so a pod that may go
+ * anywhere pays 1 x 1^2 x 1000 on A and nothing on B. Without the pin (or
+ * without the core's room, as in a test of one node) the two tie.
+ */
+static void test_pinned_pool_is_left_to_its_pods(void **st)
+{
+    (void)st;
+    struct fgd_workload w;
+    int32_t g[] = {1000, 1000}, slots[SCHED_MAX_GPUS_PER_NODE + 1] = {[2] = 2},
+            pool_slots[SCHED_MAX_GPUS_PER_NODE + 1] = {[2] = 1};
+    struct sched_room ra = {1, 2000, 2000, 4000, 4000, slots, pool_slots},
+                      rb = {2, 2000, 2000, 4000, 4000, slots, pool_slots};
+    struct sched_node_view va = view(1, g, 2, 0, 0), vb = view(2, g, 2, 0, 0);
+    struct sched_replica_req r = {1, 1000, 0, 0};
+    int pick[8];
+
+    assert_int_equal(fgd_workload_parse("1x1000/0/0,@1*50", &w), 0);
+    struct sched_policy *fill = sched_policy_fgd_fill_new(&w);
+    int64_t plain = fill->score(fill, &va, &r, pick);
+    va.room = &ra;
+    vb.room = &rb;
+    int64_t sa = fill->score(fill, &va, &r, pick), sb = fill->score(fill, &vb, &r, pick);
+    assert_int_equal(sb, plain);
+    assert_int_equal(sa - sb, (int64_t)1000 * 1000 * 65536);
+    sched_policy_free(fill);
+    fgd_workload_release(&w);
+}
+
+/*
+ * The hold on idle 8-GPU nodes follows the demand still to come. Typical
+ * pods: 1x1000 and 8x1000 alike often, so 8-GPU pods ask for 8/9 of the
+ * GPU. A 1-GPU pod on an idle 8-GPU node leaves 7000 milli that they cannot
+ * use. With 88,000 milli free in the class and 10 idle 8-GPU nodes (80,000
+ * of places) the hold is 8/9 x 88,000 / 80,000 = 0.978, and the break costs
+ * W_HOLD 0.1 x 0.978 x 7000 = 684.4; with 1,000 idle nodes the hold is
+ * 0.00978 and it costs 6.8. Without the core's room the frequency (0.5)
+ * weighs, as before: 3500.
+ */
+static void test_hold_follows_demand(void **st)
+{
+    (void)st;
+    struct fgd_workload w;
+    int32_t g[8] = {1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000};
+    int32_t few[SCHED_MAX_GPUS_PER_NODE + 1] = {[8] = 10},
+                                          many[SCHED_MAX_GPUS_PER_NODE + 1] = {[8] = 1000};
+    struct sched_room scarce = {0, 0, 0, 88000, 8000000, few, NULL},
+                      plenty = {0, 0, 0, 88000, 8000000, many, NULL};
+    struct sched_node_view v = view(1, g, 8, 0, 0);
+    struct sched_replica_req r = {1, 1000, 0, 0};
+    int pick[8];
+
+    assert_int_equal(fgd_workload_parse("1x1000/0/0,8x1000/0/0", &w), 0);
+    struct sched_policy *fill = sched_policy_fgd_fill_new(&w);
+    int64_t fixed = fill->score(fill, &v, &r, pick);
+    v.room = &scarce;
+    int64_t s_scarce = fill->score(fill, &v, &r, pick);
+    v.room = &plenty;
+    int64_t s_plenty = fill->score(fill, &v, &r, pick);
+    assert_true(s_plenty < s_scarce && s_scarce < fixed);
+    /* Scores are thousandths of a milli-GPU shifted by 16 bits (plus the same tie-break). */
+    assert_true(llabs((s_scarce >> 16) - (s_plenty >> 16) - 677600) < 200);
+    assert_true(llabs((fixed >> 16) - (s_scarce >> 16) - 2815600) < 200);
+    sched_policy_free(fill);
+    fgd_workload_release(&w);
+}
+
 /* BestFit counts GPU and CPU only: two nodes that differ only in free memory tie. */
 static void test_bestfit_ignores_memory(void **st)
 {
@@ -378,6 +489,9 @@ int main(void)
         cmocka_unit_test(test_shape_waste_behind_cpu),
         cmocka_unit_test(test_build_cover),
         cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_parse_pins),
+        cmocka_unit_test(test_pinned_pool_is_left_to_its_pods),
+        cmocka_unit_test(test_hold_follows_demand),
         cmocka_unit_test(test_bestfit_ignores_memory),
         cmocka_unit_test(test_by_name),
     };
