@@ -88,8 +88,11 @@ int fgd_workload_build_cover(const struct fgd_pod *pods, size_t n, double covera
  * NUMxMILLI/CPU_MILLI/MEM_MIB[*WEIGHT], e.g. "1x1000/12000/49152*50,
  * 0x0/16000/65536*15" (no spaces): num_gpu, gpu_milli per device (1..1000
  * with one device, 1000 with more, 0 with none), CPU and memory, and a
- * relative weight (default 1). Returns 0, or SCHED_EINVAL for anything
- * malformed (ret untouched). Release with fgd_workload_release.
+ * relative weight (default 1). Entries "@ID|ID[xN]*PERCENT" add pinned
+ * demand (fgd_workload_add_pin): pods of N devices (default 1) restricted
+ * to those pools ask for PERCENT (at most two decimals, 0 < PERCENT <= 100)
+ * of the GPU. Returns 0, or SCHED_EINVAL for anything malformed (ret
+ * untouched). Release with fgd_workload_release.
  */
 int fgd_workload_parse(const char *spec, struct fgd_workload *ret);
 /*
@@ -144,9 +147,12 @@ struct sched_policy *sched_policy_fgd_new(const struct fgd_workload *typical);
  * shape waste (free milli on a device that no mix of the typical pods'
  * per-device sizes can close; all of a node's free GPU once its CPU or
  * memory cannot take a typical GPU pod) and the GPU stranded behind CPU and
- * memory grow least; ties to the node with less free GPU after.
- * policy_fgd_fill.c and docs/placement.md say why. The typical pods are
- * copied.
+ * memory grow least; ties to the node with less free GPU after. Given the
+ * core's room (struct sched_room), it holds places for multi-GPU pods only
+ * as far as their demand still to come needs them, and charges work for a
+ * pool's GPU as the pool runs short against the demand pinned to it (the
+ * workload's pins). policy_fgd_fill.c and docs/placement.md say why. The
+ * typical pods and pins are copied.
  */
 struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typical);
 
