@@ -16,7 +16,9 @@
  * share and the fragmentation (expected free GPU that the typical pods
  * could not use, fgd_node_frag summed over nodes), and prints per policy
  * the median and [min-max] over seeds next to the paper's medians, plus
- * decisions per second (pods decided / time inside sched_pass).
+ * decisions per second (pods decided / time inside sched_pass). fgd-fill
+ * is also told the list's pinned demand (add_pins), as placement-pods can
+ * tell the daemon's.
  *
  * Usage: fgd_bench [--data DIR] [--pods FILE] [--policies a,b,...]
  *                  [--seeds N] [--seed-base S] [--skip-cpu-pods] [--diag] [DIR]
