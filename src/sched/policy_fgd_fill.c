@@ -68,6 +68,8 @@
  */
 #define W_HOLD 0.1
 #define MAX_PINS 64
+/* Multi-GPU typical pod sizes held by the room (more keep their frequency as weight). */
+#define MAX_SIZES 8
 /* Cap on the node's score on both sides of a change; keeps the tie-break field apart. */
 #define SCORE_CAP (INT64_MAX / 65536 / 2)
 
@@ -81,6 +83,11 @@ struct fill_state {
     struct fgd_pod pods[MAX_TYPICAL];
     size_t n_pins;
     struct fgd_pin pins[MAX_PINS];
+    int n_sizes; /* distinct GPUs per multi-GPU typical pod */
+    int32_t size_k[MAX_SIZES];
+    int size_of[MAX_TYPICAL]; /* index into size_k, or -1 (one device, or past MAX_SIZES) */
+    int pin_size[MAX_PINS];   /* the same for each pin */
+    double quot[MAX_SIZES][SCHED_MAX_GPUS_PER_NODE + 1]; /* j / size_k[z], whole places */
 };
 
 /* Per typical pod, of the node as it is. */
@@ -173,15 +180,6 @@ static double measure(const struct fill_state *st, const double *wf, const struc
     return W_FRAG * frag + W_BALANCE * balance + W_MIX * mix + W_SHAPE * shape;
 }
 
-/* Places for a pod of k devices (as k x WHOLE milli) in slots counted by free devices. */
-static double places_of(const int32_t *slots_by_whole, int32_t k)
-{
-    double places = 0;
-    for (int j = k; j <= SCHED_MAX_GPUS_PER_NODE; j++)
-        places += (double)slots_by_whole[j] * (double)(j / k);
-    return places * (double)k * WHOLE;
-}
-
 /*
  * How hard to hold room for each typical pod (its weight in frag): its
  * frequency, except for a multi-GPU pod when the core says what the fleet
@@ -193,56 +191,61 @@ static double places_of(const int32_t *slots_by_whole, int32_t k)
  * worth keeping when 8-GPU pods will want it, not when the fleet has many
  * more of them than such pods can fill: holding every one from the start
  * starves the single-GPU pods of the models left to them.
+ *
+ * Returns the pressure of pinned demand on the pool of the devices shown:
+ * the GPU that pods naming this pool will still ask for (their share of
+ * the demand, a set's share split evenly over its pools, times the class's
+ * free GPU) over what the pool has free. Near 1 the pool is needed by work
+ * that can go nowhere else.
+ *
+ * One pass over the slot counts serves every size (a table of j / k, not a
+ * division per count): this runs for every node of every decision.
  */
-static void frag_weights(const struct fill_state *st, const struct sched_room *room, double *wf)
+static double room_weights(const struct fill_state *st, const struct sched_room *room, double *wf)
 {
-    for (size_t i = 0; i < st->n_pods; i++) {
-        const struct fgd_pod *m = &st->pods[i];
-        double slots, h, pinned = 0;
-        wf[i] = m->freq;
-        if (!room || m->num_gpu < 2)
-            continue;
-        slots = places_of(room->slots_by_whole, m->num_gpu);
-        h = slots > 0 ? st->g_share[i] * (double)room->class_free / slots : HOLD_MAX;
-        /* Pods of this size that only this pool (among others) can take, over its places. */
-        for (size_t p = 0; p < st->n_pins && room->pool_id && room->pool_slots_by_whole; p++) {
-            const struct fgd_pin *pn = &st->pins[p];
-            for (int j = 0; j < pn->n_pools && pn->num_gpu == m->num_gpu; j++) {
-                if (pn->pool_ids[j] == room->pool_id)
-                    pinned += pn->gpu_share / pn->n_pools;
-            }
-        }
-        if (pinned > 0) {
-            slots = places_of(room->pool_slots_by_whole, m->num_gpu);
-            if (slots > 0 && pinned * (double)room->class_free / slots > h)
-                h = pinned * (double)room->class_free / slots;
-        }
-        wf[i] = W_HOLD * (h > HOLD_MAX ? HOLD_MAX : h);
-    }
-}
+    double places[MAX_SIZES] = {0}, pool_places[MAX_SIZES] = {0}, pinned[MAX_SIZES] = {0};
+    double share = 0, cf;
+    bool by_pool = false;
 
-/*
- * The pressure of pinned demand on the pool of the devices shown: the GPU
- * that pods naming this pool will still ask for (their share of the demand,
- * a set's share split evenly over its pools, times the class's free GPU)
- * over what the pool has free. Near 1 the pool is needed by work that can
- * go nowhere else.
- */
-static double pin_pressure(const struct fill_state *st, const struct sched_room *room)
-{
-    double share = 0;
-    if (!room || room->pool_id == 0 || st->n_pins == 0)
+    for (size_t i = 0; i < st->n_pods; i++)
+        wf[i] = st->pods[i].freq;
+    if (!room)
         return 0;
-    for (size_t i = 0; i < st->n_pins; i++) {
+    cf = (double)room->class_free;
+    for (size_t i = 0; i < st->n_pins && room->pool_id; i++) {
         const struct fgd_pin *pn = &st->pins[i];
         for (int k = 0; k < pn->n_pools; k++) {
-            if (pn->pool_ids[k] == room->pool_id)
-                share += pn->gpu_share / pn->n_pools;
+            if (pn->pool_ids[k] != room->pool_id)
+                continue;
+            share += pn->gpu_share / pn->n_pools;
+            if (st->pin_size[i] >= 0 && room->pool_slots_by_whole) {
+                pinned[st->pin_size[i]] += pn->gpu_share / pn->n_pools;
+                by_pool = true;
+            }
         }
+    }
+    for (int j = 1; j <= SCHED_MAX_GPUS_PER_NODE && st->n_sizes > 0; j++) {
+        int32_t c = room->slots_by_whole[j], pc = by_pool ? room->pool_slots_by_whole[j] : 0;
+        if (c == 0 && pc == 0)
+            continue;
+        for (int z = 0; z < st->n_sizes; z++) {
+            places[z] += (double)c * st->quot[z][j];
+            pool_places[z] += (double)pc * st->quot[z][j];
+        }
+    }
+    for (size_t i = 0; i < st->n_pods; i++) {
+        int z = st->size_of[i];
+        double per = (double)st->pods[i].num_gpu * WHOLE, h;
+        if (z < 0)
+            continue;
+        h = places[z] > 0 ? st->g_share[i] * cf / (places[z] * per) : HOLD_MAX;
+        if (pinned[z] > 0 && pool_places[z] > 0 && pinned[z] * cf / (pool_places[z] * per) > h)
+            h = pinned[z] * cf / (pool_places[z] * per);
+        wf[i] = W_HOLD * (h > HOLD_MAX ? HOLD_MAX : h);
     }
     if (share == 0)
         return 0;
-    return room->pool_free > 0 ? share * (double)room->class_free / (double)room->pool_free : 1e6;
+    return room->pool_free > 0 ? share * cf / (double)room->pool_free : 1e6;
 }
 
 static int64_t fill_score(const struct sched_policy *p, const struct sched_node_view *v,
@@ -260,8 +263,7 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
 
     if (cpu < r->cpu_milli || mem < r->mem_mib)
         return INT64_MAX;
-    frag_weights(st, v->room, wf);
-    pin = pin_pressure(st, v->room);
+    pin = room_weights(st, v->room, wf);
     for (int g = 0; g < v->n_gpus; g++) {
         total += v->gpu_free[g];
         kept += leftover_of(st, v->gpu_free[g]);
@@ -385,6 +387,27 @@ struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typica
     if (gpu > 0) {
         st->mix_cpu = cpu / gpu;
         st->mix_mem = mem / gpu;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int32_t k = st->pods[i].num_gpu;
+        st->size_of[i] = -1;
+        for (int z = 0; z < st->n_sizes && k > 1; z++) {
+            if (st->size_k[z] == k)
+                st->size_of[i] = z;
+        }
+        if (k > 1 && st->size_of[i] < 0 && st->n_sizes < MAX_SIZES) {
+            st->size_k[st->n_sizes] = k;
+            for (int j = 0; j <= SCHED_MAX_GPUS_PER_NODE; j++)
+                st->quot[st->n_sizes][j] = (double)(j / k);
+            st->size_of[i] = st->n_sizes++;
+        }
+    }
+    for (size_t i = 0; i < st->n_pins; i++) {
+        st->pin_size[i] = -1;
+        for (int z = 0; z < st->n_sizes; z++) {
+            if (st->size_k[z] == st->pins[i].num_gpu)
+                st->pin_size[i] = z;
+        }
     }
     build_leftover(st);
     p->name = "fgd-fill";
