@@ -42,8 +42,8 @@
  * with less free); equal node scores go to the node with less free GPU
  * after placement (packing), then to the core's lower node id. The weights
  * are fixed: the same settings run every pod list of the benchmark. A node
- * costs O(typical pods x devices) once, then O(typical pods) per candidate
- * device.
+ * costs O(typical pods x devices) once, one pass over the room's slot
+ * counts and pins, then O(typical pods) per candidate device.
  */
 #include "base/common.h"
 
