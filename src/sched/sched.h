@@ -53,8 +53,9 @@ struct sched;
  * what is scarce in the fleet and not only on the node: milli on ready
  * nodes in all pools and in the pool of the devices shown, and how many of
  * the class's node slots (a node's devices of one class in one pool), in
- * all pools and in that pool, have each number of fully free devices. The core keeps these counts
- * as it places, so handing them out costs nothing per node.
+ * all pools and in that pool, have each number of fully free devices. The
+ * core keeps these counts as it places, so handing them out costs a few
+ * stores per node. Policies that do not weigh the fleet ignore it.
  */
 struct sched_room {
     int64_t pool_id;             /* the pool of the devices shown; 0: none */

@@ -445,6 +445,103 @@ static void test_hold_follows_demand(void **st)
     fgd_workload_release(&w);
 }
 
+/* A policy that records the room the core shows with each node, and takes the lowest node id. */
+struct seen_room {
+    struct sched_room room;
+    int32_t slots[SCHED_MAX_GPUS_PER_NODE + 1], pool_slots[SCHED_MAX_GPUS_PER_NODE + 1];
+};
+static struct seen_room seen[4]; /* by node id */
+
+static int64_t record_score(const struct sched_policy *p, const struct sched_node_view *v,
+                            const struct sched_replica_req *r, int *ret_gpus)
+{
+    (void)p;
+    assert_non_null(v->room);
+    seen[v->node_id].room = *v->room;
+    memcpy(seen[v->node_id].slots, v->room->slots_by_whole, sizeof(seen[0].slots));
+    memcpy(seen[v->node_id].pool_slots, v->room->pool_slots_by_whole, sizeof(seen[0].pool_slots));
+    for (int g = 0, k = 0; g < v->n_gpus && k < (r->gpu_milli + 999) / 1000; g++) {
+        if (v->gpu_free[g] >= (r->gpu_milli < 1000 ? r->gpu_milli : 1000))
+            ret_gpus[k++] = g;
+    }
+    return v->node_id;
+}
+
+static void submit_one(struct sched *s, struct sched_decisions *d, int64_t id, int32_t milli)
+{
+    struct sched_workload_spec w = {.id = id,
+                                    .project_id = 1,
+                                    .pclass = SCHED_P2,
+                                    .submit_ms = id,
+                                    .replicas = 1,
+                                    .class_id = 1,
+                                    .gpu_milli = milli,
+                                    .grace_ms = -1};
+    assert_true(sched_submit(s, &w, id) >= 0);
+    sched_decisions_reset(d);
+    sched_pass(s, id, d);
+    assert_int_equal(d->n_admits, 1);
+}
+
+/*
+ * The room through the core: node 1 (2 GPUs) in pool 10, nodes 2 and 3 (4
+ * GPUs each) in pool 20. After a 2-GPU pod on node 1 and a 300 share on
+ * node 2, the next decision sees class 10000 - 2300 free of 10000, pool 10
+ * 0 of 2000, pool 20 7700 of 8000; slots by free devices: node 1 at 0,
+ * node 2 at 3, node 3 at 4. With node 3 drained the class is 3700 of
+ * 6000 and node 3's slot no longer counts.
+ */
+static void test_room_through_core(void **st)
+{
+    (void)st;
+    struct sched_policy rec = {"record", record_score, NULL};
+    struct sched_config cfg;
+    struct sched_decisions d;
+    struct sched *s;
+
+    sched_config_init(&cfg);
+    cfg.policy = &rec;
+    s = sched_new(&cfg);
+    assert_non_null(s);
+    assert_true(sched_add_class(s, 1) >= 0);
+    assert_true(sched_set_project(s, 1, 1, 1) >= 0);
+    for (int64_t pool = 10; pool <= 20; pool += 10) {
+        struct sched_pool_spec ps = {.id = pool, .owner_project_id = 1};
+        assert_true(sched_set_pool(s, &ps) >= 0);
+    }
+    for (int n = 1; n <= 3; n++) {
+        struct sched_node_spec ns = {.id = n, .cluster_id = 1};
+        assert_true(sched_add_node(s, &ns) >= 0);
+        for (int g = 0; g < (n == 1 ? 2 : 4); g++)
+            assert_true(sched_add_gpu(s, n, n * 100 + g, 1, n == 1 ? 10 : 20) >= 0);
+    }
+    sched_decisions_init(&d);
+    submit_one(s, &d, 1, 2000); /* node 1: the lowest id */
+    submit_one(s, &d, 2, 300);  /* node 2: node 1 is full */
+    submit_one(s, &d, 3, 100);  /* looks at nodes 2 and 3 before taking node 2 */
+    assert_int_equal(seen[2].room.pool_id, 20);
+    assert_int_equal(seen[2].room.class_free, 7700);
+    assert_int_equal(seen[2].room.class_cap, 10000);
+    assert_int_equal(seen[2].room.pool_free, 7700);
+    assert_int_equal(seen[2].room.pool_cap, 8000);
+    assert_int_equal(seen[2].slots[0], 1);
+    assert_int_equal(seen[2].slots[3], 1);
+    assert_int_equal(seen[2].slots[4], 1);
+    assert_int_equal(seen[2].pool_slots[0], 0);
+    assert_int_equal(seen[2].pool_slots[3], 1);
+    assert_int_equal(seen[2].pool_slots[4], 1);
+    assert_true(sched_set_node_state(s, 3, SCHED_NODE_DRAIN) >= 0);
+    submit_one(s, &d, 4, 100);
+    assert_int_equal(seen[2].room.class_free, 6000 - 2400);
+    assert_int_equal(seen[2].room.class_cap, 6000);
+    assert_int_equal(seen[2].room.pool_free, 4000 - 400);
+    assert_int_equal(seen[2].slots[4], 0);
+    assert_int_equal(seen[2].pool_slots[4], 0);
+    assert_int_equal(seen[2].pool_slots[3], 1);
+    sched_decisions_release(&d);
+    sched_free(s);
+}
+
 /* BestFit counts GPU and CPU only: two nodes that differ only in free memory tie. */
 static void test_bestfit_ignores_memory(void **st)
 {
@@ -492,6 +589,7 @@ int main(void)
         cmocka_unit_test(test_parse_pins),
         cmocka_unit_test(test_pinned_pool_is_left_to_its_pods),
         cmocka_unit_test(test_hold_follows_demand),
+        cmocka_unit_test(test_room_through_core),
         cmocka_unit_test(test_bestfit_ignores_memory),
         cmocka_unit_test(test_by_name),
     };
