@@ -16,7 +16,9 @@
  * share and the fragmentation (expected free GPU that the typical pods
  * could not use, fgd_node_frag summed over nodes), and prints per policy
  * the median and [min-max] over seeds next to the paper's medians, plus
- * decisions per second (pods decided / time inside sched_pass).
+ * decisions per second (pods decided / time inside sched_pass). fgd-fill
+ * is also told the list's pinned demand (add_pins), as placement-pods can
+ * tell the daemon's.
  *
  * Usage: fgd_bench [--data DIR] [--pods FILE] [--policies a,b,...]
  *                  [--seeds N] [--seed-base S] [--skip-cpu-pods] [--diag] [DIR]
@@ -383,6 +385,23 @@ static void print_diag(const struct fleet *f, const int64_t *cpu_free, const int
         }
         printf(" %s:%.2f", f->models[m], 100.0 * (double)fr / (double)cap);
     }
+    {
+        /* Nodes of 8 or more devices by free devices, and those all free whose CPU is in use. */
+        int by_whole[SCHED_MAX_GPUS_PER_NODE + 1] = {0}, cpu_used = 0;
+        for (int i = 0; i < f->n_nodes; i++) {
+            int w = 0;
+            if (f->nodes[i].n_gpus < 8)
+                continue;
+            for (int g = 0; g < f->nodes[i].n_gpus; g++)
+                w += gfree[f->nodes[i].first_gpu + g] == WHOLE;
+            by_whole[w]++;
+            cpu_used += w == f->nodes[i].n_gpus && cpu_free[i] < f->nodes[i].cpu;
+        }
+        printf("\ndiag 8-GPU nodes by free devices:");
+        for (int w = 0; w <= 8; w++)
+            printf(" %d:%d", w, by_whole[w]);
+        printf(" (all free but CPU in use: %d)", cpu_used);
+    }
     printf("\ndiag free by amount:");
     for (int v = 1; v < 1000; v++) {
         if (by_free[v] * 10000 >= cap)
@@ -513,6 +532,63 @@ static int run_one(const struct fleet *f, const struct pod *pods, size_t n_pods,
     return rc;
 }
 
+/*
+ * fgd-fill is told the pinned demand as the daemon is (placement-pods): per
+ * pool (model m is pool m + 1, as build_sched makes them), the share of the
+ * list's GPU demand that can go only to some pools and falls to it. A pod
+ * is pinned when its gpu_spec names models, or when only some models have
+ * nodes with its GPUs, CPU and memory (8-GPU pods asking 120 CPUs fit G3
+ * nodes only); its share is split over its models by their GPUs.
+ */
+static int add_pins(const struct fleet *f, const struct pod *pods, size_t n_pods,
+                    struct fgd_workload *w)
+{
+    /* share[m][k]: pinned GPU on model m from pods of k devices (k: 1, 2, 4, 8, ...). */
+    static double share[MAX_MODELS][SCHED_MAX_GPUS_PER_NODE + 1];
+    double total = 0, cap[MAX_MODELS] = {0};
+    int rc = 0;
+    for (int i = 0; i < f->n_nodes; i++)
+        cap[f->nodes[i].model] += f->nodes[i].n_gpus;
+    for (size_t i = 0; i < n_pods; i++)
+        total += (double)pods[i].num_gpu * pods[i].gpu_milli;
+    for (size_t i = 0; i < n_pods && total > 0; i++) {
+        const struct pod *pd = &pods[i];
+        bool fits[MAX_MODELS] = {false}, all = true;
+        double set_cap = 0;
+        if (pd->num_gpu == 0 || pd->n_models < 0)
+            continue;
+        for (int k = 0; k < f->n_nodes; k++) {
+            const struct node *nd = &f->nodes[k];
+            fits[nd->model] |=
+                nd->n_gpus >= pd->num_gpu && nd->cpu >= pd->cpu && nd->mem >= pd->mem;
+        }
+        for (int m = 0; m < f->n_models; m++) {
+            bool named = pd->n_models == 0;
+            for (int k = 0; k < pd->n_models && !named; k++)
+                named = pd->models[k] == m;
+            fits[m] = fits[m] && named;
+            all = all && fits[m];
+            set_cap += fits[m] ? cap[m] : 0;
+        }
+        if (all || set_cap == 0)
+            continue;
+        for (int m = 0; m < f->n_models; m++) {
+            if (fits[m])
+                share[m][pd->num_gpu] +=
+                    (double)pd->num_gpu * pd->gpu_milli / total * cap[m] / set_cap;
+        }
+    }
+    for (int m = 0; m < f->n_models && rc == 0; m++) {
+        int64_t id = m + 1;
+        for (int k = 1; k <= SCHED_MAX_GPUS_PER_NODE && rc == 0; k++) {
+            if (share[m][k] > 0)
+                rc = fgd_workload_add_pin(w, &id, 1, k, share[m][k]);
+            share[m][k] = 0;
+        }
+    }
+    return rc;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -589,7 +665,8 @@ int main(int argc, char **argv)
         shapes[i] =
             (struct fgd_pod){pods[i].num_gpu, pods[i].gpu_milli, pods[i].cpu, pods[i].mem, 0};
     if (fgd_workload_build(shapes, n_pods, 0.95, &typ) < 0 ||
-        fgd_workload_build_cover(shapes, n_pods, 0.95, 0.95, &fill_typ) < 0)
+        fgd_workload_build_cover(shapes, n_pods, 0.95, 0.95, &fill_typ) < 0 ||
+        add_pins(&f, pods, n_pods, &fill_typ) < 0)
         return 1;
     free(shapes);
 
@@ -600,6 +677,15 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < typ.n_pods; i++)
         printf(" %dx%d(%.1f%%)", typ.pods[i].num_gpu, typ.pods[i].gpu_milli,
                100 * typ.pods[i].freq);
+    if (fill_typ.n_pins) {
+        printf("\npinned (share of the GPU asked for):");
+        for (size_t i = 0; i < fill_typ.n_pins; i++) {
+            printf(" ");
+            for (int k = 0; k < fill_typ.pins[i].n_pools; k++)
+                printf("%s%s", k ? "|" : "", f.models[fill_typ.pins[i].pool_ids[k] - 1]);
+            printf("x%d(%.1f%%)", fill_typ.pins[i].num_gpu, 100 * fill_typ.pins[i].gpu_share);
+        }
+    }
     printf("\n\nunallocated GPU %%, median [min-max] over seeds; paper median in ()\n");
     printf("%-11s %-24s %-24s %-24s %9s %6s %7s\n", "policy", "95%", "100%", "130%", "decide/s",
            "fail%", "wall_s");

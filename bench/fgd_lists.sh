@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # fgd-fill against FGD on every pod list: the shared ones and our own variants
 # (bench/fgd_variants.py: gpu_spec on 10-33 % of the pods, 20-50 % multi-GPU
-# pods, both, and a five-column file), issue 17. Prints one row per list:
+# pods, both, and a five-column file; and a second family, seed 23, named
+# *-s23, that nothing was tuned on), issue 17. Prints one row per list:
 # median unallocated GPU % at 95, 100 and 130 % arrived for each policy, and
 # whether fgd-fill has fewer unallocated GPUs than FGD at each point.
 #
@@ -21,6 +22,9 @@ bench=$build/bench/fgd_bench
 [ -d "$data" ] || { echo "fgd_lists: no data folder $data (set GPUAAS_FGD_DATA)" >&2; exit 1; }
 variants=$build/fgd-variants
 python3 "$here/fgd_variants.py" --data "$data" --out "$variants" >/dev/null
+# The second family: another seed and other fractions, for checking only (never tuned on).
+python3 "$here/fgd_variants.py" --data "$data" --out "$variants" --seed 23 --spec 15,25 \
+  --multi 25,40 --mix 15-25,25-40 --suffix=-s23 --no-short >/dev/null
 
 lists=()
 for f in "$data"/openb_pod_list_*.csv; do

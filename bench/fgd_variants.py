@@ -17,8 +17,12 @@ a seed, so placement claims are checked on workloads nobody tuned to:
   short       the default list with only name,cpu_milli,memory_mib,num_gpu,gpu_milli (the
               trace publishes files of that shape; fgd_bench reads columns by header)
 
-Usage: fgd_variants.py [--data DIR] [--out DIR] [--seed N]
-Prints the path of each list it wrote.
+Usage: fgd_variants.py [--data DIR] [--out DIR] [--seed N] [--spec A,B] [--multi A,B]
+                       [--mix S-M,...] [--suffix TEXT]
+Prints the path of each list it wrote. The defaults (seed 17, gpuspec 10/20/33, multigpu 20/30/50,
+mix 20-30 and 33-20) are the family fgd-fill was tuned on; bench/fgd_lists.sh also writes a
+second family (seed 23, gpuspec 15/25, multigpu 25/40, mix 15-25 and 25-40, suffix=-s23)
+that is only evaluated, never tuned on.
 """
 import argparse
 import csv
@@ -97,7 +101,15 @@ def main():
                                                     "alibaba-gpu-v2023"))
     ap.add_argument("--out", default="fgd-variants")
     ap.add_argument("--seed", type=int, default=17)
+    ap.add_argument("--spec", default=",".join(map(str, SPEC_SHARES)))
+    ap.add_argument("--multi", default=",".join(map(str, MULTI_SHARES)))
+    ap.add_argument("--mix", default=",".join(f"{s}-{m}" for s, m in MIXES))
+    ap.add_argument("--suffix", default="")
+    ap.add_argument("--no-short", action="store_true")
     a = ap.parse_args()
+    spec_shares = [int(x) for x in a.spec.split(",") if x]
+    multi_shares = [int(x) for x in a.multi.split(",") if x]
+    mixes = [tuple(int(y) for y in x.split("-")) for x in a.mix.split(",") if x]
     nodes = read_csv(os.path.join(a.data, "openb_node_list_gpu_node.csv"))
     pods = read_csv(os.path.join(a.data, "openb_pod_list_default.csv"))
     if not pods or not nodes:
@@ -105,17 +117,20 @@ def main():
     fields = list(pods[0].keys())
     gpus, widest = fleet_models(nodes)
     os.makedirs(a.out, exist_ok=True)
-    for s in SPEC_SHARES:
+    sfx = a.suffix
+    for s in spec_shares:
         rng = random.Random(a.seed * 1000 + s)
-        write(os.path.join(a.out, f"gpuspec{s}.csv"), fields, with_spec(pods, s, gpus, widest, rng))
-    for s in MULTI_SHARES:
+        write(os.path.join(a.out, f"gpuspec{s}{sfx}.csv"), fields,
+              with_spec(pods, s, gpus, widest, rng))
+    for s in multi_shares:
         rng = random.Random(a.seed * 1000 + 100 + s)
-        write(os.path.join(a.out, f"multigpu{s}.csv"), fields, with_multi(pods, s, rng))
-    for s, m in MIXES:
+        write(os.path.join(a.out, f"multigpu{s}{sfx}.csv"), fields, with_multi(pods, s, rng))
+    for s, m in mixes:
         rng = random.Random(a.seed * 1000 + 200 + s * 3 + m)
         mixed = with_spec(with_multi(pods, m, rng), s, gpus, widest, rng)
-        write(os.path.join(a.out, f"mix{s}-{m}.csv"), fields, mixed)
-    write(os.path.join(a.out, "short.csv"), fields[:5], pods)
+        write(os.path.join(a.out, f"mix{s}-{m}{sfx}.csv"), fields, mixed)
+    if not a.no_short:
+        write(os.path.join(a.out, "short.csv"), fields[:5], pods)
 
 
 if __name__ == "__main__":

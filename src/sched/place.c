@@ -23,6 +23,11 @@ struct bin *place__bin(const struct sched *s, int32_t cls, int32_t pool)
     return &s->classes[cls].bins[pool + 1];
 }
 
+struct bin_room *place__room(const struct sched *s, int32_t cls, int32_t pool)
+{
+    return &s->classes[cls].rooms[pool + 1];
+}
+
 void place__slot_link(struct sched *s, int32_t sl)
 {
     struct slot *st = &s->slots[sl];
@@ -37,6 +42,7 @@ void place__slot_link(struct sched *s, int32_t sl)
     bn->whole_head[b] = sl;
     st->linked = true;
     s->classes[st->cls].whole_count[b]++;
+    place__room(s, st->cls, st->pool)->whole_count[b]++;
 }
 
 void place__slot_unlink(struct sched *s, int32_t sl)
@@ -54,6 +60,7 @@ void place__slot_unlink(struct sched *s, int32_t sl)
     st->prev = st->next = NONE;
     st->linked = false;
     s->classes[st->cls].whole_count[st->free_whole]--;
+    place__room(s, st->cls, st->pool)->whole_count[st->free_whole]--;
 }
 
 void place__gpu_link(struct sched *s, int32_t g)
@@ -102,8 +109,10 @@ static void gpu_adjust(struct sched *s, int32_t g, int32_t delta)
     gp->free += delta;
     assert(gp->free >= 0 && gp->free <= WHOLE);
     place__gpu_link(s, g);
-    if (ready)
+    if (ready) {
         s->classes[st->cls].free += delta;
+        place__room(s, st->cls, st->pool)->free += delta;
+    }
     if (was_whole != (gp->free == WHOLE)) {
         struct cls *c = &s->classes[st->cls];
         place__slot_unlink(s, gp->slot);
@@ -451,8 +460,16 @@ static bool place_by_policy(struct sched *s, struct gang *gg, int32_t replica)
     for (int32_t i = 0; i < c->slots.n; i++) {
         const struct slot *st = &s->slots[c->slots.v[i]];
         const struct node *nd = &s->nodes[st->node];
+        const struct bin_room *bn = place__room(s, wl->cls, st->pool);
+        struct sched_room room = {st->pool == NONE ? 0 : s->pools[st->pool].id,
+                                  bn->free,
+                                  bn->capacity,
+                                  c->free,
+                                  c->capacity,
+                                  c->whole_count,
+                                  bn->whole_count};
         struct sched_node_view v = {nd->id, nd->cpu_free, nd->cpu_cap, nd->mem_free, nd->mem_cap,
-                                    0, s->view_free, s->view_ids};
+                                    0,      s->view_free, s->view_ids, &room};
         int64_t score;
         if (!node_ok(s, gg, st->node) ||
             !place__may_lend(s, gg->w, st->pool, (int64_t)k * per_device(wl)))
@@ -526,7 +543,7 @@ static bool place_cpu_by_policy(struct sched *s, struct gang *gg, int32_t replic
     for (int32_t n = 0; n < s->n_nodes; n++) {
         const struct node *nd = &s->nodes[n];
         struct sched_node_view v = {nd->id, nd->cpu_free, nd->cpu_cap, nd->mem_free, nd->mem_cap,
-                                    0, s->view_free, s->view_ids};
+                                    0,      s->view_free, s->view_ids, NULL};
         int64_t score;
         if (!node_ok(s, gg, n))
             continue;

@@ -43,10 +43,24 @@ struct fgd_pod {
     double freq;
 };
 
-/* The "typical pods" FGD weighs fragmentation over. */
+/*
+ * Demand that only some pools can serve (pods naming a GPU model, when
+ * each model is a pool): the share of all the GPU asked for that pods
+ * restricted to exactly these pools ask for.
+ */
+struct fgd_pin {
+    int64_t pool_ids[SCHED_MAX_POOLS];
+    int n_pools;
+    int32_t num_gpu;  /* devices per pod: 1 for shares and single GPUs */
+    double gpu_share; /* (0..1] */
+};
+
+/* The "typical pods" FGD weighs fragmentation over, and the pinned demand fgd-fill weighs. */
 struct fgd_workload {
     struct fgd_pod *pods; /* owned; most frequent first */
     size_t n_pods;
+    struct fgd_pin *pins; /* owned; may be none */
+    size_t n_pins;
 };
 
 /*
@@ -74,8 +88,11 @@ int fgd_workload_build_cover(const struct fgd_pod *pods, size_t n, double covera
  * NUMxMILLI/CPU_MILLI/MEM_MIB[*WEIGHT], e.g. "1x1000/12000/49152*50,
  * 0x0/16000/65536*15" (no spaces): num_gpu, gpu_milli per device (1..1000
  * with one device, 1000 with more, 0 with none), CPU and memory, and a
- * relative weight (default 1). Returns 0, or SCHED_EINVAL for anything
- * malformed (ret untouched). Release with fgd_workload_release.
+ * relative weight (default 1). Entries "@ID|ID[xN]*PERCENT" add pinned
+ * demand (fgd_workload_add_pin): pods of N devices (default 1) restricted
+ * to those pools ask for PERCENT (at most two decimals, 0 < PERCENT <= 100)
+ * of the GPU. Returns 0, or SCHED_EINVAL for anything malformed (ret
+ * untouched). Release with fgd_workload_release.
  */
 int fgd_workload_parse(const char *spec, struct fgd_workload *ret);
 /*
@@ -86,6 +103,16 @@ int fgd_workload_parse(const char *spec, struct fgd_workload *ret);
 #define SCHED_POLICY_DEFAULT_PODS                                                                  \
     "1x1000/12000/49152*50,0x0/16000/65536*14,1x500/6000/24576*15,1x250/4000/16384*10,"            \
     "2x1000/24000/98304*4,4x1000/48000/196608*4,8x1000/96000/393216*3"
+
+/*
+ * Adds pinned demand: gpu_share (0..1] of all the GPU asked for comes from
+ * pods of num_gpu (1..SCHED_MAX_GPUS_PER_NODE) devices each restricted to
+ * the n_pools (1..SCHED_MAX_POOLS) pools of pool_ids (ids > 0). A set and
+ * size already present gets the share added. Returns 0, or SCHED_EINVAL
+ * (w untouched).
+ */
+int fgd_workload_add_pin(struct fgd_workload *w, const int64_t *pool_ids, int n_pools,
+                         int32_t num_gpu, double gpu_share);
 
 void fgd_workload_release(struct fgd_workload *w);
 
@@ -120,9 +147,12 @@ struct sched_policy *sched_policy_fgd_new(const struct fgd_workload *typical);
  * shape waste (free milli on a device that no mix of the typical pods'
  * per-device sizes can close; all of a node's free GPU once its CPU or
  * memory cannot take a typical GPU pod) and the GPU stranded behind CPU and
- * memory grow least; ties to the node with less free GPU after.
- * policy_fgd_fill.c and docs/placement.md say why. The typical pods are
- * copied.
+ * memory grow least; ties to the node with less free GPU after. Given the
+ * core's room (struct sched_room), it holds places for multi-GPU pods only
+ * as far as their demand still to come needs them, and charges work for a
+ * pool's GPU as the pool runs short against the demand pinned to it (the
+ * workload's pins). policy_fgd_fill.c and docs/placement.md say why. The
+ * typical pods and pins are copied.
  */
 struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typical);
 

@@ -122,6 +122,8 @@ int fgd_workload_build_cover(const struct fgd_pod *pods, size_t n, double covera
         shapes[i].freq /= total;
     ret->pods = xreallocarray(shapes, kept, sizeof(*shapes));
     ret->n_pods = kept;
+    ret->pins = NULL;
+    ret->n_pins = 0;
     free(sorted);
     free(cpu);
     free(mem);
@@ -145,15 +147,71 @@ static const char *read_num(const char *s, const char *stops, int64_t lo, int64_
     return s + len;
 }
 
+/*
+ * A percentage with at most two decimals ("4", "4.5", "0.25") ending at the
+ * first of `stops`, within (0, 100]; returns the rest of s, or NULL.
+ */
+static const char *read_percent(const char *s, const char *stops, double *ret)
+{
+    int64_t whole, frac = 0;
+    size_t len;
+    const char *rest = read_num(s, ".", 0, 100, &whole);
+    if (rest && *rest == '.' && rest < s + strcspn(s, stops)) {
+        len = strcspn(rest + 1, stops);
+        if (len == 0 || len > 2)
+            return NULL;
+        rest = read_num(rest + 1, stops, 0, 99, &frac);
+        if (rest && len == 1)
+            frac *= 10;
+    } else {
+        rest = read_num(s, stops, 0, 100, &whole);
+    }
+    if (!rest || whole * 100 + frac == 0 || whole * 100 + frac > 10000)
+        return NULL;
+    *ret = (double)(whole * 100 + frac) / 10000.0;
+    return rest;
+}
+
+/* "@ID|ID[xNUM]*PERCENT" (after the '@'): pinned demand, added to w. */
+static const char *read_pin(const char *s, struct fgd_workload *w)
+{
+    int64_t ids[SCHED_MAX_POOLS], num = 1;
+    int n = 0;
+    double share;
+    for (;;) {
+        if (n == SCHED_MAX_POOLS)
+            return NULL;
+        s = read_num(s, "|x*", 1, INT64_MAX, &ids[n++]);
+        if (!s || *s != '|')
+            break;
+        s++;
+    }
+    if (s && *s == 'x')
+        s = read_num(s + 1, "*", 1, SCHED_MAX_GPUS_PER_NODE, &num);
+    if (!s || *s++ != '*')
+        return NULL;
+    s = read_percent(s, ",", &share);
+    if (!s || fgd_workload_add_pin(w, ids, n, (int32_t)num, share) < 0)
+        return NULL;
+    return s;
+}
+
 int fgd_workload_parse(const char *spec, struct fgd_workload *ret)
 {
     struct fgd_pod *pods = xcalloc(MAX_TYPICAL, sizeof(*pods));
+    struct fgd_workload pinned = {0};
     size_t n = 0;
     double total = 0;
     const char *s = spec;
 
     while (s && *s) {
         int64_t num, milli, cpu, mem, weight = 1;
+        if (*s == '@') {
+            s = read_pin(s + 1, &pinned);
+            if (s && *s == ',')
+                s++;
+            continue;
+        }
         if (n == MAX_TYPICAL)
             goto bad;
         s = read_num(s, "x", 0, SCHED_MAX_GPUS_PER_NODE, &num);
@@ -182,10 +240,46 @@ int fgd_workload_parse(const char *spec, struct fgd_workload *ret)
     qsort(pods, n, sizeof(*pods), cmp_typical);
     ret->pods = xreallocarray(pods, n, sizeof(*pods));
     ret->n_pods = n;
+    ret->pins = pinned.pins;
+    ret->n_pins = pinned.n_pins;
     return 0;
 bad:
     free(pods);
+    free(pinned.pins);
     return SCHED_EINVAL;
+}
+
+static int cmp_pool_id(const void *a, const void *b)
+{
+    return cmp_i64(a, b);
+}
+
+int fgd_workload_add_pin(struct fgd_workload *w, const int64_t *pool_ids, int n_pools,
+                         int32_t num_gpu, double gpu_share)
+{
+    struct fgd_pin pin = {.n_pools = n_pools, .num_gpu = num_gpu, .gpu_share = gpu_share};
+
+    if (n_pools < 1 || n_pools > SCHED_MAX_POOLS || num_gpu < 1 ||
+        num_gpu > SCHED_MAX_GPUS_PER_NODE || !(gpu_share > 0.0 && gpu_share <= 1.0))
+        return SCHED_EINVAL;
+    for (int i = 0; i < n_pools; i++) {
+        if (pool_ids[i] <= 0)
+            return SCHED_EINVAL;
+        pin.pool_ids[i] = pool_ids[i];
+    }
+    /* Sorted, so that "A|B" and "B|A" are one set. */
+    qsort(pin.pool_ids, (size_t)n_pools, sizeof(int64_t), cmp_pool_id);
+    for (size_t i = 0; i < w->n_pins; i++) {
+        struct fgd_pin *p = &w->pins[i];
+        if (p->n_pools == n_pools && p->num_gpu == num_gpu &&
+            memcmp(p->pool_ids, pin.pool_ids, (size_t)n_pools * sizeof(int64_t)) == 0) {
+            p->gpu_share = p->gpu_share + gpu_share > 1.0 ? 1.0 : p->gpu_share + gpu_share;
+            return 0;
+        }
+    }
+    w->pins = xreallocarray(w->pins, w->n_pins + 1, sizeof(*w->pins));
+    w->pins[w->n_pins++] = pin;
+    return 0;
 }
 
 void fgd_workload_release(struct fgd_workload *w)
@@ -193,8 +287,11 @@ void fgd_workload_release(struct fgd_workload *w)
     if (!w)
         return;
     free(w->pods);
+    free(w->pins);
     w->pods = NULL;
     w->n_pods = 0;
+    w->pins = NULL;
+    w->n_pins = 0;
 }
 
 /* Room a typical pod needs on each device it uses. */

@@ -23,12 +23,27 @@
  *   free after a 470 costs 60 (another 470 closes it to 60), 210 after
  *   470 + 320 costs 210.
  *
+ * Two more weigh the fleet around the node (the core's struct sched_room;
+ * issue 17), so that the policy holds back what the demand still to come
+ * will want, and no more:
+ *
+ * - hold: a multi-GPU typical pod's frag weight is scaled by its demand
+ *   still to come (its share of the GPU demand times the class's free GPU)
+ *   over the places left for it in the fleet, at most 1. Idle 8-GPU nodes
+ *   are kept when 8-GPU pods will need them, not all of them from the start.
+ * - pinned pressure: work restricted to some pools (a GPU model named, or a
+ *   size only some models' nodes have) is told as each pool's share of the
+ *   GPU demand (struct fgd_pin). Taking a milli from a pool costs W_PIN x
+ *   pressure^2, the pressure being that share times the class's free GPU
+ *   over the pool's free GPU. Work that may go anywhere then leaves a pool
+ *   before the pods that can only go there are starved.
+ *
  * A share goes to the device of the node that scores best (ties: the one
  * with less free); equal node scores go to the node with less free GPU
  * after placement (packing), then to the core's lower node id. The weights
  * are fixed: the same settings run every pod list of the benchmark. A node
- * costs O(typical pods x devices) once, then O(typical pods) per candidate
- * device.
+ * costs O(typical pods x devices) once, one pass over the room's slot
+ * counts and pins, then O(typical pods) per candidate device.
  */
 #include "base/common.h"
 
@@ -42,6 +57,19 @@
 #define W_BALANCE 0.25
 #define W_MIX 0.5
 #define W_SHAPE 16.0
+/* Cost per milli taken from a pool, times the square of the pool's pinned pressure. */
+#define W_PIN 1.0
+/* At most this hold on a multi-GPU typical pod (its demand still to come over its room). */
+#define HOLD_MAX 1.0
+/*
+ * Frag weight of a multi-GPU typical pod at full hold: breaking its last
+ * place costs W_HOLD x its GPU. Its frequency no longer counts: how much of
+ * it will come is in the hold already.
+ */
+#define W_HOLD 0.1
+#define MAX_PINS 64
+/* Multi-GPU typical pod sizes held by the room (more keep their frequency as weight). */
+#define MAX_SIZES 8
 /* Cap on the node's score on both sides of a change; keeps the tie-break field apart. */
 #define SCORE_CAP (INT64_MAX / 65536 / 2)
 
@@ -51,7 +79,15 @@ struct fill_state {
     double w_gpu[MAX_TYPICAL]; /* weight among GPU pods (CPU-only: 0), summing to 1 */
     int64_t cpu_min, mem_min;  /* least CPU and memory of a typical GPU pod */
     int32_t leftover[WHOLE + 1]; /* least milli a device with f free keeps after typical pods */
+    double g_share[MAX_TYPICAL]; /* share of the typical pods' GPU demand */
     struct fgd_pod pods[MAX_TYPICAL];
+    size_t n_pins;
+    struct fgd_pin pins[MAX_PINS];
+    int n_sizes; /* distinct GPUs per multi-GPU typical pod */
+    int32_t size_k[MAX_SIZES];
+    int size_of[MAX_TYPICAL]; /* index into size_k, or -1 (one device, or past MAX_SIZES) */
+    int pin_size[MAX_PINS];   /* the same for each pin */
+    double quot[MAX_SIZES][SCHED_MAX_GPUS_PER_NODE + 1]; /* j / size_k[z], whole places */
 };
 
 /* Per typical pod, of the node as it is. */
@@ -89,9 +125,9 @@ static int64_t leftover_of(const struct fill_state *st, int32_t f)
  * mem left (INT64_MAX / 4 when not counted); kept is the sum of leftover[]
  * over the node's devices before the change.
  */
-static double measure(const struct fill_state *st, const struct pod_base *b, int64_t kept,
-                      int64_t total, int64_t cpu, int64_t mem, const int32_t *gpu_free,
-                      const struct change *ch)
+static double measure(const struct fill_state *st, const double *wf, const struct pod_base *b,
+                      int64_t kept, int64_t total, int64_t cpu, int64_t mem,
+                      const int32_t *gpu_free, const struct change *ch)
 {
     double frag = 0, balance = 0, mix = 0, shape;
     int64_t after = total - (int64_t)ch->take * ch->n;
@@ -104,7 +140,7 @@ static double measure(const struct fill_state *st, const struct pod_base *b, int
         double room;
 
         if (need == 0) {
-            frag += m->freq * (double)after; /* no CPU-only pod uses a GPU */
+            frag += wf[i] * (double)after; /* no CPU-only pod uses a GPU */
             continue;
         }
         for (int c = 0; c < ch->n; c++) {
@@ -113,9 +149,9 @@ static double measure(const struct fill_state *st, const struct pod_base *b, int
             unusable += (f2 < need ? f2 : 0) - (f < need ? f : 0);
         }
         if (cpu < m->cpu_milli || mem < m->mem_mib || fit < m->num_gpu)
-            frag += m->freq * (double)after;
+            frag += wf[i] * (double)after;
         else
-            frag += m->freq * (double)unusable;
+            frag += wf[i] * (double)unusable;
 
         room = (double)after;
         if (m->cpu_milli > 0 && (double)cpu / (double)m->cpu_milli * gpu_of(m) < room)
@@ -144,11 +180,80 @@ static double measure(const struct fill_state *st, const struct pod_base *b, int
     return W_FRAG * frag + W_BALANCE * balance + W_MIX * mix + W_SHAPE * shape;
 }
 
+/*
+ * How hard to hold room for each typical pod (its weight in frag): its
+ * frequency, except for a multi-GPU pod when the core says what the fleet
+ * has left. Then it is W_HOLD x the hold: the pod's demand still to come
+ * (its share of the GPU demand times the class's free GPU) over the places
+ * left for it (free devices on slots that can take it whole), at most
+ * HOLD_MAX; where work of that size is pinned to this node's pool, the
+ * same ratio for the pool alone if it is higher. An idle 8-GPU node is
+ * worth keeping when 8-GPU pods will want it, not when the fleet has many
+ * more of them than such pods can fill: holding every one from the start
+ * starves the single-GPU pods of the models left to them.
+ *
+ * Returns the pressure of pinned demand on the pool of the devices shown:
+ * the GPU that pods naming this pool will still ask for (their share of
+ * the demand, a set's share split evenly over its pools, times the class's
+ * free GPU) over what the pool has free. Near 1 the pool is needed by work
+ * that can go nowhere else.
+ *
+ * One pass over the slot counts serves every size (a table of j / k, not a
+ * division per count): this runs for every node of every decision.
+ */
+static double room_weights(const struct fill_state *st, const struct sched_room *room, double *wf)
+{
+    double places[MAX_SIZES] = {0}, pool_places[MAX_SIZES] = {0}, pinned[MAX_SIZES] = {0};
+    double share = 0, cf;
+    bool by_pool = false;
+
+    for (size_t i = 0; i < st->n_pods; i++)
+        wf[i] = st->pods[i].freq;
+    if (!room)
+        return 0;
+    cf = (double)room->class_free;
+    for (size_t i = 0; i < st->n_pins && room->pool_id; i++) {
+        const struct fgd_pin *pn = &st->pins[i];
+        for (int k = 0; k < pn->n_pools; k++) {
+            if (pn->pool_ids[k] != room->pool_id)
+                continue;
+            share += pn->gpu_share / pn->n_pools;
+            if (st->pin_size[i] >= 0 && room->pool_slots_by_whole) {
+                pinned[st->pin_size[i]] += pn->gpu_share / pn->n_pools;
+                by_pool = true;
+            }
+        }
+    }
+    for (int j = 1; j <= SCHED_MAX_GPUS_PER_NODE && st->n_sizes > 0; j++) {
+        int32_t c = room->slots_by_whole[j], pc = by_pool ? room->pool_slots_by_whole[j] : 0;
+        if (c == 0 && pc == 0)
+            continue;
+        for (int z = 0; z < st->n_sizes; z++) {
+            places[z] += (double)c * st->quot[z][j];
+            pool_places[z] += (double)pc * st->quot[z][j];
+        }
+    }
+    for (size_t i = 0; i < st->n_pods; i++) {
+        int z = st->size_of[i];
+        double per = (double)st->pods[i].num_gpu * WHOLE, h;
+        if (z < 0)
+            continue;
+        h = places[z] > 0 ? st->g_share[i] * cf / (places[z] * per) : HOLD_MAX;
+        if (pinned[z] > 0 && pool_places[z] > 0 && pinned[z] * cf / (pool_places[z] * per) > h)
+            h = pinned[z] * cf / (pool_places[z] * per);
+        wf[i] = W_HOLD * (h > HOLD_MAX ? HOLD_MAX : h);
+    }
+    if (share == 0)
+        return 0;
+    return room->pool_free > 0 ? share * cf / (double)room->pool_free : 1e6;
+}
+
 static int64_t fill_score(const struct sched_policy *p, const struct sched_node_view *v,
                           const struct sched_replica_req *r, int *ret_gpus)
 {
     const struct fill_state *st = p->state;
     struct pod_base b[MAX_TYPICAL];
+    double wf[MAX_TYPICAL], pin;
     struct change none = {NULL, 0, 0};
     int64_t cpu = v->cpu_cap ? v->cpu_free : INT64_MAX / 4;
     int64_t mem = v->mem_cap ? v->mem_free : INT64_MAX / 4;
@@ -158,6 +263,7 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
 
     if (cpu < r->cpu_milli || mem < r->mem_mib)
         return INT64_MAX;
+    pin = room_weights(st, v->room, wf);
     for (int g = 0; g < v->n_gpus; g++) {
         total += v->gpu_free[g];
         kept += leftover_of(st, v->gpu_free[g]);
@@ -172,12 +278,12 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
                 b[i].unusable += v->gpu_free[g];
         }
     }
-    before = measure(st, b, kept, total, cpu, mem, v->gpu_free, &none);
+    before = measure(st, wf, b, kept, total, cpu, mem, v->gpu_free, &none);
     cpu -= r->cpu_milli;
     mem -= r->mem_mib;
 
     if (r->gpu_milli == 0) {
-        best = measure(st, b, kept, total, cpu, mem, v->gpu_free, &none);
+        best = measure(st, wf, b, kept, total, cpu, mem, v->gpu_free, &none);
     } else if (r->gpu_milli < WHOLE) {
         /* Each distinct free amount once; ties: the device with less free. */
         for (int g = 0; g < v->n_gpus; g++) {
@@ -190,7 +296,7 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
             if (seen)
                 continue;
             struct change ch = {&g, 1, r->gpu_milli};
-            double a = measure(st, b, kept, total, cpu, mem, v->gpu_free, &ch);
+            double a = measure(st, wf, b, kept, total, cpu, mem, v->gpu_free, &ch);
             if (best_g < 0 || a < best || (a == best && f < v->gpu_free[best_g])) {
                 best = a;
                 best_g = g;
@@ -209,11 +315,16 @@ static int64_t fill_score(const struct sched_policy *p, const struct sched_node_
         if (n < k)
             return INT64_MAX;
         struct change ch = {pick, k, WHOLE};
-        best = measure(st, b, kept, total, cpu, mem, v->gpu_free, &ch);
+        best = measure(st, wf, b, kept, total, cpu, mem, v->gpu_free, &ch);
         memcpy(ret_gpus, pick, (size_t)k * sizeof(int));
     }
-    /* Growth in thousandths of a milli-GPU, then the free GPU left as the tie-break. */
-    double d = (best - before) * 1000.0;
+    /*
+     * Growth in thousandths of a milli-GPU, plus the charge for taking a
+     * pool's GPU that pinned work will want (squared, so that it steers
+     * only once a pool runs short: all pools start near the same pressure),
+     * then the free GPU left as the tie-break.
+     */
+    double d = (best - before + W_PIN * pin * pin * (double)r->gpu_milli) * 1000.0;
     d = d > (double)SCORE_CAP ? (double)SCORE_CAP : d < -(double)SCORE_CAP ? -(double)SCORE_CAP : d;
     q = (int64_t)(d >= 0 ? d + 0.5 : d - 0.5);
     left = total - r->gpu_milli;
@@ -252,6 +363,9 @@ struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typica
 
     st->n_pods = n;
     memcpy(st->pods, typical->pods, n * sizeof(st->pods[0]));
+    st->n_pins = typical->n_pins < MAX_PINS ? typical->n_pins : MAX_PINS;
+    if (st->n_pins)
+        memcpy(st->pins, typical->pins, st->n_pins * sizeof(st->pins[0]));
     st->cpu_min = st->mem_min = INT64_MAX / 4;
     for (size_t i = 0; i < n; i++) {
         const struct fgd_pod *m = &st->pods[i];
@@ -267,9 +381,33 @@ struct sched_policy *sched_policy_fgd_fill_new(const struct fgd_workload *typica
     }
     for (size_t i = 0; i < n && w > 0; i++)
         st->w_gpu[i] /= w;
+    for (size_t i = 0; i < n && gpu > 0; i++)
+        st->g_share[i] =
+            st->pods[i].num_gpu > 0 ? st->pods[i].freq * gpu_of(&st->pods[i]) / gpu : 0;
     if (gpu > 0) {
         st->mix_cpu = cpu / gpu;
         st->mix_mem = mem / gpu;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int32_t k = st->pods[i].num_gpu;
+        st->size_of[i] = -1;
+        for (int z = 0; z < st->n_sizes && k > 1; z++) {
+            if (st->size_k[z] == k)
+                st->size_of[i] = z;
+        }
+        if (k > 1 && st->size_of[i] < 0 && st->n_sizes < MAX_SIZES) {
+            st->size_k[st->n_sizes] = k;
+            for (int j = 0; j <= SCHED_MAX_GPUS_PER_NODE; j++)
+                st->quot[st->n_sizes][j] = (double)(j / k);
+            st->size_of[i] = st->n_sizes++;
+        }
+    }
+    for (size_t i = 0; i < st->n_pins; i++) {
+        st->pin_size[i] = -1;
+        for (int z = 0; z < st->n_sizes; z++) {
+            if (st->size_k[z] == st->pins[i].num_gpu)
+                st->pin_size[i] = z;
+        }
     }
     build_leftover(st);
     p->name = "fgd-fill";

@@ -82,9 +82,19 @@ struct bin {
     int32_t share_head[SHARE_BUCKETS];               /* gpu lists by free milli / 50 */
 };
 
+/*
+ * What policies see of a bin (struct sched_room), kept apart from struct
+ * bin so that the best-fit scans over a class's bins stay as compact.
+ */
+struct bin_room {
+    int64_t capacity, free;                           /* milli on ready nodes */
+    int32_t whole_count[SCHED_MAX_GPUS_PER_NODE + 1]; /* linked slots by free whole GPUs */
+};
+
 struct cls {
     int64_t id;
     struct bin *bins;   /* bins[0]: devices in no pool; bins[p + 1]: in pool p */
+    struct bin_room *rooms; /* one per bin, indexed as bins */
     int32_t n_bins;
     /* How many slots / partial devices sit at each level over all bins: a quick "nothing fits". */
     int32_t whole_count[SCHED_MAX_GPUS_PER_NODE + 1];
@@ -355,6 +365,7 @@ enum sched_class sched__auto_class(const struct sched *s, int32_t w);
 void place__gpu_take(struct sched *s, int32_t g, int32_t milli);
 void place__gpu_give(struct sched *s, int32_t g, int32_t milli);
 struct bin *place__bin(const struct sched *s, int32_t cls, int32_t pool);
+struct bin_room *place__room(const struct sched *s, int32_t cls, int32_t pool);
 void place__slot_link(struct sched *s, int32_t slot);
 void place__slot_unlink(struct sched *s, int32_t slot);
 void place__gpu_link(struct sched *s, int32_t g);

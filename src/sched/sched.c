@@ -149,6 +149,7 @@ void sched_free(struct sched *s)
         ivec_release(&s->classes[i].grown);
         ivec_release(&s->classes[i].grown_pass);
         free(s->classes[i].bins);
+        free(s->classes[i].rooms);
         free(s->classes[i].blocks);
         free(s->classes[i].block_free);
         free(s->classes[i].block_start);
@@ -217,11 +218,13 @@ static void grow_bins(struct cls *c, int32_t n)
     if (n <= c->n_bins)
         return;
     c->bins = xreallocarray(c->bins, (size_t)n, sizeof(struct bin));
+    c->rooms = xreallocarray(c->rooms, (size_t)n, sizeof(struct bin_room));
     for (int32_t b = c->n_bins; b < n; b++) {
         for (int i = 0; i <= SCHED_MAX_GPUS_PER_NODE; i++)
             c->bins[b].whole_head[i] = NONE;
         for (int i = 0; i < SHARE_BUCKETS; i++)
             c->bins[b].share_head[i] = NONE;
+        memset(&c->rooms[b], 0, sizeof(c->rooms[b]));
     }
     c->n_bins = n;
 }
@@ -321,6 +324,8 @@ int sched_add_gpu(struct sched *s, int64_t node_id, int64_t gpu_id, int64_t clas
         place__slot_link(s, sl);
         cl->capacity += WHOLE;
         cl->free += WHOLE;
+        place__room(s, c, p)->capacity += WHOLE;
+        place__room(s, c, p)->free += WHOLE;
     }
     sched__class_freed(s, c);
     s->fleet_generation++;
@@ -345,6 +350,7 @@ int sched_set_node_state(struct sched *s, int64_t node_id, enum sched_node_state
     for (int32_t i = 0; i < nd->slots.n; i++) {
         struct slot *sl = &s->slots[nd->slots.v[i]];
         struct cls *cl = &s->classes[sl->cls];
+        struct bin_room *bn = place__room(s, sl->cls, sl->pool);
         int64_t cap = 0, free_milli = 0;
         for (int32_t k = 0; k < sl->gpus.n; k++) {
             cap += WHOLE;
@@ -358,11 +364,15 @@ int sched_set_node_state(struct sched *s, int64_t node_id, enum sched_node_state
             place__slot_link(s, nd->slots.v[i]);
             cl->capacity += cap;
             cl->free += free_milli;
+            bn->capacity += cap;
+            bn->free += free_milli;
             sched__class_freed(s, sl->cls);
         } else {
             place__slot_unlink(s, nd->slots.v[i]);
             cl->capacity -= cap;
             cl->free -= free_milli;
+            bn->capacity -= cap;
+            bn->free -= free_milli;
         }
     }
     return 0;

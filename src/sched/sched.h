@@ -48,6 +48,23 @@ struct sched;
 
 /* ---- configuration ---- */
 
+/*
+ * The room of the requested class around a node, for policies that weigh
+ * what is scarce in the fleet and not only on the node: milli on ready
+ * nodes in all pools and in the pool of the devices shown, and how many of
+ * the class's node slots (a node's devices of one class in one pool), in
+ * all pools and in that pool, have each number of fully free devices. The
+ * core keeps these counts as it places, so handing them out costs a few
+ * stores per node. Policies that do not weigh the fleet ignore it.
+ */
+struct sched_room {
+    int64_t pool_id;             /* the pool of the devices shown; 0: none */
+    int64_t pool_free, pool_cap; /* milli of the class in that pool */
+    int64_t class_free, class_cap;
+    const int32_t *slots_by_whole; /* [n]: slots with n free devices, n = 0..MAX_GPUS_PER_NODE */
+    const int32_t *pool_slots_by_whole; /* the same, of the pool's slots only */
+};
+
 /* What a placement policy sees of one node when it is asked to choose. */
 struct sched_node_view {
     int64_t node_id;
@@ -56,6 +73,7 @@ struct sched_node_view {
     int n_gpus;                /* devices of the requested class this workload may use */
     const int32_t *gpu_free;   /* free milli of each */
     const int64_t *gpu_ids;
+    const struct sched_room *room; /* NULL for CPU-only work; valid during the call only */
 };
 
 /* One replica's request. */

@@ -30,7 +30,7 @@ static struct fgd_workload gpu_and_cpu_pods(void)
 static struct sched_node_view view(int64_t id, const int32_t *free_, int n, int64_t cpu_free,
                                    int64_t cpu_cap)
 {
-    return (struct sched_node_view){id, cpu_free, cpu_cap, 0, 0, n, free_, no_ids};
+    return (struct sched_node_view){id, cpu_free, cpu_cap, 0, 0, n, free_, no_ids, NULL};
 }
 
 /*
@@ -334,15 +334,223 @@ static void test_parse(void **st)
     fgd_workload_release(&w);
 }
 
+/*
+ * Pinned demand in placement-pods: "@ID|ID[xNUM]*PERCENT" entries beside the
+ * typical pods. A set is one pin whatever its order; the same set and size
+ * add up.
+ */
+static void test_parse_pins(void **st)
+{
+    (void)st;
+    struct fgd_workload w;
+    static const char *bad[] = {
+        "@3*5",                /* pins alone: no typical pods */
+        "1x1000/1/1,@3*0",     /* nothing pinned */
+        "1x1000/1/1,@3*100.5", /* more than all */
+        "1x1000/1/1,@*5",
+        "1x1000/1/1,@3x0*5",
+        "1x1000/1/1,@3",
+        "1x1000/1/1,@3*1.234",
+        "1x1000/1/1,@0*5",
+        "1x1000/1/1,@3|*5",
+    };
+
+    assert_int_equal(fgd_workload_parse("1x1000/1/1,@3|2x8*4.5,@5*10,@2|3x8*0.5,8x1000/8/8", &w),
+                     0);
+    assert_int_equal(w.n_pods, 2);
+    assert_int_equal(w.n_pins, 2);
+    assert_int_equal(w.pins[0].n_pools, 2);
+    assert_int_equal(w.pins[0].pool_ids[0], 2);
+    assert_int_equal(w.pins[0].pool_ids[1], 3);
+    assert_int_equal(w.pins[0].num_gpu, 8);
+    assert_float_equal(w.pins[0].gpu_share, 0.05, 1e-12);
+    assert_int_equal(w.pins[1].pool_ids[0], 5);
+    assert_int_equal(w.pins[1].num_gpu, 1);
+    assert_float_equal(w.pins[1].gpu_share, 0.10, 1e-12);
+    fgd_workload_release(&w);
+    assert_null(w.pins);
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        w.n_pods = 12345;
+        assert_int_equal(fgd_workload_parse(bad[i], &w), SCHED_EINVAL);
+        assert_int_equal(w.n_pods, 12345); /* untouched */
+    }
+}
+
+/*
+ * Pool pressure: half of the GPU demand can only run on pool 1. Two idle
+ * 2-GPU nodes, A in pool 1 and B in pool 2, the class 4000 free of which
+ * pool 1 has 2000: pressure 0.5 x 4000 / 2000 = 1, so a pod that may go
+ * anywhere pays 1 x 1^2 x 1000 on A and nothing on B. Without the pin (or
+ * without the core's room, as in a test of one node) the two tie.
+ */
+static void test_pinned_pool_is_left_to_its_pods(void **st)
+{
+    (void)st;
+    struct fgd_workload w;
+    int32_t g[] = {1000, 1000}, slots[SCHED_MAX_GPUS_PER_NODE + 1] = {[2] = 2},
+            pool_slots[SCHED_MAX_GPUS_PER_NODE + 1] = {[2] = 1};
+    struct sched_room ra = {1, 2000, 2000, 4000, 4000, slots, pool_slots},
+                      rb = {2, 2000, 2000, 4000, 4000, slots, pool_slots};
+    struct sched_node_view va = view(1, g, 2, 0, 0), vb = view(2, g, 2, 0, 0);
+    struct sched_replica_req r = {1, 1000, 0, 0};
+    int pick[8];
+
+    assert_int_equal(fgd_workload_parse("1x1000/0/0,@1*50", &w), 0);
+    struct sched_policy *fill = sched_policy_fgd_fill_new(&w);
+    int64_t plain = fill->score(fill, &va, &r, pick);
+    va.room = &ra;
+    vb.room = &rb;
+    int64_t sa = fill->score(fill, &va, &r, pick), sb = fill->score(fill, &vb, &r, pick);
+    assert_int_equal(sb, plain);
+    assert_int_equal(sa - sb, (int64_t)1000 * 1000 * 65536);
+    sched_policy_free(fill);
+    fgd_workload_release(&w);
+}
+
+/*
+ * The hold on idle 8-GPU nodes follows the demand still to come. Typical
+ * pods: 1x1000 and 8x1000 alike often, so 8-GPU pods ask for 8/9 of the
+ * GPU. A 1-GPU pod on an idle 8-GPU node leaves 7000 milli that they cannot
+ * use. With 88,000 milli free in the class and 10 idle 8-GPU nodes (80,000
+ * of places) the hold is 8/9 x 88,000 / 80,000 = 0.978, and the break costs
+ * W_HOLD 0.1 x 0.978 x 7000 = 684.4; with 1,000 idle nodes the hold is
+ * 0.00978 and it costs 6.8. Without the core's room the frequency (0.5)
+ * weighs, as before: 3500.
+ */
+static void test_hold_follows_demand(void **st)
+{
+    (void)st;
+    struct fgd_workload w;
+    int32_t g[8] = {1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000};
+    int32_t few[SCHED_MAX_GPUS_PER_NODE + 1] = {[8] = 10},
+                                          many[SCHED_MAX_GPUS_PER_NODE + 1] = {[8] = 1000};
+    struct sched_room scarce = {0, 0, 0, 88000, 8000000, few, NULL},
+                      plenty = {0, 0, 0, 88000, 8000000, many, NULL};
+    struct sched_node_view v = view(1, g, 8, 0, 0);
+    struct sched_replica_req r = {1, 1000, 0, 0};
+    int pick[8];
+
+    assert_int_equal(fgd_workload_parse("1x1000/0/0,8x1000/0/0", &w), 0);
+    struct sched_policy *fill = sched_policy_fgd_fill_new(&w);
+    int64_t fixed = fill->score(fill, &v, &r, pick);
+    v.room = &scarce;
+    int64_t s_scarce = fill->score(fill, &v, &r, pick);
+    v.room = &plenty;
+    int64_t s_plenty = fill->score(fill, &v, &r, pick);
+    assert_true(s_plenty < s_scarce && s_scarce < fixed);
+    /* Scores are thousandths of a milli-GPU shifted by 16 bits (plus the same tie-break). */
+    assert_true(llabs((s_scarce >> 16) - (s_plenty >> 16) - 677600) < 200);
+    assert_true(llabs((fixed >> 16) - (s_scarce >> 16) - 2815600) < 200);
+    sched_policy_free(fill);
+    fgd_workload_release(&w);
+}
+
+/* A policy that records the room the core shows with each node, and takes the lowest node id. */
+struct seen_room {
+    struct sched_room room;
+    int32_t slots[SCHED_MAX_GPUS_PER_NODE + 1], pool_slots[SCHED_MAX_GPUS_PER_NODE + 1];
+};
+static struct seen_room seen[4]; /* by node id */
+
+static int64_t record_score(const struct sched_policy *p, const struct sched_node_view *v,
+                            const struct sched_replica_req *r, int *ret_gpus)
+{
+    (void)p;
+    assert_non_null(v->room);
+    seen[v->node_id].room = *v->room;
+    memcpy(seen[v->node_id].slots, v->room->slots_by_whole, sizeof(seen[0].slots));
+    memcpy(seen[v->node_id].pool_slots, v->room->pool_slots_by_whole, sizeof(seen[0].pool_slots));
+    for (int g = 0, k = 0; g < v->n_gpus && k < (r->gpu_milli + 999) / 1000; g++) {
+        if (v->gpu_free[g] >= (r->gpu_milli < 1000 ? r->gpu_milli : 1000))
+            ret_gpus[k++] = g;
+    }
+    return v->node_id;
+}
+
+static void submit_one(struct sched *s, struct sched_decisions *d, int64_t id, int32_t milli)
+{
+    struct sched_workload_spec w = {.id = id,
+                                    .project_id = 1,
+                                    .pclass = SCHED_P2,
+                                    .submit_ms = id,
+                                    .replicas = 1,
+                                    .class_id = 1,
+                                    .gpu_milli = milli,
+                                    .grace_ms = -1};
+    assert_true(sched_submit(s, &w, id) >= 0);
+    sched_decisions_reset(d);
+    sched_pass(s, id, d);
+    assert_int_equal(d->n_admits, 1);
+}
+
+/*
+ * The room through the core: node 1 (2 GPUs) in pool 10, nodes 2 and 3 (4
+ * GPUs each) in pool 20. After a 2-GPU pod on node 1 and a 300 share on
+ * node 2, the next decision sees class 10000 - 2300 free of 10000, pool 10
+ * 0 of 2000, pool 20 7700 of 8000; slots by free devices: node 1 at 0,
+ * node 2 at 3, node 3 at 4. With node 3 drained the class is 3700 of
+ * 6000 and node 3's slot no longer counts.
+ */
+static void test_room_through_core(void **st)
+{
+    (void)st;
+    struct sched_policy rec = {"record", record_score, NULL};
+    struct sched_config cfg;
+    struct sched_decisions d;
+    struct sched *s;
+
+    sched_config_init(&cfg);
+    cfg.policy = &rec;
+    s = sched_new(&cfg);
+    assert_non_null(s);
+    assert_true(sched_add_class(s, 1) >= 0);
+    assert_true(sched_set_project(s, 1, 1, 1) >= 0);
+    for (int64_t pool = 10; pool <= 20; pool += 10) {
+        struct sched_pool_spec ps = {.id = pool, .owner_project_id = 1};
+        assert_true(sched_set_pool(s, &ps) >= 0);
+    }
+    for (int n = 1; n <= 3; n++) {
+        struct sched_node_spec ns = {.id = n, .cluster_id = 1};
+        assert_true(sched_add_node(s, &ns) >= 0);
+        for (int g = 0; g < (n == 1 ? 2 : 4); g++)
+            assert_true(sched_add_gpu(s, n, n * 100 + g, 1, n == 1 ? 10 : 20) >= 0);
+    }
+    sched_decisions_init(&d);
+    submit_one(s, &d, 1, 2000); /* node 1: the lowest id */
+    submit_one(s, &d, 2, 300);  /* node 2: node 1 is full */
+    submit_one(s, &d, 3, 100);  /* looks at nodes 2 and 3 before taking node 2 */
+    assert_int_equal(seen[2].room.pool_id, 20);
+    assert_int_equal(seen[2].room.class_free, 7700);
+    assert_int_equal(seen[2].room.class_cap, 10000);
+    assert_int_equal(seen[2].room.pool_free, 7700);
+    assert_int_equal(seen[2].room.pool_cap, 8000);
+    assert_int_equal(seen[2].slots[0], 1);
+    assert_int_equal(seen[2].slots[3], 1);
+    assert_int_equal(seen[2].slots[4], 1);
+    assert_int_equal(seen[2].pool_slots[0], 0);
+    assert_int_equal(seen[2].pool_slots[3], 1);
+    assert_int_equal(seen[2].pool_slots[4], 1);
+    assert_true(sched_set_node_state(s, 3, SCHED_NODE_DRAIN) >= 0);
+    submit_one(s, &d, 4, 100);
+    assert_int_equal(seen[2].room.class_free, 6000 - 2400);
+    assert_int_equal(seen[2].room.class_cap, 6000);
+    assert_int_equal(seen[2].room.pool_free, 4000 - 400);
+    assert_int_equal(seen[2].slots[4], 0);
+    assert_int_equal(seen[2].pool_slots[4], 0);
+    assert_int_equal(seen[2].pool_slots[3], 1);
+    sched_decisions_release(&d);
+    sched_free(s);
+}
+
 /* BestFit counts GPU and CPU only: two nodes that differ only in free memory tie. */
 static void test_bestfit_ignores_memory(void **st)
 {
     (void)st;
     struct sched_policy *p = sched_policy_bestfit_new();
     int32_t g[] = {1000, 500};
-    struct sched_node_view a = {1, 8000, 16000, 1000, 100000, 2, g, no_ids};
-    struct sched_node_view b = {2, 8000, 16000, 90000, 100000, 2, g, no_ids};
-    struct sched_node_view c = {3, 12000, 16000, 1000, 100000, 2, g, no_ids};
+    struct sched_node_view a = {1, 8000, 16000, 1000, 100000, 2, g, no_ids, NULL};
+    struct sched_node_view b = {2, 8000, 16000, 90000, 100000, 2, g, no_ids, NULL};
+    struct sched_node_view c = {3, 12000, 16000, 1000, 100000, 2, g, no_ids, NULL};
     struct sched_replica_req r = {1, 500, 2000, 500};
     int pk[8];
     int64_t sa = p->score(p, &a, &r, pk), sb = p->score(p, &b, &r, pk),
@@ -378,6 +586,10 @@ int main(void)
         cmocka_unit_test(test_shape_waste_behind_cpu),
         cmocka_unit_test(test_build_cover),
         cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_parse_pins),
+        cmocka_unit_test(test_pinned_pool_is_left_to_its_pods),
+        cmocka_unit_test(test_hold_follows_demand),
+        cmocka_unit_test(test_room_through_core),
         cmocka_unit_test(test_bestfit_ignores_memory),
         cmocka_unit_test(test_by_name),
     };
