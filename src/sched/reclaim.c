@@ -407,16 +407,29 @@ static bool try_node(struct sched *s, int32_t w, int32_t n, bool by_size, int64_
         struct vkey key;
     } cand[PICK_MAX];
     int32_t n_cand = 0, gpus[SCHED_MAX_GPUS_PER_NODE];
-    bool fits, progress = true;
+    bool fits, progress = true, borrowers;
+    int64_t own = 0;
+    const struct workload *wl = &s->wls[w];
 
+    /*
+     * Borrowers' work can go only if taking the project's own work here
+     * first brings it within its guarantee (borrowers_ok): else none of it
+     * is a victim here, nor protected from w by its minimum runtime.
+     */
+    for (int32_t i = 0; i < nd->running.n; i++) {
+        if (victim_kind(s, w, nd->running.v[i]) == VK_OWN)
+            own += sched__need(&s->wls[nd->running.v[i]]);
+    }
+    borrowers = *vused_of(s, wl->project, wl->cls) - own + sched__need(wl) <=
+                vguaranteed_of(s, wl->project, wl->cls);
     for (int32_t i = 0; i < nd->running.n && n_cand < PICK_MAX; i++) {
         int32_t v = nd->running.v[i];
         enum victim_kind kind = victim_kind(s, w, v);
         const struct workload *vl = &s->wls[v];
         /* A project that does not borrow now will not while this node is judged. */
         if (kind == VK_NONE ||
-            (kind == VK_BORROWER &&
-             *vused_of(s, vl->project, vl->cls) <= vguaranteed_of(s, vl->project, vl->cls)) ||
+            (kind == VK_BORROWER && (!borrowers || *vused_of(s, vl->project, vl->cls) <=
+                                                       vguaranteed_of(s, vl->project, vl->cls))) ||
             protected_now(s, w, v, now))
             continue;
         cand[n_cand].v = v;
