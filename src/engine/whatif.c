@@ -23,6 +23,15 @@ struct runs {
     bool open; /* its last run has not ended */
 };
 
+/* Every row of a resource. */
+static int read_all(struct store_conn *c, const struct resource_def *def, struct arena *a,
+                    struct row **ret, size_t *ret_n, struct error_info *ei)
+{
+    struct store_filter f;
+    store_filter_init(&f);
+    return store_list_all(c, def, &f, a, ret, ret_n, ei);
+}
+
 static int cmp_node_id(const void *x, const void *y)
 {
     const struct whatif_node *a = x, *b = y;
@@ -34,13 +43,11 @@ static int read_fleet(struct store_conn *c, struct engine_world *ew, struct aren
                       struct error_info *ei)
 {
     struct whatif_world *w = &ew->w;
-    struct store_filter f;
     struct row *rows, *pools, *nodes;
     size_t n, n_pools, n_nodes;
     int rc;
 
-    store_filter_init(&f);
-    rc = store_list_all(c, &model_gpu_classes, &f, a, &rows, &n, ei);
+    rc = read_all(c, &model_gpu_classes, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     int64_t *classes = arena_calloc(a, n + 1, sizeof(*classes));
@@ -52,8 +59,7 @@ static int read_fleet(struct store_conn *c, struct engine_world *ew, struct aren
     w->classes = classes;
     w->n_classes = ew->n_classes = n;
 
-    store_filter_init(&f);
-    rc = store_list_all(c, &model_pools, &f, a, &pools, &n_pools, ei);
+    rc = read_all(c, &model_pools, a, &pools, &n_pools, ei);
     if (rc < 0)
         return rc;
     struct sched_pool_spec *ps = arena_calloc(a, n_pools + 1, sizeof(*ps));
@@ -65,8 +71,7 @@ static int read_fleet(struct store_conn *c, struct engine_world *ew, struct aren
     w->pools = ps;
     w->n_pools = ew->n_pools = n_pools;
 
-    store_filter_init(&f);
-    rc = store_list_all(c, &model_nodes, &f, a, &nodes, &n_nodes, ei);
+    rc = read_all(c, &model_nodes, a, &nodes, &n_nodes, ei);
     if (rc < 0)
         return rc;
     struct whatif_node *wn = arena_calloc(a, n_nodes + 1, sizeof(*wn));
@@ -75,8 +80,7 @@ static int read_fleet(struct store_conn *c, struct engine_world *ew, struct aren
     w->nodes = wn;
     w->n_nodes = n_nodes;
 
-    store_filter_init(&f);
-    rc = store_list_all(c, &model_gpus, &f, a, &rows, &n, ei);
+    rc = read_all(c, &model_gpus, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     struct whatif_gpu *wg = arena_calloc(a, n + 1, sizeof(*wg));
@@ -99,13 +103,11 @@ static int read_tenants(struct store_conn *c, struct engine_world *ew, struct ar
                         struct error_info *ei)
 {
     struct whatif_world *w = &ew->w;
-    struct store_filter f;
     struct row *rows;
     size_t n;
     int rc;
 
-    store_filter_init(&f);
-    rc = store_list_all(c, &model_projects, &f, a, &rows, &n, ei);
+    rc = read_all(c, &model_projects, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     struct whatif_project *wp = arena_calloc(a, n + 1, sizeof(*wp));
@@ -119,8 +121,7 @@ static int read_tenants(struct store_conn *c, struct engine_world *ew, struct ar
     w->projects = wp;
     w->n_projects = ew->n_projects = n;
 
-    store_filter_init(&f);
-    rc = store_list_all(c, &model_quotas, &f, a, &rows, &n, ei);
+    rc = read_all(c, &model_quotas, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     struct whatif_quota *wq = arena_calloc(a, n + 1, sizeof(*wq));
@@ -132,8 +133,7 @@ static int read_tenants(struct store_conn *c, struct engine_world *ew, struct ar
     w->quotas = wq;
     w->n_quotas = n;
 
-    store_filter_init(&f);
-    rc = store_list_all(c, &model_org_quotas, &f, a, &rows, &n, ei);
+    rc = read_all(c, &model_org_quotas, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     struct whatif_org_cap *wc = arena_calloc(a, n + 1, sizeof(*wc));
@@ -144,8 +144,7 @@ static int read_tenants(struct store_conn *c, struct engine_world *ew, struct ar
     w->org_caps = wc;
     w->n_org_caps = n;
 
-    store_filter_init(&f);
-    rc = store_list_all(c, &model_flavors, &f, a, &rows, &n, ei);
+    rc = read_all(c, &model_flavors, a, &rows, &n, ei);
     if (rc < 0)
         return rc;
     ew->flavors = arena_calloc(a, n + 1, sizeof(*ew->flavors));
