@@ -30,6 +30,19 @@ kapi() { # METHOD PATH: the apiserver's answer (admin)
   curl -sS --cacert "$K8S_CA" -H "Authorization: Bearer $K8S_TOKEN" -X "$1" "$K8S_SERVER$2"
 }
 
+pods_of() { # W N: the workload's pods, waiting up to 20 s for N of them ("running" comes
+  # when gpuaas has placed the work and asked for its pods, which a loaded apiserver makes later)
+  local deadline=$((SECONDS + 20)) p
+  while :; do
+    p=$(kapi GET "/api/v1/pods?labelSelector=gpuaas.io%2Fworkload%3D$1")
+    if [ "$(jq '.items | length' <<<"$p")" = "$2" ] || [ $SECONDS -ge $deadline ]; then
+      echo "$p"
+      return
+    fi
+    sleep 0.2
+  done
+}
+
 # --- a wrong kubeconfig: one clear line, nothing else lost ----------------------
 out=$("${g[@]}" cluster create typo --backend kubernetes --endpoint "$TMP/no-such-kubeconfig" 2>&1) &&
   fail "a cluster with a kubeconfig that is not there was created: $out"
@@ -65,7 +78,7 @@ owners_and_guests k8s 16000
 # --- a run that succeeds ------------------------------------------------------
 w=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned --duration 2s -- echo hi | jq -r .id)
 wait_state "$w" running 20
-pods=$(kapi GET "/api/v1/pods?labelSelector=gpuaas.io%2Fworkload%3D$w")
+pods=$(pods_of "$w" 1)
 expect_eq "$(jq '.items | length' <<<"$pods")" 1 "pods of workload $w"
 expect_eq "$(jq -r '.items[0].spec.containers[0].resources.limits["nvidia.com/gpu"]' <<<"$pods")" 1 "its GPU limit"
 node=$(jq -r '.items[0].spec.nodeName' <<<"$pods")
@@ -130,7 +143,7 @@ wait_state "$long" cancelled 15
 # --- a pod deleted by someone else ------------------------------------------------
 gone=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned -- sleep inf | jq -r .id)
 wait_state "$gone" running 20
-pod=$(kapi GET "/api/v1/pods?labelSelector=gpuaas.io%2Fworkload%3D$gone" | jq -r '.items[0].metadata | "\(.namespace)/\(.name)"')
+pod=$(pods_of "$gone" 1 | jq -r '.items[0].metadata | "\(.namespace)/\(.name)"')
 kapi DELETE "/api/v1/namespaces/${pod%/*}/pods/${pod#*/}?gracePeriodSeconds=0" >/dev/null
 wait_state "$gone" failed 15
 api GET "/v1/workloads/$gone" "$ADMIN_TOKEN"
