@@ -34,6 +34,7 @@
 #include "base/parse.h"
 #include "sched/policies.h"
 #include "sched/sched.h"
+#include "bench-util.h"
 
 #define WHOLE 1000
 #define MAX_MODELS 32
@@ -84,26 +85,10 @@ struct result {
     int64_t pass_ns;
 };
 
-static uint64_t rng_state;
 /* Diagnosis only (--skip-cpu-pods): CPU-only pods are drawn but not submitted. */
 static bool skip_cpu_pods;
 /* Diagnosis (--diag): at each point, where the unallocated GPU is (print_diag). */
 static bool diag;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Splits a CSV line (no quoting in these files) in place; returns the field count. */
 static int split_csv(char *line, char **fields, int max)

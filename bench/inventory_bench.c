@@ -29,6 +29,7 @@
 #include "base/err.h"
 #include "base/parse.h"
 #include "inventory/inventory.h"
+#include "bench-util.h"
 
 #define GPUS_PER_NODE 8
 
@@ -67,16 +68,6 @@ static const struct {
     {"DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "The rate of data transmitted over the PCIe bus.", 0},
     {"DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "The rate of data received over the PCIe bus.", 0},
 };
-
-static uint64_t rng_state = 42;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 /* One node's exporter output; the caller frees. */
 static char *node_text(int node, int n_gpus, size_t *ret_len)
@@ -151,6 +142,7 @@ int main(int argc, char **argv)
     struct rusage ru;
     int64_t now_ms = INT64_C(1764460800000);
 
+    rng_state = 42;
     for (int i = 1; i < argc; i++) {
         int64_t *target = NULL, max = 0;
         if (strcmp(argv[i], "--gpus") == 0)

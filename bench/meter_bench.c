@@ -22,32 +22,11 @@
 #include "base/buf.h"
 #include "base/parse.h"
 #include "meter/meter.h"
+#include "bench-util.h"
 
 #define CHUNK 65536
 #define N_FLAVORS 8
 #define PROJECTS_PER_ORG 10
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static int64_t rng_range(int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rng_next() % (uint64_t)(hi - lo + 1));
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int usage(void)
 {

@@ -40,6 +40,7 @@
 #include "base/alloc.h"
 #include "base/parse.h"
 #include "sched/sched.h"
+#include "bench-util.h"
 
 #define N_CLASSES 3
 #define NODES_PER_POOL 20
@@ -56,33 +57,11 @@ struct result {
     double rate, p50, p99, pmax, rss_mib;
 };
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static int64_t rng_range(int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rng_next() % (uint64_t)(hi - lo + 1));
-}
-
 /* For the slow-pass report only: a plain number or 0. */
 static int64_t atoll_checked(const char *s)
 {
     int64_t v = 0;
     return parse_int64(s, 0, INT64_MAX / 1000000, &v) == 0 ? v : 0;
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int cmp_i64(const void *a, const void *b)

@@ -26,6 +26,7 @@
 #include "base/parse.h"
 #include "engine/engine.h"
 #include "whatif/whatif.h"
+#include "bench-util.h"
 
 #define T0 INT64_C(1764547200000) /* 2025-12-01T00:00:00Z */
 #define N_NODES 125
@@ -37,28 +38,6 @@
 #define N_FLAVORS (2 * N_SIZES) /* one per class and size */
 
 static const int32_t flavor_sizes[N_SIZES] = {250, 500, 1000, 2000, 4000, 8000};
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static int64_t rng_range(int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rng_next() % (uint64_t)(hi - lo + 1));
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int cmp_i64(const void *a, const void *b)
 {
