@@ -520,6 +520,8 @@ static void test_adopt_and_sweep(void **state)
     assert_int_equal(b->ops->launch(b, &s.l, started, &ei), 0);
     assert_int_equal(b->ops->launch(b, &t.l, started, &ei), 0);
     wait_phase(b, prefix, 10, 51, 0, "Running");
+    /* Launches are asynchronous: 52's pod must be there before the daemon goes (the sweep's). */
+    wait_phase(b, prefix, 10, 52, 0, "Running");
     b->ops->free(b); /* the daemon goes away; its pods stay */
 
     b = open_backend(prefix, 1000);
