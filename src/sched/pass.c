@@ -678,6 +678,22 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     share__tick(s, now_ms);
     /* Due timers (a reservation, a victim's minimum runtime) make their projects dirty. */
     sched__fire_timers(s, now_ms);
+    /*
+     * Preemptors whose victims have all released go first: the capacity is
+     * theirs. One admitted leaves its queue: the work behind it comes into
+     * view, so its class is looked at in this pass (what was learnt of it
+     * was learnt with the preemptor at its head).
+     */
+    for (int32_t i = 0; i < s->ready.n; i++) {
+        int32_t w = s->ready.v[i];
+        struct workload *wl = &s->wls[w];
+        if (!wl->in_use || !wl->reclaim_ready || wl->state != SCHED_QUEUED)
+            continue;
+        wl->reclaim_ready = false;
+        if (try_admit(s, w, now_ms, d) && wl->cls != NONE)
+            sched__mark_class_dirty(s, wl->project, wl->cls);
+    }
+    s->ready.n = 0;
     todo = s->dirty;
     memset(&s->dirty, 0, sizeof(s->dirty));
     for (int32_t c = 0; c < s->n_classes; c++) {
@@ -699,17 +715,6 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
         }
         p->dirty = p->dirty_all = false;
     }
-
-    /* Preemptors whose victims have all released go first: the capacity is theirs. */
-    for (int32_t i = 0; i < s->ready.n; i++) {
-        int32_t w = s->ready.v[i];
-        struct workload *wl = &s->wls[w];
-        if (!wl->in_use || !wl->reclaim_ready || wl->state != SCHED_QUEUED)
-            continue;
-        wl->reclaim_ready = false;
-        try_admit(s, w, now_ms, d);
-    }
-    s->ready.n = 0;
 
     /* What each project waits for is found out afresh by looking at it. */
     for (int32_t i = 0; i < todo.n; i++) {

@@ -28,21 +28,40 @@ struct bin_room *place__room(const struct sched *s, int32_t cls, int32_t pool)
     return &s->classes[cls].rooms[pool + 1];
 }
 
-void place__slot_link(struct sched *s, int32_t sl)
+/*
+ * Where a device and its slot sat in their lists (the one before each, NONE:
+ * the head) before a trial placement took from the device: undoing the
+ * trial puts them back there, so that a placement that failed leaves the
+ * lists, and with them the next placement's choice among equals, as they were.
+ */
+struct spot {
+    int32_t gpu_prev, slot_prev;
+};
+
+/* Links slot sl into its list after slot prev (NONE: at the head). */
+static void slot_link_after(struct sched *s, int32_t sl, int32_t prev)
 {
     struct slot *st = &s->slots[sl];
     struct bin *bn = place__bin(s, st->cls, st->pool);
     int32_t b = st->free_whole;
     if (st->linked || s->nodes[st->node].state != SCHED_NODE_READY)
         return;
-    st->prev = NONE;
-    st->next = bn->whole_head[b];
+    st->prev = prev;
+    st->next = prev != NONE ? s->slots[prev].next : bn->whole_head[b];
     if (st->next != NONE)
         s->slots[st->next].prev = sl;
-    bn->whole_head[b] = sl;
+    if (prev != NONE)
+        s->slots[prev].next = sl;
+    else
+        bn->whole_head[b] = sl;
     st->linked = true;
     s->classes[st->cls].whole_count[b]++;
     place__room(s, st->cls, st->pool)->whole_count[b]++;
+}
+
+void place__slot_link(struct sched *s, int32_t sl)
+{
+    slot_link_after(s, sl, NONE);
 }
 
 void place__slot_unlink(struct sched *s, int32_t sl)
@@ -63,7 +82,8 @@ void place__slot_unlink(struct sched *s, int32_t sl)
     place__room(s, st->cls, st->pool)->whole_count[st->free_whole]--;
 }
 
-void place__gpu_link(struct sched *s, int32_t g)
+/* Links device g into its share list after device prev (NONE: at the head). */
+static void gpu_link_after(struct sched *s, int32_t g, int32_t prev)
 {
     struct gpu *gp = &s->gpus[g];
     struct bin *c = place__bin(s, s->slots[gp->slot].cls, gp->pool);
@@ -74,11 +94,19 @@ void place__gpu_link(struct sched *s, int32_t g)
     b = gp->free / SHARE_STEP;
     gp->sbucket = b;
     s->classes[s->slots[gp->slot].cls].share_count[b]++;
-    gp->sprev = NONE;
-    gp->snext = c->share_head[b];
+    gp->sprev = prev;
+    gp->snext = prev != NONE ? s->gpus[prev].snext : c->share_head[b];
     if (gp->snext != NONE)
         s->gpus[gp->snext].sprev = g;
-    c->share_head[b] = g;
+    if (prev != NONE)
+        s->gpus[prev].snext = g;
+    else
+        c->share_head[b] = g;
+}
+
+void place__gpu_link(struct sched *s, int32_t g)
+{
+    gpu_link_after(s, g, NONE);
 }
 
 void place__gpu_unlink(struct sched *s, int32_t g)
@@ -97,18 +125,26 @@ void place__gpu_unlink(struct sched *s, int32_t g)
     gp->sbucket = gp->sprev = gp->snext = NONE;
 }
 
-/* Moves milli between a device and its users, keeping every index right. */
-static void gpu_adjust(struct sched *s, int32_t g, int32_t delta)
+/*
+ * Moves milli between a device and its users, keeping every index right.
+ * Where the device and its slot sat in their lists before is written to
+ * *was (if given); they go back to the places *at gives (if given), else to
+ * the heads of their lists.
+ */
+static void gpu_adjust(struct sched *s, int32_t g, int32_t delta, struct spot *was,
+                       const struct spot *at)
 {
     struct gpu *gp = &s->gpus[g];
     struct slot *st = &s->slots[gp->slot];
     bool ready = s->nodes[gp->node].state == SCHED_NODE_READY;
     bool was_whole = gp->free == WHOLE;
 
+    if (was)
+        *was = (struct spot){.gpu_prev = gp->sprev, .slot_prev = st->prev};
     place__gpu_unlink(s, g);
     gp->free += delta;
     assert(gp->free >= 0 && gp->free <= WHOLE);
-    place__gpu_link(s, g);
+    gpu_link_after(s, g, at ? at->gpu_prev : NONE);
     if (ready) {
         s->classes[st->cls].free += delta;
         place__room(s, st->cls, st->pool)->free += delta;
@@ -117,7 +153,7 @@ static void gpu_adjust(struct sched *s, int32_t g, int32_t delta)
         struct cls *c = &s->classes[st->cls];
         place__slot_unlink(s, gp->slot);
         st->free_whole += was_whole ? -1 : 1;
-        place__slot_link(s, gp->slot);
+        slot_link_after(s, gp->slot, at ? at->slot_prev : NONE);
         if (ready && c->blocks_gen == s->fleet_generation + 1 && st->block != NONE)
             c->block_free[st->block] += was_whole ? -1 : 1;
     }
@@ -125,12 +161,12 @@ static void gpu_adjust(struct sched *s, int32_t g, int32_t delta)
 
 void place__gpu_take(struct sched *s, int32_t g, int32_t milli)
 {
-    gpu_adjust(s, g, -milli);
+    gpu_adjust(s, g, -milli, NULL, NULL);
 }
 
 void place__gpu_give(struct sched *s, int32_t g, int32_t milli)
 {
-    gpu_adjust(s, g, milli);
+    gpu_adjust(s, g, milli, NULL, NULL);
 }
 
 /* ---- eligibility ---- */
@@ -234,9 +270,23 @@ struct gang {
     int32_t *bins; /* pools (NONE: no pool) whose devices the gang may use */
     int32_t n_bins;
     struct sched_assign *as;
+    int32_t *at; /* per assignment in as: node and device index (NONE: no device) */
+    struct spot *was; /* per assignment in as: where its device sat before */
     int32_t n_as;
     int32_t *replica_node;
 };
+
+/* Records an assignment and where it is, so that undoing it looks nothing up. */
+static void record(struct sched *s, struct gang *gg, int32_t replica, int32_t n, int32_t g,
+                   int32_t milli)
+{
+    gg->at[2 * gg->n_as] = n;
+    gg->at[2 * gg->n_as + 1] = g;
+    gg->as[gg->n_as++] = (struct sched_assign){.replica = replica,
+                                               .node_id = s->nodes[n].id,
+                                               .gpu_id = g != NONE ? s->gpus[g].id : 0,
+                                               .milli = milli};
+}
 
 static bool bin_usable(const struct gang *gg, int32_t pool);
 static int32_t block_index(const struct cls *c, int64_t b);
@@ -264,12 +314,9 @@ static void take_node_room(struct sched *s, struct gang *gg, int32_t replica, in
 
 static void assign(struct sched *s, struct gang *gg, int32_t replica, int32_t g, int32_t milli)
 {
-    place__gpu_take(s, g, milli);
+    gpu_adjust(s, g, -milli, &gg->was[gg->n_as], NULL);
     place__lend(s, gg->w, g, milli, +1);
-    gg->as[gg->n_as++] = (struct sched_assign){.replica = replica,
-                                               .node_id = s->nodes[s->gpus[g].node].id,
-                                               .gpu_id = s->gpus[g].id,
-                                               .milli = milli};
+    record(s, gg, replica, s->gpus[g].node, g, milli);
 }
 
 /* The pools (NONE: no pool) a project may use, cached per fleet generation. */
@@ -566,7 +613,7 @@ static bool place_cpu_by_policy(struct sched *s, struct gang *gg, int32_t replic
     if (best == NONE)
         return false;
     take_node_room(s, gg, replica, best);
-    gg->as[gg->n_as++] = (struct sched_assign){.replica = replica, .node_id = s->nodes[best].id};
+    record(s, gg, replica, best, NONE, 0);
     return true;
 }
 
@@ -579,8 +626,7 @@ static bool place_cpu(struct sched *s, struct gang *gg, int32_t replica)
             continue;
         s->cpu_cursor = (uint32_t)n + 1;
         take_node_room(s, gg, replica, n);
-        gg->as[gg->n_as++] = (struct sched_assign){.replica = replica,
-                                                   .node_id = s->nodes[n].id};
+        record(s, gg, replica, n, NONE, 0);
         return true;
     }
     return false;
@@ -601,10 +647,11 @@ static bool place_replica(struct sched *s, struct gang *gg, int32_t replica)
 static void undo(struct sched *s, struct gang *gg, int32_t n_replicas)
 {
     const struct sched_workload_spec *sp = &s->wls[gg->w].spec;
-    for (int32_t i = 0; i < gg->n_as; i++) {
+    /* Last taken first, each back in its place: the lists end as they began. */
+    for (int32_t i = gg->n_as - 1; i >= 0; i--) {
         if (gg->as[i].gpu_id) {
-            int32_t g = idmap_get(&s->gpu_ids, gg->as[i].gpu_id);
-            place__gpu_give(s, g, gg->as[i].milli);
+            int32_t g = gg->at[2 * i + 1];
+            gpu_adjust(s, g, gg->as[i].milli, NULL, &gg->was[i]);
             place__lend(s, gg->w, g, gg->as[i].milli, -1);
         }
     }
@@ -725,6 +772,8 @@ bool place__gang(struct sched *s, int32_t w)
     /* Scratch reused across attempts: most attempts fail, and they should cost no allocation. */
     if (n_as > s->scratch_as) {
         s->gang_as = xreallocarray(s->gang_as, n_as, sizeof(*s->gang_as));
+        s->gang_at = xreallocarray(s->gang_at, 2 * n_as, sizeof(*s->gang_at));
+        s->gang_was = xreallocarray(s->gang_was, n_as, sizeof(struct spot));
         s->scratch_as = n_as;
     }
     if ((size_t)wl->spec.replicas > s->scratch_rn) {
@@ -736,6 +785,8 @@ bool place__gang(struct sched *s, int32_t w)
         s->scratch_bins = (size_t)s->n_pools + 1;
     }
     gg.as = s->gang_as;
+    gg.at = s->gang_at;
+    gg.was = s->gang_was;
     gg.replica_node = s->gang_nodes;
     gg.bins = s->gang_bins;
     /*
@@ -772,7 +823,9 @@ bool place__gang(struct sched *s, int32_t w)
     wl->assigns = xcalloc((size_t)gg.n_as, sizeof(*wl->assigns));
     memcpy(wl->assigns, gg.as, (size_t)gg.n_as * sizeof(*wl->assigns));
     wl->n_assigns = gg.n_as;
-    place__index_assigns(s, w);
+    free(wl->at);
+    wl->at = xmalloc(((size_t)gg.n_as * 2 + 1) * sizeof(int32_t));
+    memcpy(wl->at, gg.at, (size_t)gg.n_as * 2 * sizeof(int32_t));
     for (int32_t r = 0; r < wl->spec.replicas; r++) {
         struct ivec *running = &s->nodes[gg.replica_node[r]].running;
         ivec_remove_value(running, w);
@@ -879,6 +932,16 @@ size_t place__closed_room(const struct sched *s, int32_t w, bool now, int64_t *r
     return n;
 }
 
+/* Whether slot st could hold one replica of wl (k devices) were it empty. */
+static bool slot_ever_fits(const struct sched *s, const struct slot *st, const struct workload *wl,
+                           int32_t k)
+{
+    const struct node *nd = &s->nodes[st->node];
+    return st->gpus.n >= k && place__node_fits_labels(nd, &wl->spec) &&
+           (!nd->cpu_cap || nd->cpu_cap >= wl->spec.cpu_milli) &&
+           (!nd->mem_cap || nd->mem_cap >= wl->spec.mem_mib);
+}
+
 bool place__ever_fits(const struct sched *s, int32_t w)
 {
     const struct workload *wl = &s->wls[w];
@@ -904,13 +967,24 @@ bool place__ever_fits(const struct sched *s, int32_t w)
             .w = w, .tier = 2, .bins = xcalloc((size_t)s->n_pools + 1, sizeof(int32_t))};
         bool fits = false;
         gang_bins((struct sched *)s, &gg);
+        /*
+         * Ready nodes first, through the bins the project may use: most work
+         * fits the first slot there, where walking the class's slots passes
+         * every node of pools the project may not use (a cost that grew with
+         * the fleet). Draining nodes are in no bin: the walk over every slot
+         * settles what the bins did not.
+         */
+        for (int32_t i = 0; i < gg.n_bins && !fits; i++) {
+            const struct bin *bn = place__bin(s, wl->cls, gg.bins[i]);
+            for (int32_t b = 0; b <= c->max_gpus_per_node && !fits; b++) {
+                for (int32_t sl = bn->whole_head[b]; sl != NONE && !fits; sl = s->slots[sl].next)
+                    fits = slot_ever_fits(s, &s->slots[sl], wl, k);
+            }
+        }
         for (int32_t i = 0; i < c->slots.n && !fits; i++) {
             const struct slot *st = &s->slots[c->slots.v[i]];
-            const struct node *nd = &s->nodes[st->node];
-            fits = st->gpus.n >= k && nd->state != SCHED_NODE_DOWN && bin_usable(&gg, st->pool) &&
-                   place__node_fits_labels(nd, &wl->spec) &&
-                   (!nd->cpu_cap || nd->cpu_cap >= wl->spec.cpu_milli) &&
-                   (!nd->mem_cap || nd->mem_cap >= wl->spec.mem_mib);
+            fits = s->nodes[st->node].state != SCHED_NODE_DOWN && bin_usable(&gg, st->pool) &&
+                   slot_ever_fits(s, st, wl, k);
         }
         free(gg.bins);
         return fits;

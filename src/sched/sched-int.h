@@ -234,6 +234,7 @@ struct org {
     int64_t id;
     struct org_cap *caps;
     int32_t n_caps, cap_caps;
+    struct ivec members; /* its projects */
 };
 
 /* ---- workloads ---- */
@@ -299,6 +300,8 @@ struct sched {
     uint32_t pass_no;          /* counts passes, from 1 */
     /* scratch for placing gangs */
     struct sched_assign *gang_as;
+    int32_t *gang_at; /* per assignment: node and device index (as struct workload's at) */
+    struct spot *gang_was; /* per assignment: where its device sat before (place.c) */
     int32_t *gang_nodes, *gang_bins;
     size_t scratch_as, scratch_rn, scratch_bins;
     /* scratch for policies */

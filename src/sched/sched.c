@@ -173,8 +173,10 @@ void sched_free(struct sched *s)
         ivec_release(&s->projects[i].queue_key);
         ivec_release(&s->projects[i].pools);
     }
-    for (int32_t i = 0; i < s->n_orgs; i++)
+    for (int32_t i = 0; i < s->n_orgs; i++) {
         free(s->orgs[i].caps);
+        ivec_release(&s->orgs[i].members);
+    }
     for (int32_t i = 0; i < s->n_wls; i++) {
         free(s->wls[i].assigns);
         free(s->wls[i].at);
@@ -193,6 +195,8 @@ void sched_free(struct sched *s)
     ivec_release(&s->ready);
     free(s->timers);
     free(s->gang_as);
+    free(s->gang_at);
+    free(s->gang_was);
     free(s->gang_nodes);
     free(s->gang_bins);
     free(s->view_free);
@@ -407,8 +411,13 @@ int sched_set_project(struct sched *s, int64_t project_id, int64_t org_id, int w
     } else if (s->projects[p].org_id != org_id && s->projects[p].queue.n > 0) {
         return SCHED_ESTATE; /* moving a project with work would break org caps */
     }
-    s->projects[p].org_id = org_id;
-    s->projects[p].org = org_index(s, org_id);
+    if (s->projects[p].org_id != org_id) {
+        if (s->projects[p].org_id != 0)
+            ivec_remove_value(&s->orgs[s->projects[p].org].members, p);
+        s->projects[p].org_id = org_id;
+        s->projects[p].org = org_index(s, org_id);
+        ivec_push(&s->orgs[s->projects[p].org].members, p);
+    }
     s->projects[p].weight = weight;
     sched__mark_dirty(s, p);
     return 0;
@@ -783,7 +792,10 @@ void sched__queue_remove(struct sched *s, int32_t w)
 {
     struct workload *wl = &s->wls[w];
     struct project *p = &s->projects[wl->project];
-    int32_t pos = queue_lower_bound(s, p, wl);
+    /* A pass admits the work at its scan's cursor: no search for it. */
+    int32_t pos = p->cursor >= 0 && p->cursor < p->queue.n && p->queue.v[p->cursor] == w
+                      ? p->cursor
+                      : queue_lower_bound(s, p, wl);
 
     assert(pos < p->queue.n && p->queue.v[pos] == w);
     memmove(p->queue.v + pos, p->queue.v + pos + 1, (size_t)(p->queue.n - pos - 1) * sizeof(int32_t));
@@ -989,19 +1001,20 @@ static void stop_holding(struct sched *s, int32_t w, int64_t now_ms)
     place__release(s, w);
     sched__charge_at(s, w, -1, now_ms);
     if (wl->cls != NONE) {
-        /* Its project (and organization) now hold less: quota-bound work may go too. */
-        int64_t org = s->projects[wl->project].org_id;
         /*
-         * Only work of this class is looked at again: what it frees is its
-         * class's devices (the CPU and memory freed beside them are found by
-         * other classes' work at their next event or timer, as before).
+         * Its project (and organization, where capped) now hold less:
+         * quota-bound work may go too. Only work of this class is looked at
+         * again: what it frees is its class's devices (the CPU and memory
+         * freed beside them are found by other classes' work at their next
+         * event or timer, as before).
          */
-        for (int32_t i = 0; i < s->n_projects; i++) {
-            struct quota *q = s->projects[i].org_id == org
-                                  ? sched__quota(&s->projects[i], wl->cls, false)
-                                  : NULL;
-            if (i == wl->project || (q && q->queued > 0))
-                sched__mark_class_dirty(s, i, wl->cls);
+        const struct org *o = &s->orgs[s->projects[wl->project].org];
+        const struct org_cap *oc = sched__org_cap(s, s->projects[wl->project].org, wl->cls, false);
+        sched__mark_class_dirty(s, wl->project, wl->cls);
+        for (int32_t i = 0; oc && oc->limit >= 0 && i < o->members.n; i++) {
+            const struct quota *q = sched__quota(&s->projects[o->members.v[i]], wl->cls, false);
+            if (q && q->queued > 0)
+                sched__mark_class_dirty(s, o->members.v[i], wl->cls);
         }
         if (loan) {
             for (int32_t c = 0; c < s->n_classes; c++)
