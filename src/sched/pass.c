@@ -668,6 +668,12 @@ static int32_t heap_pop(const struct sched *s, struct heap *h)
     return top;
 }
 
+static int cmp_index(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
 int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
 {
     size_t before = d->n_admits + d->n_preemptions;
@@ -696,6 +702,12 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     s->ready.n = 0;
     todo = s->dirty;
     memset(&s->dirty, 0, sizeof(s->dirty));
+    /*
+     * Projects in the order they were made (their owned work meets in that
+     * order where room is short), not in the order something marked them:
+     * how often a project was looked at before must not decide.
+     */
+    qsort(todo.v, (size_t)todo.n, sizeof(int32_t), cmp_index);
     for (int32_t c = 0; c < s->n_classes; c++) {
         struct ivec t = s->classes[c].grown_pass;
         s->classes[c].grown_pass = s->classes[c].grown;
