@@ -412,12 +412,6 @@ static int32_t *blocked_count(struct project *p, int32_t cls)
     return cls == NONE ? &p->blocked : &sched__quota(p, cls, true)->blocked;
 }
 
-/* Queued work a phase looks at: P1 and automatic work first, then automatic and P2 work. */
-static int32_t in_phase(enum sched_class phase, const int32_t queued[3])
-{
-    return queued[RANK_AUTO] + (phase == SCHED_P1 ? queued[RANK_P1] : queued[RANK_P2]);
-}
-
 /*
  * Starts a phase: no class of p has blocked work yet; counts the classes it
  * has such work in. A class looked at only for room has nothing owned to
@@ -428,147 +422,13 @@ static void scan_start(struct project *p, enum sched_class pclass, int32_t curso
     p->cursor = cursor;
     /* A class this pass does not look at counts as blocked from the start. */
     p->blocked = p->examine_cpu ? 0 : INT32_MAX;
-    p->open_classes = p->examine_cpu && in_phase(pclass, p->queued_cpu) > 0;
+    p->open_classes = p->examine_cpu && sched__in_phase(pclass, p->queued_cpu) > 0;
     for (int32_t k = 0; k < p->n_quotas; k++) {
         struct quota *q = &p->quotas[k];
         bool look = q->examine && !(pclass == SCHED_P1 && q->room_only);
         q->blocked = look ? 0 : INT32_MAX;
-        p->open_classes += look && in_phase(pclass, q->queued_in) > 0;
+        p->open_classes += look && sched__in_phase(pclass, q->queued_in) > 0;
     }
-}
-
-/* ---- looking only where room was freed ---- */
-
-/* This pass looks at q's work: its room record is learnt afresh. */
-static void room_begin(struct sched *s, struct quota *q)
-{
-    q->room_only = false;
-    if (q->room_pass == s->pass_no)
-        return;
-    q->room_pass = s->pass_no;
-    q->room.known = true;
-    q->room.whole = q->room.share = INT32_MAX;
-    q->room.cpu = q->room.mem = INT64_MAX;
-}
-
-/* Adds what w, just found blocked, waits for to its quota's room record. */
-static void room_note(struct sched *s, int32_t w)
-{
-    const struct workload *wl = &s->wls[w];
-    struct quota *q;
-    if (wl->cls == NONE)
-        return;
-    q = sched__quota(&s->projects[wl->project], wl->cls, true);
-    switch (wl->reason.code) {
-    case SCHED_WAIT_LIMIT:
-        /* Owned work at its limit makes the project's own P2 work go, if room is found. */
-        if (wl->runs_as != SCHED_P2)
-            break;
-        return;
-    case SCHED_WAIT_GUARANTEE:
-    case SCHED_WAIT_ORG_CAP:
-    case SCHED_WAIT_NO_NODES:
-        return; /* freed room changes none of these */
-    case SCHED_WAIT_CAPACITY:
-    case SCHED_WAIT_RESERVED:
-        /* Owned work may reclaim, and held nodes are room of its own: those are not summed up. */
-        if (wl->runs_as != SCHED_P2 || wl->reserved.n > 0)
-            break;
-        if (wl->spec.gpu_milli >= WHOLE && wl->spec.gpu_milli / WHOLE < q->room.whole)
-            q->room.whole = wl->spec.gpu_milli / WHOLE;
-        if (wl->spec.gpu_milli < WHOLE && wl->spec.gpu_milli < q->room.share)
-            q->room.share = wl->spec.gpu_milli;
-        if (wl->spec.cpu_milli < q->room.cpu)
-            q->room.cpu = wl->spec.cpu_milli;
-        if (wl->spec.mem_mib < q->room.mem)
-            q->room.mem = wl->spec.mem_mib;
-        return;
-    default:
-        break;
-    }
-    q->room.known = false;
-}
-
-/*
- * Whether node n could now hold one replica of the least that the room record
- * of p's quota q asks: a node held for other work is not for opportunistic
- * work (and none of p's work in the record holds one), and only devices of
- * pools p may use, within their lending limit, count.
- */
-static bool room_on(const struct sched *s, const struct project *p, const struct quota *q,
-                    int32_t n)
-{
-    const struct node *nd = &s->nodes[n];
-    int64_t least = q->room.share < WHOLE ? q->room.share : (int64_t)q->room.whole * WHOLE;
-    int32_t whole = 0;
-    if (nd->state != SCHED_NODE_READY || nd->reserved_for != NONE ||
-        (nd->cpu_cap && nd->cpu_free < q->room.cpu) || (nd->mem_cap && nd->mem_free < q->room.mem))
-        return false;
-    for (int32_t i = 0; i < nd->slots.n; i++) {
-        const struct slot *st = &s->slots[nd->slots.v[i]];
-        const struct pool *pl = st->pool != NONE ? &s->pools[st->pool] : NULL;
-        if (st->cls != q->cls || !sched__project_may_use_pool(s, p, st->pool) ||
-            (pl && pl->lending_limit >= 0 && pl->lent + least > pl->lending_limit &&
-             !sched__owns_pool(s, p, st->pool)))
-            continue;
-        whole += st->free_whole;
-        for (int32_t k = 0; q->room.share < WHOLE && k < st->gpus.n; k++) {
-            if (s->gpus[st->gpus.v[k]].free >= q->room.share)
-                return true;
-        }
-    }
-    return whole >= q->room.whole;
-}
-
-/*
- * The scan went by a workload of a class room_decide passed: counted as it
- * would have been found blocked, past the lookahead as left unexamined.
- */
-static void room_went_by(struct sched *s, struct project *p, int32_t cls)
-{
-    struct quota *q = sched__quota(p, cls, false);
-    if (q && q->room_closed && ++q->room_passed > s->cfg.lookahead + 1)
-        p->stopped_early = true;
-}
-
-/*
- * Decides, when p's turn comes, for each class looked at only for room:
- * if a node freed since the last pass could hold some of its work, it is
- * looked at in full; else it is passed and stays as it was (its work waits
- * for the same room as before, for the same reasons). False when nothing
- * of p is left to look at.
- */
-static bool room_decide(struct sched *s, struct project *p)
-{
-    for (int32_t k = 0; k < p->n_quotas; k++) {
-        struct quota *q = &p->quotas[k];
-        const struct cls *c = &s->classes[q->cls];
-        bool room = s->cfg.exhaustive || c->room_everywhere;
-        /* Only classes the opportunistic phase opened (scan_start) are decided. */
-        if (!q->room_only || in_phase(SCHED_P2, q->queued_in) == 0 ||
-            (q->blocked == INT32_MAX && !q->room_closed))
-            continue;
-        /* Passed before in this pass: only nodes freed since (a hold that ended) are new. */
-        for (int32_t i = q->room_closed ? q->room_seen : 0; i < c->grown_pass.n && !room; i++)
-            room = room_on(s, p, q, c->grown_pass.v[i]);
-        q->room_seen = c->grown_pass.n;
-        if (room && q->room_closed) {
-            /* Looked at from here on, as if the work the scan went by had been found blocked. */
-            q->room_closed = false;
-            room_begin(s, q);
-            q->blocked = q->room_passed;
-            p->open_classes += q->blocked <= s->cfg.lookahead;
-        } else if (room) {
-            room_begin(s, q);
-        } else if (!q->room_closed) {
-            q->room_closed = true;
-            q->room_passed = 0;
-            q->blocked = INT32_MAX;
-            q->wants_capacity = true; /* as it was: its work still waits for room */
-            p->open_classes--;
-        }
-    }
-    return p->open_classes > 0;
 }
 
 /*
@@ -598,7 +458,7 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
             /* left unexamined behind its class's lookahead (not for a class not looked at) */
             p->stopped_early |= *blocked != INT32_MAX;
             if (*blocked == INT32_MAX && (key >> 2) > 0)
-                room_went_by(s, p, (key >> 2) - 1);
+                room__went_by(s, p, (key >> 2) - 1);
             p->cursor++;
             continue;
         }
@@ -610,7 +470,7 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
                 break;
         } else {
             if (!passed)
-                room_note(s, w);
+                room__note(s, w);
             if (++*blocked > s->cfg.lookahead)
                 p->open_classes--;
             p->cursor++;
@@ -668,6 +528,37 @@ static int32_t heap_pop(const struct sched *s, struct heap *h)
     return top;
 }
 
+/*
+ * Project pi, taken from a room index in this pass, joins it as if it had
+ * been in its list from the start with only its room index classes marked:
+ * only those are looked at, and only where a freed node could hold its work.
+ */
+static void room_join(struct sched *s, int32_t pi, struct heap *h, struct ivec *todo, int64_t now,
+                      struct sched_decisions *d)
+{
+    struct project *p = &s->projects[pi];
+    p->in_pass = s->pass_no;
+    ivec_push(todo, pi);
+    p->examine_cpu = false;
+    p->stopped_early = false;
+    for (int32_t k = 0; k < p->n_quotas; k++) {
+        struct quota *q = &p->quotas[k];
+        bool room = q->indexed && s->classes[q->cls].room_active;
+        q->examine = q->room_only = room;
+        q->room_closed = false;
+        if (room)
+            q->wants_capacity = false;
+    }
+    /* The owned phase passes classes looked at only for room, as it did for it. */
+    scan_start(p, SCHED_P1, 0);
+    scan_project(s, pi, SCHED_P1, false, now, d);
+    scan_start(p, SCHED_P2, first_p2(p));
+    if (p->cursor < p->queue.n) {
+        p->share_key = share__key(s, p, now);
+        heap_push(s, h, pi);
+    }
+}
+
 static int cmp_index(const void *a, const void *b)
 {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -681,6 +572,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     struct heap h;
 
     s->pass_no++;
+    s->passing = true;
     share__tick(s, now_ms);
     /* Due timers (a reservation, a victim's minimum runtime) make their projects dirty. */
     sched__fire_timers(s, now_ms);
@@ -715,11 +607,16 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
         s->classes[c].grown.n = 0;
         s->classes[c].room_everywhere = false;
     }
+    room__rebuild(s);
+    room__pass_start(s);
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
         p->examine_cpu = p->dirty_all;
+        p->in_pass = s->pass_no;
         for (int32_t k = 0; k < p->n_quotas; k++) {
             struct quota *q = &p->quotas[k];
+            /* The room index's wake-up of its entries, for those this pass looks at anyway. */
+            q->room_dirty |= q->indexed && s->classes[q->cls].room_active;
             q->examine = p->dirty_all || q->dirty || q->room_dirty;
             q->room_only = !p->dirty_all && !q->dirty && q->room_dirty && q->room.known;
             q->room_closed = false;
@@ -738,7 +635,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
                 continue;
             p->quotas[k].wants_capacity = false;
             if (!p->quotas[k].room_only)
-                room_begin(s, &p->quotas[k]);
+                room__begin(s, &p->quotas[k]);
         }
     }
     /* Owned work first, project by project. */
@@ -747,7 +644,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
         scan_project(s, todo.v[i], SCHED_P1, false, now_ms, d);
     }
     /* Then borrowed capacity, by weighted fair share, one workload per turn. */
-    h.v = xcalloc((size_t)todo.n + 1, sizeof(int32_t));
+    h.v = xmalloc(((size_t)s->n_projects + 1) * sizeof(int32_t));
     h.n = 0;
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
@@ -757,9 +654,15 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
             heap_push(s, &h, todo.v[i]);
         }
     }
-    while (h.n > 0) {
-        int32_t pi = heap_pop(s, &h);
-        if (room_decide(s, &s->projects[pi]) && scan_project(s, pi, SCHED_P2, true, now_ms, d)) {
+    for (;;) {
+        int32_t pi;
+        /* Projects of the room indexes whose turn comes first join as they would have. */
+        while ((pi = room__next(s, h.n > 0 ? h.v[0] : NONE)) != NONE)
+            room_join(s, pi, &h, &todo, now_ms, d);
+        if (h.n == 0)
+            break;
+        pi = heap_pop(s, &h);
+        if (room__decide(s, &s->projects[pi]) && scan_project(s, pi, SCHED_P2, true, now_ms, d)) {
             if (s->cfg.fair_share == SCHED_SHARE_DECAYED) /* its turn took what it admitted */
                 share__took(s, d->admits[d->n_admits - 1].workload_id);
             s->projects[pi].share_key = share__key(s, &s->projects[pi], now_ms);
@@ -775,6 +678,10 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
                 p->quotas[k].wants_capacity = true;
         }
     }
+    /* What each looked at waits for now decides where its room index files it. */
+    for (int32_t i = 0; i < todo.n; i++)
+        room__refile(s, todo.v[i]);
     ivec_release(&todo);
+    s->passing = false;
     return (int)(d->n_admits + d->n_preemptions - before);
 }

@@ -91,6 +91,18 @@ struct bin_room {
     int32_t whole_count[SCHED_MAX_GPUS_PER_NODE + 1]; /* linked slots by free whole GPUs */
 };
 
+/* The least work waiting only for room asks per replica (room.c). */
+struct room_need {
+    int32_t whole, share;
+    int64_t cpu, mem;
+};
+
+/* A project in a class's index of those waiting only for room, by its fair-share key. */
+struct room_entry {
+    double key;
+    int32_t project;
+};
+
 struct cls {
     int64_t id;
     struct bin *bins;   /* bins[0]: devices in no pool; bins[p + 1]: in pool p */
@@ -111,6 +123,20 @@ struct cls {
     int32_t max_gpus_per_node;
     int64_t capacity, free; /* over ready nodes */
     struct ivec waiting;    /* projects with queued work in this class (may hold stale ones) */
+    /*
+     * Projects whose work here waits only for room, by share key, and the
+     * least any of them asks; those waiting for room whose needs are not
+     * known (room.c). Kept only where room__indexing().
+     */
+    struct room_entry *room_idx;
+    int32_t n_room_idx, cap_room_idx;
+    struct room_need room_min;
+    int32_t room_removed; /* entries removed since room_min was counted */
+    struct ivec room_full;
+    bool room_woke; /* room__wake ran since the last pass began: its entries are due a look */
+    /* pass scratch (room.c): the walk of the index */
+    bool room_active, room_open_ended;
+    int32_t room_cursor, room_grown_seen;
     /*
      * Nodes whose devices of this class were freed since the last pass began
      * (grown), and those of the pass under way (grown_pass): where work that
@@ -187,6 +213,10 @@ struct quota {
      * (known: nothing else of it waits for something room could change).
      */
     struct ivec p2_run; /* its work running as P2 in this class (where the search finds victims) */
+    bool listed_waiting; /* in its class's waiting list */
+    /* Filed in its class's room index (under idx_key) or list of unknown needs (room.c). */
+    bool indexed, full_wanted, full_listed;
+    double idx_key;
     bool room_dirty, room_only;
     uint32_t room_pass; /* the pass that last looked at it */
     /*
@@ -223,6 +253,7 @@ struct project {
     bool stopped_early;   /* a scan ended at the lookahead with work left unexamined */
     int64_t wake_at;      /* its earliest pending timer, 0 for none */
     double share_key;
+    uint32_t in_pass; /* the pass that looks at it (its list, or taken from a room index) */
 };
 
 struct org_cap {
@@ -298,6 +329,8 @@ struct sched {
     int64_t clock_ms;          /* the latest time the core was given */
     uint32_t fleet_generation; /* bumped when nodes, GPUs, labels or pools change */
     uint32_t pass_no;          /* counts passes, from 1 */
+    bool passing;              /* a pass is under way */
+    uint32_t room_gen;         /* fleet generation the room indexes were built at, + 1 */
     /* scratch for placing gangs */
     struct sched_assign *gang_as;
     int32_t *gang_at; /* per assignment: node and device index (as struct workload's at) */
@@ -458,10 +491,47 @@ double share__key(const struct sched *s, const struct project *p, int64_t now);
 void share__took(struct sched *s, int64_t workload_id);
 void share__waits(struct sched *s, int32_t w);
 
+/* Queued work a phase looks at: P1 and automatic work first, then automatic and P2 work. */
+static inline int32_t sched__in_phase(enum sched_class phase, const int32_t queued[3])
+{
+    return queued[RANK_AUTO] + (phase == SCHED_P1 ? queued[RANK_P1] : queued[RANK_P2]);
+}
+
 /* ---- pass.c ---- */
 
 /* Holds node n for workload w (taking it from any other holder). */
 void pass__reserve_node(struct sched *s, int32_t w, int32_t n);
+
+/* ---- room.c ---- */
+
+/* This pass looks at q's work: its room record is learnt afresh. */
+void room__begin(struct sched *s, struct quota *q);
+/* Adds what w, just found blocked, waits for to its quota's room record. */
+void room__note(struct sched *s, int32_t w);
+/* The scan went by a workload of a class room__decide passed. */
+void room__went_by(struct sched *s, struct project *p, int32_t cls);
+/*
+ * When p's turn comes, for each class looked at only for room: looked at in
+ * full if a node freed since could hold some of its work, else passed.
+ * False when nothing of p is left to look at.
+ */
+bool room__decide(struct sched *s, struct project *p);
+/* Whether the classes keep an index of the projects waiting only for room. */
+bool room__indexing(const struct sched *s);
+/* Files each quota of project pi anew: in its class's index, its list of unknown needs, or neither.
+ */
+void room__refile(struct sched *s, int32_t pi);
+/* Builds every index again when the fleet changed since (keys move with capacity and pools). */
+void room__rebuild(struct sched *s);
+/* Devices of cls were freed on these nodes between passes: wakes what the index does not cover. */
+void room__wake(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n);
+/* A pass begins: the walks of the classes whose room grew. */
+void room__pass_start(struct sched *s);
+/*
+ * The next project, not yet in the pass, whose turn comes before project top
+ * (NONE: any) and that a freed node could serve; NONE when there is none.
+ */
+int32_t room__next(struct sched *s, int32_t top);
 
 /* ---- reclaim.c ---- */
 

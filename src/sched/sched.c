@@ -146,6 +146,8 @@ void sched_free(struct sched *s)
     for (int32_t i = 0; i < s->n_classes; i++) {
         ivec_release(&s->classes[i].slots);
         ivec_release(&s->classes[i].waiting);
+        free(s->classes[i].room_idx);
+        ivec_release(&s->classes[i].room_full);
         ivec_release(&s->classes[i].grown);
         ivec_release(&s->classes[i].grown_pass);
         free(s->classes[i].bins);
@@ -638,8 +640,11 @@ static void class_wakeup(struct sched *s, int32_t cls, bool room_only)
     for (int32_t i = 0; i < waiting->n; i++) {
         struct project *p = &s->projects[waiting->v[i]];
         struct quota *q = sched__quota(p, cls, false);
-        if (!q || q->queued == 0)
+        if (!q || q->queued == 0) {
+            if (q)
+                q->listed_waiting = false;
             continue;
+        }
         waiting->v[k++] = waiting->v[i];
         /* Work that waits for its quota, not for room, has nothing to gain. */
         if (!q->wants_capacity)
@@ -669,7 +674,11 @@ void sched__nodes_freed(struct sched *s, int32_t cls, const int32_t *nodes, int3
         if (grown->n == 0 || grown->v[grown->n - 1] != nodes[i])
             ivec_push(grown, nodes[i]);
     }
-    class_wakeup(s, cls, true);
+    /* Between passes, the room index finds who could use the room; within one, as before. */
+    if (room__indexing(s) && !s->passing)
+        room__wake(s, cls, nodes, n);
+    else
+        class_wakeup(s, cls, true);
 }
 
 static bool timer_before(const struct timer *a, const struct timer *b)
@@ -778,8 +787,10 @@ void sched__queue_insert(struct sched *s, int32_t w)
     wl->state = SCHED_QUEUED;
     if (wl->cls != NONE) {
         struct quota *q = sched__quota(p, wl->cls, true);
-        if (q->queued++ == 0)
+        if (q->queued++ == 0 && !q->listed_waiting) {
             ivec_push(&s->classes[wl->cls].waiting, wl->project);
+            q->listed_waiting = true;
+        }
         q->queued_in[sched__rank(wl->spec.pclass)]++;
         q->wants_capacity = true;
     } else {
@@ -1041,6 +1052,7 @@ int sched_cancel(struct sched *s, int64_t workload_id, int64_t now_ms)
         if (s->wls[w].cls != NONE)
             sched__quota(&s->projects[s->wls[w].project], s->wls[w].cls, true)->room.known = false;
         sched__queue_remove(s, w);
+        room__refile(s, s->wls[w].project);
     } else
         stop_holding(s, w, now_ms);
     workload_drop(s, w);
