@@ -85,9 +85,12 @@ size_t backend_slurm_followable(struct backend *b, int64_t *ids, size_t max)
     size_t n = 0;
 
     assert(b->ops == &slurm_ops);
-    for (size_t i = 0; i < s->work.n && n < max; i++) {
-        if (followable(work_at(s, i)))
-            ids[n++] = work_at(s, i)->id;
+    for (size_t i = 0; i < s->work.n; i++) {
+        if (!followable(work_at(s, i)))
+            continue;
+        if (n < max)
+            ids[n] = work_at(s, i)->id;
+        n++;
     }
     return n;
 }

@@ -295,26 +295,27 @@ void engine__stage_successors(struct engine *e, int64_t now)
             i++;
     }
     for (size_t b = 0; b < e->n_backends; b++) {
-        int64_t ids[256];
         size_t n;
         if (!can_queue_ahead(e->backends[b].b))
             continue;
-        /* Running work, and work already queued ahead (whose job the backend has too). */
-        n = e->backends[b].b->ops->followable(e->backends[b].b, ids, ARRAY_SIZE(ids));
+        /* Running work, and work already queued ahead (whose job the backend has too): all. */
+        while ((n = e->backends[b].b->ops->followable(e->backends[b].b, e->follow, e->cap_follow)) >
+               e->cap_follow)
+            ALLOC_GROW(e->follow, n, e->cap_follow);
         for (size_t i = 0; i < n; i++) {
-            const struct staged *st = engine__staged_find(e, ids[i]);
+            int64_t id = e->follow[i], next;
+            const struct staged *st = engine__staged_find(e, id);
             size_t depth;
-            int64_t next;
-            if (engine__staged_behind(e, ids[i]))
+            if (engine__staged_behind(e, id))
                 continue; /* it has its follower */
-            engine__staged_root(e, ids[i], &depth);
+            engine__staged_root(e, id, &depth);
             if (depth >= QUEUE_AHEAD_DEPTH)
                 continue;
             if ((st ? sched_successor_like(e->sched, &st->spec, &next)
-                    : sched_successor(e->sched, ids[i], &next)) < 0 ||
+                    : sched_successor(e->sched, id, &next)) < 0 ||
                 no_stage(e, next))
                 continue;
-            stage(e, e->backends[b].b, ids[i], next, now);
+            stage(e, e->backends[b].b, id, next, now);
         }
     }
 }

@@ -388,8 +388,7 @@ int engine__open_allocations(struct engine *e, int64_t wid, struct arena *a, str
 {
     struct store_filter f;
     store_filter_init(&f);
-    f.limit = 10000;
     store_filter_eq_int(&f, F_ALLOCATIONS_WORKLOAD_ID, wid);
     store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
-    return store_list(e->db, &model_allocations, &f, a, ret, ret_n, ei);
+    return store_list_all(e->db, &model_allocations, &f, a, ret, ret_n, ei);
 }

@@ -161,6 +161,8 @@ struct engine {
     size_t n_unstaging, cap_unstaging;
     int64_t *no_stage;
     size_t n_no_stage, cap_no_stage;
+    int64_t *follow; /* what backends say work may be queued behind, this pass (ahead.c) */
+    size_t cap_follow;
     /* Changes to apply in place: copies of the rows, in a's memory. */
     struct change {
         const struct resource_def *def;

@@ -269,6 +269,7 @@ void engine_stop(struct engine *e)
     free(e->blocked);
     free(e->unstaging);
     free(e->no_stage);
+    free(e->follow);
     free(e->changes);
     arena_release(&e->change_arena);
     sched_decisions_release(&e->dec);

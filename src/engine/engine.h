@@ -101,8 +101,11 @@ struct engine_capacity {
     int64_t class_id;
     int64_t capacity, free, guaranteed;
 };
-/* Fills up to max entries, one per class; returns how many. */
-size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max);
+/*
+ * One entry per GPU class the engine knows, every one: *ret (in a, freed with it) holds the
+ * returned count.
+ */
+size_t engine_capacity(struct engine *e, struct arena *a, struct engine_capacity **ret);
 
 /* A project's quota in a class as the scheduler applies it now (milli-GPU). */
 struct engine_quota_usage {

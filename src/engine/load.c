@@ -383,7 +383,8 @@ static int restore_victims(struct engine *e, struct arena *a, struct error_info 
 
     for (size_t i = 0; rc >= 0 && i < n_ledger; i++) {
         json_t *vs = json_loads(row_str(&ledger[i], F_PREEMPTIONS_VICTIMS), 0, NULL), *v;
-        int64_t pre = row_int(&ledger[i], F_PREEMPTIONS_PREEMPTOR_ID), ids[256];
+        int64_t pre = row_int(&ledger[i], F_PREEMPTIONS_PREEMPTOR_ID);
+        int64_t *ids = arena_calloc(a, json_array_size(vs) + 1, sizeof(*ids)); /* every one */
         size_t k, n_ids = 0;
         json_array_foreach(vs, k, v)
         {
@@ -391,8 +392,7 @@ static int restore_victims(struct engine *e, struct arena *a, struct error_info 
             int64_t vid = json_integer_value(json_object_get(v, "workload_id"));
             if (sched_workload_info(e->sched, vid, &info) < 0 || info.state != SCHED_PREEMPTING)
                 continue;
-            if (n_ids < 256)
-                ids[n_ids++] = vid;
+            ids[n_ids++] = vid;
             *APPEND(e->victims, e->n_victims, e->cap_victims) =
                 (struct pending_victim){vid, model_row_id(&ledger[i]), pre};
         }
