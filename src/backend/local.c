@@ -70,7 +70,7 @@ struct local {
     struct cgroup_place cgroups; /* kind CGROUP_NONE: work runs without limits */
     char *cgroups_why;           /* why there are none, or where they are: for the log */
     char **stale_cgroups;        /* could not be removed yet (processes were leaving) */
-    size_t n_stale;
+    size_t n_stale, cap_stale;
     char *name_prefix; /* of cgroups' and containers' names (backend_instance_prefix) */
     char *podman;      /* for work that names an image; NULL: none here */
     char *podman_nofile, *podman_nproc; /* its --ulimit flags (podman_ulimits()) */
@@ -235,7 +235,7 @@ static void cgroup_drop(struct local *s, char *name)
         return;
     }
     cgroup_kill(&s->cgroups, name);
-    s->stale_cgroups = xreallocarray(s->stale_cgroups, s->n_stale + 1, sizeof(*s->stale_cgroups));
+    ALLOC_GROW(s->stale_cgroups, s->n_stale + 1, s->cap_stale);
     s->stale_cgroups[s->n_stale++] = name;
 }
 

@@ -30,10 +30,7 @@ bool backend_work_known(const struct backend_work *t, int64_t id)
 
 void backend_work_add(struct backend_work *t, void *item)
 {
-    if (t->n == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 16;
-        t->items = xreallocarray(t->items, t->cap, sizeof(*t->items));
-    }
+    ALLOC_GROW(t->items, t->n + 1, t->cap);
     t->items[t->n++] = item;
 }
 

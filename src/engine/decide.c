@@ -256,7 +256,8 @@ static int persist_preemption(struct engine *e, const struct sched_preemption *p
                                                 "%" PRId64 " s",
                                                 ledger_id, taker, pe->grace_ms / 1000),
                                    ei);
-        *APPEND(e->victims, e->n_victims, e->cap_victims) =
+        ALLOC_GROW(e->victims, e->n_victims + 1, e->cap_victims);
+        e->victims[e->n_victims++] =
             (struct pending_victim){vs[i].workload_id, ledger_id, pe->preemptor_id};
     }
 out:

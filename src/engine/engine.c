@@ -88,7 +88,8 @@ static void apply_changes(struct engine *e)
                 free(n->name);
                 n->name = xstrdup(row_str(r, F_PROJECTS_NAME));
             } else {
-                *APPEND(e->projects, e->n_projects, e->cap_projects) =
+                ALLOC_GROW(e->projects, e->n_projects + 1, e->cap_projects);
+                e->projects[e->n_projects++] =
                     (struct named){model_row_id(r), xstrdup(row_str(r, F_PROJECTS_NAME))};
             }
         } else if (c->def == &model_quotas) {
@@ -285,7 +286,8 @@ void engine_stop(struct engine *e)
 void engine_submitted(struct engine *e, int64_t workload_id)
 {
     pthread_mutex_lock(&e->wake_lock);
-    *APPEND(e->inbox, e->n_inbox, e->cap_inbox) = workload_id;
+    ALLOC_GROW(e->inbox, e->n_inbox + 1, e->cap_inbox);
+    e->inbox[e->n_inbox++] = workload_id;
     e->woken = true;
     pthread_cond_signal(&e->wake_cond);
     pthread_mutex_unlock(&e->wake_lock);
@@ -297,7 +299,9 @@ void engine_config_changed(struct engine *e, const struct resource_def *def, con
     pthread_mutex_lock(&e->lock);
     if (def == &model_projects || def == &model_quotas || def == &model_org_quotas ||
         def == &model_flavors) {
-        struct change *c = APPEND(e->changes, e->n_changes, e->cap_changes);
+        struct change *c;
+        ALLOC_GROW(e->changes, e->n_changes + 1, e->cap_changes);
+        c = &e->changes[e->n_changes++];
         c->def = def;
         c->deleted = deleted;
         c->row = model_row_new(def, &e->change_arena);

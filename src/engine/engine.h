@@ -152,7 +152,7 @@ void engine_sync(struct engine *e);
 /* Interned "key=value" labels: id i + 1 is v[i] (sched_node_spec.labels, selectors). */
 struct label_table {
     char **v;
-    size_t n;
+    size_t n, cap;
 };
 
 struct engine_name {

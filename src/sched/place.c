@@ -723,18 +723,9 @@ bool place__gang(struct sched *s, int32_t w)
     if (wl->cls != NONE && !place__any_room(s, wl->cls, wl->spec.gpu_milli))
         return false;
     /* Scratch reused across attempts: most attempts fail, and they should cost no allocation. */
-    if (n_as > s->scratch_as) {
-        s->gang_as = xreallocarray(s->gang_as, n_as, sizeof(*s->gang_as));
-        s->scratch_as = n_as;
-    }
-    if ((size_t)wl->spec.replicas > s->scratch_rn) {
-        s->gang_nodes = xreallocarray(s->gang_nodes, (size_t)wl->spec.replicas, sizeof(int32_t));
-        s->scratch_rn = (size_t)wl->spec.replicas;
-    }
-    if ((size_t)s->n_pools + 1 > s->scratch_bins) {
-        s->gang_bins = xreallocarray(s->gang_bins, (size_t)s->n_pools + 1, sizeof(int32_t));
-        s->scratch_bins = (size_t)s->n_pools + 1;
-    }
+    ALLOC_GROW(s->gang_as, n_as, s->scratch_as);
+    ALLOC_GROW(s->gang_nodes, wl->spec.replicas, s->scratch_rn);
+    ALLOC_GROW(s->gang_bins, s->n_pools + 1, s->scratch_bins);
     gg.as = s->gang_as;
     gg.replica_node = s->gang_nodes;
     gg.bins = s->gang_bins;

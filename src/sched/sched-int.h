@@ -95,7 +95,7 @@ struct cls {
     int64_t id;
     struct bin *bins;   /* bins[0]: devices in no pool; bins[p + 1]: in pool p */
     struct bin_room *rooms; /* one per bin, indexed as bins */
-    int32_t n_bins;
+    int32_t n_bins, cap_bins, cap_rooms;
     /* How many slots / partial devices sit at each level over all bins: a quick "nothing fits". */
     int32_t whole_count[SCHED_MAX_GPUS_PER_NODE + 1];
     int32_t share_count[SHARE_BUCKETS];

@@ -217,8 +217,8 @@ static void grow_bins(struct cls *c, int32_t n)
 {
     if (n <= c->n_bins)
         return;
-    c->bins = xreallocarray(c->bins, (size_t)n, sizeof(struct bin));
-    c->rooms = xreallocarray(c->rooms, (size_t)n, sizeof(struct bin_room));
+    ALLOC_GROW(c->bins, n, c->cap_bins);
+    ALLOC_GROW(c->rooms, n, c->cap_rooms);
     for (int32_t b = c->n_bins; b < n; b++) {
         for (int i = 0; i <= SCHED_MAX_GPUS_PER_NODE; i++)
             c->bins[b].whole_head[i] = NONE;
