@@ -91,6 +91,18 @@ enum scope_kind {
 
 enum action { ACT_READ, ACT_CREATE, ACT_UPDATE, ACT_DELETE, ACT_COUNT_ };
 
+struct row;
+
+/*
+ * resource_def.flags: what generic code (the CLI's texts and tables) must know of a
+ * resource, said by its table so that no code asks which resource it has.
+ */
+enum resource_flag {
+    RF_DELETE_REVOKES = 1u << 0, /* a delete revokes it: texts say "revoke" (tokens) */
+    RF_SECRET_ONCE = 1u << 1,    /* create answers with its secret, member "token", shown once */
+    RF_NEWEST_FIRST = 1u << 2,   /* a log people read newest first (the audit log) */
+};
+
 struct resource_def {
     const char *name;     /* plural, the URL segment: "role-bindings" */
     const char *table;    /* SQL table: "role_bindings" */
@@ -104,6 +116,12 @@ struct resource_def {
     enum role need[ACT_COUNT_]; /* least role on the row's scope for each action */
     const char *unique_desc;    /* what must be unique, for conflict messages */
     const char *help;
+    unsigned flags; /* enum resource_flag */
+    /*
+     * Rules that span fields (model_check_row), beside the resource's table; NULL: none.
+     * Returns 0 or ERR_INVALID with ei set.
+     */
+    int (*check)(const struct row *r, struct error_info *ei);
 };
 
 /* Every resource, and lookups. model_find returns NULL when there is none. */
@@ -245,6 +263,10 @@ int model_decode(const struct resource_def *def, struct json_t *obj, enum decode
  * create or a merged update. Returns 0 or ERR_INVALID with ei set.
  */
 int model_check_row(const struct resource_def *def, const struct row *r, struct error_info *ei);
+/* For check functions: field f (a string) is an upper-case ISO 4217 code, else ERR_INVALID. */
+int model_check_currency(const struct row *r, int f, struct error_info *ei);
+/* For check functions: field f is set and not null. */
+bool model_has(const struct row *r, int f);
 
 /* Copies every value `set` in patch over base (for updates). */
 void model_merge(const struct resource_def *def, struct row *base, const struct row *patch);
