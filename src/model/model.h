@@ -80,12 +80,12 @@ int role_parse(const char *s, enum role *ret_role);
 
 /* How the tenant that owns a row is found, for authorization. */
 enum scope_kind {
-    SCOPE_GLOBAL,  /* fleet and catalog: not owned by a tenant */
-    SCOPE_ORG,     /* scope_field holds an organization id ("id" for organizations) */
-    SCOPE_PROJECT, /* scope_field holds a project id ("id" for projects) */
-    SCOPE_USER,    /* scope_field holds a user id ("id" for users) */
-    SCOPE_OWNER,   /* pools: owner_project_id when set, else owner_org_id */
-    SCOPE_BINDING, /* role bindings: project_id when set, else org_id, else global */
+    SCOPE_GLOBAL,         /* fleet and catalog: not owned by a tenant */
+    SCOPE_ORG,            /* scope_field holds an organization id (the id for organizations) */
+    SCOPE_PROJECT,        /* scope_field holds a project id (the id for projects) */
+    SCOPE_USER,           /* scope_field holds a user id (the id for users) */
+    SCOPE_OWNER,          /* pools: owner_project_id when set, else owner_org_id */
+    SCOPE_BINDING,        /* role bindings: project_id when set, else org_id, else global */
     SCOPE_PROJECT_OR_ORG, /* budgets: project_id when set, else org_id */
 };
 
@@ -110,9 +110,16 @@ struct resource_def {
     const struct field_def *fields;
     size_t n_fields;
     enum scope_kind scope;
-    const char *scope_field;
-    /* For organizations the create scope is the parent; NULL means scope_field. */
-    const char *create_scope_field;
+    /*
+     * Where a row's scope is, as F_<RESOURCE>_<FIELD> indices, read as the scope kind says:
+     * ORG, PROJECT and USER read scope_field (the id, index 0, of an organization, project
+     * or user itself); OWNER, BINDING and PROJECT_OR_ORG read scope_field for the project
+     * and scope_org_field for the organization, BINDING scope_user_field too. Checked once
+     * at start-up by test_model_validation, never looked up by name on a request.
+     */
+    int scope_field, scope_org_field, scope_user_field;
+    /* Organizations and projects are made inside an organization: its field; 0 otherwise. */
+    int create_scope_field;
     enum role need[ACT_COUNT_]; /* least role on the row's scope for each action */
     const char *unique_desc;    /* what must be unique, for conflict messages */
     const char *help;
