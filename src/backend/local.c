@@ -519,10 +519,8 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
                            "workload %" PRId64
                            " names an image, and podman is not installed on this machine",
                            l->workload_id);
-    if (backend_work_known(&s->work, l->workload_id))
-        return errinfo_set(ei, ERR_CONFLICT, NULL,
-                           "workload %" PRId64 " is already running on this machine",
-                           l->workload_id);
+    if ((rc = backend_work_check_free(&s->work, l->workload_id, "on this machine", ei)) < 0)
+        return rc;
     spawner_check(s);
     if (!s->spawner) {
         if (spawner_start(NULL, &s->spawner, ei) < 0)
@@ -648,17 +646,10 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
     struct lwork *w;
     size_t n_alive = 0;
     bool all_known;
-    int rc = backend_check_launch(l, ei);
+    int rc = backend_work_check_adopt(&s->work, l, started_ms, now_ms, "on this machine", ei);
 
     if (rc < 0)
         return rc;
-    if (started_ms > now_ms)
-        return errinfo_set(ei, ERR_INVALID, NULL,
-                           "workload %" PRId64 " cannot have started after now", l->workload_id);
-    if (backend_work_known(&s->work, l->workload_id))
-        return errinfo_set(ei, ERR_CONFLICT, NULL,
-                           "workload %" PRId64 " is already running on this machine",
-                           l->workload_id);
 
     w = xcalloc(1, sizeof(*w));
     w->id = l->workload_id;
