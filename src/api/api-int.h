@@ -506,5 +506,16 @@ extern const size_t routes_n;
 
 /* The OpenAPI 3 document (caller owns the reference). */
 json_t *openapi_document(void);
+/*
+ * The JSON schema of a value of field f (its type, bounds, pattern, nullable, read-only,
+ * description), as decoding checks it; new reference.
+ */
+json_t *openapi_field_schema(const struct field_def *f);
+/*
+ * An object of a field table's fields (FF_SECRET ones left out): FF_REQUIRED ones
+ * required, no other member; help its description (NULL: none). New reference. The one
+ * builder of objects' schemas: resources and the bodies of routes that decode a table.
+ */
+json_t *openapi_object_schema(const struct field_def *fields, size_t n, const char *help);
 
 #endif

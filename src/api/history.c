@@ -794,54 +794,6 @@ void history_route_import(struct req *r)
 
 /* ---- the OpenAPI description ---- */
 
-static json_t *item_schema(const struct field_def *fields, size_t n)
-{
-    json_t *props = json_object(), *req = json_array();
-
-    for (size_t i = 0; i < n; i++) {
-        const struct field_def *f = &fields[i];
-        json_t *s = json_pack("{s:s}", "description", f->help);
-        switch (f->type) {
-        case FT_INT:
-        case FT_REF:
-            json_object_set_new(s, "type", json_string("integer"));
-            json_object_set_new(s, "minimum", json_integer(f->type == FT_REF ? 1 : f->min));
-            if (f->type == FT_INT)
-                json_object_set_new(s, "maximum", json_integer(f->max));
-            break;
-        case FT_TIME:
-            json_object_set_new(s, "type", json_string("string"));
-            json_object_set_new(s, "format", json_string("date-time"));
-            break;
-        case FT_ENUM: {
-            json_t *e = json_array();
-            for (const char *const *v = f->enum_values; *v; v++)
-                json_array_append_new(e, json_string(*v));
-            json_object_set_new(s, "type", json_string("string"));
-            json_object_set_new(s, "enum", e);
-            break;
-        }
-        case FT_REFLIST:
-            json_object_set_new(s, "type", json_string("array"));
-            json_object_set_new(s, "maxItems", json_integer(f->max));
-            json_object_set_new(s, "items",
-                                json_pack("{s:s,s:i}", "type", "integer", "minimum", 1));
-            break;
-        default:
-            json_object_set_new(s, "type", json_string("string"));
-            json_object_set_new(s, "maxLength", json_integer(f->max));
-            json_object_set_new(s, "pattern", json_string("^[^\\u0000-\\u0008\\u000b-\\u001f]*$"));
-        }
-        if (f->flags & FF_NULLABLE)
-            json_object_set_new(s, "nullable", json_true());
-        if (f->flags & FF_REQUIRED)
-            json_array_append_new(req, json_string(f->name));
-        json_object_set_new(props, f->name, s);
-    }
-    return json_pack("{s:s,s:b,s:o,s:o}", "type", "object", "additionalProperties", 0, "properties",
-                     props, "required", req);
-}
-
 json_t *history_openapi_body(void)
 {
     /* the price versions are POST /v1/prices' bodies, but may start in the past */
@@ -853,7 +805,7 @@ json_t *history_openapi_body(void)
         "price versions of the past to rate the history at (effective_from before now; none "
         "where usage of the flavor is already metered)",
         "workloads", "type", "array", "minItems", 1, "maxItems", HISTORY_MAX_WORKLOADS, "items",
-        item_schema(item_fields, ARRAY_SIZE(item_fields)));
+        openapi_object_schema(item_fields, ARRAY_SIZE(item_fields), NULL));
     return json_pack("{s:b,s:{s:{s:o}}}", "required", 1, "content", "application/json", "schema",
                      schema);
 }

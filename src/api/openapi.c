@@ -9,7 +9,7 @@
 
 #include "api/api-int.h"
 
-static json_t *field_schema(const struct field_def *f)
+json_t *openapi_field_schema(const struct field_def *f)
 {
     json_t *s = json_object();
     switch (f->type) {
@@ -45,6 +45,7 @@ static json_t *field_schema(const struct field_def *f)
         break;
     case FT_REFLIST:
         json_object_set_new(s, "type", json_string("array"));
+        json_object_set_new(s, "maxItems", json_integer(f->max));
         json_object_set_new(s, "items", json_pack("{s:s,s:i}", "type", "integer", "minimum", 1));
         break;
     case FT_JSON:
@@ -84,34 +85,47 @@ static json_t *field_schema(const struct field_def *f)
  */
 static json_t *filter_schema(const struct field_def *f)
 {
-    json_t *s = field_schema(f);
+    json_t *s = openapi_field_schema(f);
     static const char *const bounds[] = {"minimum", "maximum", "minLength", "maxLength", "pattern"};
     for (size_t i = 0; i < ARRAY_SIZE(bounds); i++)
         json_object_del(s, bounds[i]);
     return s;
 }
 
-static json_t *resource_schema(const struct resource_def *def, bool for_patch)
+json_t *openapi_object_schema(const struct field_def *fields, size_t n, const char *help)
 {
-    json_t *props = json_object(), *required = json_array();
-    for (size_t i = 0; i < def->n_fields; i++) {
-        const struct field_def *f = &def->fields[i];
+    json_t *props = json_object(), *required = json_array(), *s = json_object();
+    for (size_t i = 0; i < n; i++) {
+        const struct field_def *f = &fields[i];
         if (f->flags & FF_SECRET)
             continue;
-        if (for_patch && (f->flags & (FF_READONLY | FF_IMMUTABLE)))
-            continue;
-        json_object_set_new(props, f->name, field_schema(f));
-        if ((f->flags & FF_REQUIRED) && !for_patch)
+        json_object_set_new(props, f->name, openapi_field_schema(f));
+        if (f->flags & FF_REQUIRED)
             json_array_append_new(required, json_string(f->name));
     }
-    if (for_patch) {
-        json_decref(required);
-        /* a PATCH names at least one field to change */
-        return json_pack("{s:s,s:s,s:o,s:i,s:b}", "type", "object", "description", def->help,
-                         "properties", props, "minProperties", 1, "additionalProperties", 0);
+    json_object_set_new(s, "type", json_string("object"));
+    if (help)
+        json_object_set_new(s, "description", json_string(help));
+    json_object_set_new(s, "properties", props);
+    json_object_set_new(s, "required", required);
+    json_object_set_new(s, "additionalProperties", json_false());
+    return s;
+}
+
+static json_t *resource_schema(const struct resource_def *def, bool for_patch)
+{
+    json_t *props;
+    if (!for_patch)
+        return openapi_object_schema(def->fields, def->n_fields, def->help);
+    props = json_object();
+    for (size_t i = 0; i < def->n_fields; i++) {
+        const struct field_def *f = &def->fields[i];
+        if (!(f->flags & (FF_SECRET | FF_READONLY | FF_IMMUTABLE)))
+            json_object_set_new(props, f->name, openapi_field_schema(f));
     }
-    return json_pack("{s:s,s:s,s:o,s:o,s:b}", "type", "object", "description", def->help,
-                     "properties", props, "required", required, "additionalProperties", 0);
+    /* a PATCH names at least one field to change */
+    return json_pack("{s:s,s:s,s:o,s:i,s:b}", "type", "object", "description", def->help,
+                     "properties", props, "minProperties", 1, "additionalProperties", 0);
 }
 
 static json_t *ref_to(const char *name)

@@ -24,7 +24,7 @@
 struct pairs {
     int64_t *ids;
     int64_t *refs;
-    size_t n, cap;
+    size_t n, cap, cap_refs; /* both arrays grow together: cap_refs == cap */
 };
 
 static ssize_t find_sorted(const int64_t *ids, size_t n, int64_t id)
@@ -65,10 +65,8 @@ static void pairs_set(struct pairs *p, int64_t id, int64_t ref, bool remove)
     }
     if (remove)
         return;
-    if (p->n == p->cap) {
-        ALLOC_GROW(p->ids, p->n + 1, p->cap);
-        p->refs = xreallocarray(p->refs, p->cap, sizeof(int64_t)); /* as long as ids */
-    }
+    ALLOC_GROW(p->ids, p->n + 1, p->cap);
+    ALLOC_GROW(p->refs, p->n + 1, p->cap_refs);
     memmove(p->ids + lo + 1, p->ids + lo, (p->n - lo) * sizeof(int64_t));
     memmove(p->refs + lo + 1, p->refs + lo, (p->n - lo) * sizeof(int64_t));
     p->ids[lo] = id;
@@ -78,12 +76,13 @@ static void pairs_set(struct pairs *p, int64_t id, int64_t ref, bool remove)
 
 static struct pairs orgs_of(const struct tenancy *t)
 {
-    return (struct pairs){t->org_ids, t->org_parent, t->n_orgs, t->cap_orgs};
+    return (struct pairs){t->org_ids, t->org_parent, t->n_orgs, t->cap_orgs, t->cap_orgs};
 }
 
 static struct pairs projects_of(const struct tenancy *t)
 {
-    return (struct pairs){t->project_ids, t->project_org, t->n_projects, t->cap_projects};
+    return (struct pairs){t->project_ids, t->project_org, t->n_projects, t->cap_projects,
+                          t->cap_projects};
 }
 
 static void set_orgs(struct tenancy *t, struct pairs p)

@@ -24,9 +24,10 @@ static bool value_present(const struct value *v)
     return v->set && !v->null;
 }
 
-static int64_t ref_or_zero(const struct resource_def *def, const struct row *row, const char *f)
+/* The reference in field f of row (an F_* index from the resource's table), or 0. */
+static int64_t ref_or_zero(const struct row *row, int f)
 {
-    const struct value *v = model_get(def, row, f);
+    const struct value *v = row_get(row, f);
     return value_present(v) ? v->i : 0;
 }
 
@@ -64,21 +65,21 @@ static int commit_change(struct req *r, const struct resource_def *def, enum act
 
 enum role resource_role(struct req *r, const struct resource_def *def, const struct row *row)
 {
-    const char *field = def->scope_field;
+    int field = def->scope_field;
 
     switch (def->scope) {
     case SCOPE_GLOBAL:
         return r->who->admin ? ROLE_ADMIN : ROLE_NONE;
     case SCOPE_ORG: {
-        int64_t org = ref_or_zero(def, row, field);
+        int64_t org = ref_or_zero(row, field);
         if (org == 0)
             return r->who->admin ? ROLE_ADMIN : ROLE_NONE;
         return rbac_role_on_org(r, org);
     }
     case SCOPE_PROJECT:
-        return rbac_role_on_project(r, ref_or_zero(def, row, field));
+        return rbac_role_on_project(r, ref_or_zero(row, field));
     case SCOPE_USER: {
-        int64_t uid = ref_or_zero(def, row, field);
+        int64_t uid = ref_or_zero(row, field);
         if (r->who->admin)
             return ROLE_ADMIN;
         if (uid == r->who->user_id)
@@ -86,13 +87,13 @@ enum role resource_role(struct req *r, const struct resource_def *def, const str
         return ROLE_NONE;
     }
     case SCOPE_OWNER: {
-        int64_t prj = ref_or_zero(def, row, "owner_project_id");
+        int64_t prj = ref_or_zero(row, def->scope_field);
         return prj ? rbac_role_on_project(r, prj)
-                   : rbac_role_on_org(r, ref_or_zero(def, row, "owner_org_id"));
+                   : rbac_role_on_org(r, ref_or_zero(row, def->scope_org_field));
     }
     case SCOPE_BINDING: {
-        int64_t prj = ref_or_zero(def, row, "project_id");
-        int64_t org = ref_or_zero(def, row, "org_id");
+        int64_t prj = ref_or_zero(row, def->scope_field);
+        int64_t org = ref_or_zero(row, def->scope_org_field);
         if (prj)
             return rbac_role_on_project(r, prj);
         if (org)
@@ -100,9 +101,9 @@ enum role resource_role(struct req *r, const struct resource_def *def, const str
         return r->who->admin ? ROLE_ADMIN : ROLE_NONE;
     }
     case SCOPE_PROJECT_OR_ORG: {
-        int64_t prj = ref_or_zero(def, row, "project_id");
+        int64_t prj = ref_or_zero(row, def->scope_field);
         return prj ? rbac_role_on_project(r, prj)
-                   : rbac_role_on_org(r, ref_or_zero(def, row, "org_id"));
+                   : rbac_role_on_org(r, ref_or_zero(row, def->scope_org_field));
     }
     }
     return ROLE_NONE;
@@ -117,7 +118,7 @@ bool resource_may(struct req *r, const struct resource_def *def, const struct ro
         return false;
     if (act == ACT_CREATE && def->create_scope_field) {
         /* Organizations and projects are made inside an organization (none: a root, admins only). */
-        int64_t org = ref_or_zero(def, row, def->create_scope_field);
+        int64_t org = ref_or_zero(row, def->create_scope_field);
         enum role role = org ? rbac_role_on_org(r, org) : r->who->admin ? ROLE_ADMIN : ROLE_NONE;
         return role >= def->need[act];
     }
@@ -282,12 +283,6 @@ static int list_arg(void *ctx, const char *key, const char *val)
     return parse_filter_value(la->r, f, val, &la->f->eq[la->f->n_eq - 1].val, la->ei);
 }
 
-static void any_of(struct store_filter *f, const struct resource_def *def, const char *field,
-                   const int64_t *ids, size_t n)
-{
-    store_filter_any(f, model_field_index(def, field), ids, n);
-}
-
 /* Restricts a list to what the caller may see; ERR_FORBIDDEN when nothing is. */
 static int restrict_to_visible(struct req *r, const struct resource_def *def,
                                struct store_filter *f, struct error_info *ei)
@@ -307,33 +302,33 @@ static int restrict_to_visible(struct req *r, const struct resource_def *def,
         return 0;
     case SCOPE_ORG:
         rbac_orgs_with(r, def->need[ACT_READ], &ids, &n);
-        any_of(f, def, def->scope_field, ids, n);
+        store_filter_any(f, def->scope_field, ids, n);
         return 0;
     case SCOPE_PROJECT:
         rbac_visible_projects(r, &ids, &n);
-        any_of(f, def, def->scope_field, ids, n);
+        store_filter_any(f, def->scope_field, ids, n);
         return 0;
     case SCOPE_USER:
-        any_of(f, def, def->scope_field, &r->who->user_id, 1);
+        store_filter_any(f, def->scope_field, &r->who->user_id, 1);
         return 0;
     case SCOPE_OWNER:
         rbac_visible_projects(r, &ids, &n);
-        any_of(f, def, "owner_project_id", ids, n);
+        store_filter_any(f, def->scope_field, ids, n);
         rbac_orgs_with(r, ROLE_VIEWER, &ids2, &n2);
-        any_of(f, def, "owner_org_id", ids2, n2);
+        store_filter_any(f, def->scope_org_field, ids2, n2);
         return 0;
     case SCOPE_BINDING:
-        any_of(f, def, "user_id", &r->who->user_id, 1);
+        store_filter_any(f, def->scope_user_field, &r->who->user_id, 1);
         rbac_projects_with(r, ROLE_PROJECT_ADMIN, &ids, &n);
-        any_of(f, def, "project_id", ids, n);
+        store_filter_any(f, def->scope_field, ids, n);
         rbac_orgs_with(r, ROLE_PROJECT_ADMIN, &ids2, &n2);
-        any_of(f, def, "org_id", ids2, n2);
+        store_filter_any(f, def->scope_org_field, ids2, n2);
         return 0;
     case SCOPE_PROJECT_OR_ORG:
         rbac_projects_with(r, def->need[ACT_READ], &ids, &n);
-        any_of(f, def, "project_id", ids, n);
+        store_filter_any(f, def->scope_field, ids, n);
         rbac_orgs_with(r, def->need[ACT_READ], &ids2, &n2);
-        any_of(f, def, "org_id", ids2, n2);
+        store_filter_any(f, def->scope_org_field, ids2, n2);
         return 0;
     }
     return 0;

@@ -52,8 +52,8 @@ static void reply_whoami(struct req *r)
 /* Capacity per GPU class against the guarantees promised on it: overcommitment is a warning. */
 static void reply_capacity(struct req *r)
 {
-    struct engine_capacity caps[256];
-    size_t n = r->api->opt.engine ? engine_capacity(r->api->opt.engine, caps, ARRAY_SIZE(caps)) : 0;
+    struct engine_capacity *caps = NULL;
+    size_t n = r->api->opt.engine ? engine_capacity(r->api->opt.engine, &r->arena, &caps) : 0;
     json_t *items = json_array();
 
     for (size_t i = 0; i < n; i++) {

@@ -32,8 +32,7 @@ static bool user_visible(struct req *r, int64_t user_id)
         return true;
     store_filter_init(&f);
     store_filter_eq_int(&f, F_ROLE_BINDINGS_USER_ID, user_id);
-    f.limit = 1000;
-    if (store_list(req_db(r), b, &f, &r->arena, &rows, &n, NULL) < 0)
+    if (store_list_all(req_db(r), b, &f, &r->arena, &rows, &n, NULL) < 0)
         return false;
     for (size_t i = 0; i < n; i++) {
         int64_t org = ref_of(b, &rows[i], "org_id");
@@ -63,10 +62,9 @@ static int user_list_filter(struct req *r, struct store_filter *f, struct error_
     rbac_projects_with(r, ROLE_PROJECT_ADMIN, &ids, &n);
     rbac_orgs_with(r, ROLE_PROJECT_ADMIN, &ids2, &n2);
     store_filter_init(&bf);
-    bf.limit = 10000;
     store_filter_any(&bf, F_ROLE_BINDINGS_PROJECT_ID, ids, n);
     store_filter_any(&bf, F_ROLE_BINDINGS_ORG_ID, ids2, n2);
-    rc = store_list(req_db(r), b, &bf, &r->arena, &rows, &nb, ei);
+    rc = store_list_all(req_db(r), b, &bf, &r->arena, &rows, &nb, ei);
     if (rc < 0)
         return rc;
     ids = arena_calloc(&r->arena, nb + 1, sizeof(*ids));

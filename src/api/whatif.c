@@ -403,45 +403,14 @@ void whatif_route(struct req *r)
 
 /* ---- the OpenAPI description ---- */
 
-static json_t *schema_of(const struct field_def *fields, size_t n)
-{
-    json_t *props = json_object(), *req = json_array();
-    for (size_t i = 0; i < n; i++) {
-        const struct field_def *f = &fields[i];
-        json_t *s = json_pack("{s:s}", "description", f->help);
-        if (f->type == FT_INT) {
-            json_object_set_new(s, "type", json_string("integer"));
-            json_object_set_new(s, "minimum", json_integer(f->min));
-            json_object_set_new(s, "maximum", json_integer(f->max));
-        } else if (f->type == FT_TIME) {
-            json_object_set_new(s, "type", json_string("string"));
-            json_object_set_new(s, "format", json_string("date-time"));
-            json_object_set_new(s, "nullable", json_true());
-        } else if (f->type == FT_ENUM) {
-            json_t *e = json_array();
-            for (const char *const *v = f->enum_values; *v; v++)
-                json_array_append_new(e, json_string(*v));
-            json_object_set_new(s, "type", json_string("string"));
-            json_object_set_new(s, "enum", e);
-        } else {
-            json_object_set_new(s, "type", json_string("string"));
-            json_object_set_new(s, "maxLength", json_integer(f->max));
-        }
-        if (f->flags & FF_REQUIRED)
-            json_array_append_new(req, json_string(f->name));
-        json_object_set_new(props, f->name, s);
-    }
-    return json_pack("{s:s,s:b,s:o,s:o}", "type", "object", "additionalProperties", 0, "properties",
-                     props, "required", req);
-}
-
 json_t *whatif_openapi_body(void)
 {
-    json_t *schema = schema_of(body_fields, B_N);
+    json_t *schema = openapi_object_schema(body_fields, B_N, NULL);
     json_object_set_new(json_object_get(schema, "properties"), "changes",
                         json_pack("{s:s,s:i,s:o,s:s}", "type", "array", "maxItems",
-                                  WHATIF_MAX_CHANGES, "items", schema_of(change_fields, C_N),
-                                  "description", "what to change in the replay"));
+                                  WHATIF_MAX_CHANGES, "items",
+                                  openapi_object_schema(change_fields, C_N, NULL), "description",
+                                  "what to change in the replay"));
     return json_pack("{s:b,s:{s:{s:o}}}", "required", 1, "content", "application/json", "schema",
                      schema);
 }

@@ -144,8 +144,10 @@ struct backend_ops {
      * after_id as soon as that ends (l names those devices; errors as
      * launch); the start is reported by poll() as after_id's end, and a
      * refusal learnt later as a BACKEND_NOT_STARTED of l's workload.
-     * followable lists (at most max) the workloads that work may be queued
-     * behind: running or itself queued ahead. holds says whether the
+     * followable lists the workloads that work may be queued behind:
+     * running or itself queued ahead; the first max go to ids and it returns
+     * how many there are (more than max: call again with room for them).
+     * holds says whether the
      * backend still follows a workload's work (launched, adopted or queued
      * ahead, its end not yet reported).
      */

@@ -70,7 +70,7 @@ struct local {
     struct cgroup_place cgroups; /* kind CGROUP_NONE: work runs without limits */
     char *cgroups_why;           /* why there are none, or where they are: for the log */
     char **stale_cgroups;        /* could not be removed yet (processes were leaving) */
-    size_t n_stale;
+    size_t n_stale, cap_stale;
     char *name_prefix; /* of cgroups' and containers' names (backend_instance_prefix) */
     char *podman;      /* for work that names an image; NULL: none here */
     char *podman_nofile, *podman_nproc; /* its --ulimit flags (podman_ulimits()) */
@@ -235,7 +235,7 @@ static void cgroup_drop(struct local *s, char *name)
         return;
     }
     cgroup_kill(&s->cgroups, name);
-    s->stale_cgroups = xreallocarray(s->stale_cgroups, s->n_stale + 1, sizeof(*s->stale_cgroups));
+    ALLOC_GROW(s->stale_cgroups, s->n_stale + 1, s->cap_stale);
     s->stale_cgroups[s->n_stale++] = name;
 }
 
@@ -519,10 +519,8 @@ static int local_launch(struct backend *b, const struct backend_launch *l, int64
                            "workload %" PRId64
                            " names an image, and podman is not installed on this machine",
                            l->workload_id);
-    if (backend_work_known(&s->work, l->workload_id))
-        return errinfo_set(ei, ERR_CONFLICT, NULL,
-                           "workload %" PRId64 " is already running on this machine",
-                           l->workload_id);
+    if ((rc = backend_work_check_free(&s->work, l->workload_id, "on this machine", ei)) < 0)
+        return rc;
     spawner_check(s);
     if (!s->spawner) {
         if (spawner_start(NULL, &s->spawner, ei) < 0)
@@ -648,17 +646,10 @@ static int local_adopt(struct backend *b, const struct backend_launch *l, int64_
     struct lwork *w;
     size_t n_alive = 0;
     bool all_known;
-    int rc = backend_check_launch(l, ei);
+    int rc = backend_work_check_adopt(&s->work, l, started_ms, now_ms, "on this machine", ei);
 
     if (rc < 0)
         return rc;
-    if (started_ms > now_ms)
-        return errinfo_set(ei, ERR_INVALID, NULL,
-                           "workload %" PRId64 " cannot have started after now", l->workload_id);
-    if (backend_work_known(&s->work, l->workload_id))
-        return errinfo_set(ei, ERR_CONFLICT, NULL,
-                           "workload %" PRId64 " is already running on this machine",
-                           l->workload_id);
 
     w = xcalloc(1, sizeof(*w));
     w->id = l->workload_id;

@@ -161,10 +161,7 @@ static void devices_add(struct slurm_job_devices **arr, size_t *n, size_t *cap, 
         k += idx[i];
     if (k == 0)
         return;
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 4;
-        *arr = xreallocarray(*arr, *cap, sizeof(**arr));
-    }
+    ALLOC_GROW(*arr, *n + 1, *cap);
     d = &(*arr)[(*n)++];
     memset(d, 0, sizeof(*d));
     memcpy(d->node, node, node_len);
@@ -468,10 +465,7 @@ void slurm__learn_devices(struct slurm *s, int64_t now_ms)
             for (size_t k = 0; k < n; k++) {
                 devs[k].workload_id = w->id;
                 devs[k].job_id = w->job_id;
-                if (s->n_devices == s->cap_devices) {
-                    s->cap_devices = s->cap_devices ? s->cap_devices * 2 : 8;
-                    s->devices = xreallocarray(s->devices, s->cap_devices, sizeof(*s->devices));
-                }
+                ALLOC_GROW(s->devices, s->n_devices + 1, s->cap_devices);
                 s->devices[s->n_devices++] = devs[k];
             }
             w->devices_done = true;

@@ -154,10 +154,7 @@ static int parse_lines(const char *text, size_t len, const char *tool,
                                    line_no, (int)(l < 80 ? l : 80), p);
             }
             if (rc > 0) {
-                if (n == cap) {
-                    cap = cap ? 2 * cap : 64;
-                    recs = xreallocarray(recs, cap, rec_size);
-                }
+                ALLOC_GROW(recs, (n + 1) * rec_size, cap); /* recs and cap count bytes */
                 memcpy(recs + n * rec_size, rec, rec_size);
                 n++;
             }

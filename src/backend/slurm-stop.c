@@ -18,10 +18,7 @@
 
 void slurm__cancel_later(struct slurm *s, int64_t job_id)
 {
-    if (s->n_cancels == s->cap_cancels) {
-        s->cap_cancels = s->cap_cancels ? 2 * s->cap_cancels : 16;
-        s->cancels = xreallocarray(s->cancels, s->cap_cancels, sizeof(*s->cancels));
-    }
+    ALLOC_GROW(s->cancels, s->n_cancels + 1, s->cap_cancels);
     s->cancels[s->n_cancels++] = job_id;
     s->cancel_retry_ms = 0;
 }

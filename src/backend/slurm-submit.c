@@ -198,12 +198,10 @@ int slurm__launch(struct slurm *s, const struct backend_launch *l, int64_t after
 
     if (rc == 0)
         rc = slurm__check_launch(l, ei);
+    if (rc == 0)
+        rc = backend_work_check_free(&s->work, l->workload_id, "on this cluster", ei);
     if (rc < 0)
         return rc;
-    if (backend_work_known(&s->work, l->workload_id))
-        return errinfo_set(ei, ERR_CONFLICT, NULL,
-                           "workload %" PRId64 " is already running on this cluster",
-                           l->workload_id);
     if (now_ms > s->last_now_ms)
         s->last_now_ms = now_ms;
 

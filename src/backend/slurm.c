@@ -85,9 +85,12 @@ size_t backend_slurm_followable(struct backend *b, int64_t *ids, size_t max)
     size_t n = 0;
 
     assert(b->ops == &slurm_ops);
-    for (size_t i = 0; i < s->work.n && n < max; i++) {
-        if (followable(work_at(s, i)))
-            ids[n++] = work_at(s, i)->id;
+    for (size_t i = 0; i < s->work.n; i++) {
+        if (!followable(work_at(s, i)))
+            continue;
+        if (n < max)
+            ids[n] = work_at(s, i)->id;
+        n++;
     }
     return n;
 }
@@ -100,17 +103,10 @@ static int slurm_adopt(struct backend *b, const struct backend_launch *l, int64_
     struct slurm *s = slurm_of(b);
     struct sjob *w;
     int64_t job_id;
-    int rc = backend_check_launch(l, ei);
+    int rc = backend_work_check_adopt(&s->work, l, started_ms, now_ms, "on this cluster", ei);
 
     if (rc < 0)
         return rc;
-    if (started_ms > now_ms)
-        return errinfo_set(ei, ERR_INVALID, NULL,
-                           "workload %" PRId64 " cannot have started after now", l->workload_id);
-    if (backend_work_known(&s->work, l->workload_id))
-        return errinfo_set(ei, ERR_CONFLICT, NULL,
-                           "workload %" PRId64 " is already running on this cluster",
-                           l->workload_id);
     w = xcalloc(1, sizeof(*w));
     w->id = l->workload_id;
     w->launched_ms = started_ms;

@@ -246,8 +246,8 @@ int backend_slurm_launch_after(struct backend *b, const struct backend_launch *l
 
 /*
  * Workloads that work could be queued behind: their jobs Slurm runs (seen
- * RUNNING), not being stopped. Up to max ids, in launch order; returns how
- * many. b must be slurm.
+ * RUNNING), not being stopped, in launch order: the first max go to ids;
+ * returns how many there are. b must be slurm.
  */
 size_t backend_slurm_followable(struct backend *b, int64_t *ids, size_t max);
 

@@ -28,12 +28,32 @@ bool backend_work_known(const struct backend_work *t, int64_t id)
     return backend_work_find(t, id, NULL) || backend_ends_has(&t->done, id);
 }
 
+int backend_work_check_free(const struct backend_work *t, int64_t id, const char *where,
+                            struct error_info *ei)
+{
+    if (backend_work_known(t, id))
+        return errinfo_set(ei, ERR_CONFLICT, NULL, "workload %" PRId64 " is already running %s", id,
+                           where);
+    return 0;
+}
+
+int backend_work_check_adopt(const struct backend_work *t, const struct backend_launch *l,
+                             int64_t started_ms, int64_t now_ms, const char *where,
+                             struct error_info *ei)
+{
+    int rc = backend_check_launch(l, ei);
+
+    if (rc < 0)
+        return rc;
+    if (started_ms > now_ms)
+        return errinfo_set(ei, ERR_INVALID, NULL,
+                           "workload %" PRId64 " cannot have started after now", l->workload_id);
+    return backend_work_check_free(t, l->workload_id, where, ei);
+}
+
 void backend_work_add(struct backend_work *t, void *item)
 {
-    if (t->n == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 16;
-        t->items = xreallocarray(t->items, t->cap, sizeof(*t->items));
-    }
+    ALLOC_GROW(t->items, t->n + 1, t->cap);
     t->items[t->n++] = item;
 }
 

@@ -28,6 +28,19 @@ struct backend_work {
 void *backend_work_find(const struct backend_work *t, int64_t id, size_t *ret_pos);
 /* Whether id has a record, or an end not yet handed out: a launch of it would conflict. */
 bool backend_work_known(const struct backend_work *t, int64_t id);
+/*
+ * Before a launch: 0, or ERR_CONFLICT when workload id is known (backend_work_known), the
+ * message saying it is "already running <where>" ("on this machine").
+ */
+int backend_work_check_free(const struct backend_work *t, int64_t id, const char *where,
+                            struct error_info *ei);
+/*
+ * Before an adoption: l's shape (backend_check_launch), ERR_INVALID when it started after
+ * now_ms, then as backend_work_check_free.
+ */
+int backend_work_check_adopt(const struct backend_work *t, const struct backend_launch *l,
+                             int64_t started_ms, int64_t now_ms, const char *where,
+                             struct error_info *ei);
 /* Appends a record (the table keeps the pointer, the caller still owns it). */
 void backend_work_add(struct backend_work *t, void *item);
 /* Takes the record at pos out, the others keeping their order; returns it for the caller. */

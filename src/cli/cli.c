@@ -30,6 +30,28 @@ void cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
+int cli_read_file(const char *file, size_t max, struct buf *out)
+{
+    FILE *f;
+    char chunk[65536];
+    size_t got;
+    int rc = CLI_OK;
+
+    buf_init(out, max);
+    if (!(f = fopen(file, "rb"))) {
+        cli_error("cannot read '%s': %s", file, strerror(errno));
+        return CLI_ERROR;
+    }
+    while (rc == CLI_OK && (got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (buf_append(out, chunk, got) < 0) {
+            cli_error("'%s' is larger than %zu MiB", file, max >> 20);
+            rc = CLI_ERROR;
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
 void cli_warn(const char *fmt, ...)
 {
     va_list ap;

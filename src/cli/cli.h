@@ -47,6 +47,14 @@ void cli_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+struct buf;
+/*
+ * Reads file whole into out, which it initialises to hold at most max bytes (a multiple of
+ * 1 MiB, as the message says); the caller releases out with buf_release() either way.
+ * CLI_OK, or CLI_ERROR with the reason printed (cannot open, larger than max).
+ */
+int cli_read_file(const char *file, size_t max, struct buf *out);
+
 /* Parses "table", "wide" (a table; sets cli_opts.wide) or "json"; returns 0 or -1. */
 int cli_parse_output(const char *s, enum cli_output *ret);
 

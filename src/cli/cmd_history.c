@@ -29,28 +29,6 @@ static void history_help(void)
            "written unless everything is valid. docs/api.md has the rules.\n");
 }
 
-/* Reads a whole file into out (bounded); CLI_OK or CLI_ERROR with the reason printed. */
-static int read_file(const char *file, struct buf *out)
-{
-    FILE *f = fopen(file, "rb");
-    char chunk[65536];
-    size_t got;
-    int rc = CLI_OK;
-
-    if (!f) {
-        cli_error("cannot read '%s': %s", file, strerror(errno));
-        return CLI_ERROR;
-    }
-    while (rc == CLI_OK && (got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (buf_append(out, chunk, got) < 0) {
-            cli_error("'%s' is larger than %u MiB", file, HISTORY_FILE_MAX >> 20);
-            rc = CLI_ERROR;
-        }
-    }
-    fclose(f);
-    return rc;
-}
-
 static int do_import(const char *file)
 {
     struct client c = {0};
@@ -58,8 +36,7 @@ static int do_import(const char *file)
     json_t *ans = NULL;
     int rc;
 
-    buf_init(&data, HISTORY_FILE_MAX);
-    rc = read_file(file, &data);
+    rc = cli_read_file(file, HISTORY_FILE_MAX, &data);
     if (rc == CLI_OK &&
         (client_open(&c) < 0 || client_post_file(&c, "/v1/history", "application/json",
                                                  data.data ? data.data : "", data.len, &ans) < 0))

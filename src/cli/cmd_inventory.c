@@ -91,24 +91,8 @@ static int do_import(const char *file)
     struct client c;
     struct buf data;
     json_t *ans = NULL;
-    FILE *f = fopen(file, "rb");
-    char chunk[65536];
-    size_t got;
-    int rc = CLI_OK;
+    int rc = cli_read_file(file, IMPORT_MAX, &data);
 
-    if (!f) {
-        cli_error("cannot read '%s': %s", file, strerror(errno));
-        return CLI_ERROR;
-    }
-    buf_init(&data, IMPORT_MAX);
-    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (buf_append(&data, chunk, got) < 0) {
-            cli_error("'%s' is larger than %u MiB", file, IMPORT_MAX >> 20);
-            rc = CLI_ERROR;
-            break;
-        }
-    }
-    fclose(f);
     if (rc == CLI_OK) {
         if (client_open(&c) < 0 ||
             client_post_file(&c, "/v1/inventory/import", "text/csv; charset=utf-8",

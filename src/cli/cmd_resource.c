@@ -297,7 +297,7 @@ static void print_verb_help(const struct invocation *inv)
     free(args);
     switch (v) {
     case VERB_LIST:
-        if (def == &model_audit)
+        if (def->flags & RF_NEWEST_FIRST)
             printf("Lists the audit log, newest first: the newest %d entries, or --limit N,\n"
                    "or every one with --all (-o json: pages of the server's order).\n\nFlags:\n",
                    AUDIT_SHOWN);
@@ -325,7 +325,8 @@ static void print_verb_help(const struct invocation *inv)
         help_print(&h);
         break;
     case VERB_DELETE:
-        printf("%s a %s%s.\n", def == &model_tokens ? "Revokes" : "Deletes", def->singular,
+        printf("%s a %s%s.\n", def->flags & RF_DELETE_REVOKES ? "Revokes" : "Deletes",
+               def->singular,
                strcmp(target_word(def), "ID") == 0 ? ", by id" : ", by id or by name");
         break;
     }
@@ -708,7 +709,7 @@ static int page_parts(const struct invocation *inv, json_t *page, json_t **ret_i
 
 static bool newest_first(const struct invocation *inv)
 {
-    return inv->def == &model_audit && cli_opts.output == CLI_OUTPUT_TABLE;
+    return (inv->def->flags & RF_NEWEST_FIRST) && cli_opts.output == CLI_OUTPUT_TABLE;
 }
 
 /* Every page (or one, as asked) of the list into *ret_all; *ret_page keeps the last page. */
@@ -840,7 +841,7 @@ static int do_show(struct invocation *inv, struct client *c)
 }
 
 /* The token's secret comes back once; show it apart from the rest. */
-static int print_new_token(json_t *obj)
+static int print_new_secret(const struct resource_def *def, json_t *obj)
 {
     json_t *copy = json_deep_copy(obj);
     const char *secret = json_string_value(json_object_get(obj, "token"));
@@ -849,7 +850,7 @@ static int print_new_token(json_t *obj)
 
     json_object_del(copy, "token");
     buf_init(&out, OUTPUT_MAX);
-    render_object(&model_tokens, copy, &out);
+    render_object(def, copy, &out);
     if (secret)
         buf_printf(&out,
                    "\nThe token is shown once, now; store it safely, it cannot be shown again:\n"
@@ -877,8 +878,8 @@ static int do_create(struct invocation *inv, struct client *c)
     json_decref(body);
     if (rc < 0)
         return client_report(c);
-    if (inv->def == &model_tokens && cli_opts.output == CLI_OUTPUT_TABLE)
-        rc = print_new_token(obj);
+    if ((inv->def->flags & RF_SECRET_ONCE) && cli_opts.output == CLI_OUTPUT_TABLE)
+        rc = print_new_secret(inv->def, obj);
     else
         rc = print_object(inv->def, obj);
     json_decref(obj);
@@ -925,7 +926,7 @@ static int do_delete(struct invocation *inv, struct client *c)
     if (obj) {
         rc = print_object(inv->def, obj);
     } else if (cli_opts.output == CLI_OUTPUT_TABLE) {
-        const char *done = inv->def == &model_tokens ? "revoked" : "deleted";
+        const char *done = inv->def->flags & RF_DELETE_REVOKES ? "revoked" : "deleted";
         if (*inv->target < '0' || *inv->target > '9')
             printf("%s %s '%s' (id %" PRId64 ")\n", done, inv->def->singular, inv->target, id);
         else

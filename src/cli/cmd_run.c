@@ -33,7 +33,7 @@ struct run_args {
     bool after_ok;
     /* --array: the task indices, and at most how many run at once (0: no bound) */
     int64_t *tasks;
-    size_t n_tasks;
+    size_t n_tasks, cap_tasks;
     int64_t array_at_once;
     char *command; /* owned; NULL without "--" */
 };
@@ -157,7 +157,7 @@ static int take_array(struct run_args *a, const char *spec)
                 rc = cli_usage_error("run", "--array %s: more than %d tasks", spec, ARRAY_MAX);
                 break;
             }
-            a->tasks = xreallocarray(a->tasks, a->n_tasks + 1, sizeof(*a->tasks));
+            ALLOC_GROW(a->tasks, a->n_tasks + 1, a->cap_tasks);
             a->tasks[a->n_tasks++] = t;
         }
     }

@@ -246,28 +246,6 @@ static int render_whatif(json_t *ans, struct buf *out)
     return rc;
 }
 
-/* Reads a whole file into out (bounded); CLI_OK or CLI_ERROR with the reason printed. */
-static int read_file(const char *file, struct buf *out)
-{
-    FILE *f = fopen(file, "rb");
-    char chunk[65536];
-    size_t got;
-    int rc = CLI_OK;
-
-    if (!f) {
-        cli_error("cannot read '%s': %s", file, strerror(errno));
-        return CLI_ERROR;
-    }
-    while (rc == CLI_OK && (got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (buf_append(out, chunk, got) < 0) {
-            cli_error("'%s' is larger than %u MiB", file, TRACE_FILE_MAX >> 20);
-            rc = CLI_ERROR;
-        }
-    }
-    fclose(f);
-    return rc;
-}
-
 static const char *const change_flags[] = {"--quota",       "--add-nodes", "--remove-nodes",
                                            "--lend-to-all", "--policy",    "--grace"};
 
@@ -338,8 +316,7 @@ int cmd_whatif(int argc, char **argv)
             json_array_append_new(changes, ch);
     }
     if (rc == CLI_OK && trace) {
-        buf_init(&data, TRACE_FILE_MAX);
-        rc = read_file(trace, &data);
+        rc = cli_read_file(trace, TRACE_FILE_MAX, &data);
         if (rc == CLI_OK)
             json_object_set_new(body, "trace", json_stringn(data.data ? data.data : "", data.len));
         buf_release(&data);

@@ -17,7 +17,7 @@
 
 static void push_word(struct run_script *s, char *w)
 {
-    s->words = xreallocarray(s->words, (size_t)s->n_words + 1, sizeof(*s->words));
+    ALLOC_GROW(s->words, s->n_words + 1, s->cap_words);
     s->words[s->n_words++] = w;
 }
 

@@ -12,7 +12,7 @@
 struct run_script {
     char *text;   /* the script */
     char **words; /* the flags its directives give, in order */
-    int n_words;
+    int n_words, cap_words;
 };
 
 /*

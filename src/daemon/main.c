@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "api/api.h"
-#include "backend/simfleet.h"
+#include "engine/simfleet.h"
 #include "backend/spawner.h"
 #include "base/log.h"
 #include "base/timeutil.h"

@@ -156,7 +156,8 @@ void engine__unstage(struct engine *e, int64_t id, const char *why, int64_t now)
         log_error("could not record work taken back from its cluster's queue", "workload", wid,
                   "error", ei.message);
     b->ops->stop(b, id, 0, now);
-    *APPEND(e->unstaging, e->n_unstaging, e->cap_unstaging) = (struct unstaging){id, true};
+    ALLOC_GROW(e->unstaging, e->n_unstaging + 1, e->cap_unstaging);
+    e->unstaging[e->n_unstaging++] = (struct unstaging){id, true};
     log_info("work taken back from its cluster's queue", "workload", wid, "why", why);
 }
 
@@ -174,8 +175,10 @@ void engine__side_end(struct engine *e, const struct backend_event *ev)
          * it. */
         const char *why = ev->how == BACKEND_NOT_STARTED ? "its cluster refused it"
                                                          : "its job there ended before it ran";
-        if (ev->how == BACKEND_NOT_STARTED) /* launched normally from now on */
-            *APPEND(e->no_stage, e->n_no_stage, e->cap_no_stage) = ev->workload_id;
+        if (ev->how == BACKEND_NOT_STARTED) { /* launched normally from now on */
+            ALLOC_GROW(e->no_stage, e->n_no_stage + 1, e->cap_no_stage);
+            e->no_stage[e->n_no_stage++] = ev->workload_id;
+        }
         engine__unstage(e, ev->workload_id, ev->message[0] ? ev->message : why, ev->at_ms);
         u = engine__unstaging_find(e, ev->workload_id);
     }
@@ -260,14 +263,16 @@ static void stage(struct engine *e, struct backend *b, int64_t after_id, int64_t
         struct error_info undo = {0};
         log_warn("could not queue work ahead in its cluster; it waits here", "workload", wid,
                  "error", ei.message);
-        *APPEND(e->no_stage, e->n_no_stage, e->cap_no_stage) = id;
+        ALLOC_GROW(e->no_stage, e->n_no_stage + 1, e->cap_no_stage);
+        e->no_stage[e->n_no_stage++] = id;
         if (record_unstage(e, id, "its cluster did not take it", now, &undo) < 0)
             log_error("could not record work taken back from its cluster's queue", "workload", wid,
                       "error", undo.message);
     } else {
         /* Out of the scheduler's queue from now; the store says where it waits. */
         sched_cancel(e->sched, id, now);
-        *APPEND(e->staged, e->n_staged, e->cap_staged) = (struct staged){id, after_id, b, sp};
+        ALLOC_GROW(e->staged, e->n_staged + 1, e->cap_staged);
+        e->staged[e->n_staged++] = (struct staged){id, after_id, b, sp};
     }
     arena_release(&a);
 }
@@ -295,26 +300,27 @@ void engine__stage_successors(struct engine *e, int64_t now)
             i++;
     }
     for (size_t b = 0; b < e->n_backends; b++) {
-        int64_t ids[256];
         size_t n;
         if (!can_queue_ahead(e->backends[b].b))
             continue;
-        /* Running work, and work already queued ahead (whose job the backend has too). */
-        n = e->backends[b].b->ops->followable(e->backends[b].b, ids, ARRAY_SIZE(ids));
+        /* Running work, and work already queued ahead (whose job the backend has too): all. */
+        while ((n = e->backends[b].b->ops->followable(e->backends[b].b, e->follow, e->cap_follow)) >
+               e->cap_follow)
+            ALLOC_GROW(e->follow, n, e->cap_follow);
         for (size_t i = 0; i < n; i++) {
-            const struct staged *st = engine__staged_find(e, ids[i]);
+            int64_t id = e->follow[i], next;
+            const struct staged *st = engine__staged_find(e, id);
             size_t depth;
-            int64_t next;
-            if (engine__staged_behind(e, ids[i]))
+            if (engine__staged_behind(e, id))
                 continue; /* it has its follower */
-            engine__staged_root(e, ids[i], &depth);
+            engine__staged_root(e, id, &depth);
             if (depth >= QUEUE_AHEAD_DEPTH)
                 continue;
             if ((st ? sched_successor_like(e->sched, &st->spec, &next)
-                    : sched_successor(e->sched, ids[i], &next)) < 0 ||
+                    : sched_successor(e->sched, id, &next)) < 0 ||
                 no_stage(e, next))
                 continue;
-            stage(e, e->backends[b].b, ids[i], next, now);
+            stage(e, e->backends[b].b, id, next, now);
         }
     }
 }
@@ -451,7 +457,8 @@ const char *engine__restore_staged(struct engine *e, bool adopt, const struct ro
                        &(struct error_info){0});
         if (!adopt && own && own->ops->holds && own->ops->holds(own, id)) {
             own->ops->stop(own, id, 0, now);
-            *APPEND(e->unstaging, e->n_unstaging, e->cap_unstaging) = (struct unstaging){id, true};
+            ALLOC_GROW(e->unstaging, e->n_unstaging + 1, e->cap_unstaging);
+            e->unstaging[e->n_unstaging++] = (struct unstaging){id, true};
         } else if (engine__spec_of(e, w, &sp) == 0) {
             sched_submit(e->sched, &sp, now);
         }
@@ -465,7 +472,8 @@ const char *engine__restore_staged(struct engine *e, bool adopt, const struct ro
     }
     if (engine__spec_of(e, w, &sp) < 0)
         memset(&sp, 0, sizeof(sp));
-    *APPEND(e->staged, e->n_staged, e->cap_staged) = (struct staged){id, after, b, sp};
+    ALLOC_GROW(e->staged, e->n_staged + 1, e->cap_staged);
+    e->staged[e->n_staged++] = (struct staged){id, after, b, sp};
     /*
      * Its backend would never start it on a node drained or down, nor could it be
      * recorded running: taken back by the caller once every chain is back,

@@ -18,7 +18,7 @@ static uint32_t intern_label(struct label_table *t, const char *key, const char 
         if (strcmp(t->v[i], buf) == 0)
             return (uint32_t)i + 1;
     }
-    t->v = xreallocarray(t->v, t->n + 1, sizeof(char *));
+    ALLOC_GROW(t->v, t->n + 1, t->cap);
     t->v[t->n++] = xstrdup(buf);
     return (uint32_t)t->n;
 }
@@ -43,7 +43,7 @@ void engine__label_table_release(struct label_table *t)
         free(t->v[i]);
     free(t->v);
     t->v = NULL;
-    t->n = 0;
+    t->n = t->cap = 0;
 }
 
 void engine__pool_spec(const struct row *p, struct arena *a, struct sched_pool_spec *ret)

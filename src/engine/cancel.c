@@ -63,7 +63,8 @@ static int cancel_aside(struct engine *e, int64_t id, struct error_info *ei)
         while ((next = engine__staged_behind(e, id)))
             engine__unstage(e, next->id, "the workload it waited for was cancelled", time_now_ms());
         b->ops->stop(b, id, 0, time_now_ms());
-        *APPEND(e->unstaging, e->n_unstaging, e->cap_unstaging) = (struct unstaging){id, false};
+        ALLOC_GROW(e->unstaging, e->n_unstaging + 1, e->cap_unstaging);
+        e->unstaging[e->n_unstaging++] = (struct unstaging){id, false};
     } else if ((u = engine__unstaging_find(e, id))) {
         u->requeue = false;
     }
@@ -85,8 +86,10 @@ int engine__stop_running(struct engine *e, int64_t workload_id, const char *why,
 
     for (size_t i = 0; i < e->n_cancelling; i++)
         already |= e->cancelling[i] == workload_id;
-    if (!already)
-        *APPEND(e->cancelling, e->n_cancelling, e->cap_cancelling) = workload_id;
+    if (!already) {
+        ALLOC_GROW(e->cancelling, e->n_cancelling + 1, e->cap_cancelling);
+        e->cancelling[e->n_cancelling++] = workload_id;
+    }
     arena_init(&a);
     rc = store_get(e->db, &model_workloads, workload_id, &a, &w, ei);
     if (rc >= 0) {

@@ -97,7 +97,8 @@ static void track_idle(struct engine *e, const struct row *rows, size_t n, int64
         if (!runs[k].idle)
             continue;
         if (!t) {
-            t = APPEND(e->idle, e->n_idle, e->cap_idle);
+            ALLOC_GROW(e->idle, e->n_idle + 1, e->cap_idle);
+            t = &e->idle[e->n_idle++];
             *t = (struct idle_track){runs[k].wid, now, runs[k].p2, false, false, false};
         }
         t->seen = true;

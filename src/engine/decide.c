@@ -256,7 +256,8 @@ static int persist_preemption(struct engine *e, const struct sched_preemption *p
                                                 "%" PRId64 " s",
                                                 ledger_id, taker, pe->grace_ms / 1000),
                                    ei);
-        *APPEND(e->victims, e->n_victims, e->cap_victims) =
+        ALLOC_GROW(e->victims, e->n_victims + 1, e->cap_victims);
+        e->victims[e->n_victims++] =
             (struct pending_victim){vs[i].workload_id, ledger_id, pe->preemptor_id};
     }
 out:
@@ -388,8 +389,7 @@ int engine__open_allocations(struct engine *e, int64_t wid, struct arena *a, str
 {
     struct store_filter f;
     store_filter_init(&f);
-    f.limit = 10000;
     store_filter_eq_int(&f, F_ALLOCATIONS_WORKLOAD_ID, wid);
     store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
-    return store_list(e->db, &model_allocations, &f, a, ret, ret_n, ei);
+    return store_list_all(e->db, &model_allocations, &f, a, ret, ret_n, ei);
 }

@@ -62,8 +62,10 @@ bool engine__blocked_find(const struct engine *e, int64_t id)
 
 static void blocked_add(struct engine *e, int64_t id)
 {
-    if (!engine__blocked_find(e, id))
-        *APPEND(e->blocked, e->n_blocked, e->cap_blocked) = id;
+    if (!engine__blocked_find(e, id)) {
+        ALLOC_GROW(e->blocked, e->n_blocked + 1, e->cap_blocked);
+        e->blocked[e->n_blocked++] = id;
+    }
 }
 
 static void blocked_remove(struct engine *e, int64_t id)

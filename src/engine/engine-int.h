@@ -127,7 +127,7 @@ struct engine {
     struct gpu_info *gpus;
     size_t n_gpus;
     struct flavor_info *flavors;
-    size_t n_flavors;
+    size_t n_flavors, cap_flavors;
     struct named *classes, *projects;
     size_t n_classes, n_projects, cap_classes, cap_projects;
     struct label_table labels;
@@ -161,6 +161,8 @@ struct engine {
     size_t n_unstaging, cap_unstaging;
     int64_t *no_stage;
     size_t n_no_stage, cap_no_stage;
+    int64_t *follow; /* what backends say work may be queued behind, this pass (ahead.c) */
+    size_t cap_follow;
     /* Changes to apply in place: copies of the rows, in a's memory. */
     struct change {
         const struct resource_def *def;
@@ -174,12 +176,6 @@ struct engine {
 };
 
 /* ---- small helpers ---- */
-
-#define APPEND(arr, n, cap)                                                                        \
-    ((n) == (cap)                                                                                  \
-         ? ((cap) = (cap) ? (cap)*2 : 16, (arr) = xreallocarray((arr), (cap), sizeof(*(arr))), 0)  \
-         : 0,                                                                                      \
-     &(arr)[(n)++])
 
 /*
  * Sorted-by-id lookup over an array of structs whose first member is their

@@ -69,6 +69,61 @@ void engine__rebuild(struct engine *e, const char *why)
 
 /* ---- the loop ---- */
 
+/* ---- changes applied in place ---- */
+
+static void apply_project(struct engine *e, const struct row *r)
+{
+    struct named *n = FIND_BY_ID(e->projects, e->n_projects, model_row_id(r));
+    sched_set_project(e->sched, model_row_id(r), row_int(r, F_PROJECTS_ORG_ID),
+                      (int)row_int(r, F_PROJECTS_WEIGHT));
+    if (n) {
+        free(n->name);
+        n->name = xstrdup(row_str(r, F_PROJECTS_NAME));
+    } else {
+        ALLOC_GROW(e->projects, e->n_projects + 1, e->cap_projects);
+        e->projects[e->n_projects++] =
+            (struct named){model_row_id(r), xstrdup(row_str(r, F_PROJECTS_NAME))};
+    }
+}
+
+static void apply_quota(struct engine *e, const struct row *r)
+{
+    const struct value *g = row_get(r, F_QUOTAS_GUARANTEED_MILLI);
+    const struct value *l = row_get(r, F_QUOTAS_LIMIT_MILLI);
+    sched_set_quota(e->sched, row_int(r, F_QUOTAS_PROJECT_ID), row_int(r, F_QUOTAS_GPU_CLASS_ID),
+                    g->null ? -1 : g->i, l->null ? -1 : l->i);
+}
+
+static void apply_org_cap(struct engine *e, const struct row *r)
+{
+    sched_set_org_cap(e->sched, row_int(r, F_ORG_QUOTAS_ORG_ID),
+                      row_int(r, F_ORG_QUOTAS_GPU_CLASS_ID), row_int(r, F_ORG_QUOTAS_LIMIT_MILLI));
+}
+
+/*
+ * The resources whose changes the core takes as they are, each with how; a change to any
+ * other (the fleet, pools, ...) rebuilds the core from the store. One table, asked by
+ * engine_config_changed and apply_changes alike.
+ */
+static const struct in_place {
+    const struct resource_def *def;
+    void (*apply)(struct engine *e, const struct row *r);
+} in_place[] = {
+    {&model_projects, apply_project},
+    {&model_quotas, apply_quota},
+    {&model_org_quotas, apply_org_cap},
+    {&model_flavors, engine__set_flavor},
+};
+
+static const struct in_place *in_place_of(const struct resource_def *def)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(in_place); i++) {
+        if (in_place[i].def == def)
+            return &in_place[i];
+    }
+    return NULL;
+}
+
 /*
  * Applies queued changes in place. Deleting a project, quota or flavor can
  * strand what the scheduler holds: those rebuild from the store instead.
@@ -77,33 +132,10 @@ static void apply_changes(struct engine *e)
 {
     for (size_t i = 0; i < e->n_changes && !e->reload; i++) {
         const struct change *c = &e->changes[i];
-        const struct row *r = &c->row;
-        if (c->deleted) {
+        if (c->deleted)
             e->reload = true;
-        } else if (c->def == &model_projects) {
-            struct named *n = FIND_BY_ID(e->projects, e->n_projects, model_row_id(r));
-            sched_set_project(e->sched, model_row_id(r), row_int(r, F_PROJECTS_ORG_ID),
-                              (int)row_int(r, F_PROJECTS_WEIGHT));
-            if (n) {
-                free(n->name);
-                n->name = xstrdup(row_str(r, F_PROJECTS_NAME));
-            } else {
-                *APPEND(e->projects, e->n_projects, e->cap_projects) =
-                    (struct named){model_row_id(r), xstrdup(row_str(r, F_PROJECTS_NAME))};
-            }
-        } else if (c->def == &model_quotas) {
-            const struct value *g = row_get(r, F_QUOTAS_GUARANTEED_MILLI);
-            const struct value *l = row_get(r, F_QUOTAS_LIMIT_MILLI);
-            sched_set_quota(e->sched, row_int(r, F_QUOTAS_PROJECT_ID),
-                            row_int(r, F_QUOTAS_GPU_CLASS_ID), g->null ? -1 : g->i,
-                            l->null ? -1 : l->i);
-        } else if (c->def == &model_org_quotas) {
-            sched_set_org_cap(e->sched, row_int(r, F_ORG_QUOTAS_ORG_ID),
-                              row_int(r, F_ORG_QUOTAS_GPU_CLASS_ID),
-                              row_int(r, F_ORG_QUOTAS_LIMIT_MILLI));
-        } else if (c->def == &model_flavors) {
-            engine__set_flavor(e, r);
-        }
+        else
+            in_place_of(c->def)->apply(e, &c->row);
     }
     e->n_changes = 0;
     arena_release(&e->change_arena);
@@ -269,6 +301,7 @@ void engine_stop(struct engine *e)
     free(e->blocked);
     free(e->unstaging);
     free(e->no_stage);
+    free(e->follow);
     free(e->changes);
     arena_release(&e->change_arena);
     sched_decisions_release(&e->dec);
@@ -284,7 +317,8 @@ void engine_stop(struct engine *e)
 void engine_submitted(struct engine *e, int64_t workload_id)
 {
     pthread_mutex_lock(&e->wake_lock);
-    *APPEND(e->inbox, e->n_inbox, e->cap_inbox) = workload_id;
+    ALLOC_GROW(e->inbox, e->n_inbox + 1, e->cap_inbox);
+    e->inbox[e->n_inbox++] = workload_id;
     e->woken = true;
     pthread_cond_signal(&e->wake_cond);
     pthread_mutex_unlock(&e->wake_lock);
@@ -294,9 +328,10 @@ void engine_config_changed(struct engine *e, const struct resource_def *def, con
                            bool deleted)
 {
     pthread_mutex_lock(&e->lock);
-    if (def == &model_projects || def == &model_quotas || def == &model_org_quotas ||
-        def == &model_flavors) {
-        struct change *c = APPEND(e->changes, e->n_changes, e->cap_changes);
+    if (in_place_of(def)) {
+        struct change *c;
+        ALLOC_GROW(e->changes, e->n_changes + 1, e->cap_changes);
+        c = &e->changes[e->n_changes++];
         c->def = def;
         c->deleted = deleted;
         c->row = model_row_new(def, &e->change_arena);

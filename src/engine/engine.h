@@ -101,8 +101,11 @@ struct engine_capacity {
     int64_t class_id;
     int64_t capacity, free, guaranteed;
 };
-/* Fills up to max entries, one per class; returns how many. */
-size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max);
+/*
+ * One entry per GPU class the engine knows, every one: *ret (in a, freed with it) holds the
+ * returned count.
+ */
+size_t engine_capacity(struct engine *e, struct arena *a, struct engine_capacity **ret);
 
 /* A project's quota in a class as the scheduler applies it now (milli-GPU). */
 struct engine_quota_usage {
@@ -149,7 +152,7 @@ void engine_sync(struct engine *e);
 /* Interned "key=value" labels: id i + 1 is v[i] (sched_node_spec.labels, selectors). */
 struct label_table {
     char **v;
-    size_t n;
+    size_t n, cap;
 };
 
 struct engine_name {

@@ -255,9 +255,8 @@ static int apply_counted(struct engine *e, int64_t node_id, const struct backend
     int changed = 0, rc;
 
     store_filter_init(&f);
-    f.limit = 10000;
     store_filter_eq_int(&f, F_GPUS_NODE_ID, node_id);
-    if ((rc = store_list(e->db, gd, &f, a, &gpus, &n_gpus, ei)) < 0 ||
+    if ((rc = store_list_all(e->db, gd, &f, a, &gpus, &n_gpus, ei)) < 0 ||
         (int32_t)n_gpus >= sn->n_counted ||
         (rc = class_id_of(e, sn->counted_class, NULL, 0, a, now, &class_id, ei)) < 0)
         return rc < 0 ? rc : 0;
@@ -342,9 +341,8 @@ static int apply_identified(struct engine *e, const char *kind, int64_t node_id,
     int changed = 0, added = 0, rc;
 
     store_filter_init(&f);
-    f.limit = 10000;
     store_filter_eq_int(&f, F_GPUS_NODE_ID, node_id);
-    if ((rc = store_list(e->db, gd, &f, a, &listed, &n_gpus, ei)) < 0)
+    if ((rc = store_list_all(e->db, gd, &f, a, &listed, &n_gpus, ei)) < 0)
         return rc;
     /* room for the GPUs added here, so later ones do not take their index */
     gpus = arena_calloc(a, n_gpus + rn->n_gpus + 1, sizeof(*gpus));
@@ -404,9 +402,8 @@ static int apply_report(struct engine *e, const struct backend *b,
     int changed = 0, rc;
 
     store_filter_init(&f);
-    f.limit = 10000;
     store_filter_eq_int(&f, F_NODES_CLUSTER_ID, b->cluster_id);
-    if ((rc = store_list(e->db, nd, &f, a, &rows, &n_rows, ei)) < 0)
+    if ((rc = store_list_all(e->db, nd, &f, a, &rows, &n_rows, ei)) < 0)
         return rc;
     for (size_t k = 0; rc >= 0 && k < rep->n_nodes; k++) {
         const struct backend_node_report *rn = &rep->nodes[k];
@@ -536,11 +533,10 @@ static int devices_mine(struct engine *e, const struct backend *b, const struct 
 
     *ret_n = 0;
     store_filter_init(&f);
-    f.limit = 1000;
     store_filter_eq_int(&f, F_ALLOCATIONS_WORKLOAD_ID, d->workload_id);
     store_filter_eq_int(&f, F_ALLOCATIONS_NODE_ID, node->id);
     store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
-    rc = store_list(e->db, ad, &f, a, &mine, &n_mine, ei);
+    rc = store_list_all(e->db, ad, &f, a, &mine, &n_mine, ei);
     if (rc < 0 || n_mine == 0)
         return rc; /* ended meanwhile, or not on that node */
     for (size_t i = 0; i < n_mine && !skip; i++) {

@@ -69,7 +69,7 @@ void engine__forget_fleet(struct engine *e)
     e->classes = e->projects = NULL;
     e->flavors = NULL;
     e->n_nodes = e->n_gpus = e->n_classes = e->n_projects = e->n_flavors = 0;
-    e->cap_classes = e->cap_projects = 0;
+    e->cap_classes = e->cap_projects = e->cap_flavors = 0;
     e->n_victims = 0;
     sched_free(e->sched);
     e->sched = NULL;
@@ -93,7 +93,8 @@ static int load_classes(struct engine *e, struct arena *a, struct error_info *ei
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         int64_t id = model_row_id(&rows[i]);
         sched_add_class(e->sched, id);
-        *APPEND(e->classes, e->n_classes, e->cap_classes) =
+        ALLOC_GROW(e->classes, e->n_classes + 1, e->cap_classes);
+        e->classes[e->n_classes++] =
             (struct named){id, xstrdup(row_str(&rows[i], F_GPU_CLASSES_NAME))};
     }
     return rc;
@@ -122,7 +123,9 @@ static int open_backends(struct engine *e, struct arena *a, struct error_info *e
             log_error(what, "cluster", c.name, "error", bei.message);
         }
         if (b) { /* none (a kind not built here): its nodes take no work */
-            struct cluster_backend *cb = APPEND(e->backends, e->n_backends, e->cap_backends);
+            struct cluster_backend *cb;
+            ALLOC_GROW(e->backends, e->n_backends + 1, e->cap_backends);
+            cb = &e->backends[e->n_backends++];
             cb->cluster_id = id;
             cb->b = b;
             cb->discovered_ms = 0;
@@ -234,7 +237,7 @@ void engine__set_flavor(struct engine *e, const struct row *r)
 {
     struct flavor_info *f = FIND_BY_ID(e->flavors, e->n_flavors, model_row_id(r));
     if (!f) { /* new flavors get higher ids: append keeps the array sorted */
-        e->flavors = xreallocarray(e->flavors, e->n_flavors + 1, sizeof(*e->flavors));
+        ALLOC_GROW(e->flavors, e->n_flavors + 1, e->cap_flavors);
         f = &e->flavors[e->n_flavors++];
     }
     engine__flavor_of(&e->labels, r, f);
@@ -250,7 +253,8 @@ static int load_tenants(struct engine *e, struct arena *a, struct error_info *ei
         int64_t id = model_row_id(&rows[i]);
         sched_set_project(e->sched, id, row_int(&rows[i], F_PROJECTS_ORG_ID),
                           (int)row_int(&rows[i], F_PROJECTS_WEIGHT));
-        *APPEND(e->projects, e->n_projects, e->cap_projects) =
+        ALLOC_GROW(e->projects, e->n_projects + 1, e->cap_projects);
+        e->projects[e->n_projects++] =
             (struct named){id, xstrdup(row_str(&rows[i], F_PROJECTS_NAME))};
     }
     if (rc >= 0)
@@ -383,7 +387,8 @@ static int restore_victims(struct engine *e, struct arena *a, struct error_info 
 
     for (size_t i = 0; rc >= 0 && i < n_ledger; i++) {
         json_t *vs = json_loads(row_str(&ledger[i], F_PREEMPTIONS_VICTIMS), 0, NULL), *v;
-        int64_t pre = row_int(&ledger[i], F_PREEMPTIONS_PREEMPTOR_ID), ids[256];
+        int64_t pre = row_int(&ledger[i], F_PREEMPTIONS_PREEMPTOR_ID);
+        int64_t *ids = arena_calloc(a, json_array_size(vs) + 1, sizeof(*ids)); /* every one */
         size_t k, n_ids = 0;
         json_array_foreach(vs, k, v)
         {
@@ -391,9 +396,9 @@ static int restore_victims(struct engine *e, struct arena *a, struct error_info 
             int64_t vid = json_integer_value(json_object_get(v, "workload_id"));
             if (sched_workload_info(e->sched, vid, &info) < 0 || info.state != SCHED_PREEMPTING)
                 continue;
-            if (n_ids < 256)
-                ids[n_ids++] = vid;
-            *APPEND(e->victims, e->n_victims, e->cap_victims) =
+            ids[n_ids++] = vid;
+            ALLOC_GROW(e->victims, e->n_victims + 1, e->cap_victims);
+            e->victims[e->n_victims++] =
                 (struct pending_victim){vid, model_row_id(&ledger[i]), pre};
         }
         json_decref(vs);
@@ -417,7 +422,8 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
         if (engine__unstaging_find(e, model_row_id(&rows[i])))
             continue; /* queued again once its backend has given it back */
         if (!row_is_null(&rows[i], F_WORKLOADS_QUEUED_AFTER)) {
-            *APPEND(staged_rows, n_staged_rows, cap_staged_rows) = rows[i];
+            ALLOC_GROW(staged_rows, n_staged_rows + 1, cap_staged_rows);
+            staged_rows[n_staged_rows++] = rows[i];
             continue;
         }
         engine__submit_or_hold(e, &rows[i], now, false, a);

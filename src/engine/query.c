@@ -65,17 +65,20 @@ int engine_pending(struct engine *e, int64_t workload_id, struct engine_pending 
     return rc < 0 ? ERR_NOT_FOUND : 0;
 }
 
-size_t engine_capacity(struct engine *e, struct engine_capacity *out, size_t max)
+size_t engine_capacity(struct engine *e, struct arena *a, struct engine_capacity **ret)
 {
+    struct engine_capacity *out;
     size_t n = 0;
     pthread_mutex_lock(&e->lock);
-    for (size_t i = 0; i < e->n_classes && n < max; i++) {
+    out = arena_calloc(a, e->n_classes + 1, sizeof(*out));
+    for (size_t i = 0; i < e->n_classes; i++) {
         struct engine_capacity *c = &out[n++];
         c->class_id = e->classes[i].id;
         sched_class_capacity(e->sched, c->class_id, &c->capacity, &c->free);
         c->guaranteed = sched_class_guaranteed(e->sched, c->class_id);
     }
     pthread_mutex_unlock(&e->lock);
+    *ret = out;
     return n;
 }
 

@@ -70,13 +70,13 @@ static int open_runs(struct engine *e, struct open_run **ret, size_t *ret_n, str
     /* One entry per allocation, then one per workload: sorted, its rows merged. */
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         int64_t started = row_int(&rows[i], F_ALLOCATIONS_STARTED_MS);
-        *APPEND(*ret, *ret_n, cap) =
-            (struct open_run){row_int(&rows[i], F_ALLOCATIONS_WORKLOAD_ID),
-                              row_int(&rows[i], F_ALLOCATIONS_PROJECT_ID),
-                              row_int(&rows[i], F_ALLOCATIONS_GPU_CLASS_ID),
-                              row_int(&rows[i], F_ALLOCATIONS_MILLI),
-                              started,
-                              started};
+        ALLOC_GROW(*ret, *ret_n + 1, cap);
+        (*ret)[(*ret_n)++] = (struct open_run){row_int(&rows[i], F_ALLOCATIONS_WORKLOAD_ID),
+                                               row_int(&rows[i], F_ALLOCATIONS_PROJECT_ID),
+                                               row_int(&rows[i], F_ALLOCATIONS_GPU_CLASS_ID),
+                                               row_int(&rows[i], F_ALLOCATIONS_MILLI),
+                                               started,
+                                               started};
     }
     if (*ret_n > 1)
         qsort(*ret, *ret_n, sizeof(**ret), by_workload);

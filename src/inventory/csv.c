@@ -340,6 +340,7 @@ struct ictx {
     int col_of[INV_CSV_MAX_FIELDS]; /* field index to column, -1 unknown */
     size_t n_header;
     size_t *rows; /* the record number of each item */
+    size_t cap_rows;
     size_t n_errors;
     struct buf *report;
     struct error_info *ei;
@@ -373,8 +374,7 @@ static int on_header(struct ictx *c, char *const *fields, size_t n)
         int col = col_of_header(fields[i]);
         c->col_of[i] = col;
         if (col < 0) {
-            c->tab.unknown_cols =
-                xreallocarray(c->tab.unknown_cols, c->tab.n_unknown + 1, sizeof(char *));
+            ALLOC_GROW(c->tab.unknown_cols, c->tab.n_unknown + 1, c->tab.cap_unknown);
             c->tab.unknown_cols[c->tab.n_unknown++] = xstrdup(fields[i]);
             continue;
         }
@@ -429,7 +429,7 @@ static int on_record(void *ctx, char *const *fields, size_t n, size_t row, size_
         return 0;
     }
     inv_table_add(&c->tab, &item);
-    c->rows = xreallocarray(c->rows, c->tab.cap, sizeof(*c->rows));
+    ALLOC_GROW(c->rows, c->tab.n, c->cap_rows);
     c->rows[c->tab.n - 1] = row;
     return 0;
 }

@@ -346,7 +346,7 @@ struct inv_table {
     struct inv_item *items;
     size_t n, cap;
     char **unknown_cols; /* header names that matched no column */
-    size_t n_unknown;
+    size_t n_unknown, cap_unknown;
 };
 
 void inv_table_init(struct inv_table *t);

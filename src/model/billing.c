@@ -62,6 +62,11 @@ static const struct field_def price_fields[] = {
 };
 _Static_assert(ARRAY_SIZE(price_fields) == F_PRICES_COUNT_, "price_fields and fields.h differ");
 
+static int check_price(const struct row *r, struct error_info *ei)
+{
+    return model_check_currency(r, F_PRICES_CURRENCY, ei);
+}
+
 const struct resource_def model_prices = {
     .name = "prices",
     .table = "prices",
@@ -73,6 +78,7 @@ const struct resource_def model_prices = {
     .unique_desc = "flavor_id and effective_from",
     .help = "effective-dated price list: a flavor's price per replica-hour and class multipliers; "
             "versions are never edited, a new one supersedes",
+    .check = check_price,
 };
 
 static const struct field_def usage_fields[] = {
@@ -108,7 +114,7 @@ const struct resource_def model_usage = {
     .fields = usage_fields,
     .n_fields = ARRAY_SIZE(usage_fields),
     .scope = SCOPE_PROJECT,
-    .scope_field = "project_id",
+    .scope_field = F_USAGE_PROJECT_ID,
     .need = {ROLE_VIEWER, ROLE_NOBODY, ROLE_NOBODY, ROLE_NOBODY},
     .unique_desc = "seq",
     .help = "the usage ledger: one record per allocation interval, append-only, hash-chained",
@@ -170,7 +176,7 @@ const struct resource_def model_invoices = {
     .fields = invoice_fields,
     .n_fields = ARRAY_SIZE(invoice_fields),
     .scope = SCOPE_ORG,
-    .scope_field = "org_id",
+    .scope_field = F_INVOICES_ORG_ID,
     .need = {ROLE_VIEWER, ROLE_NOBODY, ROLE_NOBODY, ROLE_NOBODY},
     .unique_desc = "number, or org_id, period and currency",
     .help = "issued invoices and credit notes (POST /v1/invoices/issue, .../pay, .../credit)",
@@ -198,6 +204,19 @@ static const struct field_def budget_fields[] = {
 };
 _Static_assert(ARRAY_SIZE(budget_fields) == F_BUDGETS_COUNT_, "budget_fields and fields.h differ");
 
+/* One scope, at least one limit, a currency. */
+static int check_budget(const struct row *r, struct error_info *ei)
+{
+    bool org = model_has(r, F_BUDGETS_ORG_ID), project = model_has(r, F_BUDGETS_PROJECT_ID);
+    if (org == project)
+        return errinfo_set(ei, ERR_INVALID, "org_id",
+                           "a budget is for exactly one scope: give org_id or project_id");
+    if (row_is_null(r, F_BUDGETS_GPU_HOURS) && row_is_null(r, F_BUDGETS_MONEY_MICROS))
+        return errinfo_set(ei, ERR_INVALID, "gpu_hours",
+                           "a budget needs a limit: give gpu_hours, money_micros or both");
+    return model_check_currency(r, F_BUDGETS_CURRENCY, ei);
+}
+
 const struct resource_def model_budgets = {
     .name = "budgets",
     .table = "budgets",
@@ -205,10 +224,13 @@ const struct resource_def model_budgets = {
     .fields = budget_fields,
     .n_fields = ARRAY_SIZE(budget_fields),
     .scope = SCOPE_PROJECT_OR_ORG,
+    .scope_field = F_BUDGETS_PROJECT_ID,
+    .scope_org_field = F_BUDGETS_ORG_ID,
     .need = {ROLE_VIEWER, ROLE_ORG_ADMIN, ROLE_ORG_ADMIN, ROLE_ORG_ADMIN},
     .unique_desc = "id",
     .help = "monthly GPU-hour and money budgets per project or organization; alerts at 50, 80 and "
             "100 %",
+    .check = check_budget,
 };
 
 static const char *const alert_kind_values[] = {"gpu-hours", "money", NULL};
@@ -241,6 +263,8 @@ const struct resource_def model_budget_alerts = {
     .fields = alert_fields,
     .n_fields = ARRAY_SIZE(alert_fields),
     .scope = SCOPE_PROJECT_OR_ORG,
+    .scope_field = F_BUDGET_ALERTS_PROJECT_ID,
+    .scope_org_field = F_BUDGET_ALERTS_ORG_ID,
     .need = {ROLE_VIEWER, ROLE_NOBODY, ROLE_NOBODY, ROLE_NOBODY},
     .unique_desc = "budget_id, period, kind and percent",
     .help = "a budget crossed 50, 80 or 100 % of a limit in a month",

@@ -391,14 +391,13 @@ void model_merge(const struct resource_def *def, struct row *base, const struct 
     }
 }
 
-static bool has(const struct row *r, int f)
+bool model_has(const struct row *r, int f)
 {
     const struct value *v = row_get(r, f);
     return v->set && !v->null;
 }
 
-/* f: the resource's "currency" field. */
-static int check_currency(const struct row *r, int f, struct error_info *ei)
+int model_check_currency(const struct row *r, int f, struct error_info *ei)
 {
     const struct value *v = row_get(r, f);
     if (!v->s || strlen(v->s) != 3)
@@ -413,65 +412,7 @@ static int check_currency(const struct row *r, int f, struct error_info *ei)
 
 int model_check_row(const struct resource_def *def, const struct row *r, struct error_info *ei)
 {
-    if (def == &model_role_bindings) {
-        enum role role = ROLE_NONE;
-        bool org = has(r, F_ROLE_BINDINGS_ORG_ID), project = has(r, F_ROLE_BINDINGS_PROJECT_ID);
-        role_parse(row_get(r, F_ROLE_BINDINGS_ROLE)->s, &role);
-        if (org && project)
-            return errinfo_set(ei, ERR_INVALID, "project_id",
-                               "a role binding names an organization or a project, not both");
-        if (role == ROLE_ADMIN && (org || project))
-            return errinfo_set(ei, ERR_INVALID, "role",
-                               "role 'admin' is global: give neither org_id nor project_id");
-        if (role == ROLE_ORG_ADMIN && !org)
-            return errinfo_set(ei, ERR_INVALID, "org_id", "role 'org-admin' needs org_id");
-        if (role == ROLE_PROJECT_ADMIN && !project)
-            return errinfo_set(ei, ERR_INVALID, "project_id",
-                               "role 'project-admin' needs project_id");
-        if ((role == ROLE_MEMBER || role == ROLE_VIEWER) && !org && !project)
-            return errinfo_set(ei, ERR_INVALID, "org_id",
-                               "role '%s' needs org_id or project_id", role_name(role));
-    } else if (def == &model_pools) {
-        bool org = has(r, F_POOLS_OWNER_ORG_ID), project = has(r, F_POOLS_OWNER_PROJECT_ID);
-        if (org == project)
-            return errinfo_set(ei, ERR_INVALID, "owner_org_id",
-                               "a pool has exactly one owner: give owner_org_id or "
-                               "owner_project_id");
-        return check_currency(r, F_POOLS_CURRENCY, ei);
-    } else if (def == &model_flavors) {
-        int64_t milli = row_int(r, F_FLAVORS_GPU_MILLI);
-        bool cls = has(r, F_FLAVORS_GPU_CLASS_ID);
-        if (milli > 1000 && milli % 1000 != 0)
-            return errinfo_set(ei, ERR_INVALID, "gpu_milli",
-                               "field 'gpu_milli' above 1000 must be whole GPUs (a multiple of "
-                               "1000)");
-        if (milli > 0 && !cls)
-            return errinfo_set(ei, ERR_INVALID, "gpu_class_id",
-                               "a flavor with GPUs needs gpu_class_id");
-        if (milli == 0 && cls)
-            return errinfo_set(ei, ERR_INVALID, "gpu_milli",
-                               "a flavor with gpu_class_id needs gpu_milli above 0");
-        return check_currency(r, F_FLAVORS_CURRENCY, ei);
-    } else if (def == &model_prices) {
-        return check_currency(r, F_PRICES_CURRENCY, ei);
-    } else if (def == &model_budgets) {
-        bool org = has(r, F_BUDGETS_ORG_ID), project = has(r, F_BUDGETS_PROJECT_ID);
-        if (org == project)
-            return errinfo_set(ei, ERR_INVALID, "org_id",
-                               "a budget is for exactly one scope: give org_id or project_id");
-        if (row_is_null(r, F_BUDGETS_GPU_HOURS) && row_is_null(r, F_BUDGETS_MONEY_MICROS))
-            return errinfo_set(ei, ERR_INVALID, "gpu_hours",
-                               "a budget needs a limit: give gpu_hours, money_micros or both");
-        return check_currency(r, F_BUDGETS_CURRENCY, ei);
-    } else if (def == &model_quotas) {
-        const struct value *g = row_get(r, F_QUOTAS_GUARANTEED_MILLI);
-        const struct value *l = row_get(r, F_QUOTAS_LIMIT_MILLI);
-        if (!g->null && !l->null && g->i > l->i)
-            return errinfo_set(ei, ERR_INVALID, "guaranteed_milli",
-                               "guaranteed_milli (%" PRId64 ") exceeds limit_milli (%" PRId64 ")",
-                               g->i, l->i);
-    }
-    return 0;
+    return def->check ? def->check(r, ei) : 0;
 }
 
 /* ---- encoding ---- */

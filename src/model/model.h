@@ -80,16 +80,28 @@ int role_parse(const char *s, enum role *ret_role);
 
 /* How the tenant that owns a row is found, for authorization. */
 enum scope_kind {
-    SCOPE_GLOBAL,  /* fleet and catalog: not owned by a tenant */
-    SCOPE_ORG,     /* scope_field holds an organization id ("id" for organizations) */
-    SCOPE_PROJECT, /* scope_field holds a project id ("id" for projects) */
-    SCOPE_USER,    /* scope_field holds a user id ("id" for users) */
-    SCOPE_OWNER,   /* pools: owner_project_id when set, else owner_org_id */
-    SCOPE_BINDING, /* role bindings: project_id when set, else org_id, else global */
+    SCOPE_GLOBAL,         /* fleet and catalog: not owned by a tenant */
+    SCOPE_ORG,            /* scope_field holds an organization id (the id for organizations) */
+    SCOPE_PROJECT,        /* scope_field holds a project id (the id for projects) */
+    SCOPE_USER,           /* scope_field holds a user id (the id for users) */
+    SCOPE_OWNER,          /* pools: owner_project_id when set, else owner_org_id */
+    SCOPE_BINDING,        /* role bindings: project_id when set, else org_id, else global */
     SCOPE_PROJECT_OR_ORG, /* budgets: project_id when set, else org_id */
 };
 
 enum action { ACT_READ, ACT_CREATE, ACT_UPDATE, ACT_DELETE, ACT_COUNT_ };
+
+struct row;
+
+/*
+ * resource_def.flags: what generic code (the CLI's texts and tables) must know of a
+ * resource, said by its table so that no code asks which resource it has.
+ */
+enum resource_flag {
+    RF_DELETE_REVOKES = 1u << 0, /* a delete revokes it: texts say "revoke" (tokens) */
+    RF_SECRET_ONCE = 1u << 1,    /* create answers with its secret, member "token", shown once */
+    RF_NEWEST_FIRST = 1u << 2,   /* a log people read newest first (the audit log) */
+};
 
 struct resource_def {
     const char *name;     /* plural, the URL segment: "role-bindings" */
@@ -98,12 +110,25 @@ struct resource_def {
     const struct field_def *fields;
     size_t n_fields;
     enum scope_kind scope;
-    const char *scope_field;
-    /* For organizations the create scope is the parent; NULL means scope_field. */
-    const char *create_scope_field;
+    /*
+     * Where a row's scope is, as F_<RESOURCE>_<FIELD> indices, read as the scope kind says:
+     * ORG, PROJECT and USER read scope_field (the id, index 0, of an organization, project
+     * or user itself); OWNER, BINDING and PROJECT_OR_ORG read scope_field for the project
+     * and scope_org_field for the organization, BINDING scope_user_field too. Checked once
+     * at start-up by test_model_validation, never looked up by name on a request.
+     */
+    int scope_field, scope_org_field, scope_user_field;
+    /* Organizations and projects are made inside an organization: its field; 0 otherwise. */
+    int create_scope_field;
     enum role need[ACT_COUNT_]; /* least role on the row's scope for each action */
     const char *unique_desc;    /* what must be unique, for conflict messages */
     const char *help;
+    unsigned flags; /* enum resource_flag */
+    /*
+     * Rules that span fields (model_check_row), beside the resource's table; NULL: none.
+     * Returns 0 or ERR_INVALID with ei set.
+     */
+    int (*check)(const struct row *r, struct error_info *ei);
 };
 
 /* Every resource, and lookups. model_find returns NULL when there is none. */
@@ -245,6 +270,10 @@ int model_decode(const struct resource_def *def, struct json_t *obj, enum decode
  * create or a merged update. Returns 0 or ERR_INVALID with ei set.
  */
 int model_check_row(const struct resource_def *def, const struct row *r, struct error_info *ei);
+/* For check functions: field f (a string) is an upper-case ISO 4217 code, else ERR_INVALID. */
+int model_check_currency(const struct row *r, int f, struct error_info *ei);
+/* For check functions: field f is set and not null. */
+bool model_has(const struct row *r, int f);
 
 /* Copies every value `set` in patch over base (for updates). */
 void model_merge(const struct resource_def *def, struct row *base, const struct row *patch);

@@ -51,8 +51,8 @@ const struct resource_def model_organizations = {
     .fields = org_fields,
     .n_fields = ARRAY_SIZE(org_fields),
     .scope = SCOPE_ORG,
-    .scope_field = "id",
-    .create_scope_field = "parent_id",
+    .scope_field = F_ORGANIZATIONS_ID,
+    .create_scope_field = F_ORGANIZATIONS_PARENT_ID,
     .need = {ROLE_VIEWER, ROLE_ORG_ADMIN, ROLE_ORG_ADMIN, ROLE_ORG_ADMIN},
     .unique_desc = "name",
     .help = "tenant domains, in a tree; costs roll up by organization and manager",
@@ -83,8 +83,8 @@ const struct resource_def model_projects = {
     .fields = project_fields,
     .n_fields = ARRAY_SIZE(project_fields),
     .scope = SCOPE_PROJECT,
-    .scope_field = "id",
-    .create_scope_field = "org_id",
+    .scope_field = F_PROJECTS_ID,
+    .create_scope_field = F_PROJECTS_ORG_ID,
     .need = {ROLE_VIEWER, ROLE_ORG_ADMIN, ROLE_PROJECT_ADMIN, ROLE_ORG_ADMIN},
     .unique_desc = "org_id and name",
     .help = "teams; each belongs to one organization",
@@ -111,7 +111,7 @@ const struct resource_def model_users = {
     .fields = user_fields,
     .n_fields = ARRAY_SIZE(user_fields),
     .scope = SCOPE_USER,
-    .scope_field = "id",
+    .scope_field = F_USERS_ID,
     .need = {ROLE_VIEWER, ROLE_ADMIN, ROLE_ADMIN, ROLE_ADMIN},
     .unique_desc = "name",
     .help = "people and service accounts; roles come from role bindings",
@@ -135,6 +135,29 @@ static const struct field_def binding_fields[] = {
 _Static_assert(ARRAY_SIZE(binding_fields) == F_ROLE_BINDINGS_COUNT_,
                "binding_fields and fields.h differ");
 
+/* A binding's scope matches its role: admin is global, org-admin needs an organization, ... */
+static int check_role_binding(const struct row *r, struct error_info *ei)
+{
+    enum role role = ROLE_NONE;
+    bool org = model_has(r, F_ROLE_BINDINGS_ORG_ID),
+         project = model_has(r, F_ROLE_BINDINGS_PROJECT_ID);
+    role_parse(row_get(r, F_ROLE_BINDINGS_ROLE)->s, &role);
+    if (org && project)
+        return errinfo_set(ei, ERR_INVALID, "project_id",
+                           "a role binding names an organization or a project, not both");
+    if (role == ROLE_ADMIN && (org || project))
+        return errinfo_set(ei, ERR_INVALID, "role",
+                           "role 'admin' is global: give neither org_id nor project_id");
+    if (role == ROLE_ORG_ADMIN && !org)
+        return errinfo_set(ei, ERR_INVALID, "org_id", "role 'org-admin' needs org_id");
+    if (role == ROLE_PROJECT_ADMIN && !project)
+        return errinfo_set(ei, ERR_INVALID, "project_id", "role 'project-admin' needs project_id");
+    if ((role == ROLE_MEMBER || role == ROLE_VIEWER) && !org && !project)
+        return errinfo_set(ei, ERR_INVALID, "org_id", "role '%s' needs org_id or project_id",
+                           role_name(role));
+    return 0;
+}
+
 const struct resource_def model_role_bindings = {
     .name = "role-bindings",
     .table = "role_bindings",
@@ -142,10 +165,13 @@ const struct resource_def model_role_bindings = {
     .fields = binding_fields,
     .n_fields = ARRAY_SIZE(binding_fields),
     .scope = SCOPE_BINDING,
-    .scope_field = NULL,
+    .scope_field = F_ROLE_BINDINGS_PROJECT_ID,
+    .scope_org_field = F_ROLE_BINDINGS_ORG_ID,
+    .scope_user_field = F_ROLE_BINDINGS_USER_ID,
     .need = {ROLE_PROJECT_ADMIN, ROLE_PROJECT_ADMIN, ROLE_NOBODY, ROLE_PROJECT_ADMIN},
     .unique_desc = "user_id, role and scope",
     .help = "who holds which role on which organization or project",
+    .check = check_role_binding,
 };
 
 static const struct field_def token_fields[] = {
@@ -173,10 +199,11 @@ const struct resource_def model_tokens = {
     .fields = token_fields,
     .n_fields = ARRAY_SIZE(token_fields),
     .scope = SCOPE_USER,
-    .scope_field = "user_id",
+    .scope_field = F_TOKENS_USER_ID,
     .need = {ROLE_VIEWER, ROLE_VIEWER, ROLE_NOBODY, ROLE_VIEWER},
     .unique_desc = "hash",
     .help = "API bearer tokens: shown once at creation, stored only as a hash",
+    .flags = RF_DELETE_REVOKES | RF_SECRET_ONCE,
 };
 
 static const struct field_def cluster_fields[] = {
@@ -344,6 +371,16 @@ static const struct field_def pool_fields[] = {
 };
 _Static_assert(ARRAY_SIZE(pool_fields) == F_POOLS_COUNT_, "pool_fields and fields.h differ");
 
+/* Exactly one owner, and a currency for its cost. */
+static int check_pool(const struct row *r, struct error_info *ei)
+{
+    bool org = model_has(r, F_POOLS_OWNER_ORG_ID), project = model_has(r, F_POOLS_OWNER_PROJECT_ID);
+    if (org == project)
+        return errinfo_set(ei, ERR_INVALID, "owner_org_id",
+                           "a pool has exactly one owner: give owner_org_id or owner_project_id");
+    return model_check_currency(r, F_POOLS_CURRENCY, ei);
+}
+
 const struct resource_def model_pools = {
     .name = "pools",
     .table = "pools",
@@ -351,9 +388,12 @@ const struct resource_def model_pools = {
     .fields = pool_fields,
     .n_fields = ARRAY_SIZE(pool_fields),
     .scope = SCOPE_OWNER,
+    .scope_field = F_POOLS_OWNER_PROJECT_ID,
+    .scope_org_field = F_POOLS_OWNER_ORG_ID,
     .need = {ROLE_VIEWER, ROLE_ADMIN, ROLE_ADMIN, ROLE_ADMIN},
     .unique_desc = "name",
     .help = "sets of GPUs with one financial owner, a cost and an access list",
+    .check = check_pool,
 };
 
 static const struct field_def flavor_fields[] = {
@@ -387,6 +427,23 @@ static const struct field_def flavor_fields[] = {
 };
 _Static_assert(ARRAY_SIZE(flavor_fields) == F_FLAVORS_COUNT_, "flavor_fields and fields.h differ");
 
+/* Shares below one GPU, whole GPUs above; a class exactly when there are GPUs. */
+static int check_flavor(const struct row *r, struct error_info *ei)
+{
+    int64_t milli = row_int(r, F_FLAVORS_GPU_MILLI);
+    bool cls = model_has(r, F_FLAVORS_GPU_CLASS_ID);
+    if (milli > 1000 && milli % 1000 != 0)
+        return errinfo_set(ei, ERR_INVALID, "gpu_milli",
+                           "field 'gpu_milli' above 1000 must be whole GPUs (a multiple of 1000)");
+    if (milli > 0 && !cls)
+        return errinfo_set(ei, ERR_INVALID, "gpu_class_id",
+                           "a flavor with GPUs needs gpu_class_id");
+    if (milli == 0 && cls)
+        return errinfo_set(ei, ERR_INVALID, "gpu_milli",
+                           "a flavor with gpu_class_id needs gpu_milli above 0");
+    return model_check_currency(r, F_FLAVORS_CURRENCY, ei);
+}
+
 const struct resource_def model_flavors = {
     .name = "flavors",
     .table = "flavors",
@@ -397,6 +454,7 @@ const struct resource_def model_flavors = {
     .need = {ROLE_NONE, ROLE_ADMIN, ROLE_ADMIN, ROLE_ADMIN},
     .unique_desc = "name",
     .help = "the catalog of products members launch",
+    .check = check_flavor,
 };
 
 static const struct field_def quota_fields[] = {
@@ -416,6 +474,18 @@ static const struct field_def quota_fields[] = {
 };
 _Static_assert(ARRAY_SIZE(quota_fields) == F_QUOTAS_COUNT_, "quota_fields and fields.h differ");
 
+/* A guarantee never above the limit. */
+static int check_quota(const struct row *r, struct error_info *ei)
+{
+    const struct value *g = row_get(r, F_QUOTAS_GUARANTEED_MILLI);
+    const struct value *l = row_get(r, F_QUOTAS_LIMIT_MILLI);
+    if (!g->null && !l->null && g->i > l->i)
+        return errinfo_set(ei, ERR_INVALID, "guaranteed_milli",
+                           "guaranteed_milli (%" PRId64 ") exceeds limit_milli (%" PRId64 ")", g->i,
+                           l->i);
+    return 0;
+}
+
 const struct resource_def model_quotas = {
     .name = "quotas",
     .table = "quotas",
@@ -423,10 +493,11 @@ const struct resource_def model_quotas = {
     .fields = quota_fields,
     .n_fields = ARRAY_SIZE(quota_fields),
     .scope = SCOPE_PROJECT,
-    .scope_field = "project_id",
+    .scope_field = F_QUOTAS_PROJECT_ID,
     .need = {ROLE_VIEWER, ROLE_ORG_ADMIN, ROLE_ORG_ADMIN, ROLE_ORG_ADMIN},
     .unique_desc = "project_id and gpu_class_id",
     .help = "per project per GPU class: guaranteed (P1) and limit (P1 + P2)",
+    .check = check_quota,
 };
 
 static const struct field_def org_quota_fields[] = {
@@ -452,7 +523,7 @@ const struct resource_def model_org_quotas = {
     .fields = org_quota_fields,
     .n_fields = ARRAY_SIZE(org_quota_fields),
     .scope = SCOPE_ORG,
-    .scope_field = "org_id",
+    .scope_field = F_ORG_QUOTAS_ORG_ID,
     .need = {ROLE_VIEWER, ROLE_ADMIN, ROLE_ADMIN, ROLE_ADMIN},
     .unique_desc = "org_id and gpu_class_id",
     .help = "caps per organization per GPU class over all its projects",
@@ -490,6 +561,7 @@ const struct resource_def model_audit = {
     .need = {ROLE_ADMIN, ROLE_NOBODY, ROLE_NOBODY, ROLE_NOBODY},
     .unique_desc = "id",
     .help = "every mutation: actor, action, object, time, before and after",
+    .flags = RF_NEWEST_FIRST,
 };
 
 const struct resource_def *const model_resources[] = {

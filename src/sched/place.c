@@ -38,6 +38,12 @@ struct spot {
     int32_t gpu_prev, slot_prev;
 };
 
+/* Where one assignment of a trial is (device NONE: none), and where its device sat before. */
+struct placed {
+    int32_t node, gpu;
+    struct spot was;
+};
+
 /* Links slot sl into its list after slot prev (NONE: at the head). */
 static void slot_link_after(struct sched *s, int32_t sl, int32_t prev)
 {
@@ -270,8 +276,7 @@ struct gang {
     int32_t *bins; /* pools (NONE: no pool) whose devices the gang may use */
     int32_t n_bins;
     struct sched_assign *as;
-    int32_t *at; /* per assignment in as: node and device index (NONE: no device) */
-    struct spot *was; /* per assignment in as: where its device sat before */
+    struct placed *pl; /* per assignment in as: where it is, and where its device sat before */
     int32_t n_as;
     int32_t *replica_node;
 };
@@ -280,8 +285,8 @@ struct gang {
 static void record(struct sched *s, struct gang *gg, int32_t replica, int32_t n, int32_t g,
                    int32_t milli)
 {
-    gg->at[2 * gg->n_as] = n;
-    gg->at[2 * gg->n_as + 1] = g;
+    gg->pl[gg->n_as].node = n;
+    gg->pl[gg->n_as].gpu = g;
     gg->as[gg->n_as++] = (struct sched_assign){.replica = replica,
                                                .node_id = s->nodes[n].id,
                                                .gpu_id = g != NONE ? s->gpus[g].id : 0,
@@ -314,7 +319,7 @@ static void take_node_room(struct sched *s, struct gang *gg, int32_t replica, in
 
 static void assign(struct sched *s, struct gang *gg, int32_t replica, int32_t g, int32_t milli)
 {
-    gpu_adjust(s, g, -milli, &gg->was[gg->n_as], NULL);
+    gpu_adjust(s, g, -milli, &gg->pl[gg->n_as].was, NULL);
     place__lend(s, gg->w, g, milli, +1);
     record(s, gg, replica, s->gpus[g].node, g, milli);
 }
@@ -650,8 +655,8 @@ static void undo(struct sched *s, struct gang *gg, int32_t n_replicas)
     /* Last taken first, each back in its place: the lists end as they began. */
     for (int32_t i = gg->n_as - 1; i >= 0; i--) {
         if (gg->as[i].gpu_id) {
-            int32_t g = gg->at[2 * i + 1];
-            gpu_adjust(s, g, gg->as[i].milli, NULL, &gg->was[i]);
+            int32_t g = gg->pl[i].gpu;
+            gpu_adjust(s, g, gg->as[i].milli, NULL, &gg->pl[i].was);
             place__lend(s, gg->w, g, gg->as[i].milli, -1);
         }
     }
@@ -770,23 +775,12 @@ bool place__gang(struct sched *s, int32_t w)
     if (wl->cls != NONE && !place__any_room(s, wl->cls, wl->spec.gpu_milli))
         return false;
     /* Scratch reused across attempts: most attempts fail, and they should cost no allocation. */
-    if (n_as > s->scratch_as) {
-        s->gang_as = xreallocarray(s->gang_as, n_as, sizeof(*s->gang_as));
-        s->gang_at = xreallocarray(s->gang_at, 2 * n_as, sizeof(*s->gang_at));
-        s->gang_was = xreallocarray(s->gang_was, n_as, sizeof(struct spot));
-        s->scratch_as = n_as;
-    }
-    if ((size_t)wl->spec.replicas > s->scratch_rn) {
-        s->gang_nodes = xreallocarray(s->gang_nodes, (size_t)wl->spec.replicas, sizeof(int32_t));
-        s->scratch_rn = (size_t)wl->spec.replicas;
-    }
-    if ((size_t)s->n_pools + 1 > s->scratch_bins) {
-        s->gang_bins = xreallocarray(s->gang_bins, (size_t)s->n_pools + 1, sizeof(int32_t));
-        s->scratch_bins = (size_t)s->n_pools + 1;
-    }
+    ALLOC_GROW(s->gang_as, n_as, s->scratch_as);
+    ALLOC_GROW(s->gang_placed, n_as, s->scratch_placed);
+    ALLOC_GROW(s->gang_nodes, wl->spec.replicas, s->scratch_rn);
+    ALLOC_GROW(s->gang_bins, s->n_pools + 1, s->scratch_bins);
     gg.as = s->gang_as;
-    gg.at = s->gang_at;
-    gg.was = s->gang_was;
+    gg.pl = s->gang_placed;
     gg.replica_node = s->gang_nodes;
     gg.bins = s->gang_bins;
     /*
@@ -825,7 +819,10 @@ bool place__gang(struct sched *s, int32_t w)
     wl->n_assigns = gg.n_as;
     free(wl->at);
     wl->at = xmalloc(((size_t)gg.n_as * 2 + 1) * sizeof(int32_t));
-    memcpy(wl->at, gg.at, (size_t)gg.n_as * 2 * sizeof(int32_t));
+    for (int32_t i = 0; i < gg.n_as; i++) {
+        wl->at[2 * i] = gg.pl[i].node;
+        wl->at[2 * i + 1] = gg.pl[i].gpu;
+    }
     for (int32_t r = 0; r < wl->spec.replicas; r++) {
         struct ivec *running = &s->nodes[gg.replica_node[r]].running;
         ivec_remove_value(running, w);

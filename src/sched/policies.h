@@ -60,7 +60,7 @@ struct fgd_workload {
     struct fgd_pod *pods; /* owned; most frequent first */
     size_t n_pods;
     struct fgd_pin *pins; /* owned; may be none */
-    size_t n_pins;
+    size_t n_pins, cap_pins;
 };
 
 /*

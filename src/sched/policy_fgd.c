@@ -123,7 +123,7 @@ int fgd_workload_build_cover(const struct fgd_pod *pods, size_t n, double covera
     ret->pods = xreallocarray(shapes, kept, sizeof(*shapes));
     ret->n_pods = kept;
     ret->pins = NULL;
-    ret->n_pins = 0;
+    ret->n_pins = ret->cap_pins = 0;
     free(sorted);
     free(cpu);
     free(mem);
@@ -242,6 +242,7 @@ int fgd_workload_parse(const char *spec, struct fgd_workload *ret)
     ret->n_pods = n;
     ret->pins = pinned.pins;
     ret->n_pins = pinned.n_pins;
+    ret->cap_pins = pinned.cap_pins;
     return 0;
 bad:
     free(pods);
@@ -277,7 +278,7 @@ int fgd_workload_add_pin(struct fgd_workload *w, const int64_t *pool_ids, int n_
             return 0;
         }
     }
-    w->pins = xreallocarray(w->pins, w->n_pins + 1, sizeof(*w->pins));
+    ALLOC_GROW(w->pins, w->n_pins + 1, w->cap_pins);
     w->pins[w->n_pins++] = pin;
     return 0;
 }
@@ -291,7 +292,7 @@ void fgd_workload_release(struct fgd_workload *w)
     w->pods = NULL;
     w->n_pods = 0;
     w->pins = NULL;
-    w->n_pins = 0;
+    w->n_pins = w->cap_pins = 0;
 }
 
 /* Room a typical pod needs on each device it uses. */

@@ -107,7 +107,7 @@ struct cls {
     int64_t id;
     struct bin *bins;   /* bins[0]: devices in no pool; bins[p + 1]: in pool p */
     struct bin_room *rooms; /* one per bin, indexed as bins */
-    int32_t n_bins;
+    int32_t n_bins, cap_bins, cap_rooms;
     /* How many slots / partial devices sit at each level over all bins: a quick "nothing fits". */
     int32_t whole_count[SCHED_MAX_GPUS_PER_NODE + 1];
     int32_t share_count[SHARE_BUCKETS];
@@ -333,10 +333,9 @@ struct sched {
     uint32_t room_gen;         /* fleet generation the room indexes were built at, + 1 */
     /* scratch for placing gangs */
     struct sched_assign *gang_as;
-    int32_t *gang_at; /* per assignment: node and device index (as struct workload's at) */
-    struct spot *gang_was; /* per assignment: where its device sat before (place.c) */
+    struct placed *gang_placed; /* per assignment: where it is and its device was (place.c) */
     int32_t *gang_nodes, *gang_bins;
-    size_t scratch_as, scratch_rn, scratch_bins;
+    size_t scratch_as, scratch_placed, scratch_rn, scratch_bins;
     /* scratch for policies */
     int32_t *view_free;
     int64_t *view_ids;

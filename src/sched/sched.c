@@ -197,8 +197,7 @@ void sched_free(struct sched *s)
     ivec_release(&s->ready);
     free(s->timers);
     free(s->gang_as);
-    free(s->gang_at);
-    free(s->gang_was);
+    free(s->gang_placed);
     free(s->gang_nodes);
     free(s->gang_bins);
     free(s->view_free);
@@ -223,8 +222,8 @@ static void grow_bins(struct cls *c, int32_t n)
 {
     if (n <= c->n_bins)
         return;
-    c->bins = xreallocarray(c->bins, (size_t)n, sizeof(struct bin));
-    c->rooms = xreallocarray(c->rooms, (size_t)n, sizeof(struct bin_room));
+    ALLOC_GROW(c->bins, n, c->cap_bins);
+    ALLOC_GROW(c->rooms, n, c->cap_rooms);
     for (int32_t b = c->n_bins; b < n; b++) {
         for (int i = 0; i <= SCHED_MAX_GPUS_PER_NODE; i++)
             c->bins[b].whole_head[i] = NONE;

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "engine/engine.h"
 #include "store/store.h"
 #include "support/testsrv.h"
 
@@ -177,11 +178,88 @@ static void test_history_reads_every_allocation(void **state)
     json_decref(h);
 }
 
+/*
+ * More GPU classes than the engine's answer once held (256): /v1/capacity lists every one.
+ * All but the last are written straight into the store; the last, made through the API,
+ * has the engine read the catalog again.
+ */
+static void test_capacity_lists_every_class(void **state)
+{
+    struct fixture *f = *state;
+    struct testsrv *s = f->srv;
+    const struct resource_def *d = &model_gpu_classes;
+    struct store_conn *c = store_conn_get(s->store);
+    struct error_info ei = {0};
+    json_t *cap = NULL;
+    long status = 0;
+    struct arena a;
+    int n_direct = 299; /* with the fixture's and the one below: 301 */
+
+    arena_init(&a);
+    assert_int_equal(store_begin(c, &ei), 0);
+    for (int i = 0; i < n_direct; i++) {
+        struct row r = model_row_new(d, &a);
+        int64_t id;
+        char name[32];
+        snprintf(name, sizeof(name), "class-%d", i);
+        row_set_str(&r, &a, F_GPU_CLASSES_NAME, name);
+        row_set_str(&r, &a, F_GPU_CLASSES_MODEL, "");
+        row_set_str(&r, &a, F_GPU_CLASSES_VENDOR, "");
+        row_set_int(&r, F_GPU_CLASSES_MEMORY_MIB, 0);
+        row_set_null(&r, F_GPU_CLASSES_PARENT_ID);
+        row_set_int(&r, F_GPU_CLASSES_MILLI, 1000);
+        row_set_int(&r, F_GPU_CLASSES_CREATED_AT, time(NULL));
+        row_set_int(&r, F_GPU_CLASSES_UPDATED_AT, time(NULL));
+        if (store_insert(c, d, &r, &id, &ei) < 0)
+            fail_msg("gpu class: %s", ei.message);
+    }
+    assert_int_equal(store_commit(c, &ei), 0);
+    store_conn_put(c);
+    arena_release(&a);
+    testsrv_create(s, f->admin, "gpu-classes", "{\"name\":\"the-last\"}");
+    engine_sync(s->engine);
+
+    assert_int_equal(testsrv_req(s, "GET", "/v1/capacity", f->admin, NULL, &status, &cap), 0);
+    assert_int_equal(status, 200);
+    assert_int_equal(json_array_size(json_object_get(cap, "items")), n_direct + 2);
+    json_decref(cap);
+}
+
+/*
+ * A user bound on more projects than one old read held (1,000): a project admin of the
+ * last one still sees them.
+ */
+static void test_user_visible_by_last_binding(void **state)
+{
+    struct fixture *f = *state;
+    struct testsrv *s = f->srv;
+    int64_t user = testsrv_create(s, f->admin, "users", "{\"name\":\"bound-often\"}");
+    int64_t boss = testsrv_create(s, f->admin, "users", "{\"name\":\"project-boss\"}");
+    int64_t last = testsrv_create(s, f->admin, "projects",
+                                  "{\"org_id\":%" PRId64 ",\"name\":\"bosses\"}", f->org);
+    char *token, path[64];
+
+    bind_on_new_projects(f, user, 1000, "q");
+    testsrv_create(s, f->admin, "role-bindings",
+                   "{\"user_id\":%" PRId64 ",\"role\":\"viewer\",\"project_id\":%" PRId64 "}", user,
+                   last);
+    testsrv_create(s, f->admin, "role-bindings",
+                   "{\"user_id\":%" PRId64 ",\"role\":\"project-admin\",\"project_id\":%" PRId64
+                   "}",
+                   boss, last);
+    token = testsrv_token_for(s, boss, NULL);
+    snprintf(path, sizeof(path), "/v1/users/%" PRId64, user);
+    testsrv_expect(s, "GET", path, token, NULL, 200);
+    free(token);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_role_binding_counts),
         cmocka_unit_test(test_history_reads_every_allocation),
+        cmocka_unit_test(test_capacity_lists_every_class),
+        cmocka_unit_test(test_user_visible_by_last_binding),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

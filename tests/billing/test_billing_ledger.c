@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "billing/billing.h"
+#include "support/teststore.h"
 
 #define H INT64_C(3600000)
 #define OCT31_23H INT64_C(1793487600000) /* 2026-10-31T23:00:00Z */
@@ -22,50 +23,17 @@
 #define DEC1 INT64_C(1796083200000)      /* 2026-12-01T00:00:00Z */
 
 struct env {
-    char dir[64];
-    struct store *s;
-    struct store_conn *c;
+    struct teststore db;
     struct arena a;
     int64_t org, project, flavor, workload;
 };
-
-/* A row of def with every non-null field at its default, then the given ints/strings. */
-static struct row new_row(const struct resource_def *def, struct arena *a)
-{
-    struct row r = model_row_new(def, a);
-    for (size_t i = 1; i < def->n_fields; i++) {
-        const struct field_def *f = &def->fields[i];
-        if (f->flags & FF_NULLABLE)
-            row_set_null(&r, (int)i);
-        else if (f->type == FT_ENUM)
-            row_set_str(&r, a, (int)i, f->enum_values[0]);
-        else if (f->type == FT_STRING || f->type == FT_NAME || f->type == FT_IDENT)
-            row_set_str(&r, a, (int)i, f->default_str ? f->default_str : "");
-        else if (f->type == FT_LABELS || f->type == FT_JSON)
-            row_set_str(&r, a, (int)i, "{}");
-        else if (f->type == FT_REFLIST)
-            row_set_str(&r, a, (int)i, "[]");
-        else
-            row_set_int(&r, (int)i, f->default_int);
-    }
-    return r;
-}
-
-static int64_t ins(struct env *e, const struct resource_def *d, struct row *r)
-{
-    struct error_info ei = {0};
-    int64_t id = 0;
-    if (store_insert(e->c, d, r, &id, &ei) < 0)
-        fail_msg("insert %s: %s", d->name, ei.message);
-    return id;
-}
 
 static void add_allocations(struct env *e, int64_t started_ms)
 {
     const struct resource_def *d = &model_allocations;
     for (int rep = 0; rep < 2; rep++) {
         for (int g = 0; g < 2; g++) {
-            struct row al = new_row(d, &e->a);
+            struct row al = teststore_row(d, &e->a);
             row_set_int(&al, F_ALLOCATIONS_WORKLOAD_ID, e->workload);
             row_set_int(&al, F_ALLOCATIONS_PROJECT_ID, e->project);
             row_set_int(&al, F_ALLOCATIONS_REPLICA, rep);
@@ -74,7 +42,7 @@ static void add_allocations(struct env *e, int64_t started_ms)
             row_set_int(&al, F_ALLOCATIONS_MILLI, 1000);
             row_set_int(&al, F_ALLOCATIONS_STARTED_MS, started_ms);
             row_set_null(&al, F_ALLOCATIONS_ENDED_MS);
-            ins(e, d, &al);
+            teststore_insert(&e->db, d, &al);
         }
     }
 }
@@ -82,62 +50,55 @@ static void add_allocations(struct env *e, int64_t started_ms)
 static int setup(void **state)
 {
     struct env *e = xcalloc(1, sizeof(*e));
-    struct error_info ei = {0};
-    char *url;
     struct row r;
 
-    snprintf(e->dir, sizeof(e->dir), "/tmp/gpuaas-billing-XXXXXX");
-    assert_non_null(mkdtemp(e->dir));
-    url = xasprintf("sqlite:%s/t.db", e->dir);
-    assert_int_equal(store_open(url, NULL, &e->s, &ei), 0);
-    free(url);
-    e->c = store_conn_get(e->s);
+    teststore_open(&e->db, "billing", NULL);
     arena_init(&e->a);
 
-    r = new_row(&model_organizations, &e->a);
+    r = teststore_row(&model_organizations, &e->a);
     row_set_str(&r, &e->a, F_ORGANIZATIONS_NAME, "acme");
     row_set_str(&r, &e->a, F_ORGANIZATIONS_DISPLAY_NAME, "Acme <Research> & Co");
     row_set_str(&r, &e->a, F_ORGANIZATIONS_COST_CENTER, "CC-4711");
-    e->org = ins(e, &model_organizations, &r);
-    r = new_row(&model_projects, &e->a);
+    e->org = teststore_insert(&e->db, &model_organizations, &r);
+    r = teststore_row(&model_projects, &e->a);
     row_set_int(&r, F_PROJECTS_ORG_ID, e->org);
     row_set_str(&r, &e->a, F_PROJECTS_NAME, "vision");
-    e->project = ins(e, &model_projects, &r);
+    e->project = teststore_insert(&e->db, &model_projects, &r);
     /* a node for the allocations */
-    r = new_row(&model_clusters, &e->a);
+    r = teststore_row(&model_clusters, &e->a);
     row_set_str(&r, &e->a, F_CLUSTERS_NAME, "c1");
     row_set_str(&r, &e->a, F_CLUSTERS_BACKEND, "sim");
     {
-        int64_t clu = ins(e, &model_clusters, &r);
-        r = new_row(&model_nodes, &e->a);
+        int64_t clu = teststore_insert(&e->db, &model_clusters, &r);
+        r = teststore_row(&model_nodes, &e->a);
         row_set_int(&r, F_NODES_CLUSTER_ID, clu);
         row_set_str(&r, &e->a, F_NODES_NAME, "n1");
-        ins(e, &model_nodes, &r);
+        teststore_insert(&e->db, &model_nodes, &r);
     }
-    r = new_row(&model_gpu_classes, &e->a);
+    r = teststore_row(&model_gpu_classes, &e->a);
     row_set_str(&r, &e->a, F_GPU_CLASSES_NAME, "h100");
     {
-        int64_t cls = ins(e, &model_gpu_classes, &r);
-        r = new_row(&model_flavors, &e->a);
+        int64_t cls = teststore_insert(&e->db, &model_gpu_classes, &r);
+        r = teststore_row(&model_flavors, &e->a);
         row_set_str(&r, &e->a, F_FLAVORS_NAME, "h100.2x");
         row_set_int(&r, F_FLAVORS_GPU_CLASS_ID, cls);
         row_set_int(&r, F_FLAVORS_GPU_MILLI, 2000);
-        e->flavor = ins(e, &model_flavors, &r);
+        e->flavor = teststore_insert(&e->db, &model_flavors, &r);
     }
-    r = new_row(&model_prices, &e->a);
+    r = teststore_row(&model_prices, &e->a);
     row_set_int(&r, F_PRICES_FLAVOR_ID, e->flavor);
     row_set_str(&r, &e->a, F_PRICES_CURRENCY, "EUR");
     row_set_int(&r, F_PRICES_PRICE_PER_HOUR_MICROS, 3600000); /* 3.60 EUR per replica-hour */
     row_set_int(&r, F_PRICES_OPPORTUNISTIC_MULT_PPM, 500000);
     row_set_int(&r, F_PRICES_EFFECTIVE_FROM, OCT31_23H / 1000 - 86400 * 30);
-    ins(e, &model_prices, &r);
-    r = new_row(&model_workloads, &e->a);
+    teststore_insert(&e->db, &model_prices, &r);
+    r = teststore_row(&model_workloads, &e->a);
     row_set_int(&r, F_WORKLOADS_PROJECT_ID, e->project);
     row_set_int(&r, F_WORKLOADS_FLAVOR_ID, e->flavor);
     row_set_int(&r, F_WORKLOADS_REPLICAS, 2);
     row_set_str(&r, &e->a, F_WORKLOADS_PRIORITY_CLASS, "owned");
     row_set_str(&r, &e->a, F_WORKLOADS_STATE, "running");
-    e->workload = ins(e, &model_workloads, &r);
+    e->workload = teststore_insert(&e->db, &model_workloads, &r);
     *state = e;
     return 0;
 }
@@ -145,12 +106,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct env *e = *state;
-    char *cmd = xasprintf("rm -rf '%s'", e->dir);
-    store_conn_put(e->c);
-    store_close(e->s);
+    teststore_close(&e->db);
     arena_release(&e->a);
-    assert_int_equal(system(cmd), 0);
-    free(cmd);
     free(e);
     return 0;
 }
@@ -162,7 +119,7 @@ static struct row *records(struct env *e, size_t *ret_n)
     struct error_info ei = {0};
     store_filter_init(&f);
     f.limit = 1000;
-    assert_int_equal(store_list(e->c, &model_usage, &f, &e->a, &rows, ret_n, &ei), 0);
+    assert_int_equal(store_list(e->db.c, &model_usage, &f, &e->a, &rows, ret_n, &ei), 0);
     return rows;
 }
 
@@ -175,13 +132,14 @@ static void test_meter_run_chains_and_is_idempotent(void **state)
     size_t n;
 
     assert_int_equal(
-        billing_meter_run(e->c, e->workload, NOV1, 2, "owned", NOV1 + H, NOV1, &e->a, &ei), 0);
+        billing_meter_run(e->db.c, e->workload, NOV1, 2, "owned", NOV1 + H, NOV1, &e->a, &ei), 0);
     assert_int_equal(
-        billing_meter_run(e->c, e->workload, NOV1, 2, "owned", NOV1 + H, NOV1, &e->a, &ei), 0);
+        billing_meter_run(e->db.c, e->workload, NOV1, 2, "owned", NOV1 + H, NOV1, &e->a, &ei), 0);
     rows = records(e, &n);
     assert_int_equal(n, 1);
     assert_int_equal(
-        billing_meter_run(e->c, e->workload, NOV1, 2, "owned", NOV1 + 3 * H, NOV1, &e->a, &ei), 0);
+        billing_meter_run(e->db.c, e->workload, NOV1, 2, "owned", NOV1 + 3 * H, NOV1, &e->a, &ei),
+        0);
     rows = records(e, &n);
     assert_int_equal(n, 2);
     assert_int_equal(row_int(&rows[1], F_USAGE_STARTED_MS), NOV1 + H);
@@ -191,7 +149,7 @@ static void test_meter_run_chains_and_is_idempotent(void **state)
     assert_int_equal(row_int(&rows[1], F_USAGE_ORG_ID), e->org);
     assert_string_equal(row_get(&rows[1], F_USAGE_PREV_HASH)->s,
                         row_get(&rows[0], F_USAGE_HASH)->s);
-    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_int_equal(billing_ledger_verify(e->db.c, &v, &ei), 0);
     assert_true(v.ok);
     assert_int_equal(v.records, 2);
     assert_string_equal(v.head, row_get(&rows[1], F_USAGE_HASH)->s);
@@ -206,31 +164,31 @@ static void test_verify_detects_changes_and_truncation(void **state)
     size_t n;
 
     for (int k = 1; k <= 3; k++)
-        assert_int_equal(
-            billing_meter_run(e->c, e->workload, NOV1, 2, "owned", NOV1 + k * H, NOV1, &e->a, &ei),
-            0);
+        assert_int_equal(billing_meter_run(e->db.c, e->workload, NOV1, 2, "owned", NOV1 + k * H,
+                                           NOV1, &e->a, &ei),
+                         0);
     rows = records(e, &n);
     assert_int_equal(n, 3);
     /* one second less on record 2 */
     row_set_int(&rows[1], F_USAGE_ENDED_MS, NOV1 + 2 * H - 1000);
-    assert_int_equal(store_update(e->c, &model_usage, model_row_id(&rows[1]), &rows[1], &ei), 0);
-    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_int_equal(store_update(e->db.c, &model_usage, model_row_id(&rows[1]), &rows[1], &ei), 0);
+    assert_int_equal(billing_ledger_verify(e->db.c, &v, &ei), 0);
     assert_false(v.ok);
     assert_int_equal(v.bad_seq, 2);
     assert_non_null(strstr(v.problem, "altered"));
     /* put it back: whole again */
     row_set_int(&rows[1], F_USAGE_ENDED_MS, NOV1 + 2 * H);
-    assert_int_equal(store_update(e->c, &model_usage, model_row_id(&rows[1]), &rows[1], &ei), 0);
-    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_int_equal(store_update(e->db.c, &model_usage, model_row_id(&rows[1]), &rows[1], &ei), 0);
+    assert_int_equal(billing_ledger_verify(e->db.c, &v, &ei), 0);
     assert_true(v.ok);
     /* the last record removed */
-    assert_int_equal(store_delete(e->c, &model_usage, model_row_id(&rows[2]), &ei), 0);
-    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_int_equal(store_delete(e->db.c, &model_usage, model_row_id(&rows[2]), &ei), 0);
+    assert_int_equal(billing_ledger_verify(e->db.c, &v, &ei), 0);
     assert_false(v.ok);
     assert_non_null(strstr(v.problem, "head says 3"));
     /* a middle one removed */
-    assert_int_equal(store_delete(e->c, &model_usage, model_row_id(&rows[0]), &ei), 0);
-    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_int_equal(store_delete(e->db.c, &model_usage, model_row_id(&rows[0]), &ei), 0);
+    assert_int_equal(billing_ledger_verify(e->db.c, &v, &ei), 0);
     assert_false(v.ok);
     assert_int_equal(v.bad_seq, 1);
 }
@@ -248,7 +206,7 @@ struct appender {
 static void *append_runs(void *arg)
 {
     struct appender *ap = arg;
-    struct store_conn *c = store_conn_get(ap->e->s);
+    struct store_conn *c = store_conn_get(ap->e->db.s);
     struct error_info ei = {0};
     struct arena a;
 
@@ -288,7 +246,7 @@ static void test_verify_while_appending(void **state)
     while (!atomic_load(&ap.done)) {
         struct error_info ei = {0};
         struct billing_verify v;
-        assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+        assert_int_equal(billing_ledger_verify(e->db.c, &v, &ei), 0);
         verified++;
         if (!v.ok && bad++ == 0)
             memcpy(problem, v.problem, sizeof(problem));
@@ -300,7 +258,7 @@ static void test_verify_while_appending(void **state)
     {
         struct error_info ei = {0};
         struct billing_verify v;
-        assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+        assert_int_equal(billing_ledger_verify(e->db.c, &v, &ei), 0);
         assert_true(v.ok);
         assert_int_equal(v.records, ap.runs);
     }
@@ -317,14 +275,14 @@ static void test_verify_detects_records_past_the_head(void **state)
     char head[BILLING_HASH_HEX + 32];
 
     for (int k = 1; k <= 3; k++)
-        assert_int_equal(
-            billing_meter_run(e->c, e->workload, NOV1, 2, "owned", NOV1 + k * H, NOV1, &e->a, &ei),
-            0);
+        assert_int_equal(billing_meter_run(e->db.c, e->workload, NOV1, 2, "owned", NOV1 + k * H,
+                                           NOV1, &e->a, &ei),
+                         0);
     rows = records(e, &n);
     assert_int_equal(n, 3);
     snprintf(head, sizeof(head), "2 %s", row_get(&rows[1], F_USAGE_HASH)->s);
-    assert_int_equal(store_meta_set(e->c, "usage_ledger_head", head, &ei), 0);
-    assert_int_equal(billing_ledger_verify(e->c, &v, &ei), 0);
+    assert_int_equal(store_meta_set(e->db.c, "usage_ledger_head", head, &ei), 0);
+    assert_int_equal(billing_ledger_verify(e->db.c, &v, &ei), 0);
     assert_false(v.ok);
     assert_int_equal(v.bad_seq, 3);
     assert_non_null(strstr(v.problem, "past the ledger's head"));
@@ -354,38 +312,39 @@ static void test_month_cut_and_invoices(void **state)
 
     add_allocations(e, OCT31_23H);
     /* The engine's chore at the boundary, twice (a restart): one record. */
-    assert_int_equal(billing_cut_open_runs(e->c, NOV1, NOV1 + 5, &e->a, &ei), 1);
-    assert_int_equal(billing_cut_open_runs(e->c, NOV1, NOV1 + 9, &e->a, &ei), 0);
+    assert_int_equal(billing_cut_open_runs(e->db.c, NOV1, NOV1 + 5, &e->a, &ei), 1);
+    assert_int_equal(billing_cut_open_runs(e->db.c, NOV1, NOV1 + 9, &e->a, &ei), 0);
     /* The run ends at 01:30: the rest goes in, not a ms lost or added. */
-    assert_int_equal(billing_meter_run(e->c, e->workload, OCT31_23H, 2, "owned", NOV1 + H + H / 2,
-                                       NOV1 + 2 * H, &e->a, &ei),
+    assert_int_equal(billing_meter_run(e->db.c, e->workload, OCT31_23H, 2, "owned",
+                                       NOV1 + H + H / 2, NOV1 + 2 * H, &e->a, &ei),
                      0);
     assert_int_equal(ledger_replica_ms(e), 2 * (H + H + H / 2));
 
     meter_invoices_init(&inv);
     assert_int_equal(
-        billing_rate_period(e->c, e->org, OCT31_23H - 30 * 24 * H, NOV1, 0, &e->a, &inv, &ei), 0);
+        billing_rate_period(e->db.c, e->org, OCT31_23H - 30 * 24 * H, NOV1, 0, &e->a, &inv, &ei),
+        0);
     assert_int_equal(inv.n, 1);
     assert_int_equal(inv.items[0].total_micro, 7200000); /* 2 replica-hours x 3.60 */
     meter_invoices_release(&inv);
 
     /* November has not ended on Nov 2; October has. */
-    assert_int_equal(billing_issue(e->c, e->org, "2026-11", NOV1 + 24 * H, &e->a, &ids, &n, &ei),
+    assert_int_equal(billing_issue(e->db.c, e->org, "2026-11", NOV1 + 24 * H, &e->a, &ids, &n, &ei),
                      ERR_CONFLICT);
     assert_non_null(strstr(ei.message, "has not ended"));
     ei = (struct error_info){0};
-    assert_int_equal(billing_issue(e->c, e->org, "2026-10", NOV1 + 24 * H, &e->a, &ids, &n, &ei),
+    assert_int_equal(billing_issue(e->db.c, e->org, "2026-10", NOV1 + 24 * H, &e->a, &ids, &n, &ei),
                      0);
     assert_int_equal(n, 1);
-    assert_int_equal(store_get(e->c, &model_invoices, ids[0], &e->a, &stored, &ei), 0);
+    assert_int_equal(store_get(e->db.c, &model_invoices, ids[0], &e->a, &stored, &ei), 0);
     assert_string_equal(row_get(&stored, F_INVOICES_NUMBER)->s, "INV-2026-000001");
     assert_int_equal(row_int(&stored, F_INVOICES_TOTAL_MICROS), 7200000);
     assert_string_equal(row_get(&stored, F_INVOICES_CUSTOMER)->s, "Acme <Research> & Co");
     assert_non_null(strstr(row_get(&stored, F_INVOICES_CANONICAL)->s, "amount=7.20"));
-    assert_int_equal(billing_issue(e->c, e->org, "2026-10", NOV1 + 25 * H, &e->a, &ids, &n, &ei),
+    assert_int_equal(billing_issue(e->db.c, e->org, "2026-10", NOV1 + 25 * H, &e->a, &ids, &n, &ei),
                      ERR_CONFLICT);
     /* Re-rating the closed month reproduces the stored text byte for byte. */
-    assert_int_equal(billing_rerate_matches(e->c, model_row_id(&stored), &e->a, &same, &ei), 0);
+    assert_int_equal(billing_rerate_matches(e->db.c, model_row_id(&stored), &e->a, &same, &ei), 0);
     assert_true(same);
 }
 
@@ -396,8 +355,9 @@ static int64_t issue_october(struct env *e)
     size_t n;
     add_allocations(e, OCT31_23H);
     assert_int_equal(
-        billing_meter_run(e->c, e->workload, OCT31_23H, 2, "owned", NOV1, NOV1 + H, &e->a, &ei), 0);
-    assert_int_equal(billing_issue(e->c, e->org, "2026-10", NOV1 + 24 * H, &e->a, &ids, &n, &ei),
+        billing_meter_run(e->db.c, e->workload, OCT31_23H, 2, "owned", NOV1, NOV1 + H, &e->a, &ei),
+        0);
+    assert_int_equal(billing_issue(e->db.c, e->org, "2026-10", NOV1 + 24 * H, &e->a, &ids, &n, &ei),
                      0);
     return ids[0];
 }
@@ -409,28 +369,30 @@ static void test_pay_and_credit_notes(void **state)
     int64_t inv = issue_october(e), note;
     struct row r;
 
-    assert_int_equal(billing_pay(e->c, inv, NOV1 + 48 * H, &e->a, &ei), 0);
-    assert_int_equal(billing_pay(e->c, inv, NOV1 + 49 * H, &e->a, &ei), ERR_CONFLICT);
+    assert_int_equal(billing_pay(e->db.c, inv, NOV1 + 48 * H, &e->a, &ei), 0);
+    assert_int_equal(billing_pay(e->db.c, inv, NOV1 + 49 * H, &e->a, &ei), ERR_CONFLICT);
     ei = (struct error_info){0};
-    assert_int_equal(billing_credit(e->c, inv, 2000000, "", NOV1, &e->a, &note, &ei),
+    assert_int_equal(billing_credit(e->db.c, inv, 2000000, "", NOV1, &e->a, &note, &ei),
                      ERR_INVALID); /* a reason is required */
     ei = (struct error_info){0};
-    assert_int_equal(billing_credit(e->c, inv, 2000000, "outage", NOV1, &e->a, &note, &ei), 0);
-    assert_int_equal(store_get(e->c, &model_invoices, note, &e->a, &r, &ei), 0);
+    assert_int_equal(billing_credit(e->db.c, inv, 2000000, "outage", NOV1, &e->a, &note, &ei), 0);
+    assert_int_equal(store_get(e->db.c, &model_invoices, note, &e->a, &r, &ei), 0);
     assert_string_equal(row_get(&r, F_INVOICES_NUMBER)->s, "CN-2026-000001");
     assert_int_equal(row_int(&r, F_INVOICES_TOTAL_MICROS), -2000000);
     assert_int_equal(row_int(&r, F_INVOICES_CREDITS_INVOICE_ID), inv);
     /* 5.20 is left: more is refused, a fraction of a cent too */
-    assert_int_equal(billing_credit(e->c, inv, 6000000, "x", NOV1, &e->a, &note, &ei), ERR_INVALID);
+    assert_int_equal(billing_credit(e->db.c, inv, 6000000, "x", NOV1, &e->a, &note, &ei),
+                     ERR_INVALID);
     ei = (struct error_info){0};
-    assert_int_equal(billing_credit(e->c, inv, 5000, "x", NOV1, &e->a, &note, &ei), ERR_INVALID);
+    assert_int_equal(billing_credit(e->db.c, inv, 5000, "x", NOV1, &e->a, &note, &ei), ERR_INVALID);
     ei = (struct error_info){0};
-    assert_int_equal(billing_credit(e->c, note, 0, "x", NOV1, &e->a, &note, &ei), ERR_CONFLICT);
+    assert_int_equal(billing_credit(e->db.c, note, 0, "x", NOV1, &e->a, &note, &ei), ERR_CONFLICT);
     ei = (struct error_info){0};
-    assert_int_equal(billing_credit(e->c, inv, 0, "rest", NOV1, &e->a, &note, &ei), 0);
-    assert_int_equal(store_get(e->c, &model_invoices, note, &e->a, &r, &ei), 0);
+    assert_int_equal(billing_credit(e->db.c, inv, 0, "rest", NOV1, &e->a, &note, &ei), 0);
+    assert_int_equal(store_get(e->db.c, &model_invoices, note, &e->a, &r, &ei), 0);
     assert_int_equal(row_int(&r, F_INVOICES_TOTAL_MICROS), -5200000);
-    assert_int_equal(billing_credit(e->c, inv, 0, "again", NOV1, &e->a, &note, &ei), ERR_CONFLICT);
+    assert_int_equal(billing_credit(e->db.c, inv, 0, "again", NOV1, &e->a, &note, &ei),
+                     ERR_CONFLICT);
 }
 
 static char *export_of(struct env *e, int64_t id, enum billing_format f)
@@ -439,7 +401,7 @@ static char *export_of(struct env *e, int64_t id, enum billing_format f)
     struct row r;
     struct buf b;
     json_t *j;
-    assert_int_equal(store_get(e->c, &model_invoices, id, &e->a, &r, &ei), 0);
+    assert_int_equal(store_get(e->db.c, &model_invoices, id, &e->a, &r, &ei), 0);
     j = model_encode(&model_invoices, &r);
     buf_init(&b, 1 << 20);
     assert_int_equal(billing_export(j, f, "GPU Cloud <Ops>", &b), 0);
@@ -486,30 +448,30 @@ static void test_budgets(void **state)
     struct row b, *rows;
     size_t n;
 
-    b = new_row(&model_budgets, &e->a);
+    b = teststore_row(&model_budgets, &e->a);
     row_set_int(&b, F_BUDGETS_PROJECT_ID, e->project);
     row_set_int(&b, F_BUDGETS_GPU_HOURS, 4);
     row_set_int(&b, F_BUDGETS_ENFORCE, 1);
-    ins(e, &model_budgets, &b);
+    teststore_insert(&e->db, &model_budgets, &b);
     add_allocations(e, NOV1); /* 2 replicas x 2 GPUs: 4 GPU-hours per hour */
 
-    assert_int_equal(billing_check_budgets(e->c, NOV1 + H / 2, &e->a, &ei), 1); /* 50 % */
-    assert_int_equal(billing_admit_opportunistic(e->c, e->project, NOV1 + H / 2, &e->a, &ei), 0);
-    assert_int_equal(billing_check_budgets(e->c, NOV1 + H / 2 + 1000, &e->a, &ei), 0);
-    assert_int_equal(billing_check_budgets(e->c, NOV1 + H, &e->a, &ei), 2); /* 80 and 100 % */
-    assert_int_equal(billing_admit_opportunistic(e->c, e->project, NOV1 + H, &e->a, &ei),
+    assert_int_equal(billing_check_budgets(e->db.c, NOV1 + H / 2, &e->a, &ei), 1); /* 50 % */
+    assert_int_equal(billing_admit_opportunistic(e->db.c, e->project, NOV1 + H / 2, &e->a, &ei), 0);
+    assert_int_equal(billing_check_budgets(e->db.c, NOV1 + H / 2 + 1000, &e->a, &ei), 0);
+    assert_int_equal(billing_check_budgets(e->db.c, NOV1 + H, &e->a, &ei), 2); /* 80 and 100 % */
+    assert_int_equal(billing_admit_opportunistic(e->db.c, e->project, NOV1 + H, &e->a, &ei),
                      ERR_FORBIDDEN);
     assert_non_null(strstr(ei.message, "spent"));
     assert_non_null(strstr(ei.message, "4.000 GPU-hours of 4 GPU-hours"));
     store_filter_init(&f);
-    assert_int_equal(store_list(e->c, &model_budget_alerts, &f, &e->a, &rows, &n, &ei), 0);
+    assert_int_equal(store_list(e->db.c, &model_budget_alerts, &f, &e->a, &rows, &n, &ei), 0);
     assert_int_equal(n, 3);
     assert_int_equal(row_int(&rows[2], F_BUDGET_ALERTS_PERCENT), 100);
     assert_string_equal(row_get(&rows[2], F_BUDGET_ALERTS_PERIOD)->s, "2026-11");
     /* December is a new month: a quarter of an hour in, 1 of 4 GPU-hours is used. */
     ei = (struct error_info){0};
-    assert_int_equal(billing_admit_opportunistic(e->c, e->project, DEC1 + H / 4, &e->a, &ei), 0);
-    assert_int_equal(billing_admit_opportunistic(e->c, e->project, DEC1 + H, &e->a, &ei),
+    assert_int_equal(billing_admit_opportunistic(e->db.c, e->project, DEC1 + H / 4, &e->a, &ei), 0);
+    assert_int_equal(billing_admit_opportunistic(e->db.c, e->project, DEC1 + H, &e->a, &ei),
                      ERR_FORBIDDEN);
 }
 

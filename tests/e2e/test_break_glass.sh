@@ -52,7 +52,9 @@ expect_contains "$BODY" '"admin":true' "as an admin"
 expect_contains "$BODY" '"name":"admin"' "as the same user"
 stop_daemon
 
-# A disabled admin (a store locked out by an older gpuaas) is enabled again.
+# A disabled admin (a store locked out by an older gpuaas) is enabled again. The lock-out is
+# written into the store on purpose, as no API would leave the fleet without an admin: only
+# with the daemon stopped (above), as recover-admin itself runs.
 sqlite3 "$DB" "UPDATE users SET disabled = 1;"
 recover
 expect_eq "$RC" 0 "recover-admin for a disabled admin: $ERR"

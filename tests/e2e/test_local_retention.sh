@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Log retention on a local cluster (log-retention-days): real work runs and
-# ends; the daemon is stopped with other work still running, one ended
-# workload's end is moved two days back in the store (as if two days had
-# passed: the retention counts from the end the store records), and the
-# daemon is started again, which sweeps log-dir. The old workload's log and
-# run file are gone, with a logs-removed event, and its logs answer 410 with
+# ends; a workload that ended two days ago comes in through the history
+# import the daemon offers (POST /v1/history: the retention counts from the
+# end the store records), with a log and run file in log-dir as the local
+# backend names them; the daemon is stopped with other work still running
+# and started again, which sweeps log-dir. The old workload's log and run
+# file are gone, with a logs-removed event, and its logs answer 410 with
 # when and why (the CLI says so too); the running workload's files (the run
 # file a restarted daemon adopts it by), a recently ended one's, a directory
-# with one of our names and files that are not ours stay.
+# with one of our names and files that are not ours stay. The test never
+# writes the store.
 . "$(dirname "$0")/lib.sh"
 
 mark=$MARK # in every command line we start, so pgrep finds only ours
@@ -19,9 +21,9 @@ flags=(--local-gpus "h100:2" --log-dir "$logs" --log-retention-days 1 --grace-s 
 start_daemon "$TMP/gpuaas.db" "${flags[@]}"
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN")
 "${g[@]}" cluster create here --backend local >/dev/null
-"${g[@]}" flavor create h100.1x --gpu-class h100 --gpu-milli 1000 >/dev/null
+flavor=$("${g[@]}" -o json flavor create h100.1x --gpu-class h100 --gpu-milli 1000 | jq -r .id)
 "${g[@]}" org create acme >/dev/null
-"${g[@]}" project create ml --org acme >/dev/null
+project=$("${g[@]}" -o json project create ml --org acme | jq -r .id)
 "${g[@]}" quota create --project ml --gpu-class h100 --limit-milli 2000 >/dev/null
 deadline=$((SECONDS + 15))
 until [ "$("${g[@]}" -o json gpu list | jq '.items | length')" = 2 ]; do
@@ -29,12 +31,26 @@ until [ "$("${g[@]}" -o json gpu list | jq '.items | length')" = 2 ]; do
   sleep 0.2
 done
 
-old=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "echo output-of-old # $mark" | jq -r .id)
-wait_state "$old" succeeded 15
+# Work that ended two days ago, imported before any usage of the flavor (its price
+# version may start in the past only then).
+at() { date -u -d "@$(($(date +%s) - $1))" +%Y-%m-%dT%H:%M:%SZ; }
+jq -n --argjson f "$flavor" --argjson p "$project" --arg from "$(at 259200)" \
+  --arg start "$(at 176400)" --arg fin "$(at 172800)" \
+  '{prices: [{flavor_id: $f, currency: "EUR", price_per_hour_micros: 1000000,
+              effective_from: $from}],
+    workloads: [{project_id: $p, flavor_id: $f, name: "old", started_at: $start,
+                 finished_at: $fin}]}' >"$TMP/history.json"
+"${g[@]}" history import "$TMP/history.json" >/dev/null || fail "history import"
+api GET "/v1/workloads?imported=true" "$ADMIN_TOKEN"
+old=$(jq -r '.items[0].id' <<<"$BODY")
+[ -n "$old" ] && [ "$old" != null ] || fail "the imported workload is not listed"
 recent=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "echo output-of-recent # $mark" | jq -r .id)
 wait_state "$recent" succeeded 15
 long=$("${g[@]}" -o json run --project ml --flavor h100.1x -- sh -c "echo started; sleep 60 # $mark-long" | jq -r .id)
 wait_state "$long" running 15
+# Its files, as the local backend names them (what it wrote is the retention's business).
+echo output-of-old >"$logs/$old.log"
+cp "$logs/$recent.0.run" "$logs/$old.0.run"
 for f in "$old.log" "$old.0.run" "$recent.log" "$recent.0.run" "$long.0.run"; do
   [ -f "$logs/$f" ] || fail "no $f in log-dir: $(ls "$logs")"
 done
@@ -49,8 +65,6 @@ mkdir "$logs/$old.7.run"
 
 stop_daemon
 pgrep -f "$mark-long" >/dev/null || fail "the long job did not outlive the daemon"
-# Two days pass for the old workload: its end, as the store records it, moves back.
-sqlite3 "$TMP/gpuaas.db" "UPDATE workloads SET finished_at = finished_at - 172800 WHERE id = $old"
 start_daemon "$TMP/gpuaas.db" "${flags[@]}"
 g=("$GPUAAS" --server "$URL" --token "$ADMIN_TOKEN") # a new port
 

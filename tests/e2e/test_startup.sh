@@ -37,7 +37,8 @@ expect_eq "$rc" 1 "exit status with an unopenable store"
 expect_eq "$(wc -l <"$TMP/nodb.err")" 1 "lines printed with an unopenable store"
 expect_contains "$(cat "$TMP/nodb.err")" "/nonexistent-dir/x.db" "message names the store"
 
-# A store written by a newer gpuaas is refused, and left untouched.
+# A store written by a newer gpuaas is refused, and left untouched. The newer schema is forged
+# on purpose, in a copy no daemon has open (the one above is stopped): detecting it is the point.
 cp "$TMP/gpuaas.db" "$TMP/newer.db"
 sqlite3 "$TMP/newer.db" "UPDATE schema_migrations SET version = version + 1000;" 2>/dev/null ||
   sqlite3 "$TMP/newer.db" "INSERT INTO schema_migrations(version) VALUES (9999);"

@@ -189,10 +189,14 @@ static size_t fake_followable(struct backend *b, int64_t *ids, size_t max)
     struct fake_world *w = world_of(b);
     size_t n = 0;
     LOCKED(w, {
-        for (size_t i = 0; i < w->n_running && n < max; i++)
-            ids[n++] = w->running[i];
-        for (size_t i = 0; i < w->n_ahead && n < max; i++)
-            ids[n++] = w->ahead[i].id;
+        for (size_t i = 0; i < w->n_running; i++, n++) {
+            if (n < max)
+                ids[n] = w->running[i];
+        }
+        for (size_t i = 0; i < w->n_ahead; i++, n++) {
+            if (n < max)
+                ids[n] = w->ahead[i].id;
+        }
     });
     return n;
 }

@@ -18,53 +18,21 @@
 #include "base/timeutil.h"
 #include "engine/engine.h"
 #include "fake_backend.h"
+#include "support/teststore.h"
 
 struct env {
-    char dir[64];
-    struct store *s;
-    struct store_conn *c;
+    struct teststore db;
     struct arena a;
     struct fake_world w;
     struct engine *e;
     int64_t project, flavor, node, gpus[2];
 };
 
-/* A row of def with every field at its default (nullable ones null). */
-static struct row new_row(const struct resource_def *def, struct arena *a)
-{
-    struct row r = model_row_new(def, a);
-    for (size_t i = 1; i < def->n_fields; i++) {
-        const struct field_def *f = &def->fields[i];
-        if (f->flags & FF_NULLABLE)
-            row_set_null(&r, (int)i);
-        else if (f->type == FT_ENUM)
-            row_set_str(&r, a, (int)i, f->default_str ? f->default_str : f->enum_values[0]);
-        else if (f->type == FT_STRING || f->type == FT_NAME || f->type == FT_IDENT)
-            row_set_str(&r, a, (int)i, f->default_str ? f->default_str : "");
-        else if (f->type == FT_LABELS || f->type == FT_JSON)
-            row_set_str(&r, a, (int)i, "{}");
-        else if (f->type == FT_REFLIST)
-            row_set_str(&r, a, (int)i, "[]");
-        else
-            row_set_int(&r, (int)i, f->default_int);
-    }
-    return r;
-}
-
-static int64_t ins(struct env *t, const struct resource_def *d, struct row *r)
-{
-    struct error_info ei = {0};
-    int64_t id = 0;
-    if (store_insert(t->c, d, r, &id, &ei) < 0)
-        fail_msg("insert %s: %s", d->name, ei.message);
-    return id;
-}
-
 static struct row get_row(struct env *t, const struct resource_def *d, int64_t id)
 {
     struct error_info ei = {0};
     struct row r;
-    if (store_get(t->c, d, id, &t->a, &r, &ei) < 0)
+    if (store_get(t->db.c, d, id, &t->a, &r, &ei) < 0)
         fail_msg("get %s %" PRId64 ": %s", d->name, id, ei.message);
     return r;
 }
@@ -85,7 +53,7 @@ static size_t allocations(struct env *t, int64_t wid, bool open_only, struct row
     store_filter_eq_int(&f, F_ALLOCATIONS_WORKLOAD_ID, wid);
     if (open_only)
         store_filter_eq_null(&f, F_ALLOCATIONS_ENDED_MS);
-    if (store_list_all(t->c, &model_allocations, &f, &t->a, ret, &n, &ei) < 0)
+    if (store_list_all(t->db.c, &model_allocations, &f, &t->a, ret, &n, &ei) < 0)
         fail_msg("allocations: %s", ei.message);
     return n;
 }
@@ -99,7 +67,7 @@ static size_t count_events(struct env *t, int64_t wid, const char *type)
     size_t n = 0, k = 0;
     store_filter_init(&f);
     store_filter_eq_int(&f, F_EVENTS_WORKLOAD_ID, wid);
-    if (store_list_all(t->c, &model_events, &f, &t->a, &rows, &n, &ei) < 0)
+    if (store_list_all(t->db.c, &model_events, &f, &t->a, &rows, &n, &ei) < 0)
         fail_msg("events: %s", ei.message);
     for (size_t i = 0; i < n; i++)
         k += strcmp(row_str(&rows[i], F_EVENTS_TYPE), type) == 0;
@@ -112,50 +80,50 @@ static void seed(struct env *t)
     struct row r;
     int64_t org, cluster, cls;
 
-    r = new_row(&model_organizations, &t->a);
+    r = teststore_row(&model_organizations, &t->a);
     row_set_str(&r, &t->a, F_ORGANIZATIONS_NAME, "acme");
-    org = ins(t, &model_organizations, &r);
-    r = new_row(&model_projects, &t->a);
+    org = teststore_insert(&t->db, &model_organizations, &r);
+    r = teststore_row(&model_projects, &t->a);
     row_set_int(&r, F_PROJECTS_ORG_ID, org);
     row_set_str(&r, &t->a, F_PROJECTS_NAME, "vision");
     row_set_int(&r, F_PROJECTS_WEIGHT, 1);
-    t->project = ins(t, &model_projects, &r);
-    r = new_row(&model_gpu_classes, &t->a);
+    t->project = teststore_insert(&t->db, &model_projects, &r);
+    r = teststore_row(&model_gpu_classes, &t->a);
     row_set_str(&r, &t->a, F_GPU_CLASSES_NAME, "h100");
-    cls = ins(t, &model_gpu_classes, &r);
-    r = new_row(&model_clusters, &t->a);
+    cls = teststore_insert(&t->db, &model_gpu_classes, &r);
+    r = teststore_row(&model_clusters, &t->a);
     row_set_str(&r, &t->a, F_CLUSTERS_NAME, "c1");
     row_set_str(&r, &t->a, F_CLUSTERS_BACKEND, "sim"); /* the fake takes every cluster */
-    cluster = ins(t, &model_clusters, &r);
-    r = new_row(&model_nodes, &t->a);
+    cluster = teststore_insert(&t->db, &model_clusters, &r);
+    r = teststore_row(&model_nodes, &t->a);
     row_set_int(&r, F_NODES_CLUSTER_ID, cluster);
     row_set_str(&r, &t->a, F_NODES_NAME, "n1");
     row_set_str(&r, &t->a, F_NODES_STATE, "ready");
     row_set_int(&r, F_NODES_CPU_MILLI, 64000);
     row_set_int(&r, F_NODES_MEMORY_MIB, 512000);
-    t->node = ins(t, &model_nodes, &r);
+    t->node = teststore_insert(&t->db, &model_nodes, &r);
     for (int i = 0; i < 2; i++) {
-        r = new_row(&model_gpus, &t->a);
+        r = teststore_row(&model_gpus, &t->a);
         row_set_int(&r, F_GPUS_NODE_ID, t->node);
         row_set_int(&r, F_GPUS_INDEX, i);
         row_set_int(&r, F_GPUS_GPU_CLASS_ID, cls);
         row_set_str(&r, &t->a, F_GPUS_HEALTH, "ok");
-        t->gpus[i] = ins(t, &model_gpus, &r);
+        t->gpus[i] = teststore_insert(&t->db, &model_gpus, &r);
     }
-    r = new_row(&model_flavors, &t->a);
+    r = teststore_row(&model_flavors, &t->a);
     row_set_str(&r, &t->a, F_FLAVORS_NAME, "h100.1x");
     row_set_int(&r, F_FLAVORS_GPU_CLASS_ID, cls);
     row_set_int(&r, F_FLAVORS_GPU_MILLI, 1000);
     row_set_int(&r, F_FLAVORS_VCPUS, 1);
     row_set_int(&r, F_FLAVORS_MEMORY_MIB, 1024);
     row_set_int(&r, F_FLAVORS_ACTIVE, 1);
-    t->flavor = ins(t, &model_flavors, &r);
+    t->flavor = teststore_insert(&t->db, &model_flavors, &r);
 }
 
 /* A queued workload, committed, then handed to the engine when one runs. */
 static int64_t submit(struct env *t, int priority)
 {
-    struct row r = new_row(&model_workloads, &t->a);
+    struct row r = teststore_row(&model_workloads, &t->a);
     int64_t id, now = time_now_ms();
     row_set_int(&r, F_WORKLOADS_PROJECT_ID, t->project);
     row_set_int(&r, F_WORKLOADS_FLAVOR_ID, t->flavor);
@@ -168,7 +136,7 @@ static int64_t submit(struct env *t, int priority)
     row_set_int(&r, F_WORKLOADS_SUBMITTED_MS, now);
     row_set_int(&r, F_WORKLOADS_CREATED_AT, now / 1000);
     row_set_int(&r, F_WORKLOADS_UPDATED_AT, now / 1000);
-    id = ins(t, &model_workloads, &r);
+    id = teststore_insert(&t->db, &model_workloads, &r);
     if (t->e)
         engine_submitted(t->e, id);
     return id;
@@ -181,7 +149,7 @@ static void start(struct env *t)
     engine_options_init(&opt);
     opt.tick_ms = 20;
     fake_settings(&opt.backends, &t->w);
-    if (engine_start(t->s, &opt, &t->e, &ei) < 0)
+    if (engine_start(t->db.s, &opt, &t->e, &ei) < 0)
         fail_msg("engine_start: %s", ei.message);
 }
 
@@ -221,16 +189,9 @@ static int setup(void **state)
 {
     struct env *t = xcalloc(1, sizeof(*t));
     struct store_options so = {.n_conns = 4, .busy_timeout_ms = 5000, .sqlite_sync_full = false};
-    struct error_info ei = {0};
-    char db[128];
 
     log_set_level(LOG_ERROR);
-    snprintf(t->dir, sizeof(t->dir), "/tmp/gpuaas-engine-XXXXXX");
-    assert_non_null(mkdtemp(t->dir));
-    snprintf(db, sizeof(db), "%s/t.db", t->dir);
-    if (store_open(db, &so, &t->s, &ei) < 0)
-        fail_msg("store_open: %s", ei.message);
-    t->c = store_conn_get(t->s);
+    teststore_open(&t->db, "engine", &so);
     arena_init(&t->a);
     fake_world_init(&t->w);
     seed(t);
@@ -241,19 +202,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct env *t = *state;
-    char db[128];
     stop(t);
-    store_conn_put(t->c);
-    store_close(t->s);
+    teststore_close(&t->db);
     arena_release(&t->a);
     fake_world_release(&t->w);
-    snprintf(db, sizeof(db), "%s/t.db", t->dir);
-    unlink(db);
-    snprintf(db, sizeof(db), "%s/t.db-wal", t->dir);
-    unlink(db);
-    snprintf(db, sizeof(db), "%s/t.db-shm", t->dir);
-    unlink(db);
-    rmdir(t->dir);
     free(t);
     return 0;
 }

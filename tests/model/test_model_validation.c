@@ -219,6 +219,35 @@ static void test_merge_and_encode(void **state)
     arena_release(&a);
 }
 
+/* A field a scope reads holds an id: the row's own (index 0) or a reference. */
+static void check_scope_field(const struct resource_def *def, int f, const char *what)
+{
+    if (f < 0 || (size_t)f >= def->n_fields ||
+        (f > 0 && def->fields[f].type != FT_REF && def->fields[f].type != FT_INT))
+        fail_msg("%s: its %s (field %d) is not an id", def->name, what, f);
+}
+
+/* The fields each scope kind reads (model.h) are ids; the ones it does not read are unset. */
+static void check_scope_fields(const struct resource_def *def)
+{
+    bool two = def->scope == SCOPE_OWNER || def->scope == SCOPE_BINDING ||
+               def->scope == SCOPE_PROJECT_OR_ORG;
+    if (def->scope != SCOPE_GLOBAL)
+        check_scope_field(def, def->scope_field, "scope field");
+    if (two) {
+        check_scope_field(def, def->scope_org_field, "organization scope field");
+        assert_true(def->scope_org_field > 0 && def->scope_field > 0);
+    } else {
+        assert_int_equal(def->scope_org_field, 0);
+    }
+    if (def->scope == SCOPE_BINDING)
+        assert_true(def->scope_user_field > 0);
+    else
+        assert_int_equal(def->scope_user_field, 0);
+    if (def->create_scope_field)
+        assert_int_equal(def->fields[def->create_scope_field].type, FT_REF);
+}
+
 static void test_every_resource_is_consistent(void **state)
 {
     (void)state;
@@ -236,8 +265,7 @@ static void test_every_resource_is_consistent(void **state)
                 assert_non_null(f->enum_values);
             assert_non_null(f->help);
         }
-        if (def->scope_field && model_field_index(def, def->scope_field) < 0)
-            fail_msg("%s: scope field '%s' missing", def->name, def->scope_field);
+        check_scope_fields(def);
     }
     assert_null(model_find("nope"));
 }

@@ -149,7 +149,7 @@ static void test_fgd_hand_example(void **st)
 {
     (void)st;
     struct fgd_pod tp[] = {{1, 1000, 0, 0, 0.5}, {1, 300, 0, 0, 0.5}};
-    struct fgd_workload w = {tp, 2, NULL, 0};
+    struct fgd_workload w = {tp, 2, NULL, 0, 0};
     struct sched_policy *p = sched_policy_fgd_new(&w), *bf = sched_policy_bestfit_new();
     int32_t n1[] = {700, 0}, n2[] = {500};
     struct sched_node_view v1 = view(1, n1, 2, 0, 0), v2 = view(2, n2, 1, 0, 0);
@@ -163,7 +163,7 @@ static void test_fgd_hand_example(void **st)
     assert_true(score(bf, &v2, &r, p2) < score(bf, &v1, &r, p1));
     /* CPU counts: a node without room for the typical pods' CPU is all fragment. */
     struct fgd_pod cp[] = {{1, 300, 4000, 0, 1.0}};
-    struct fgd_workload wc = {cp, 1, NULL, 0};
+    struct fgd_workload wc = {cp, 1, NULL, 0, 0};
     assert_true(fgd_node_frag(&wc, 3000, 0, n1, 2) == 700.0);
     assert_true(fgd_node_frag(&wc, 5000, 0, n1, 2) == 0.0);
     sched_policy_free(p);
@@ -213,7 +213,7 @@ static void test_never_unfit(void **st)
     (void)st;
     static const int32_t shares[] = {0, 100, 250, 470, 810, 999, 1000, 2000, 4000, 8000};
     struct fgd_pod tp[] = {{1, 1000, 8000, 0, 0.5}, {1, 470, 4000, 0, 0.3}, {0, 0, 2000, 0, 0.2}};
-    struct fgd_workload w = {tp, 3, NULL, 0};
+    struct fgd_workload w = {tp, 3, NULL, 0, 0};
     const char *names[] = {"random", "dotprod", "clustering", "packing", "bestfit", "fgd"};
     for (size_t pi = 0; pi < ARRAY_SIZE(names); pi++) {
         struct sched_policy *p = sched_policy_by_name(names[pi], 3, &w);

@@ -6,7 +6,6 @@
  */
 #include "base/common.h"
 
-#include <dirent.h>
 #include <setjmp.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -20,30 +19,9 @@
 #include "base/timeutil.h"
 #include "store/store.h"
 #include "support/testsrv.h"
+#include "support/teststore.h"
 
 #define MAX_RESPONSE (64u << 20)
-
-/* ---- the temporary directory ---- */
-
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[512];
-
-    if (!d)
-        return;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (unlink(path) != 0)
-            fprintf(stderr, "testsrv: could not remove '%s': %s\n", path, strerror(errno));
-    }
-    closedir(d);
-    if (rmdir(dir) != 0)
-        fprintf(stderr, "testsrv: could not remove '%s': %s\n", dir, strerror(errno));
-}
 
 /* ---- start and stop ---- */
 
@@ -70,19 +48,19 @@ struct testsrv *testsrv_start_with(const struct testsrv_options *opt)
         fail_msg("could not make a temporary directory '%s': %s", srv->dir, strerror(errno));
     snprintf(db, sizeof(db), "%s/gpuaas.db", srv->dir);
     if (store_open(db, &sopt, &srv->store, &ei) < 0) {
-        remove_tree(srv->dir);
+        teststore_remove_dir(srv->dir);
         fail_msg("could not open the store: %s", ei.message);
     }
     if (api_bootstrap(srv->store, &srv->admin_token, &ei) < 0 || !srv->admin_token) {
         store_close(srv->store);
-        remove_tree(srv->dir);
+        teststore_remove_dir(srv->dir);
         fail_msg("bootstrap failed: %s", ei.code ? ei.message : "no token on a fresh store");
     }
     /* The real scheduler engine: submitted work is scheduled (on no fleet, it stays queued). */
     engine_options_init(&eopt);
     if (engine_start(srv->store, &eopt, &srv->engine, &ei) < 0) {
         store_close(srv->store);
-        remove_tree(srv->dir);
+        teststore_remove_dir(srv->dir);
         fail_msg("could not start the engine: %s", ei.message);
     }
     api_options_init(&aopt);
@@ -96,7 +74,7 @@ struct testsrv *testsrv_start_with(const struct testsrv_options *opt)
     if (api_start(srv->store, &aopt, &srv->api, &ei) < 0) {
         engine_stop(srv->engine);
         store_close(srv->store);
-        remove_tree(srv->dir);
+        teststore_remove_dir(srv->dir);
         fail_msg("could not start the API: %s", ei.message);
     }
     snprintf(srv->base_url, sizeof(srv->base_url), "http://127.0.0.1:%d", api_port(srv->api));
@@ -117,7 +95,7 @@ void testsrv_stop(struct testsrv *srv)
     api_stop(srv->api);
     engine_stop(srv->engine);
     store_close(srv->store);
-    remove_tree(srv->dir);
+    teststore_remove_dir(srv->dir);
     free(srv->admin_token);
     free(srv->body);
     free(srv);

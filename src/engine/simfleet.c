@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "backend/simfleet.h"
+#include "engine/simfleet.h"
 #include "base/buf.h"
 #include "base/parse.h"
 #include "model/model.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Tests of the simulated fleet (src/backend/simfleet.c): the Alibaba trace's
+ * Tests of the simulated fleet (src/engine/simfleet.c): the Alibaba trace's
  * node lists, the JSON format, clear errors for malformed files, and the
  * import into a fresh SQLite store: the right rows and audit entries, a
  * second import that changes nothing, and a failed one that leaves nothing.
@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "backend/simfleet.h"
+#include "engine/simfleet.h"
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "store/store.h"
