@@ -3,6 +3,8 @@
 #include "base/common.h"
 #include "base/alloc.h"
 
+#include <sys/mman.h>
+
 static void oom(size_t size)
 {
     fprintf(stderr, "gpuaas: out of memory allocating %zu bytes\n", size);
@@ -34,6 +36,15 @@ void *xreallocarray(void *p, size_t n, size_t size)
     if (!p)
         oom(total);
     return p;
+}
+
+void alloc_advise_huge(void *p, size_t size)
+{
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1),
+              end = ((uintptr_t)p + size) & ~(huge - 1);
+    if (end > start)
+        (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
 }
 
 size_t alloc_grow_slow(int64_t n, int64_t cap)

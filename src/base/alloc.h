@@ -18,6 +18,12 @@ void *xreallocarray(void *p, size_t n, size_t size);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * Asks the kernel to back the whole pages of [p, p + size) with huge pages
+ * where it can (a hint, ignored where it cannot): for large tables read at
+ * random, where 4 KiB pages make every lookup a TLB miss.
+ */
+void alloc_advise_huge(void *p, size_t size);
 
 /*
  * ALLOC_GROW(arr, n, cap): the one way to grow a heap array (git's ALLOC_GROW). Makes arr,

@@ -914,7 +914,11 @@ static int32_t workload_new(struct sched *s, const struct sched_workload_spec *s
         w = s->free_wls.v[--s->free_wls.n];
         memset(&s->wls[w], 0, sizeof(s->wls[w]));
     } else {
+        int32_t cap = s->cap_wls;
         ALLOC_GROW(s->wls, s->n_wls + 1, s->cap_wls);
+        /* The table is read at random by every pass: large, it asks for huge pages. */
+        if (s->cap_wls != cap)
+            alloc_advise_huge(s->wls, (size_t)s->cap_wls * sizeof(*s->wls));
         w = s->n_wls++;
         memset(&s->wls[w], 0, sizeof(s->wls[w]));
     }
