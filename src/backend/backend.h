@@ -80,6 +80,7 @@ struct backend_event {
 struct backend;
 struct backend_fleet_report;
 struct backend_devices;
+struct backend_started;
 
 struct backend_ops {
     const char *name;  /* the kind, as clusters' rows and log lines say it */
@@ -131,6 +132,16 @@ struct backend_ops {
      * how many of at most max were written to out.
      */
     size_t (*take_devices)(struct backend *b, struct backend_devices *out, size_t max);
+    /*
+     * Start reports, for backends whose launch() only asks for the work to
+     * be started (Kubernetes: pod creates that a kubelet then runs): which
+     * launched workloads now have every replica really running, and since
+     * when. Each workload is reported at most once per launch, never for
+     * adopted work that was running already, and before its end when poll()
+     * hands out both in one call. Returns how many of at most max were
+     * written to out.
+     */
+    size_t (*take_started)(struct backend *b, struct backend_started *out, size_t max);
     /*
      * At start, after every workload's work was adopted and before anything
      * is launched: ends work of this daemon that no workload claims (left
@@ -199,6 +210,12 @@ struct backend_fleet_report {
 
 /* The most GPU indices one device report holds. */
 #define BACKEND_MAX_NODE_DEVICES 64
+
+/* A workload whose every replica is running (take_started). */
+struct backend_started {
+    int64_t workload_id;
+    int64_t at_ms; /* when the backend saw the last of its replicas running */
+};
 
 /* The GPU indices a workload's replica got on one node (take_devices). */
 struct backend_devices {

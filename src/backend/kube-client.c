@@ -439,6 +439,14 @@ size_t kube_async_pending(const struct kube_async *a)
     return a->running + (a->n_queue - a->head);
 }
 
+void kube_async_wait(struct kube_async *a, int ms)
+{
+    if (a->multi && a->running > 0)
+        curl_multi_poll(a->multi, NULL, 0, ms, NULL);
+    else if (ms > 0)
+        usleep((useconds_t)ms * 1000);
+}
+
 /* Starts q on the multi handle; false (with q's errbuf set) when it could not be. */
 static bool request_start(struct kube_async *a, struct kube_request *q)
 {

@@ -85,6 +85,8 @@ void kube_async_pump(struct kube_async *a, void (*fn)(void *arg, const struct ku
                      void *arg);
 /* Requests not yet answered. */
 size_t kube_async_pending(const struct kube_async *a);
+/* Sleeps until a request may have moved, ms at most: for a caller with nothing else to do. */
+void kube_async_wait(struct kube_async *a, int ms);
 
 /*
  * A watch: a streamed GET whose lines are events. Driven without blocking

@@ -14,6 +14,7 @@
 #include "backend/kube-int.h"
 #include "backend/work.h"
 #include "base/log.h"
+#include "base/timeutil.h"
 
 #define NEVER INT64_MAX
 /* The engine looks this often: the watch is read from poll(). */
@@ -23,6 +24,8 @@
 /* After a failed list or watch, this long before trying again. */
 #define RETRY_MS 1000
 #define MAX_TOLERATE 16
+/* The most a free waits for pod creates and deletes on their way (kube_free). */
+#define FREE_DRAIN_MS 5000
 
 struct kreplica {
     char name[96];
@@ -30,6 +33,7 @@ struct kreplica {
     bool gone;          /* no longer in the cluster */
     bool deleted_by_us; /* we asked for its deletion */
     bool listed;        /* in the list being read (list_pods) */
+    bool ran;           /* seen Running (or ended after its container ran) */
     int exit_code;
     int64_t finished_ms;
     char message[160];
@@ -54,6 +58,7 @@ struct kwork {
     int64_t delete_again_ms; /* asked to end, a delete failed: when to ask again */
     char why[200];           /* BACKEND_NOT_STARTED: what went wrong */
     uint32_t gen;            /* this launch (or adoption): its requests' answers name it */
+    bool started_said;       /* every pod ran: reported (take_started), or adopted so */
 };
 
 struct kube {
@@ -76,6 +81,8 @@ struct kube {
     bool said_broken;         /* the watch's trouble was logged */
     char **namespaces;        /* made (or found) already */
     size_t n_namespaces, cap_namespaces;
+    struct backend_started *started; /* start reports not yet taken, oldest first */
+    size_t n_started, cap_started;
 };
 
 _Static_assert(offsetof(struct kwork, id) == 0, "backend/work.h: the id comes first");
@@ -317,6 +324,19 @@ static int ensure_namespace(struct kube *s, const char *ns, int64_t project_id,
 
 /* ---- what pods say ---- */
 
+/* Once every pod of w has run, the start is reported (take_started), once. */
+static void check_started(struct kube *s, struct kwork *w)
+{
+    if (w->started_said || w->reason)
+        return;
+    for (size_t r = 0; r < w->n; r++)
+        if (!w->r[r].ran)
+            return;
+    w->started_said = true;
+    ALLOC_GROW(s->started, s->n_started + 1, s->cap_started);
+    s->started[s->n_started++] = (struct backend_started){.workload_id = w->id, .at_ms = s->now_ms};
+}
+
 static void on_pod(struct kube *s, json_t *pod, bool deleted)
 {
     struct kube_pod_state st;
@@ -345,6 +365,9 @@ static void on_pod(struct kube *s, json_t *pod, bool deleted)
         r->finished_ms = st.finished_ms;
         snprintf(r->message, sizeof(r->message), "%s", st.message);
     }
+    /* an exit code means its container ran, however briefly */
+    r->ran |= st.phase == KUBE_POD_RUNNING || (st.phase == KUBE_POD_ENDED && st.exit_code >= 0);
+    check_started(s, w);
 }
 
 /* The apiserver answered: say so once after trouble. */
@@ -671,6 +694,8 @@ static int kube_adopt(struct backend *b, const struct backend_launch *l, int64_t
                            l->workload_id);
     w = kwork_new(s, l, started_ms);
     backend_work_add(&s->work, w);
+    s->now_ms = now_ms;
+    w->started_said = true; /* running before: its start was reported by the daemon before */
     for (size_t r = 0; r < w->n; r++) {
         char path[256];
         long status;
@@ -689,6 +714,9 @@ static int kube_adopt(struct backend *b, const struct backend_launch *l, int64_t
         }
         json_decref(pod);
     }
+    for (size_t r = 0; r < w->n; r++)
+        if (!w->r[r].ran)
+            w->started_said = false; /* still starting: its start is to come */
     if (found == 0) {
         struct backend_event ev = {.workload_id = w->id, .at_ms = now_ms, .how = BACKEND_LOST};
         snprintf(ev.message, sizeof(ev.message), "none of its pods is left in the cluster");
@@ -797,6 +825,57 @@ static int kube_discover(struct backend *b, int64_t now_ms, bool fleet_loaded, s
     return rc < 0 ? rc : 1;
 }
 
+static size_t kube_take_started(struct backend *b, struct backend_started *out, size_t max)
+{
+    struct kube *s = kube_of(b);
+    size_t n = s->n_started < max ? s->n_started : max;
+
+    if (n == 0)
+        return 0;
+    memcpy(out, s->started, n * sizeof(*out));
+    memmove(s->started, s->started + n, (s->n_started - n) * sizeof(*out));
+    s->n_started -= n;
+    return n;
+}
+
+/* Whether a create refused for a moment waits to be sent again (create_again). */
+static bool creates_waiting(const struct kube *s)
+{
+    for (size_t i = 0; i < s->work.n; i++) {
+        const struct kwork *w = s->work.items[i];
+        for (size_t r = 0; r < w->n; r++)
+            if (w->r[r].create_again_ms)
+                return true;
+    }
+    return false;
+}
+
+/*
+ * Lets the pod creates and deletes on their way finish, FREE_DRAIN_MS at
+ * most: a daemon stopped right after a launch would otherwise leave no pod,
+ * and its next start would find the work lost. A create refused now ends
+ * nothing that anyone hears of (no poll follows): the next start's adopt
+ * finds the pods that were made, and its sweep deletes strays.
+ */
+static void drain(struct kube *s)
+{
+    int64_t until = time_mono_ms() + FREE_DRAIN_MS;
+
+    while (kube_async_pending(s->async) > 0 || creates_waiting(s)) {
+        if (time_mono_ms() >= until) {
+            char n[24];
+            snprintf(n, sizeof(n), "%zu", kube_async_pending(s->async));
+            log_warn("kubernetes: requests still unanswered when the backend stopped; dropped",
+                     "requests", n);
+            return;
+        }
+        s->now_ms = time_now_ms();
+        create_again(s, s->now_ms);
+        kube_async_pump(s->async, on_reply, s);
+        kube_async_wait(s->async, 10);
+    }
+}
+
 static void kube_free(struct backend *b)
 {
     struct kube *s;
@@ -805,7 +884,8 @@ static void kube_free(struct backend *b)
         return;
     s = kube_of(b);
     kube_watch_stop(&s->watch);
-    /* requests not answered are dropped: the next start's sweep deletes what they left */
+    if (s->async)
+        drain(s);
     kube_async_free(s->async);
     for (size_t i = 0; i < s->work.n; i++)
         kwork_free(s->work.items[i]);
@@ -813,6 +893,7 @@ static void kube_free(struct backend *b)
     for (size_t i = 0; i < s->n_namespaces; i++)
         free(s->namespaces[i]);
     free(s->namespaces);
+    free(s->started);
     kube_client_free(s->k);
     free(s->default_image);
     free(s->tolerate_buf);
@@ -831,6 +912,7 @@ static const struct backend_ops kube_ops = {
     .look_ms = KUBE_LOOK_MS,
     .discover = kube_discover,
     .sweep = kube_sweep,
+    .take_started = kube_take_started,
 };
 
 /* The apiserver answers, trusts us, and lets us read nodes and pods. */

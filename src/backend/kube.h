@@ -22,7 +22,12 @@
  *    non-zero exit code (a message says OOMKilled, Evicted, ...), STOPPED
  *    after stop(), TIMEOUT at its max runtime, LOST when a pod was deleted
  *    by someone else (the message names it). Ended pods are deleted then.
+ *  - take_started: a launch whose every pod has been seen Running (or ended
+ *    after its container ran), once, at the poll that saw it; not for
+ *    adopted work whose pods all ran already.
  *  - adopt: finds the pods by name; none left is LOST.
+ *  - free: lets the creates and deletes on their way finish (5 s at most),
+ *    so that work launched just before a daemon stops is adopted, not lost.
  *  - sweep: deletes this daemon's pods that no workload claims.
  *  - discover: nodes and their GPUs from Node objects.
  */

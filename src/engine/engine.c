@@ -135,11 +135,14 @@ static void iterate(struct engine *e)
                 log_error("could not launch workload", "workload", id, "error",
                           evs[i].message[0] ? evs[i].message : "its backend could not start it");
             }
+            /* starts learnt by this poll come before its ends: the work is still running */
+            engine__take_started(e, e->backends[b].b);
             engine__handle_ends(e, evs, n);
             e->blocked_dirty = true; /* what depends on those may go now */
             if (n < ARRAY_SIZE(evs))
                 break;
         }
+        engine__take_started(e, e->backends[b].b); /* a poll with starts and no ends */
     }
     engine__take_devices(e, now);
     if (e->n_blocked > 0)

@@ -86,6 +86,12 @@ api GET "/v1/workloads/$w/allocations" "$ADMIN_TOKEN"
 wait_state "$w" succeeded 20
 api GET "/v1/workloads/$w" "$ADMIN_TOKEN"
 expect_eq "$(jq -r .exit_code <<<"$BODY")" 0 "its exit code"
+# "running" is written when its pods are asked for, "started" once they all run
+ev=$("${g[@]}" -o json events --workload "$w" -n 0)
+expect_eq "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" \
+  "submitted,admitted,running,started,succeeded" "a run's events"
+[ "$(jq '[.items[] | select(.type == "running" or .type == "started") | .at_ms] | .[0] <= .[1]' <<<"$ev")" = true ] ||
+  fail "started before running: $ev"
 echo "k8s.e2e: workload $w ran as a pod on $node and succeeded"
 
 # --- P1 reclaims P2 -------------------------------------------------------------
@@ -112,11 +118,13 @@ reclaim_ms=$(jq '.items[0].reclaim_ms' <<<"$BODY")
 [ "$reclaim_ms" != null ] || fail "the reclaim never completed: $BODY"
 echo "k8s.e2e: P1 ran $((t_running - t_submit)) ms after its submit; reclaim_ms=$reclaim_ms (grace ${grace_s} s)"
 ev=$("${g[@]}" -o json events --workload "$victim" -n 0)
-expect_eq "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" \
+expect_eq "$(jq -r '[.items[].type | select(. != "started")] | join(",")' <<<"$ev")" \
   "submitted,admitted,running,preempting,preempted" "the victim's events"
 ev=$("${g[@]}" -o json events --workload "$own" -n 0)
 expect_contains "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" "running" "the owners' events"
 wait_state "$own" succeeded 20
+ev=$("${g[@]}" -o json events --workload "$own" -n 0)
+expect_contains "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" "running,started" "the owners' events"
 for w2 in "$victim" "$own"; do
   expect_eq "$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM usage_records WHERE workload_id = $w2")" 1 \
     "usage records of workload $w2"

@@ -182,6 +182,18 @@ static void wait_pod_gone(struct backend *b, const char *prefix, int64_t project
     assert_int_equal(st, 404);
 }
 
+/* The start reports b has (take_started): how many, the first max of them to out. */
+static size_t take_started(struct backend *b, struct backend_started *out, size_t max)
+{
+    struct backend_started more[8];
+    size_t n = 0, k;
+    while ((k = b->ops->take_started(b, more, ARRAY_SIZE(more))) > 0)
+        for (size_t i = 0; i < k; i++, n++)
+            if (n < max)
+                out[n] = more[i];
+    return n;
+}
+
 static void wait_phase(struct backend *b, const char *prefix, int64_t project, int64_t id,
                        int32_t r, const char *phase)
 {
@@ -304,11 +316,13 @@ static void test_runs_to_its_exit(void **state)
     struct launch_spec s;
     struct error_info ei = {0};
     struct backend_event ev;
+    struct backend_started st[4];
+    int64_t launched = time_now_ms();
     json_t *pod;
     (void)state;
 
     make_launch(&s, 11, 7, 1, "kwok-h100-0", "h100", 2, 2000);
-    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    assert_int_equal(b->ops->launch(b, &s.l, launched, &ei), 0);
     pod = wait_pod(b, prefix, 7, 11, 0, NULL);
     /* pinned, with its GPUs, CPU and memory as limits, labelled, no tenant device variable */
     assert_string_equal(
@@ -333,8 +347,14 @@ static void test_runs_to_its_exit(void **state)
     ev = wait_end(b, 11);
     assert_int_equal(ev.how, BACKEND_EXITED);
     assert_int_equal(ev.exit_code, 0);
+    /* its pod went Running: reported once, after the launch, before the end */
+    assert_int_equal(take_started(b, st, ARRAY_SIZE(st)), 1);
+    assert_int_equal(st[0].workload_id, 11);
+    assert_true(st[0].at_ms >= launched);
+    assert_true(st[0].at_ms <= ev.at_ms + 1000); /* the end's time has whole seconds */
     /* ended pods are cleaned up (the deletes go out through poll) */
     wait_pod_gone(b, prefix, 7, 11);
+    assert_int_equal(take_started(b, st, ARRAY_SIZE(st)), 0);
     b->ops->free(b);
 }
 
@@ -541,6 +561,43 @@ static void test_adopt_and_sweep(void **state)
     b->ops->free(b);
 }
 
+/*
+ * A daemon that stops right after a launch (creates sent, none answered):
+ * free lets them finish, so the next start adopts the work, not loses it.
+ */
+static void test_free_mid_launch(void **state)
+{
+    const char *prefix = "gpuaas-free0001-";
+    struct backend *b = open_backend(prefix, 1000);
+    struct launch_spec s;
+    struct error_info ei = {0};
+    struct backend_event ev;
+    struct backend_started st[4];
+    int64_t started = time_now_ms();
+    long status;
+    (void)state;
+
+    make_launch(&s, 61, 12, 2, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, started, &ei), 0);
+    b->ops->free(b); /* no poll: nothing was answered yet */
+    for (int r = 0; r < 2; r++) {
+        json_decref(get_pod(prefix, 12, 61, r, &status));
+        assert_int_equal(status, 200); /* made before free returned */
+    }
+
+    b = open_backend(prefix, 1000);
+    assert_int_equal(b->ops->adopt(b, &s.l, started, time_now_ms(), &ei), 0);
+    wait_phase(b, prefix, 12, 61, 0, "Running"); /* fails if the work ends (lost) */
+    wait_phase(b, prefix, 12, 61, 1, "Running");
+    no_end_for(b, 61, 300);
+    /* its start had not been said before the restart (no poll saw it): said now, once */
+    assert_true(take_started(b, st, ARRAY_SIZE(st)) <= 1);
+    assert_int_equal(b->ops->stop(b, 61, 0, time_now_ms()), 0);
+    ev = wait_end(b, 61);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    b->ops->free(b);
+}
+
 /* ---- bad kubeconfigs, unreachable apiservers: one clear error ---- */
 
 static char *write_kubeconfig(const char *dir, const char *name, const char *server, const char *ca,
@@ -717,6 +774,7 @@ int main(void)
         cmocka_unit_test(test_stop_waits_for_the_grace),
         cmocka_unit_test(test_gang_all_or_nothing),
         cmocka_unit_test(test_adopt_and_sweep),
+        cmocka_unit_test(test_free_mid_launch),
         cmocka_unit_test(test_least_privilege),
     };
     int rc;
