@@ -411,6 +411,7 @@ struct backend_settings {
         /*
          * Discovery of this machine's GPUs: the collector's NVML or
          * nvidia-smi readings, else the declared list. Not owned; NULL/0: none.
+         * The kubernetes backend reads its dcgm-exporter pod labels too.
          */
         struct collector *collector;
         const struct inv_declared_gpu *gpus;

@@ -120,6 +120,10 @@ void kube_namespace_name(const char *prefix, int64_t project_id, char *out, size
 void kube_pod_name(const char *prefix, int64_t workload_id, int32_t replica, char *out,
                    size_t size);
 
+/* The workload and replica of a pod named by kube_pod_name with prefix; false for another name. */
+bool kube_pod_of_name(const char *prefix, const char *name, int64_t *ret_workload,
+                      int32_t *ret_replica);
+
 struct kube_pod_settings {
     const char *prefix;        /* the instance prefix ("gpuaas-1a2b3c4d-") */
     const char *default_image; /* "" or NULL: none */

@@ -15,6 +15,7 @@
 #include "backend/work.h"
 #include "base/log.h"
 #include "base/timeutil.h"
+#include "collect/collector.h"
 
 #define NEVER INT64_MAX
 /* The engine looks this often: the watch is read from poll(). */
@@ -34,6 +35,11 @@ struct kreplica {
     bool deleted_by_us; /* we asked for its deletion */
     bool listed;        /* in the list being read (list_pods) */
     bool ran;           /* seen Running (or ended after its container ran) */
+    /* devices (take_devices): */
+    char node[128];     /* where it was placed */
+    int n_gpus;         /* whole GPUs it has; 0 (MIG slices, shares): not followed */
+    uint64_t said_mask; /* the GPU indices last reported or placed on, one bit each */
+    uint64_t seen_mask; /* those dcgm-exporter says now (gather_devices) */
     int exit_code;
     int64_t finished_ms;
     char message[160];
@@ -83,6 +89,11 @@ struct kube {
     size_t n_namespaces, cap_namespaces;
     struct backend_started *started; /* start reports not yet taken, oldest first */
     size_t n_started, cap_started;
+    struct collector *collector;  /* dcgm-exporter's pod labels; NULL: none */
+    uint64_t pod_runs;            /* the collector's runs seen */
+    struct inv_readings pod_gpus; /* their readings, reused */
+    struct backend_devices *devs; /* device reports not yet taken, oldest first */
+    size_t n_devs, cap_devs;
 };
 
 _Static_assert(offsetof(struct kwork, id) == 0, "backend/work.h: the id comes first");
@@ -603,6 +614,22 @@ static int64_t kube_next_event_ms(struct backend *b)
 
 /* ---- launch, stop, adopt ---- */
 
+/* What device reports follow of a replica: its node, its whole GPUs and their indices. */
+static void replica_devices(struct kreplica *p, const struct backend_replica *rep)
+{
+    snprintf(p->node, sizeof(p->node), "%s", rep->node_name ? rep->node_name : "");
+    for (size_t d = 0; d < rep->n_devices; d++) {
+        const struct backend_device *dev = &rep->devices[d];
+        if (dev->milli < 1000 || (dev->gpu_class && strchr(dev->gpu_class, '/')) ||
+            dev->index < 0 || dev->index >= BACKEND_MAX_NODE_DEVICES) {
+            p->n_gpus = 0; /* a MIG slice's index is gpuaas's own; shares are not pods' */
+            return;
+        }
+        p->n_gpus++;
+        p->said_mask |= UINT64_C(1) << dev->index;
+    }
+}
+
 static struct kwork *kwork_new(struct kube *s, const struct backend_launch *l, int64_t started_ms)
 {
     struct kwork *w = xcalloc(1, sizeof(*w));
@@ -617,6 +644,7 @@ static struct kwork *kwork_new(struct kube *s, const struct backend_launch *l, i
                       sizeof(w->r[r].name));
         w->r[r].exit_code = -1;
         w->r[r].finished_ms = -1;
+        replica_devices(&w->r[r], &l->replicas[r]);
     }
     w->gen = s->next_gen++;
     w->launched_ms = started_ms;
@@ -825,6 +853,83 @@ static int kube_discover(struct backend *b, int64_t now_ms, bool fleet_loaded, s
     return rc < 0 ? rc : 1;
 }
 
+/* ---- devices: dcgm-exporter's pod labels ---- */
+
+/* Each reading of a whole GPU that one of our followed pods holds marks its index (seen_mask). */
+static void mark_seen(struct kube *s)
+{
+    for (size_t k = 0; k < s->pod_gpus.n; k++) {
+        const struct inv_reading *g = &s->pod_gpus.v[k];
+        int64_t wid;
+        int32_t rep;
+        struct kwork *w;
+        if (g->mig_instance >= 0 || g->index < 0 || g->index >= BACKEND_MAX_NODE_DEVICES ||
+            !kube_pod_of_name(s->prefix, g->pod, &wid, &rep) ||
+            !(w = backend_work_find(&s->work, wid, NULL)) || (size_t)rep >= w->n ||
+            strcmp(g->namespace_, w->ns) != 0)
+            continue;
+        w->r[rep].seen_mask |= UINT64_C(1) << g->index;
+    }
+}
+
+/*
+ * After a new dcgm-exporter run: a device report for each followed replica
+ * whose pod holds as many GPUs as it asked for, on other indices than those
+ * last said. A partial view (a series missing from one scrape) says nothing.
+ */
+static void gather_devices(struct kube *s)
+{
+    uint64_t runs;
+    size_t n;
+
+    if (!s->collector || s->n_devs > 0)
+        return; /* none, or the last reports are still to be taken */
+    n = collector_pod_gpus(s->collector, s->pod_runs, &s->pod_gpus, &runs);
+    s->pod_runs = runs;
+    if (n == 0)
+        return; /* nothing new, or no pod named */
+    for (size_t i = 0; i < s->work.n; i++) {
+        struct kwork *w = s->work.items[i];
+        for (size_t r = 0; r < w->n; r++)
+            w->r[r].seen_mask = 0;
+    }
+    mark_seen(s);
+    for (size_t i = 0; i < s->work.n; i++) {
+        struct kwork *w = s->work.items[i];
+        for (size_t r = 0; r < w->n; r++) {
+            struct kreplica *p = &w->r[r];
+            struct backend_devices *d;
+            if (p->n_gpus == 0 || p->seen_mask == p->said_mask ||
+                __builtin_popcountll(p->seen_mask) != p->n_gpus)
+                continue;
+            p->said_mask = p->seen_mask;
+            ALLOC_GROW(s->devs, s->n_devs + 1, s->cap_devs);
+            d = &s->devs[s->n_devs++];
+            memset(d, 0, sizeof(*d));
+            d->workload_id = w->id;
+            snprintf(d->node, sizeof(d->node), "%s", p->node);
+            for (int32_t x = 0; x < BACKEND_MAX_NODE_DEVICES; x++)
+                if (p->seen_mask & (UINT64_C(1) << x))
+                    d->indices[d->n_indices++] = x;
+        }
+    }
+}
+
+static size_t kube_take_devices(struct backend *b, struct backend_devices *out, size_t max)
+{
+    struct kube *s = kube_of(b);
+    size_t n;
+
+    gather_devices(s);
+    n = s->n_devs < max ? s->n_devs : max;
+    if (n == 0)
+        return 0;
+    memcpy(out, s->devs, n * sizeof(*out));
+    memmove(s->devs, s->devs + n, (s->n_devs - n) * sizeof(*out));
+    s->n_devs -= n;
+    return n;
+}
+
 static size_t kube_take_started(struct backend *b, struct backend_started *out, size_t max)
 {
     struct kube *s = kube_of(b);
@@ -894,6 +999,8 @@ static void kube_free(struct backend *b)
         free(s->namespaces[i]);
     free(s->namespaces);
     free(s->started);
+    free(s->devs);
+    inv_readings_release(&s->pod_gpus);
     kube_client_free(s->k);
     free(s->default_image);
     free(s->tolerate_buf);
@@ -913,6 +1020,7 @@ static const struct backend_ops kube_ops = {
     .discover = kube_discover,
     .sweep = kube_sweep,
     .take_started = kube_take_started,
+    .take_devices = kube_take_devices,
 };
 
 /* The apiserver answers, trusts us, and lets us read nodes and pods. */
@@ -952,6 +1060,8 @@ struct backend *backend_kube_new(int64_t cluster_id, const struct kube_options *
     snprintf(s->prefix, sizeof(s->prefix), "%s", opt->instance_prefix);
     snprintf(s->instance, sizeof(s->instance), "%.*s", (int)(n - 1), opt->instance_prefix);
     s->default_image = xstrdup(opt->default_image ? opt->default_image : "");
+    s->collector = opt->collector;
+    inv_readings_init(&s->pod_gpus, 0);
     s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
     s->tolerate_buf = xstrdup(tol);
     for (char *p = s->tolerate_buf, *save = NULL, *t; (t = strtok_r(p, ", ", &save)); p = NULL)

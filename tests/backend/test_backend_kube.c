@@ -348,6 +348,26 @@ static struct kube_pod_state state_is(const char *text, enum kube_pod_phase phas
     return st;
 }
 
+/* A pod's name gives back its workload and replica, for this prefix only. */
+static void test_pod_of_name(void **state)
+{
+    char name[96];
+    int64_t wid = 0;
+    int32_t replica = -1;
+    (void)state;
+
+    kube_pod_name("gpuaas-1a2b3c4d-", 4711, 3, name, sizeof(name));
+    assert_true(kube_pod_of_name("gpuaas-1a2b3c4d-", name, &wid, &replica));
+    assert_int_equal(wid, 4711);
+    assert_int_equal(replica, 3);
+    assert_false(kube_pod_of_name("gpuaas-99999999-", name, &wid, &replica));
+    assert_false(kube_pod_of_name("gpuaas-1a2b3c4d-", "gpuaas-1a2b3c4d-12", &wid, &replica));
+    assert_false(kube_pod_of_name("gpuaas-1a2b3c4d-", "gpuaas-1a2b3c4d-x-0", &wid, &replica));
+    assert_false(kube_pod_of_name("gpuaas-1a2b3c4d-", "gpuaas-1a2b3c4d-0-0", &wid, &replica));
+    assert_false(kube_pod_of_name("gpuaas-1a2b3c4d-", "gpuaas-1a2b3c4d-5--1", &wid, &replica));
+    assert_false(kube_pod_of_name("gpuaas-1a2b3c4d-", "", &wid, &replica));
+}
+
 static void test_pod_state(void **state)
 {
     struct kube_pod_state st;
@@ -496,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_pod_json),
         cmocka_unit_test(test_pod_json_mig_and_errors),
+        cmocka_unit_test(test_pod_of_name),
         cmocka_unit_test(test_pod_state),
         cmocka_unit_test(test_nodes_report),
     };

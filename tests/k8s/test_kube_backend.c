@@ -12,9 +12,14 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <microhttpd.h>
+#include <pthread.h>
 
 #include "backend/kube-int.h"
 #include "base/timeutil.h"
+#include "collect/collector.h"
 
 #define TOLERATE "kwok.x-k8s.io/node,nvidia.com/gpu"
 #define WAIT_MS 30000
@@ -598,6 +603,148 @@ static void test_free_mid_launch(void **state)
     b->ops->free(b);
 }
 
+/* ---- devices: dcgm-exporter's pod labels ---- */
+
+/* A dcgm-exporter stand-in on 127.0.0.1: /metrics answers the text set last. */
+struct exporter {
+    struct MHD_Daemon *d;
+    pthread_mutex_t lock;
+    char text[4096];
+    char url[64];
+};
+
+static enum MHD_Result exporter_answer(void *cls, struct MHD_Connection *conn, const char *url,
+                                       const char *method, const char *version, const char *upload,
+                                       size_t *upload_size, void **con_cls)
+{
+    struct exporter *x = cls;
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+    char *copy;
+    (void)url;
+    (void)method;
+    (void)version;
+    (void)upload;
+    (void)upload_size;
+    (void)con_cls;
+    pthread_mutex_lock(&x->lock);
+    copy = xstrdup(x->text);
+    pthread_mutex_unlock(&x->lock);
+    resp = MHD_create_response_from_buffer(strlen(copy), copy, MHD_RESPMEM_MUST_FREE);
+    ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static void exporter_start(struct exporter *x)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    const union MHD_DaemonInfo *info;
+
+    pthread_mutex_init(&x->lock, NULL);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    x->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, exporter_answer, x,
+                            MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
+    assert_non_null(x->d);
+    info = MHD_get_daemon_info(x->d, MHD_DAEMON_INFO_BIND_PORT);
+    snprintf(x->url, sizeof(x->url), "http://127.0.0.1:%u/metrics", (unsigned)info->port);
+}
+
+/* One DCGM_FI_DEV_GPU_UTIL series of GPU gpu held by pod in ns, as dcgm-exporter writes it. */
+static void series(char *out, size_t size, int gpu, const char *ns, const char *pod)
+{
+    size_t n = strlen(out);
+    snprintf(out + n, size - n,
+             "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-00000000-0000-0000-0000-00000000000%d\","
+             "device=\"nvidia%d\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"kwok-h100-0\","
+             "container=\"work\",namespace=\"%s\",pod=\"%s\"} 97\n",
+             gpu, gpu, gpu, ns, pod);
+}
+
+/* Takes b's device reports while polling, until one comes (10 s at most); how many. */
+static size_t wait_devices(struct backend *b, struct backend_devices *out, int64_t ms)
+{
+    int64_t until = time_now_ms() + ms;
+    while (time_now_ms() < until) {
+        struct backend_event none[8];
+        size_t n;
+        b->ops->poll(b, time_now_ms(), none, ARRAY_SIZE(none));
+        if ((n = b->ops->take_devices(b, out, 4)) > 0)
+            return n;
+        usleep(50 * 1000);
+    }
+    return 0;
+}
+
+/*
+ * dcgm-exporter says which GPUs a pod holds (labels pod, namespace, gpu):
+ * the backend reports the indices when they are not those gpuaas placed it
+ * on, once; another daemon's pod, a pod of ours in a namespace not its own
+ * and a count that differs from the replica's are not reported.
+ */
+static void test_devices_from_dcgm(void **state)
+{
+    const char *prefix = "gpuaas-dcgm0001-";
+    struct exporter x = {0};
+    struct collector_options co;
+    struct collector *col = NULL;
+    struct kube_options o = {.kubeconfig = env("KUBECONFIG"),
+                             .default_image = "busybox",
+                             .tolerate = TOLERATE,
+                             .timeout_grace_ms = 0,
+                             .instance_prefix = prefix};
+    struct error_info ei = {0};
+    struct launch_spec s, t;
+    struct backend_devices d[4];
+    struct backend *b;
+    char ns[96], pod[96], pod2[96];
+    (void)state;
+
+    kube_namespace_name(prefix, 13, ns, sizeof(ns));
+    kube_pod_name(prefix, 71, 0, pod, sizeof(pod));
+    kube_pod_name(prefix, 72, 0, pod2, sizeof(pod2));
+    series(x.text, sizeof(x.text), 5, ns, pod);
+    series(x.text, sizeof(x.text), 6, ns, pod);
+    series(x.text, sizeof(x.text), 7, ns, "gpuaas-other001-71-0"); /* another daemon's */
+    series(x.text, sizeof(x.text), 3, "elsewhere", pod2);          /* not its namespace */
+    series(x.text, sizeof(x.text), 4, ns, pod2); /* 72 asked for 2 GPUs: a partial view */
+    exporter_start(&x);
+    collector_options_init(&co);
+    co.dcgm_urls = x.url;
+    co.interval_ms = 200;
+    co.timeout_ms = 2000;
+    assert_int_equal(collector_start(&co, &col, &ei), 0);
+    o.collector = col;
+    b = backend_kube_new(1, &o, &ei);
+    if (!b)
+        fail_msg("backend_kube_new: %s", ei.message);
+
+    make_launch(&s, 71, 13, 1, "kwok-h100-0", "h100", 2, -1); /* placed on GPUs 0 and 1 */
+    make_launch(&t, 72, 13, 1, "kwok-h100-0", "h100", 2, -1);
+    for (int g = 0; g < 2; g++)
+        t.devs[0][g].index = 2 + g;
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    assert_int_equal(b->ops->launch(b, &t.l, time_now_ms(), &ei), 0);
+    assert_int_equal(wait_devices(b, d, 10000), 1);
+    assert_int_equal(d[0].workload_id, 71);
+    assert_string_equal(d[0].node, "kwok-h100-0");
+    assert_int_equal(d[0].n_indices, 2);
+    assert_int_equal(d[0].indices[0], 5);
+    assert_int_equal(d[0].indices[1], 6);
+    /* said once: the next scrapes say the same */
+    assert_int_equal(wait_devices(b, d, 1000), 0);
+
+    /* one at a time: wait_end drops the other ends a poll hands out */
+    assert_int_equal(b->ops->stop(b, 71, 0, time_now_ms()), 0);
+    wait_end(b, 71);
+    assert_int_equal(b->ops->stop(b, 72, 0, time_now_ms()), 0);
+    wait_end(b, 72);
+    b->ops->free(b);
+    collector_stop(col);
+    MHD_stop_daemon(x.d);
+    pthread_mutex_destroy(&x.lock);
+}
+
 /* ---- bad kubeconfigs, unreachable apiservers: one clear error ---- */
 
 static char *write_kubeconfig(const char *dir, const char *name, const char *server, const char *ca,
@@ -775,6 +922,7 @@ int main(void)
         cmocka_unit_test(test_gang_all_or_nothing),
         cmocka_unit_test(test_adopt_and_sweep),
         cmocka_unit_test(test_free_mid_launch),
+        cmocka_unit_test(test_devices_from_dcgm),
         cmocka_unit_test(test_least_privilege),
     };
     int rc;
