@@ -179,31 +179,42 @@ static struct curl_slist *request_setup(struct kube_client *k, CURL *c, const ch
     return h;
 }
 
-static int call_once(struct kube_client *k, const char *method, const char *path,
-                     const char *content_type, const char *body, long *ret_status, json_t **ret,
-                     struct error_info *ei)
+/* One request, its answer's bytes into answer (bounded by its maximum). */
+static int call_raw(struct kube_client *k, const char *method, const char *path,
+                    const char *content_type, const char *body, long *ret_status,
+                    struct buf *answer, struct error_info *ei)
 {
     CURL *c = k->easy;
     struct curl_slist *h;
-    struct buf answer;
     char *url = xasprintf("%s%s", k->cfg->server, path), errbuf[CURL_ERROR_SIZE] = "";
     CURLcode cc;
     int rc = 0;
 
-    buf_init(&answer, ANSWER_MAX);
     curl_easy_reset(c);
-    h = request_setup(k, c, method, url, content_type, body, &answer, errbuf);
+    h = request_setup(k, c, method, url, content_type, body, answer, errbuf);
     cc = curl_easy_perform(c);
-    if (cc != CURLE_OK) {
+    if (cc != CURLE_OK)
         rc = transport_error(k, cc, errbuf, ei);
-    } else {
+    else
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, ret_status);
-        *ret = answer.data ? json_loadb(answer.data, answer.len, 0, NULL) : NULL;
-    }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(h);
-    buf_release(&answer);
     free(url);
+    return rc;
+}
+
+static int call_once(struct kube_client *k, const char *method, const char *path,
+                     const char *content_type, const char *body, long *ret_status, json_t **ret,
+                     struct error_info *ei)
+{
+    struct buf answer;
+    int rc;
+
+    buf_init(&answer, ANSWER_MAX);
+    rc = call_raw(k, method, path, content_type, body, ret_status, &answer, ei);
+    if (rc == 0)
+        *ret = answer.data ? json_loadb(answer.data, answer.len, 0, NULL) : NULL;
+    buf_release(&answer);
     return rc;
 }
 
@@ -238,6 +249,20 @@ int kube_call(struct kube_client *k, const char *method, const char *path, const
         rc = call_once(k, method, path, content_type, text, ret_status, ret, ei);
     }
     free(text);
+    return rc;
+}
+
+int kube_get_text(struct kube_client *k, const char *path, long *ret_status, struct buf *out,
+                  struct error_info *ei)
+{
+    int rc;
+
+    *ret_status = 0;
+    rc = call_raw(k, "GET", path, NULL, NULL, ret_status, out, ei);
+    if (rc == 0 && *ret_status == 401 && reread_token(k)) {
+        out->len = 0;
+        rc = call_raw(k, "GET", path, NULL, NULL, ret_status, out, ei);
+    }
     return rc;
 }
 

@@ -53,6 +53,13 @@ void kube_client_free(struct kube_client *k);
 int kube_call(struct kube_client *k, const char *method, const char *path, const char *content_type,
               json_t *body, long *ret_status, json_t **ret, struct error_info *ei);
 
+/*
+ * A GET whose answer is not JSON (a pod's log): its bytes appended to out
+ * (cut at out's maximum), its status into *ret_status. Errors as kube_call.
+ */
+int kube_get_text(struct kube_client *k, const char *path, long *ret_status, struct buf *out,
+                  struct error_info *ei);
+
 /* An error answer in a line: "HTTP 403: <the Status object's message>". */
 void kube_answer_message(long status, json_t *ans, char *out, size_t size);
 
@@ -163,6 +170,11 @@ struct kube_pod_state {
 
 /* What a pod object says of itself. */
 void kube_pod_state_of(json_t *pod, struct kube_pod_state *st);
+
+/* ---- kube-logs.c: a pod's log ---- */
+
+/* A reader of the work container's log of pod ns/pod (backend_log); freed with its free. */
+struct backend_log *kube_log_new(const char *kubeconfig, const char *ns, const char *pod);
 
 /* ---- kube-nodes.c: discovery from Node objects ---- */
 

@@ -70,6 +70,7 @@ struct kwork {
 struct kube {
     struct backend b;
     struct kube_client *k;
+    char *kubeconfig;  /* the endpoint, for log readers' own connections */
     char prefix[64];   /* gpuaas-<hex>- */
     char instance[64]; /* gpuaas-<hex> */
     char *default_image;
@@ -930,6 +931,19 @@ static size_t kube_take_devices(struct backend *b, struct backend_devices *out, 
     return n;
 }
 
+/* Replica 0's pod: one log whose offsets stay put while it grows, as the API follows it. */
+static int kube_log_reader(struct backend *b, int64_t workload_id, struct backend_log **ret,
+                           struct error_info *ei)
+{
+    struct kube *s = kube_of(b);
+    struct kwork *w = backend_work_find(&s->work, workload_id, NULL);
+
+    if (!w || w->n == 0)
+        return errinfo_set(ei, ERR_NOT_FOUND, NULL, "no pod of workload %" PRId64, workload_id);
+    *ret = kube_log_new(s->kubeconfig, w->ns, w->r[0].name);
+    return 0;
+}
+
 static size_t kube_take_started(struct backend *b, struct backend_started *out, size_t max)
 {
     struct kube *s = kube_of(b);
@@ -1000,6 +1014,7 @@ static void kube_free(struct backend *b)
     free(s->namespaces);
     free(s->started);
     free(s->devs);
+    free(s->kubeconfig);
     inv_readings_release(&s->pod_gpus);
     kube_client_free(s->k);
     free(s->default_image);
@@ -1021,6 +1036,7 @@ static const struct backend_ops kube_ops = {
     .sweep = kube_sweep,
     .take_started = kube_take_started,
     .take_devices = kube_take_devices,
+    .log_reader = kube_log_reader,
 };
 
 /* The apiserver answers, trusts us, and lets us read nodes and pods. */
@@ -1061,6 +1077,7 @@ struct backend *backend_kube_new(int64_t cluster_id, const struct kube_options *
     snprintf(s->instance, sizeof(s->instance), "%.*s", (int)(n - 1), opt->instance_prefix);
     s->default_image = xstrdup(opt->default_image ? opt->default_image : "");
     s->collector = opt->collector;
+    s->kubeconfig = xstrdup(opt->kubeconfig ? opt->kubeconfig : "");
     inv_readings_init(&s->pod_gpus, 0);
     s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
     s->tolerate_buf = xstrdup(tol);

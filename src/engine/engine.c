@@ -320,6 +320,21 @@ bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, siz
     return backend_log_path(&e->opt.backends, workload_id, out, size);
 }
 
+int engine_log_reader(struct engine *e, int64_t workload_id, struct backend_log **ret,
+                      struct error_info *ei)
+{
+    int rc = ERR_NOT_FOUND;
+
+    pthread_mutex_lock(&e->lock); /* the backends are the engine thread's: not while it runs */
+    for (size_t i = 0; i < e->n_backends && rc == ERR_NOT_FOUND; i++) {
+        struct backend *b = e->backends[i].b;
+        if (b->ops->log_reader)
+            rc = b->ops->log_reader(b, workload_id, ret, ei);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return rc;
+}
+
 void engine_sync(struct engine *e)
 {
     uint64_t target;

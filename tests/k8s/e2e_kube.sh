@@ -5,7 +5,9 @@
 #  - a cluster whose kubeconfig is missing is refused (400); one whose token is
 #    wrong says why at once in the log, and takes no work;
 #  - the good cluster's nodes and GPUs (whole and MIG) come from its Node objects;
-#  - a workload runs as a pod pinned to its node and succeeds;
+#  - a workload runs as a pod pinned to its node and succeeds, its events
+#    "running" (pods asked for) then "started" (pods Running);
+#  - gpuaas logs [-f] reads a running workload's pod log;
 #  - P1 reclaims P2: the guests' pods are deleted with their grace, the
 #    owners' pods then run; the ledger, both teams' events and one usage
 #    record per run;
@@ -93,6 +95,30 @@ expect_eq "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" \
 [ "$(jq '[.items[] | select(.type == "running" or .type == "started") | .at_ms] | .[0] <= .[1]' <<<"$ev")" = true ] ||
   fail "started before running: $ev"
 echo "k8s.e2e: workload $w ran as a pod on $node and succeeded"
+
+# --- logs: the pod's log (kwok serves $K8S_POD_LOG as every pod's) -----------------
+lw=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned -- sleep inf | jq -r .id)
+deadline=$((SECONDS + 20))
+until "${g[@]}" -o json events --workload "$lw" -n 0 | jq -e '[.items[].type] | index("started")' >/dev/null; do
+  [ $SECONDS -lt $deadline ] || fail "workload $lw never started: $("${g[@]}" events --workload "$lw" -n 0)"
+  sleep 0.2
+done
+expect_contains "$("${g[@]}" logs "$lw")" "hello from kwok" "gpuaas logs of a pod"
+"${g[@]}" logs -f "$lw" >"$TMP/follow.out" 2>&1 &
+follower=$!
+sleep 0.5
+printf '%s stdout F %s\n' "$(date -u +%Y-%m-%dT%H:%M:%S.000000000Z)" "written while followed" >>"$K8S_POD_LOG"
+deadline=$((SECONDS + 15))
+until grep -q "written while followed" "$TMP/follow.out"; do
+  [ $SECONDS -lt $deadline ] || fail "gpuaas logs -f did not show a new line: $(cat "$TMP/follow.out")"
+  sleep 0.2
+done
+"${g[@]}" cancel "$lw" >/dev/null
+wait_state "$lw" cancelled $((grace_s + 10))
+for _ in $(seq 50); do kill -0 "$follower" 2>/dev/null || break; sleep 0.2; done
+kill -0 "$follower" 2>/dev/null && fail "gpuaas logs -f still follows an ended workload"
+wait "$follower" || true
+echo "k8s.e2e: gpuaas logs [-f] read workload $lw's pod log"
 
 # --- P1 reclaims P2 -------------------------------------------------------------
 g1=$("${g[@]}" -o json run --project guests --flavor h100.8x --no-requeue --grace "${grace_s}s" -- sleep inf | jq -r .id)

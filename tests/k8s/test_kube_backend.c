@@ -603,6 +603,72 @@ static void test_free_mid_launch(void **state)
     b->ops->free(b);
 }
 
+/* ---- logs ---- */
+
+/* Appends a line to every pod's log (kwok serves K8S_POD_LOG, in the CRI log format). */
+static void pod_log_line(const char *text)
+{
+    FILE *f = fopen(env("K8S_POD_LOG"), "a");
+    char at[40];
+    assert_non_null(f);
+    time_format_rfc3339(time_now_s(), at, sizeof(at));
+    at[strlen(at) - 1] = '\0'; /* the CRI format's time has nanoseconds */
+    fprintf(f, "%s.000000000Z stdout F %s\n", at, text);
+    fclose(f);
+}
+
+/* The log read through a reader of b's (replica 0's pod), as a string the caller frees. */
+static char *read_log(struct backend_log *lr)
+{
+    struct buf out;
+    struct error_info ei = {0};
+    char *text;
+    buf_init(&out, 1 << 20);
+    if (lr->read(lr, &out, &ei) < 0)
+        fail_msg("reading the pod's log: %s", ei.message);
+    text = xstrdup(out.data ? out.data : "");
+    buf_release(&out);
+    return text;
+}
+
+/*
+ * A running workload's output is its pod's log, read by a reader that needs
+ * nothing of the backend (the API reads it from its own threads): a line
+ * written meanwhile is there at the next read; work not followed has none.
+ */
+static void test_pod_log(void **state)
+{
+    const char *prefix = "gpuaas-logs0001-";
+    struct backend *b = open_backend(prefix, 1000);
+    struct launch_spec s;
+    struct error_info ei = {0};
+    struct backend_log *lr = NULL;
+    char line[64], *text;
+    (void)state;
+
+    make_launch(&s, 81, 14, 1, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    wait_phase(b, prefix, 14, 81, 0, "Running");
+    assert_int_equal(b->ops->log_reader(b, 82, &lr, &ei), ERR_NOT_FOUND);
+    assert_int_equal(b->ops->log_reader(b, 81, &lr, &ei), 0);
+    text = read_log(lr);
+    assert_non_null(strstr(text, "hello from kwok")); /* up.sh's first line */
+    free(text);
+    snprintf(line, sizeof(line), "line %" PRId64 " of workload 81", time_now_ms());
+    pod_log_line(line);
+    text = read_log(lr);
+    assert_non_null(strstr(text, line));
+    free(text);
+    assert_int_equal(b->ops->stop(b, 81, 0, time_now_ms()), 0);
+    wait_end(b, 81);
+    b->ops->free(b);
+    /* the reader outlives the backend; its pod is gone now: no output, not an error */
+    text = read_log(lr);
+    assert_string_equal(text, "");
+    free(text);
+    lr->free(lr);
+}
+
 /* ---- devices: dcgm-exporter's pod labels ---- */
 
 /* A dcgm-exporter stand-in on 127.0.0.1: /metrics answers the text set last. */
@@ -923,6 +989,7 @@ int main(void)
         cmocka_unit_test(test_adopt_and_sweep),
         cmocka_unit_test(test_free_mid_launch),
         cmocka_unit_test(test_devices_from_dcgm),
+        cmocka_unit_test(test_pod_log),
         cmocka_unit_test(test_least_privilege),
     };
     int rc;
