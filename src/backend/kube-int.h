@@ -82,6 +82,23 @@ struct kube_reply {
 
 struct kube_async;
 
+/*
+ * What a pod request is for, packed into kube_reply.sub (31 bits: 22 of the
+ * launch's generation, 8 of replica, 1 of kind), so that an answer that
+ * comes after its workload was launched again under the same id is known
+ * for the launch before's (kube_req_same_gen compares the 22 bits kept).
+ */
+#define KUBE_MAX_REPLICAS 256
+enum { KUBE_REQ_CREATE = 0, KUBE_REQ_DELETE = 1 };
+struct kube_req {
+    uint32_t gen; /* its low 22 bits */
+    size_t replica;
+    int kind;
+};
+int kube_req_sub(uint32_t gen, size_t replica, int kind); /* replica < KUBE_MAX_REPLICAS */
+struct kube_req kube_req_of(int sub);
+bool kube_req_same_gen(uint32_t gen, uint32_t sub_gen);
+
 struct kube_async *kube_async_new(struct kube_client *k);
 void kube_async_free(struct kube_async *a);
 /* Queues a request (body may be NULL); its answer comes through a later pump. */

@@ -26,6 +26,25 @@ void kube_pod_name(const char *prefix, int64_t workload_id, int32_t replica, cha
     snprintf(out, size, "%s%" PRId64 "-%" PRId32, prefix, workload_id, replica);
 }
 
+#define GEN_MASK 0x3fffffu
+
+int kube_req_sub(uint32_t gen, size_t replica, int kind)
+{
+    return (int)((((gen & GEN_MASK) << 8 | ((uint32_t)replica & 0xffu)) << 1) |
+                 ((uint32_t)kind & 1u));
+}
+
+struct kube_req kube_req_of(int sub)
+{
+    uint32_t u = (uint32_t)sub;
+    return (struct kube_req){.gen = u >> 9, .replica = (u >> 1) & 0xffu, .kind = (int)(u & 1u)};
+}
+
+bool kube_req_same_gen(uint32_t gen, uint32_t sub_gen)
+{
+    return (gen & GEN_MASK) == (sub_gen & GEN_MASK);
+}
+
 bool kube_pod_of_name(const char *prefix, const char *name, int64_t *ret_workload,
                       int32_t *ret_replica)
 {

@@ -171,27 +171,19 @@ static int64_t grace_seconds(int64_t grace_ms)
 }
 
 /*
- * What an asynchronous request was for: its kind, the replica, and the
- * launch's generation, in sub (31 bits: 22 of generation, 8 of replica, 1 of
- * kind). The tag is the workload id: a requeued workload is launched again
- * under the same id (and the same pod names), and an answer for the launch
- * before must not be taken for the new one's.
+ * An asynchronous request's tag is the workload id, its sub the kind, the
+ * replica and the launch's generation (kube_req_sub): a requeued workload is
+ * launched again under the same id (and the same pod names), and an answer
+ * for the launch before must not be taken for the new one's.
  */
-enum { REQ_CREATE = 0, REQ_DELETE = 1 };
-#define GEN_MASK 0x3fffffu
-
-static int req_sub(uint32_t gen, size_t replica, int kind)
-{
-    return (int)((((gen & GEN_MASK) << 8 | (uint32_t)replica) << 1) | (uint32_t)kind);
-}
-
 static void send_delete(struct kube *s, const char *ns, const char *name, int64_t grace_s,
                         int64_t workload_id, uint32_t gen, size_t replica)
 {
     char path[256];
     json_t *opts = pod_delete(ns, name, grace_s, path, sizeof(path));
 
-    kube_async_send(s->async, "DELETE", path, opts, workload_id, req_sub(gen, replica, REQ_DELETE));
+    kube_async_send(s->async, "DELETE", path, opts, workload_id,
+                    kube_req_sub(gen, replica, KUBE_REQ_DELETE));
     json_decref(opts);
 }
 
@@ -201,7 +193,7 @@ static void send_create(struct kube *s, struct kwork *w, size_t replica)
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", w->ns);
     kube_async_send(s->async, "POST", path, w->r[replica].pod, w->id,
-                    req_sub(w->gen, replica, REQ_CREATE));
+                    kube_req_sub(w->gen, replica, KUBE_REQ_CREATE));
 }
 
 /*
@@ -242,15 +234,16 @@ static void not_started(struct kube *s, struct kwork *w)
 static void on_reply(void *arg, const struct kube_reply *r)
 {
     struct kube *s = arg;
-    uint32_t sub = (uint32_t)r->sub, gen = sub >> 9;
-    size_t replica = (sub >> 1) & 0xff;
+    struct kube_req q = kube_req_of(r->sub);
+    size_t replica = q.replica;
+    uint32_t gen = q.gen;
     struct kwork *w = backend_work_find(&s->work, r->tag, NULL);
     struct kreplica *p;
 
-    if (w && (w->gen & GEN_MASK) != gen)
+    if (w && !kube_req_same_gen(w->gen, q.gen))
         return; /* an answer for its launch before this one: its pods were gone by then */
     p = w && replica < w->n ? &w->r[replica] : NULL;
-    if ((int)(sub & 1) == REQ_DELETE) {
+    if (q.kind == KUBE_REQ_DELETE) {
         if (p)
             on_delete_reply(p, r);
         return;
@@ -670,6 +663,8 @@ static int kube_launch(struct backend *b, const struct backend_launch *l, int64_
 
     if ((rc = backend_check_launch(l, ei)) < 0)
         return rc;
+    if (l->n_replicas > KUBE_MAX_REPLICAS) /* a request's sub names the replica in 8 bits */
+        return errinfo_set(ei, ERR_INVALID, "replicas", "at most %d replicas", KUBE_MAX_REPLICAS);
     if (backend_work_known(&s->work, l->workload_id))
         return errinfo_set(ei, ERR_CONFLICT, NULL, "workload %" PRId64 " is still running",
                            l->workload_id);

@@ -348,6 +348,30 @@ static struct kube_pod_state state_is(const char *text, enum kube_pod_phase phas
     return st;
 }
 
+/*
+ * A pod request's sub gives back its kind, replica and generation; the
+ * launch after (the same workload requeued) has another generation, also
+ * where the 22 bits kept wrap.
+ */
+static void test_request_sub(void **state)
+{
+    struct kube_req q;
+    (void)state;
+
+    q = kube_req_of(kube_req_sub(7, 255, KUBE_REQ_DELETE));
+    assert_int_equal(q.gen, 7);
+    assert_int_equal(q.replica, 255);
+    assert_int_equal(q.kind, KUBE_REQ_DELETE);
+    assert_true(kube_req_sub(0x3fffff, 255, 1) >= 0);
+    q = kube_req_of(kube_req_sub(0x3fffff, 0, KUBE_REQ_CREATE));
+    assert_int_equal(q.kind, KUBE_REQ_CREATE);
+    assert_int_equal(q.replica, 0);
+    assert_true(kube_req_same_gen(0x3fffff, q.gen));
+    assert_false(kube_req_same_gen(0x400000, q.gen)); /* the next launch, wrapped */
+    assert_true(kube_req_same_gen(0x400000, kube_req_of(kube_req_sub(0x400000, 3, 0)).gen));
+    assert_false(kube_req_same_gen(8, kube_req_of(kube_req_sub(7, 3, 0)).gen));
+}
+
 /* A pod's name gives back its workload and replica, for this prefix only. */
 static void test_pod_of_name(void **state)
 {
@@ -516,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_pod_json),
         cmocka_unit_test(test_pod_json_mig_and_errors),
+        cmocka_unit_test(test_request_sub),
         cmocka_unit_test(test_pod_of_name),
         cmocka_unit_test(test_pod_state),
         cmocka_unit_test(test_nodes_report),
