@@ -34,10 +34,19 @@
 
 /* ---- kube-client.c: requests to the apiserver ---- */
 
+/* A file as stat() says it: a new token file is a new inode, size or mtime. */
+struct kube_file_id {
+    uint64_t ino;
+    int64_t size, mtime_ns;
+};
+
 struct kube_client {
     struct kube_config *cfg;
     CURL *easy; /* one request at a time, the connection kept */
     char *auth; /* "Authorization: Bearer ..." or NULL */
+    /* a token file: what it was when last read, and when it was last looked at */
+    struct kube_file_id token_id;
+    int64_t token_checked_ms; /* monotonic */
 };
 
 int kube_client_new(const char *kubeconfig, struct kube_client **ret, struct error_info *ei);

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <sodium.h>
 
 #include "backend/kube-int.h"
 #include "base/timeutil.h"
@@ -881,6 +882,177 @@ static void test_bad_configs(void **state)
  * namespace, runs a pod to its end and deletes it; the same user may not
  * read secrets or delete namespaces.
  */
+/* ---- a rotated token file ---- */
+
+#define ROT_SA "gpuaas-rot"
+#define ROT_PATH "/api/v1/namespaces/default"
+
+/*
+ * A service-account token in a Secret of ours (the controller manager's
+ * token controller fills it): its text, the caller's to free. Deleting the
+ * Secret revokes it (the apiserver looks the Secret up), which a static
+ * token file cannot do.
+ */
+static char *sa_token(const char *secret)
+{
+    char path[160];
+    json_t *sec = NULL;
+    long st =
+        admin_call("POST", ROT_PATH "/secrets", NULL,
+                   json_pack("{s:s,s:s,s:s,s:{s:s,s:{s:s}}}", "apiVersion", "v1", "kind", "Secret",
+                             "type", "kubernetes.io/service-account-token", "metadata", "name",
+                             secret, "annotations", "kubernetes.io/service-account.name", ROT_SA),
+                   NULL);
+    assert_int_equal(st, 201);
+    snprintf(path, sizeof(path), ROT_PATH "/secrets/%s", secret);
+    for (int i = 0; i < 100; i++) {
+        const char *b64;
+        json_decref(sec);
+        sec = NULL;
+        admin_call("GET", path, NULL, NULL, &sec);
+        b64 = json_string_value(json_object_get(json_object_get(sec, "data"), "token"));
+        if (b64) {
+            char *tok = xcalloc(1, strlen(b64) + 1);
+            size_t n = 0;
+            assert_int_equal(sodium_base642bin((unsigned char *)tok, strlen(b64), b64, strlen(b64),
+                                               NULL, &n, NULL, sodium_base64_VARIANT_ORIGINAL),
+                             0);
+            json_decref(sec);
+            return tok;
+        }
+        usleep(100 * 1000);
+    }
+    fail_msg("the token controller never filled secret %s", secret);
+    return NULL;
+}
+
+/* Writes the token file as a kubelet does: a new file renamed over the old one. */
+static void write_token(const char *path, const char *tok)
+{
+    char *tmp = xasprintf("%s.new", path);
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs(tok, f);
+    fclose(f);
+    assert_int_equal(rename(tmp, path), 0);
+    free(tmp);
+}
+
+/* Whether the apiserver takes tok (a GET of one node with it). */
+static long token_status(const char *tok)
+{
+    struct kube_client *k = NULL;
+    struct error_info ei = {0};
+    char dir[] = "/tmp/gpuaas-tokchk.XXXXXX";
+    char *ca = xasprintf("%s/pki/ca.crt", env("K8S_DIR")), *user = xasprintf("    token: %s", tok);
+    char *cfg;
+    json_t *ans = NULL;
+    long st = 0;
+
+    assert_non_null(mkdtemp(dir));
+    cfg = write_kubeconfig(dir, "k", env("K8S_SERVER"), ca, user);
+    assert_int_equal(kube_client_new(cfg, &k, &ei), 0);
+    assert_int_equal(kube_call(k, "GET", "/api/v1/nodes?limit=1", NULL, NULL, &st, &ans, &ei), 0);
+    json_decref(ans);
+    kube_client_free(k);
+    unlink(cfg);
+    rmdir(dir);
+    free(cfg);
+    free(ca);
+    free(user);
+    return st;
+}
+
+/*
+ * The kubeconfig's token file is replaced (as a projected service-account
+ * token is) and the old token revoked: the backend's pod creates, sent
+ * without waiting, go out with the new token, and the work runs.
+ */
+static void test_token_rotation(void **state)
+{
+    const char *prefix = "gpuaas-rota0001-";
+    char dir[] = "/tmp/gpuaas-rotate.XXXXXX";
+    char *ca = xasprintf("%s/pki/ca.crt", env("K8S_DIR")), *tokfile, *user, *old, *fresh;
+    struct kube_options o = {.default_image = "busybox",
+                             .tolerate = TOLERATE,
+                             .timeout_grace_ms = 0,
+                             .instance_prefix = prefix};
+    struct error_info ei = {0};
+    struct backend *b = NULL;
+    struct launch_spec s;
+    (void)state;
+
+    admin_call("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/" ROT_SA, NULL,
+               NULL, NULL);
+    admin_call("DELETE", ROT_PATH "/serviceaccounts/" ROT_SA, NULL, NULL, NULL);
+    assert_int_equal(admin_call("POST", ROT_PATH "/serviceaccounts", NULL,
+                                json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind",
+                                          "ServiceAccount", "metadata", "name", ROT_SA),
+                                NULL),
+                     201);
+    assert_int_equal(
+        admin_call("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", NULL,
+                   json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:s},s:[{s:s,s:s,s:s}]}", "apiVersion",
+                             "rbac.authorization.k8s.io/v1", "kind", "ClusterRoleBinding",
+                             "metadata", "name", ROT_SA, "roleRef", "apiGroup",
+                             "rbac.authorization.k8s.io", "kind", "ClusterRole", "name",
+                             "cluster-admin", "subjects", "kind", "ServiceAccount", "name", ROT_SA,
+                             "namespace", "default"),
+                   NULL),
+        201);
+    old = sa_token("gpuaas-rot-1");
+    assert_non_null(mkdtemp(dir));
+    tokfile = xasprintf("%s/token", dir);
+    write_token(tokfile, old);
+    user = xasprintf("    tokenFile: %s", tokfile);
+    o.kubeconfig = write_kubeconfig(dir, "rotating", env("K8S_SERVER"), ca, user);
+    for (int i = 0; i < 50 && !b; i++) { /* the authorizer learns of the binding a moment later */
+        ei = (struct error_info){0};
+        if (!(b = backend_kube_new(1, &o, &ei)))
+            usleep(100 * 1000);
+    }
+    if (!b)
+        fail_msg("the backend with a token file: %s", ei.message);
+
+    /* its namespace made now: after the rotation only the pod creates, sent without waiting, go */
+    make_launch(&s, 110, 15, 1, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    wait_phase(b, prefix, 15, 110, 0, "Running");
+    assert_int_equal(b->ops->stop(b, 110, 0, time_now_ms()), 0);
+    assert_int_equal(wait_end(b, 110).how, BACKEND_STOPPED);
+
+    /* a new token in the file, the old one revoked */
+    fresh = sa_token("gpuaas-rot-2");
+    write_token(tokfile, fresh);
+    assert_int_equal(admin_call("DELETE", ROT_PATH "/secrets/gpuaas-rot-1", NULL, NULL, NULL), 200);
+    for (int i = 0; i < 100 && token_status(old) != 401; i++)
+        usleep(100 * 1000);
+    assert_int_equal(token_status(old), 401);
+    assert_int_equal(token_status(fresh), 200);
+
+    make_launch(&s, 111, 15, 1, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    wait_phase(b, prefix, 15, 111, 0, "Running"); /* fails if the create was refused */
+    assert_int_equal(b->ops->stop(b, 111, 0, time_now_ms()), 0);
+    assert_int_equal(wait_end(b, 111).how, BACKEND_STOPPED);
+    b->ops->free(b);
+
+    admin_call("DELETE", ROT_PATH "/secrets/gpuaas-rot-2", NULL, NULL, NULL);
+    admin_call("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/" ROT_SA, NULL,
+               NULL, NULL);
+    admin_call("DELETE", ROT_PATH "/serviceaccounts/" ROT_SA, NULL, NULL, NULL);
+    unlink(tokfile);
+    unlink(o.kubeconfig);
+    rmdir(dir);
+    free((char *)o.kubeconfig);
+    free(tokfile);
+    free(user);
+    sodium_memzero(old, strlen(old));
+    free(old);
+    free(fresh);
+    free(ca);
+}
+
 #define RBAC_NAME "gpuaas-backend-least"
 static void test_least_privilege(void **state)
 {
@@ -990,6 +1162,7 @@ int main(void)
         cmocka_unit_test(test_free_mid_launch),
         cmocka_unit_test(test_devices_from_dcgm),
         cmocka_unit_test(test_pod_log),
+        cmocka_unit_test(test_token_rotation),
         cmocka_unit_test(test_least_privilege),
     };
     int rc;
