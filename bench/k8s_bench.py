@@ -277,8 +277,9 @@ def wait_until(pred, timeout, what):
 def gpuaas_reclaim(a):
     """Cohort 0: cq-0-1 borrows the whole cohort with P2 work (12 x 10 GPUs,
     grace G), then cq-0-0 submits P1 for its guarantee (2 x 10 GPUs). The
-    latency is the owner's submit -> its 'running' event (its pods created
-    once the victims' pods are gone; kwok marks them Running moments later).
+    latency is the owner's submit -> its 'started' event: every one of its
+    pods Running, as the daemon saw it (the 'running' event is written when
+    the pods are asked for, once the victims' pods are gone).
     Each round cancels everything and starts again."""
     api = Api(a.url, a.token)
     projects = ids_by_name(api, "/v1/projects")
@@ -299,10 +300,10 @@ def gpuaas_reclaim(a):
         own = api.call("POST", "/v1/workloads", {
             "project_id": owner, "flavor_id": fl, "replicas": 2, "priority_class": "owned",
             "duration_s": 3600, "name": "owner", "command": "sleep inf"})["id"]
-        wait_until(lambda: state(own) == "running", 60, "the owner's pods to run")
-        ev = api.items(f"/v1/events?workload_id={own}")
-        at = {e["type"]: e["at_ms"] for e in ev}
-        lat.append(at["running"] - api.call("GET", f"/v1/workloads/{own}")["submitted_ms"])
+        def started():
+            return {e["type"]: e["at_ms"] for e in api.items(f"/v1/events?workload_id={own}")}
+        wait_until(lambda: "started" in started(), 60, "the owner's pods to run")
+        lat.append(started()["started"] - api.call("GET", f"/v1/workloads/{own}")["submitted_ms"])
         for w in held + [own]:
             try:
                 api.call("POST", f"/v1/workloads/{w}/cancel")

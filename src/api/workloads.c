@@ -321,6 +321,8 @@ static void decorate(struct req *r, const struct row *row, json_t *j)
 
 #define LOG_READ_MAX (1 << 20)
 #define LOG_TAIL_DEFAULT (64 << 10)
+/* The most of a cluster-kept output read per call (it is read from its start each time). */
+#define LOG_CLUSTER_MAX (16 << 20)
 
 /*
  * A log that is not there: ERR_GONE when the retention removed it (the
@@ -354,6 +356,33 @@ static int log_removed(struct req *r, int64_t id, const struct row *row, struct 
  * else the last `tail` bytes. At most 1 MiB per call. 410 when the log of
  * ended work was removed by the retention (log-retention-days).
  */
+/*
+ * Output its cluster keeps (a pod's log: engine_log_reader) into *out; false
+ * when the work has none there (its output is then the log file's).
+ * ERR_UNAVAILABLE in *rc when the cluster could not say.
+ */
+static bool cluster_log(struct req *r, int64_t id, struct buf *out, int *rc, struct error_info *ei)
+{
+    struct backend_log *lr = NULL;
+
+    if (!r->api->opt.engine || engine_log_reader(r->api->opt.engine, id, &lr, ei) < 0) {
+        memset(ei, 0, sizeof(*ei));
+        return false;
+    }
+    *rc = lr->read(lr, out, ei);
+    lr->free(lr);
+    return true;
+}
+
+/*
+ * GET /v1/workloads/<id>/logs[?offset=N|tail=N]: the workload's output as
+ * {"log": text, "offset", "next_offset", "size"}; viewers of its project may
+ * read it. With offset, the bytes from there (to follow a running workload);
+ * else the last `tail` bytes. At most 1 MiB per call. 410 when the log of
+ * ended work was removed by the retention (log-retention-days). Running
+ * work whose cluster keeps its output (Kubernetes: its pod log) is read
+ * from there, its first LOG_CLUSTER_MAX bytes.
+ */
 void workloads_logs(struct req *r)
 {
     int64_t id = r->path_id;
@@ -365,6 +394,8 @@ void workloads_logs(struct req *r)
     char *text = NULL;
     ssize_t got = 0;
     struct stat st;
+    struct buf held;
+    bool from_cluster;
     int fd = -1;
     int rc = resource_load_visible(r, &model_workloads, id, &row, &ei);
 
@@ -376,7 +407,16 @@ void workloads_logs(struct req *r)
         req_reply_error(r, rc, &ei);
         return;
     }
-    if (r->api->opt.engine && engine_log_path(r->api->opt.engine, id, path, sizeof(path))) {
+    buf_init(&held, LOG_CLUSTER_MAX);
+    from_cluster = cluster_log(r, id, &held, &rc, &ei);
+    if (from_cluster && rc < 0) {
+        buf_release(&held);
+        req_reply_error(r, rc, &ei);
+        return;
+    }
+    if (from_cluster) {
+        size = (int64_t)held.len;
+    } else if (r->api->opt.engine && engine_log_path(r->api->opt.engine, id, path, sizeof(path))) {
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd >= 0 && fstat(fd, &st) == 0)
             size = (int64_t)st.st_size;
@@ -392,7 +432,9 @@ void workloads_logs(struct req *r)
     {
         int64_t want = size - offset < LOG_READ_MAX ? size - offset : LOG_READ_MAX;
         text = arena_alloc(&r->arena, (size_t)want + 1);
-        if (fd >= 0 && want > 0)
+        if (from_cluster && want > 0)
+            memcpy(text, held.data + offset, (size_t)(got = want));
+        else if (fd >= 0 && want > 0)
             got = pread(fd, text, (size_t)want, (off_t)offset);
         if (got < 0)
             got = 0;
@@ -400,6 +442,7 @@ void workloads_logs(struct req *r)
     }
     if (fd >= 0)
         close(fd);
+    buf_release(&held);
     req_reply_json(r, 200,
                    json_pack("{s:I,s:s%,s:I,s:I,s:I}", "workload_id", (json_int_t)id, "log", text,
                              (size_t)got, "offset", (json_int_t)offset, "next_offset",

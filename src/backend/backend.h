@@ -80,6 +80,9 @@ struct backend_event {
 struct backend;
 struct backend_fleet_report;
 struct backend_devices;
+struct backend_started;
+struct backend_log;
+struct buf;
 
 struct backend_ops {
     const char *name;  /* the kind, as clusters' rows and log lines say it */
@@ -131,6 +134,26 @@ struct backend_ops {
      * how many of at most max were written to out.
      */
     size_t (*take_devices)(struct backend *b, struct backend_devices *out, size_t max);
+    /*
+     * Start reports, for backends whose launch() only asks for the work to
+     * be started (Kubernetes: pod creates that a kubelet then runs): which
+     * launched workloads now have every replica really running, and since
+     * when. Each workload is reported at most once per launch, never for
+     * adopted work that was running already, and before its end when poll()
+     * hands out both in one call. Returns how many of at most max were
+     * written to out.
+     */
+    size_t (*take_started)(struct backend *b, struct backend_started *out, size_t max);
+    /*
+     * Output of running work that the cluster keeps, not the daemon's log
+     * directory (Kubernetes: replica 0's pod log). Called with the engine's
+     * lock held, from any thread, it does no I/O: it hands out a reader
+     * that needs nothing of the backend (struct backend_log), for the
+     * caller to use outside that lock and free. ERR_NOT_FOUND: not work it
+     * follows now.
+     */
+    int (*log_reader)(struct backend *b, int64_t workload_id, struct backend_log **ret,
+                      struct error_info *ei);
     /*
      * At start, after every workload's work was adopted and before anything
      * is launched: ends work of this daemon that no workload claims (left
@@ -201,6 +224,24 @@ struct backend_fleet_report {
 
 /* The most GPU indices one device report holds. */
 #define BACKEND_MAX_NODE_DEVICES 64
+
+/* A reader of a workload's output (ops->log_reader); usable from any thread. */
+struct backend_log {
+    /*
+     * The output so far, from its start, into out (appended; out's own
+     * maximum and the reader's bound what is read: an output past them is
+     * cut). 0, or ERR_UNAVAILABLE with ei when the cluster cannot say; an
+     * output not there (yet, or any more) is empty.
+     */
+    int (*read)(struct backend_log *l, struct buf *out, struct error_info *ei);
+    void (*free)(struct backend_log *l);
+};
+
+/* A workload whose every replica is running (take_started). */
+struct backend_started {
+    int64_t workload_id;
+    int64_t at_ms; /* when the backend saw the last of its replicas running */
+};
 
 /* The GPU indices a workload's replica got on one node (take_devices). */
 struct backend_devices {
@@ -396,6 +437,7 @@ struct backend_settings {
         /*
          * Discovery of this machine's GPUs: the collector's NVML or
          * nvidia-smi readings, else the declared list. Not owned; NULL/0: none.
+         * The kubernetes backend reads its dcgm-exporter pod labels too.
          */
         struct collector *collector;
         const struct inv_declared_gpu *gpus;

@@ -11,9 +11,11 @@
 #include "base/common.h"
 
 #include <sodium.h>
+#include <sys/stat.h>
 
 #include "backend/kube-int.h"
 #include "base/fdio.h"
+#include "base/timeutil.h"
 
 #define ANSWER_MAX (256u * 1024 * 1024) /* a list of every pod of a large cluster */
 #define EVENT_MAX (16u * 1024 * 1024)   /* one watch event (one object) */
@@ -21,6 +23,7 @@
 #define TOKEN_MAX (64 * 1024)
 #define CONNECT_TIMEOUT_MS 5000L
 #define REQUEST_TIMEOUT_MS 30000L
+#define TOKEN_CHECK_MS 1000 /* how often a token file is looked at for a new token */
 
 /* Frees a string that held a secret, zeroed first. */
 static void wipe_free(char *s, size_t size)
@@ -89,6 +92,57 @@ static void setup(struct kube_client *k, CURL *c)
     }
 }
 
+/*
+ * After a 401: the token file read again (projected tokens rotate). Whether
+ * there is a token from a file to try again with.
+ */
+static bool reread_token(struct kube_client *k)
+{
+    char *auth = k->cfg->token_file ? auth_header(k->cfg, NULL) : NULL;
+    if (!auth)
+        return false;
+    if (k->auth)
+        wipe_free(k->auth, strlen(k->auth));
+    k->auth = auth;
+    return true;
+}
+
+/* What the token file is now, to see it replaced (file_id_same). */
+static void file_id(const char *path, struct kube_file_id *ret)
+{
+    struct stat st;
+
+    memset(ret, 0, sizeof(*ret));
+    if (stat(path, &st) == 0) {
+        ret->ino = st.st_ino;
+        ret->size = st.st_size;
+        ret->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    }
+}
+
+/*
+ * A token file written again (a projected token is replaced well before it
+ * expires, the kubelet swapping a symlink) is read again before the next
+ * request, not only after a 401: a watch refused with 401 reads nothing
+ * again by itself, and every request sent with the old token would be
+ * refused once it is revoked. Looked at once a second at most.
+ */
+static void token_refresh(struct kube_client *k)
+{
+    struct kube_file_id now;
+    int64_t t = time_mono_ms();
+
+    if (!k->cfg->token_file || t - k->token_checked_ms < TOKEN_CHECK_MS)
+        return;
+    k->token_checked_ms = t;
+    file_id(k->cfg->token_file, &now);
+    if (now.ino == k->token_id.ino && now.size == k->token_id.size &&
+        now.mtime_ns == k->token_id.mtime_ns)
+        return;
+    if (reread_token(k))
+        k->token_id = now;
+}
+
 int kube_client_new(const char *kubeconfig, struct kube_client **ret, struct error_info *ei)
 {
     struct kube_config *cfg;
@@ -100,6 +154,10 @@ int kube_client_new(const char *kubeconfig, struct kube_client **ret, struct err
         return rc;
     k = xcalloc(1, sizeof(*k));
     k->cfg = cfg;
+    if (cfg->token_file) {
+        file_id(cfg->token_file, &k->token_id);
+        k->token_checked_ms = time_mono_ms();
+    }
     k->auth = auth_header(cfg, ei);
     if ((cfg->token || cfg->token_file) && !k->auth) {
         kube_client_free(k);
@@ -161,6 +219,7 @@ static struct curl_slist *request_setup(struct kube_client *k, CURL *c, const ch
     struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
     char ct[128];
 
+    token_refresh(k);
     setup(k, c);
     snprintf(ct, sizeof(ct), "Content-Type: %s", content_type ? content_type : "application/json");
     if (body)
@@ -179,47 +238,43 @@ static struct curl_slist *request_setup(struct kube_client *k, CURL *c, const ch
     return h;
 }
 
-static int call_once(struct kube_client *k, const char *method, const char *path,
-                     const char *content_type, const char *body, long *ret_status, json_t **ret,
-                     struct error_info *ei)
+/* One request, its answer's bytes into answer (bounded by its maximum). */
+static int call_raw(struct kube_client *k, const char *method, const char *path,
+                    const char *content_type, const char *body, long *ret_status,
+                    struct buf *answer, struct error_info *ei)
 {
     CURL *c = k->easy;
     struct curl_slist *h;
-    struct buf answer;
     char *url = xasprintf("%s%s", k->cfg->server, path), errbuf[CURL_ERROR_SIZE] = "";
     CURLcode cc;
     int rc = 0;
 
-    buf_init(&answer, ANSWER_MAX);
     curl_easy_reset(c);
-    h = request_setup(k, c, method, url, content_type, body, &answer, errbuf);
+    h = request_setup(k, c, method, url, content_type, body, answer, errbuf);
     cc = curl_easy_perform(c);
-    if (cc != CURLE_OK) {
+    if (cc != CURLE_OK)
         rc = transport_error(k, cc, errbuf, ei);
-    } else {
+    else
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, ret_status);
-        *ret = answer.data ? json_loadb(answer.data, answer.len, 0, NULL) : NULL;
-    }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(h);
-    buf_release(&answer);
     free(url);
     return rc;
 }
 
-/*
- * After a 401: the token file read again (projected tokens rotate). Whether
- * there is a token from a file to try again with.
- */
-static bool reread_token(struct kube_client *k)
+static int call_once(struct kube_client *k, const char *method, const char *path,
+                     const char *content_type, const char *body, long *ret_status, json_t **ret,
+                     struct error_info *ei)
 {
-    char *auth = k->cfg->token_file ? auth_header(k->cfg, NULL) : NULL;
-    if (!auth)
-        return false;
-    if (k->auth)
-        wipe_free(k->auth, strlen(k->auth));
-    k->auth = auth;
-    return true;
+    struct buf answer;
+    int rc;
+
+    buf_init(&answer, ANSWER_MAX);
+    rc = call_raw(k, method, path, content_type, body, ret_status, &answer, ei);
+    if (rc == 0)
+        *ret = answer.data ? json_loadb(answer.data, answer.len, 0, NULL) : NULL;
+    buf_release(&answer);
+    return rc;
 }
 
 int kube_call(struct kube_client *k, const char *method, const char *path, const char *content_type,
@@ -238,6 +293,20 @@ int kube_call(struct kube_client *k, const char *method, const char *path, const
         rc = call_once(k, method, path, content_type, text, ret_status, ret, ei);
     }
     free(text);
+    return rc;
+}
+
+int kube_get_text(struct kube_client *k, const char *path, long *ret_status, struct buf *out,
+                  struct error_info *ei)
+{
+    int rc;
+
+    *ret_status = 0;
+    rc = call_raw(k, "GET", path, NULL, NULL, ret_status, out, ei);
+    if (rc == 0 && *ret_status == 401 && reread_token(k)) {
+        out->len = 0;
+        rc = call_raw(k, "GET", path, NULL, NULL, ret_status, out, ei);
+    }
     return rc;
 }
 
@@ -280,6 +349,7 @@ int kube_watch_start(struct kube_client *k, struct kube_watch *w, const char *pa
         kube_watch_stop(w);
         return errinfo_set(ei, ERR_INTERNAL, NULL, "could not create a curl handle");
     }
+    token_refresh(k);
     setup(k, w->easy);
     w->headers = curl_slist_append(w->headers, "Accept: application/json");
     if (k->auth)
@@ -437,6 +507,14 @@ void kube_async_send(struct kube_async *a, const char *method, const char *path,
 size_t kube_async_pending(const struct kube_async *a)
 {
     return a->running + (a->n_queue - a->head);
+}
+
+void kube_async_wait(struct kube_async *a, int ms)
+{
+    if (a->multi && a->running > 0)
+        curl_multi_poll(a->multi, NULL, 0, ms, NULL);
+    else if (ms > 0)
+        usleep((useconds_t)ms * 1000);
 }
 
 /* Starts q on the multi handle; false (with q's errbuf set) when it could not be. */

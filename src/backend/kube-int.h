@@ -34,10 +34,19 @@
 
 /* ---- kube-client.c: requests to the apiserver ---- */
 
+/* A file as stat() says it: a new token file is a new inode, size or mtime. */
+struct kube_file_id {
+    uint64_t ino;
+    int64_t size, mtime_ns;
+};
+
 struct kube_client {
     struct kube_config *cfg;
     CURL *easy; /* one request at a time, the connection kept */
     char *auth; /* "Authorization: Bearer ..." or NULL */
+    /* a token file: what it was when last read, and when it was last looked at */
+    struct kube_file_id token_id;
+    int64_t token_checked_ms; /* monotonic */
 };
 
 int kube_client_new(const char *kubeconfig, struct kube_client **ret, struct error_info *ei);
@@ -52,6 +61,13 @@ void kube_client_free(struct kube_client *k);
  */
 int kube_call(struct kube_client *k, const char *method, const char *path, const char *content_type,
               json_t *body, long *ret_status, json_t **ret, struct error_info *ei);
+
+/*
+ * A GET whose answer is not JSON (a pod's log): its bytes appended to out
+ * (cut at out's maximum), its status into *ret_status. Errors as kube_call.
+ */
+int kube_get_text(struct kube_client *k, const char *path, long *ret_status, struct buf *out,
+                  struct error_info *ei);
 
 /* An error answer in a line: "HTTP 403: <the Status object's message>". */
 void kube_answer_message(long status, json_t *ans, char *out, size_t size);
@@ -75,6 +91,23 @@ struct kube_reply {
 
 struct kube_async;
 
+/*
+ * What a pod request is for, packed into kube_reply.sub (31 bits: 22 of the
+ * launch's generation, 8 of replica, 1 of kind), so that an answer that
+ * comes after its workload was launched again under the same id is known
+ * for the launch before's (kube_req_same_gen compares the 22 bits kept).
+ */
+#define KUBE_MAX_REPLICAS 256
+enum { KUBE_REQ_CREATE = 0, KUBE_REQ_DELETE = 1 };
+struct kube_req {
+    uint32_t gen; /* its low 22 bits */
+    size_t replica;
+    int kind;
+};
+int kube_req_sub(uint32_t gen, size_t replica, int kind); /* replica < KUBE_MAX_REPLICAS */
+struct kube_req kube_req_of(int sub);
+bool kube_req_same_gen(uint32_t gen, uint32_t sub_gen);
+
 struct kube_async *kube_async_new(struct kube_client *k);
 void kube_async_free(struct kube_async *a);
 /* Queues a request (body may be NULL); its answer comes through a later pump. */
@@ -85,6 +118,8 @@ void kube_async_pump(struct kube_async *a, void (*fn)(void *arg, const struct ku
                      void *arg);
 /* Requests not yet answered. */
 size_t kube_async_pending(const struct kube_async *a);
+/* Sleeps until a request may have moved, ms at most: for a caller with nothing else to do. */
+void kube_async_wait(struct kube_async *a, int ms);
 
 /*
  * A watch: a streamed GET whose lines are events. Driven without blocking
@@ -117,6 +152,10 @@ void kube_namespace_name(const char *prefix, int64_t project_id, char *out, size
 /* The pod of a replica: "<prefix><workload>-<replica>". */
 void kube_pod_name(const char *prefix, int64_t workload_id, int32_t replica, char *out,
                    size_t size);
+
+/* The workload and replica of a pod named by kube_pod_name with prefix; false for another name. */
+bool kube_pod_of_name(const char *prefix, const char *name, int64_t *ret_workload,
+                      int32_t *ret_replica);
 
 struct kube_pod_settings {
     const char *prefix;        /* the instance prefix ("gpuaas-1a2b3c4d-") */
@@ -157,6 +196,11 @@ struct kube_pod_state {
 
 /* What a pod object says of itself. */
 void kube_pod_state_of(json_t *pod, struct kube_pod_state *st);
+
+/* ---- kube-logs.c: a pod's log ---- */
+
+/* A reader of the work container's log of pod ns/pod (backend_log); freed with its free. */
+struct backend_log *kube_log_new(const char *kubeconfig, const char *ns, const char *pod);
 
 /* ---- kube-nodes.c: discovery from Node objects ---- */
 

@@ -13,6 +13,7 @@
 #include "base/common.h"
 
 #include "backend/kube-int.h"
+#include "base/parse.h"
 #include "base/timeutil.h"
 
 void kube_namespace_name(const char *prefix, int64_t project_id, char *out, size_t size)
@@ -23,6 +24,46 @@ void kube_namespace_name(const char *prefix, int64_t project_id, char *out, size
 void kube_pod_name(const char *prefix, int64_t workload_id, int32_t replica, char *out, size_t size)
 {
     snprintf(out, size, "%s%" PRId64 "-%" PRId32, prefix, workload_id, replica);
+}
+
+#define GEN_MASK 0x3fffffu
+
+int kube_req_sub(uint32_t gen, size_t replica, int kind)
+{
+    return (int)((((gen & GEN_MASK) << 8 | ((uint32_t)replica & 0xffu)) << 1) |
+                 ((uint32_t)kind & 1u));
+}
+
+struct kube_req kube_req_of(int sub)
+{
+    uint32_t u = (uint32_t)sub;
+    return (struct kube_req){.gen = u >> 9, .replica = (u >> 1) & 0xffu, .kind = (int)(u & 1u)};
+}
+
+bool kube_req_same_gen(uint32_t gen, uint32_t sub_gen)
+{
+    return (gen & GEN_MASK) == (sub_gen & GEN_MASK);
+}
+
+bool kube_pod_of_name(const char *prefix, const char *name, int64_t *ret_workload,
+                      int32_t *ret_replica)
+{
+    size_t n = strlen(prefix);
+    char buf[64];
+    char *dash;
+    int64_t wid, rep;
+
+    if (strncmp(name, prefix, n) != 0 || strlen(name + n) >= sizeof(buf))
+        return false;
+    snprintf(buf, sizeof(buf), "%s", name + n);
+    if (!(dash = strrchr(buf, '-')))
+        return false;
+    *dash = '\0';
+    if (parse_int64(buf, 1, INT64_MAX, &wid) < 0 || parse_int64(dash + 1, 0, INT32_MAX, &rep) < 0)
+        return false;
+    *ret_workload = wid;
+    *ret_replica = (int32_t)rep;
+    return true;
 }
 
 /* The extended resource a device is asked as: a MIG slice's class is "<gpu>/<profile>". */

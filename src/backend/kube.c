@@ -14,6 +14,8 @@
 #include "backend/kube-int.h"
 #include "backend/work.h"
 #include "base/log.h"
+#include "base/timeutil.h"
+#include "collect/collector.h"
 
 #define NEVER INT64_MAX
 /* The engine looks this often: the watch is read from poll(). */
@@ -23,6 +25,8 @@
 /* After a failed list or watch, this long before trying again. */
 #define RETRY_MS 1000
 #define MAX_TOLERATE 16
+/* The most a free waits for pod creates and deletes on their way (kube_free). */
+#define FREE_DRAIN_MS 5000
 
 struct kreplica {
     char name[96];
@@ -30,6 +34,12 @@ struct kreplica {
     bool gone;          /* no longer in the cluster */
     bool deleted_by_us; /* we asked for its deletion */
     bool listed;        /* in the list being read (list_pods) */
+    bool ran;           /* seen Running (or ended after its container ran) */
+    /* devices (take_devices): */
+    char node[128];     /* where it was placed */
+    int n_gpus;         /* whole GPUs it has; 0 (MIG slices, shares): not followed */
+    uint64_t said_mask; /* the GPU indices last reported or placed on, one bit each */
+    uint64_t seen_mask; /* those dcgm-exporter says now (gather_devices) */
     int exit_code;
     int64_t finished_ms;
     char message[160];
@@ -54,11 +64,13 @@ struct kwork {
     int64_t delete_again_ms; /* asked to end, a delete failed: when to ask again */
     char why[200];           /* BACKEND_NOT_STARTED: what went wrong */
     uint32_t gen;            /* this launch (or adoption): its requests' answers name it */
+    bool started_said;       /* every pod ran: reported (take_started), or adopted so */
 };
 
 struct kube {
     struct backend b;
     struct kube_client *k;
+    char *kubeconfig;  /* the endpoint, for log readers' own connections */
     char prefix[64];   /* gpuaas-<hex>- */
     char instance[64]; /* gpuaas-<hex> */
     char *default_image;
@@ -76,6 +88,13 @@ struct kube {
     bool said_broken;         /* the watch's trouble was logged */
     char **namespaces;        /* made (or found) already */
     size_t n_namespaces, cap_namespaces;
+    struct backend_started *started; /* start reports not yet taken, oldest first */
+    size_t n_started, cap_started;
+    struct collector *collector;  /* dcgm-exporter's pod labels; NULL: none */
+    uint64_t pod_runs;            /* the collector's runs seen */
+    struct inv_readings pod_gpus; /* their readings, reused */
+    struct backend_devices *devs; /* device reports not yet taken, oldest first */
+    size_t n_devs, cap_devs;
 };
 
 _Static_assert(offsetof(struct kwork, id) == 0, "backend/work.h: the id comes first");
@@ -152,27 +171,19 @@ static int64_t grace_seconds(int64_t grace_ms)
 }
 
 /*
- * What an asynchronous request was for: its kind, the replica, and the
- * launch's generation, in sub (31 bits: 22 of generation, 8 of replica, 1 of
- * kind). The tag is the workload id: a requeued workload is launched again
- * under the same id (and the same pod names), and an answer for the launch
- * before must not be taken for the new one's.
+ * An asynchronous request's tag is the workload id, its sub the kind, the
+ * replica and the launch's generation (kube_req_sub): a requeued workload is
+ * launched again under the same id (and the same pod names), and an answer
+ * for the launch before must not be taken for the new one's.
  */
-enum { REQ_CREATE = 0, REQ_DELETE = 1 };
-#define GEN_MASK 0x3fffffu
-
-static int req_sub(uint32_t gen, size_t replica, int kind)
-{
-    return (int)((((gen & GEN_MASK) << 8 | (uint32_t)replica) << 1) | (uint32_t)kind);
-}
-
 static void send_delete(struct kube *s, const char *ns, const char *name, int64_t grace_s,
                         int64_t workload_id, uint32_t gen, size_t replica)
 {
     char path[256];
     json_t *opts = pod_delete(ns, name, grace_s, path, sizeof(path));
 
-    kube_async_send(s->async, "DELETE", path, opts, workload_id, req_sub(gen, replica, REQ_DELETE));
+    kube_async_send(s->async, "DELETE", path, opts, workload_id,
+                    kube_req_sub(gen, replica, KUBE_REQ_DELETE));
     json_decref(opts);
 }
 
@@ -182,7 +193,7 @@ static void send_create(struct kube *s, struct kwork *w, size_t replica)
 
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", w->ns);
     kube_async_send(s->async, "POST", path, w->r[replica].pod, w->id,
-                    req_sub(w->gen, replica, REQ_CREATE));
+                    kube_req_sub(w->gen, replica, KUBE_REQ_CREATE));
 }
 
 /*
@@ -223,15 +234,16 @@ static void not_started(struct kube *s, struct kwork *w)
 static void on_reply(void *arg, const struct kube_reply *r)
 {
     struct kube *s = arg;
-    uint32_t sub = (uint32_t)r->sub, gen = sub >> 9;
-    size_t replica = (sub >> 1) & 0xff;
+    struct kube_req q = kube_req_of(r->sub);
+    size_t replica = q.replica;
+    uint32_t gen = q.gen;
     struct kwork *w = backend_work_find(&s->work, r->tag, NULL);
     struct kreplica *p;
 
-    if (w && (w->gen & GEN_MASK) != gen)
+    if (w && !kube_req_same_gen(w->gen, q.gen))
         return; /* an answer for its launch before this one: its pods were gone by then */
     p = w && replica < w->n ? &w->r[replica] : NULL;
-    if ((int)(sub & 1) == REQ_DELETE) {
+    if (q.kind == KUBE_REQ_DELETE) {
         if (p)
             on_delete_reply(p, r);
         return;
@@ -317,6 +329,19 @@ static int ensure_namespace(struct kube *s, const char *ns, int64_t project_id,
 
 /* ---- what pods say ---- */
 
+/* Once every pod of w has run, the start is reported (take_started), once. */
+static void check_started(struct kube *s, struct kwork *w)
+{
+    if (w->started_said || w->reason)
+        return;
+    for (size_t r = 0; r < w->n; r++)
+        if (!w->r[r].ran)
+            return;
+    w->started_said = true;
+    ALLOC_GROW(s->started, s->n_started + 1, s->cap_started);
+    s->started[s->n_started++] = (struct backend_started){.workload_id = w->id, .at_ms = s->now_ms};
+}
+
 static void on_pod(struct kube *s, json_t *pod, bool deleted)
 {
     struct kube_pod_state st;
@@ -345,6 +370,9 @@ static void on_pod(struct kube *s, json_t *pod, bool deleted)
         r->finished_ms = st.finished_ms;
         snprintf(r->message, sizeof(r->message), "%s", st.message);
     }
+    /* an exit code means its container ran, however briefly */
+    r->ran |= st.phase == KUBE_POD_RUNNING || (st.phase == KUBE_POD_ENDED && st.exit_code >= 0);
+    check_started(s, w);
 }
 
 /* The apiserver answered: say so once after trouble. */
@@ -580,6 +608,22 @@ static int64_t kube_next_event_ms(struct backend *b)
 
 /* ---- launch, stop, adopt ---- */
 
+/* What device reports follow of a replica: its node, its whole GPUs and their indices. */
+static void replica_devices(struct kreplica *p, const struct backend_replica *rep)
+{
+    snprintf(p->node, sizeof(p->node), "%s", rep->node_name ? rep->node_name : "");
+    for (size_t d = 0; d < rep->n_devices; d++) {
+        const struct backend_device *dev = &rep->devices[d];
+        if (dev->milli < 1000 || (dev->gpu_class && strchr(dev->gpu_class, '/')) ||
+            dev->index < 0 || dev->index >= BACKEND_MAX_NODE_DEVICES) {
+            p->n_gpus = 0; /* a MIG slice's index is gpuaas's own; shares are not pods' */
+            return;
+        }
+        p->n_gpus++;
+        p->said_mask |= UINT64_C(1) << dev->index;
+    }
+}
+
 static struct kwork *kwork_new(struct kube *s, const struct backend_launch *l, int64_t started_ms)
 {
     struct kwork *w = xcalloc(1, sizeof(*w));
@@ -594,6 +638,7 @@ static struct kwork *kwork_new(struct kube *s, const struct backend_launch *l, i
                       sizeof(w->r[r].name));
         w->r[r].exit_code = -1;
         w->r[r].finished_ms = -1;
+        replica_devices(&w->r[r], &l->replicas[r]);
     }
     w->gen = s->next_gen++;
     w->launched_ms = started_ms;
@@ -618,6 +663,8 @@ static int kube_launch(struct backend *b, const struct backend_launch *l, int64_
 
     if ((rc = backend_check_launch(l, ei)) < 0)
         return rc;
+    if (l->n_replicas > KUBE_MAX_REPLICAS) /* a request's sub names the replica in 8 bits */
+        return errinfo_set(ei, ERR_INVALID, "replicas", "at most %d replicas", KUBE_MAX_REPLICAS);
     if (backend_work_known(&s->work, l->workload_id))
         return errinfo_set(ei, ERR_CONFLICT, NULL, "workload %" PRId64 " is still running",
                            l->workload_id);
@@ -671,6 +718,8 @@ static int kube_adopt(struct backend *b, const struct backend_launch *l, int64_t
                            l->workload_id);
     w = kwork_new(s, l, started_ms);
     backend_work_add(&s->work, w);
+    s->now_ms = now_ms;
+    w->started_said = true; /* running before: its start was reported by the daemon before */
     for (size_t r = 0; r < w->n; r++) {
         char path[256];
         long status;
@@ -689,6 +738,9 @@ static int kube_adopt(struct backend *b, const struct backend_launch *l, int64_t
         }
         json_decref(pod);
     }
+    for (size_t r = 0; r < w->n; r++)
+        if (!w->r[r].ran)
+            w->started_said = false; /* still starting: its start is to come */
     if (found == 0) {
         struct backend_event ev = {.workload_id = w->id, .at_ms = now_ms, .how = BACKEND_LOST};
         snprintf(ev.message, sizeof(ev.message), "none of its pods is left in the cluster");
@@ -797,6 +849,147 @@ static int kube_discover(struct backend *b, int64_t now_ms, bool fleet_loaded, s
     return rc < 0 ? rc : 1;
 }
 
+/* ---- devices: dcgm-exporter's pod labels ---- */
+
+/* Each reading of a whole GPU that one of our followed pods holds marks its index (seen_mask). */
+static void mark_seen(struct kube *s)
+{
+    for (size_t k = 0; k < s->pod_gpus.n; k++) {
+        const struct inv_reading *g = &s->pod_gpus.v[k];
+        int64_t wid;
+        int32_t rep;
+        struct kwork *w;
+        if (g->mig_instance >= 0 || g->index < 0 || g->index >= BACKEND_MAX_NODE_DEVICES ||
+            !kube_pod_of_name(s->prefix, g->pod, &wid, &rep) ||
+            !(w = backend_work_find(&s->work, wid, NULL)) || (size_t)rep >= w->n ||
+            strcmp(g->namespace_, w->ns) != 0)
+            continue;
+        w->r[rep].seen_mask |= UINT64_C(1) << g->index;
+    }
+}
+
+/*
+ * After a new dcgm-exporter run: a device report for each followed replica
+ * whose pod holds as many GPUs as it asked for, on other indices than those
+ * last said. A partial view (a series missing from one scrape) says nothing.
+ */
+static void gather_devices(struct kube *s)
+{
+    uint64_t runs;
+    size_t n;
+
+    if (!s->collector || s->n_devs > 0)
+        return; /* none, or the last reports are still to be taken */
+    n = collector_pod_gpus(s->collector, s->pod_runs, &s->pod_gpus, &runs);
+    s->pod_runs = runs;
+    if (n == 0)
+        return; /* nothing new, or no pod named */
+    for (size_t i = 0; i < s->work.n; i++) {
+        struct kwork *w = s->work.items[i];
+        for (size_t r = 0; r < w->n; r++)
+            w->r[r].seen_mask = 0;
+    }
+    mark_seen(s);
+    for (size_t i = 0; i < s->work.n; i++) {
+        struct kwork *w = s->work.items[i];
+        for (size_t r = 0; r < w->n; r++) {
+            struct kreplica *p = &w->r[r];
+            struct backend_devices *d;
+            if (p->n_gpus == 0 || p->seen_mask == p->said_mask ||
+                __builtin_popcountll(p->seen_mask) != p->n_gpus)
+                continue;
+            p->said_mask = p->seen_mask;
+            ALLOC_GROW(s->devs, s->n_devs + 1, s->cap_devs);
+            d = &s->devs[s->n_devs++];
+            memset(d, 0, sizeof(*d));
+            d->workload_id = w->id;
+            snprintf(d->node, sizeof(d->node), "%s", p->node);
+            for (int32_t x = 0; x < BACKEND_MAX_NODE_DEVICES; x++)
+                if (p->seen_mask & (UINT64_C(1) << x))
+                    d->indices[d->n_indices++] = x;
+        }
+    }
+}
+
+static size_t kube_take_devices(struct backend *b, struct backend_devices *out, size_t max)
+{
+    struct kube *s = kube_of(b);
+    size_t n;
+
+    gather_devices(s);
+    n = s->n_devs < max ? s->n_devs : max;
+    if (n == 0)
+        return 0;
+    memcpy(out, s->devs, n * sizeof(*out));
+    memmove(s->devs, s->devs + n, (s->n_devs - n) * sizeof(*out));
+    s->n_devs -= n;
+    return n;
+}
+
+/* Replica 0's pod: one log whose offsets stay put while it grows, as the API follows it. */
+static int kube_log_reader(struct backend *b, int64_t workload_id, struct backend_log **ret,
+                           struct error_info *ei)
+{
+    struct kube *s = kube_of(b);
+    struct kwork *w = backend_work_find(&s->work, workload_id, NULL);
+
+    if (!w || w->n == 0)
+        return errinfo_set(ei, ERR_NOT_FOUND, NULL, "no pod of workload %" PRId64, workload_id);
+    *ret = kube_log_new(s->kubeconfig, w->ns, w->r[0].name);
+    return 0;
+}
+
+static size_t kube_take_started(struct backend *b, struct backend_started *out, size_t max)
+{
+    struct kube *s = kube_of(b);
+    size_t n = s->n_started < max ? s->n_started : max;
+
+    if (n == 0)
+        return 0;
+    memcpy(out, s->started, n * sizeof(*out));
+    memmove(s->started, s->started + n, (s->n_started - n) * sizeof(*out));
+    s->n_started -= n;
+    return n;
+}
+
+/* Whether a create refused for a moment waits to be sent again (create_again). */
+static bool creates_waiting(const struct kube *s)
+{
+    for (size_t i = 0; i < s->work.n; i++) {
+        const struct kwork *w = s->work.items[i];
+        for (size_t r = 0; r < w->n; r++)
+            if (w->r[r].create_again_ms)
+                return true;
+    }
+    return false;
+}
+
+/*
+ * Lets the pod creates and deletes on their way finish, FREE_DRAIN_MS at
+ * most: a daemon stopped right after a launch would otherwise leave no pod,
+ * and its next start would find the work lost. A create refused now ends
+ * nothing that anyone hears of (no poll follows): the next start's adopt
+ * finds the pods that were made, and its sweep deletes strays.
+ */
+static void drain(struct kube *s)
+{
+    int64_t until = time_mono_ms() + FREE_DRAIN_MS;
+
+    while (kube_async_pending(s->async) > 0 || creates_waiting(s)) {
+        if (time_mono_ms() >= until) {
+            char n[24];
+            snprintf(n, sizeof(n), "%zu", kube_async_pending(s->async));
+            log_warn("kubernetes: requests still unanswered when the backend stopped; dropped",
+                     "requests", n);
+            return;
+        }
+        s->now_ms = time_now_ms();
+        create_again(s, s->now_ms);
+        kube_async_pump(s->async, on_reply, s);
+        kube_async_wait(s->async, 10);
+    }
+}
+
 static void kube_free(struct backend *b)
 {
     struct kube *s;
@@ -805,7 +998,8 @@ static void kube_free(struct backend *b)
         return;
     s = kube_of(b);
     kube_watch_stop(&s->watch);
-    /* requests not answered are dropped: the next start's sweep deletes what they left */
+    if (s->async)
+        drain(s);
     kube_async_free(s->async);
     for (size_t i = 0; i < s->work.n; i++)
         kwork_free(s->work.items[i]);
@@ -813,6 +1007,10 @@ static void kube_free(struct backend *b)
     for (size_t i = 0; i < s->n_namespaces; i++)
         free(s->namespaces[i]);
     free(s->namespaces);
+    free(s->started);
+    free(s->devs);
+    free(s->kubeconfig);
+    inv_readings_release(&s->pod_gpus);
     kube_client_free(s->k);
     free(s->default_image);
     free(s->tolerate_buf);
@@ -831,6 +1029,9 @@ static const struct backend_ops kube_ops = {
     .look_ms = KUBE_LOOK_MS,
     .discover = kube_discover,
     .sweep = kube_sweep,
+    .take_started = kube_take_started,
+    .take_devices = kube_take_devices,
+    .log_reader = kube_log_reader,
 };
 
 /* The apiserver answers, trusts us, and lets us read nodes and pods. */
@@ -870,6 +1071,9 @@ struct backend *backend_kube_new(int64_t cluster_id, const struct kube_options *
     snprintf(s->prefix, sizeof(s->prefix), "%s", opt->instance_prefix);
     snprintf(s->instance, sizeof(s->instance), "%.*s", (int)(n - 1), opt->instance_prefix);
     s->default_image = xstrdup(opt->default_image ? opt->default_image : "");
+    s->collector = opt->collector;
+    s->kubeconfig = xstrdup(opt->kubeconfig ? opt->kubeconfig : "");
+    inv_readings_init(&s->pod_gpus, 0);
     s->timeout_grace_ms = opt->timeout_grace_ms > 0 ? opt->timeout_grace_ms : 0;
     s->tolerate_buf = xstrdup(tol);
     for (char *p = s->tolerate_buf, *save = NULL, *t; (t = strtok_r(p, ", ", &save)); p = NULL)

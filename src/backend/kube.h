@@ -22,9 +22,17 @@
  *    non-zero exit code (a message says OOMKilled, Evicted, ...), STOPPED
  *    after stop(), TIMEOUT at its max runtime, LOST when a pod was deleted
  *    by someone else (the message names it). Ended pods are deleted then.
+ *  - take_started: a launch whose every pod has been seen Running (or ended
+ *    after its container ran), once, at the poll that saw it; not for
+ *    adopted work whose pods all ran already.
  *  - adopt: finds the pods by name; none left is LOST.
+ *  - free: lets the creates and deletes on their way finish (5 s at most),
+ *    so that work launched just before a daemon stops is adopted, not lost.
  *  - sweep: deletes this daemon's pods that no workload claims.
  *  - discover: nodes and their GPUs from Node objects.
+ *  - take_devices: the GPU indices dcgm-exporter says each whole-GPU
+ *    replica's pod holds, when they differ from those last said (first:
+ *    gpuaas's), and as many as it asked for.
  */
 #ifndef GPUAAS_BACKEND_KUBE_H
 #define GPUAAS_BACKEND_KUBE_H
@@ -35,6 +43,8 @@
 
 #include "backend/backend.h"
 #include "base/err.h"
+
+struct collector;
 
 /* What the backend reads of a kubeconfig: its current context's cluster and user. */
 struct kube_config {
@@ -76,6 +86,13 @@ struct kube_options {
     int64_t timeout_grace_ms;
     /* Names pods and namespaces and labels them (backend_instance_prefix): "gpuaas-<8 hex>-" */
     const char *instance_prefix;
+    /*
+     * The daemon's GPU telemetry: where its dcgm-exporter sources say which
+     * GPU indices a pod of ours holds (labels pod, namespace, gpu), they are
+     * reported (take_devices). Not owned; NULL: allocations stay where
+     * gpuaas put them.
+     */
+    struct collector *collector;
 };
 
 /*

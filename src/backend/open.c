@@ -111,7 +111,8 @@ static struct backend *open_kube(const struct backend_cluster *c, const struct b
                                .default_image = s->kube.default_image,
                                .tolerate = s->kube.tolerate,
                                .timeout_grace_ms = s->timeout_grace_ms,
-                               .instance_prefix = prefix};
+                               .instance_prefix = prefix,
+                               .collector = s->local.collector};
     b = backend_kube_new(c->id, &ko, ei);
 
     free(prefix);

@@ -27,7 +27,11 @@ struct source {
     struct inv_sched sched;
     struct inv_tstore *ts;
     struct collector_source info;
-    struct inv_readings last; /* NVML, nvidia-smi: the whole GPUs of the last good run */
+    /*
+     * The last good run's readings: NVML, nvidia-smi: all (this machine's
+     * GPUs); dcgm-exporter: those a pod holds (collector_pod_gpus).
+     */
+    struct inv_readings last;
 };
 
 struct collector {
@@ -38,6 +42,7 @@ struct collector {
     char **allocated; /* sorted UUIDs of GPUs held now */
     size_t n_allocated;
     uint64_t local_runs; /* good runs of the NVML and nvidia-smi sources */
+    uint64_t pod_runs;   /* good runs of the dcgm-exporter sources */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -96,6 +101,18 @@ static int run_source(struct collector *c, struct source *s, struct inv_readings
     return ERR_INVALID;
 }
 
+/* A dcgm-exporter run's readings that name a pod become s->last (for collector_pod_gpus). */
+static void keep_pod_gpus(struct source *s, const struct inv_readings *rs)
+{
+    inv_readings_reset(&s->last);
+    for (size_t k = 0; k < rs->n; k++) {
+        struct inv_reading *r;
+        if (rs->v[k].pod[0] &&
+            inv_readings_get(&s->last, rs->v[k].uuid, rs->v[k].mig_instance, &r) == 0)
+            *r = rs->v[k];
+    }
+}
+
 static void run_due(struct collector *c, int64_t now)
 {
     for (size_t i = 0; i < c->n_src; i++) {
@@ -126,6 +143,9 @@ static void run_due(struct collector *c, int64_t now)
                 s->last = rs;
                 rs = t;
                 c->local_runs++;
+            } else {
+                keep_pod_gpus(s, &rs);
+                c->pod_runs++;
             }
             inv_sched_ok(&s->sched, now);
             s->info.gpus = rs.n;
@@ -335,6 +355,32 @@ int collector_history(struct collector *c, const char *const *uuids, size_t n, i
     }
     pthread_mutex_unlock(&c->lock);
     return rc;
+}
+
+size_t collector_pod_gpus(struct collector *c, uint64_t seen_runs, struct inv_readings *out,
+                          uint64_t *ret_runs)
+{
+    bool fresh;
+
+    *ret_runs = 0;
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->lock);
+    *ret_runs = c->pod_runs;
+    fresh = c->pod_runs != seen_runs;
+    if (fresh) {
+        inv_readings_reset(out);
+        for (size_t i = 0; i < c->n_src; i++) {
+            const struct inv_readings *rs = &c->src[i].last;
+            for (size_t k = 0; c->src[i].kind == SRC_DCGM && k < rs->n; k++) {
+                struct inv_reading *r;
+                if (inv_readings_get(out, rs->v[k].uuid, rs->v[k].mig_instance, &r) == 0)
+                    *r = rs->v[k];
+            }
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return fresh ? out->n : 0;
 }
 
 size_t collector_local_gpus(struct collector *c, struct inv_readings *out, uint64_t *ret_runs)

@@ -80,6 +80,16 @@ size_t collector_sources(struct collector *c, struct collector_source *out, size
  */
 size_t collector_local_gpus(struct collector *c, struct inv_readings *out, uint64_t *ret_runs);
 
+/*
+ * The GPUs dcgm-exporter sources said a pod holds (readings with a pod
+ * label: pod, namespace, index, host) in their last good runs, for a
+ * backend that follows which GPU a pod got. *ret_runs counts the good runs
+ * of those sources so far; when it equals seen_runs nothing is new: 0 is
+ * returned and out is untouched. Else out is reset and filled (the
+ * caller's), and its size returned. 0 when c is NULL.
+ */
+size_t collector_pod_gpus(struct collector *c, uint64_t seen_runs, struct inv_readings *out,
+                          uint64_t *ret_runs);
 /* History of GPUs (uuids) over [from, to): inv_tstore_query under the collector's lock. */
 int collector_history(struct collector *c, const char *const *uuids, size_t n, int64_t from_ms,
                       int64_t to_ms, struct inv_series_query *ret);

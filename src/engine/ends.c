@@ -326,3 +326,49 @@ void engine__handle_ends(struct engine *e, const struct backend_event *evs, size
     handle_batch(e, order + start, n - start);
     free(order);
 }
+
+/*
+ * Start reports (ops->take_started): a backend that only asked for the work
+ * to start (Kubernetes' pod creates) says when every replica really runs;
+ * each is a "started" event beside the "running" one written at launch. The
+ * workload's state and its metering stay as they are: its GPUs are held, and
+ * billed, from the launch (a pod bound to its node holds them while it
+ * starts). Reports of work no longer running (ended, requeued) are dropped.
+ */
+void engine__take_started(struct engine *e, struct backend *b)
+{
+    struct backend_started st[32];
+    size_t n;
+
+    if (!b->ops->take_started)
+        return;
+    while ((n = b->ops->take_started(b, st, ARRAY_SIZE(st))) > 0) {
+        struct error_info ei = {0};
+        struct arena a;
+        int rc;
+        arena_init(&a);
+        rc = store_begin(e->db, &ei);
+        for (size_t i = 0; rc >= 0 && i < n; i++) {
+            struct sched_workload_info info;
+            struct row w;
+            if (sched_workload_info(e->sched, st[i].workload_id, &info) < 0 ||
+                info.state == SCHED_QUEUED)
+                continue;
+            rc = store_get(e->db, &model_workloads, st[i].workload_id, &a, &w, &ei);
+            if (rc >= 0)
+                rc = engine__add_event(
+                    e, &a, st[i].workload_id, row_int(&w, F_WORKLOADS_PROJECT_ID), st[i].at_ms,
+                    "started", arena_printf(&a, "every replica is running on %s", engine__title(b)),
+                    &ei);
+        }
+        if (rc >= 0)
+            rc = store_commit(e->db, &ei); /* a failed commit has rolled back */
+        else
+            store_rollback(e->db);
+        if (rc < 0)
+            log_error("could not record that work started", "error", ei.message);
+        arena_release(&a);
+        if (n < ARRAY_SIZE(st))
+            break;
+    }
+}

@@ -299,6 +299,8 @@ int engine__open_allocations(struct engine *e, int64_t wid, struct arena *a, str
 
 /* ends.c */
 void engine__handle_ends(struct engine *e, const struct backend_event *evs, size_t n);
+/* Records the backend's start reports (ops->take_started) as "started" events. */
+void engine__take_started(struct engine *e, struct backend *b);
 
 /* ahead.c */
 struct staged *engine__staged_find(struct engine *e, int64_t id);

@@ -167,11 +167,14 @@ static void iterate(struct engine *e)
                 log_error("could not launch workload", "workload", id, "error",
                           evs[i].message[0] ? evs[i].message : "its backend could not start it");
             }
+            /* starts learnt by this poll come before its ends: the work is still running */
+            engine__take_started(e, e->backends[b].b);
             engine__handle_ends(e, evs, n);
             e->blocked_dirty = true; /* what depends on those may go now */
             if (n < ARRAY_SIZE(evs))
                 break;
         }
+        engine__take_started(e, e->backends[b].b); /* a poll with starts and no ends */
     }
     engine__take_devices(e, now);
     if (e->n_blocked > 0)
@@ -350,6 +353,21 @@ void engine_config_changed(struct engine *e, const struct resource_def *def, con
 bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, size_t size)
 {
     return backend_log_path(&e->opt.backends, workload_id, out, size);
+}
+
+int engine_log_reader(struct engine *e, int64_t workload_id, struct backend_log **ret,
+                      struct error_info *ei)
+{
+    int rc = ERR_NOT_FOUND;
+
+    pthread_mutex_lock(&e->lock); /* the backends are the engine thread's: not while it runs */
+    for (size_t i = 0; i < e->n_backends && rc == ERR_NOT_FOUND; i++) {
+        struct backend *b = e->backends[i].b;
+        if (b->ops->log_reader)
+            rc = b->ops->log_reader(b, workload_id, ret, ei);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return rc;
 }
 
 void engine_sync(struct engine *e)

@@ -143,6 +143,14 @@ int engine_hold(struct engine *e, int64_t workload_id, bool hold, const char *wh
 
 /* Where a workload's log file would be (backend_log_path); false when logs are not kept. */
 bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, size_t size);
+/*
+ * A reader of running work's output where its cluster keeps it
+ * (ops->log_reader of the backends that have one); the caller reads it
+ * without the engine's lock and frees it with (*ret)->free. ERR_NOT_FOUND
+ * when no backend follows that work with such output.
+ */
+int engine_log_reader(struct engine *e, int64_t workload_id, struct backend_log **ret,
+                      struct error_info *ei);
 
 /* Runs passes until the engine is idle (tests, benchmarks). */
 void engine_sync(struct engine *e);

@@ -348,6 +348,50 @@ static struct kube_pod_state state_is(const char *text, enum kube_pod_phase phas
     return st;
 }
 
+/*
+ * A pod request's sub gives back its kind, replica and generation; the
+ * launch after (the same workload requeued) has another generation, also
+ * where the 22 bits kept wrap.
+ */
+static void test_request_sub(void **state)
+{
+    struct kube_req q;
+    (void)state;
+
+    q = kube_req_of(kube_req_sub(7, 255, KUBE_REQ_DELETE));
+    assert_int_equal(q.gen, 7);
+    assert_int_equal(q.replica, 255);
+    assert_int_equal(q.kind, KUBE_REQ_DELETE);
+    assert_true(kube_req_sub(0x3fffff, 255, 1) >= 0);
+    q = kube_req_of(kube_req_sub(0x3fffff, 0, KUBE_REQ_CREATE));
+    assert_int_equal(q.kind, KUBE_REQ_CREATE);
+    assert_int_equal(q.replica, 0);
+    assert_true(kube_req_same_gen(0x3fffff, q.gen));
+    assert_false(kube_req_same_gen(0x400000, q.gen)); /* the next launch, wrapped */
+    assert_true(kube_req_same_gen(0x400000, kube_req_of(kube_req_sub(0x400000, 3, 0)).gen));
+    assert_false(kube_req_same_gen(8, kube_req_of(kube_req_sub(7, 3, 0)).gen));
+}
+
+/* A pod's name gives back its workload and replica, for this prefix only. */
+static void test_pod_of_name(void **state)
+{
+    char name[96];
+    int64_t wid = 0;
+    int32_t replica = -1;
+    (void)state;
+
+    kube_pod_name("gpuaas-1a2b3c4d-", 4711, 3, name, sizeof(name));
+    assert_true(kube_pod_of_name("gpuaas-1a2b3c4d-", name, &wid, &replica));
+    assert_int_equal(wid, 4711);
+    assert_int_equal(replica, 3);
+    assert_false(kube_pod_of_name("gpuaas-99999999-", name, &wid, &replica));
+    assert_false(kube_pod_of_name("gpuaas-1a2b3c4d-", "gpuaas-1a2b3c4d-12", &wid, &replica));
+    assert_false(kube_pod_of_name("gpuaas-1a2b3c4d-", "gpuaas-1a2b3c4d-x-0", &wid, &replica));
+    assert_false(kube_pod_of_name("gpuaas-1a2b3c4d-", "gpuaas-1a2b3c4d-0-0", &wid, &replica));
+    assert_false(kube_pod_of_name("gpuaas-1a2b3c4d-", "gpuaas-1a2b3c4d-5--1", &wid, &replica));
+    assert_false(kube_pod_of_name("gpuaas-1a2b3c4d-", "", &wid, &replica));
+}
+
 static void test_pod_state(void **state)
 {
     struct kube_pod_state st;
@@ -496,6 +540,8 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_pod_json),
         cmocka_unit_test(test_pod_json_mig_and_errors),
+        cmocka_unit_test(test_request_sub),
+        cmocka_unit_test(test_pod_of_name),
         cmocka_unit_test(test_pod_state),
         cmocka_unit_test(test_nodes_report),
     };

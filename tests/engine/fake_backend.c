@@ -157,6 +157,19 @@ static size_t fake_take_devices(struct backend *b, struct backend_devices *out, 
     return n;
 }
 
+static size_t fake_take_started(struct backend *b, struct backend_started *out, size_t max)
+{
+    struct fake_world *w = world_of(b);
+    size_t n = 0;
+    LOCKED(w, {
+        n = w->n_started < max ? w->n_started : max;
+        memcpy(out, w->started, n * sizeof(*out));
+        memmove(w->started, w->started + n, (w->n_started - n) * sizeof(*out));
+        w->n_started -= n;
+    });
+    return n;
+}
+
 static int fake_sweep(struct backend *b, int64_t *ids, size_t max, size_t *ret_n)
 {
     struct fake_world *w = world_of(b);
@@ -223,6 +236,7 @@ static const struct backend_ops fake_ops = {
     .adopt = fake_adopt,
     .free = fake_free,
     .take_devices = fake_take_devices,
+    .take_started = fake_take_started,
     .sweep = fake_sweep,
     .launch_after = fake_launch_after,
     .followable = fake_followable,
@@ -296,6 +310,15 @@ void fake_devices(struct fake_world *w, int64_t id, const char *node, const int3
         snprintf(d->node, sizeof(d->node), "%s", node);
         memcpy(d->indices, idx, n * sizeof(*idx));
         d->n_indices = n;
+    });
+}
+
+void fake_started(struct fake_world *w, int64_t id, int64_t at_ms)
+{
+    LOCKED(w, {
+        struct backend_started *p = &w->started[w->n_started++];
+        p->workload_id = id;
+        p->at_ms = at_ms;
     });
 }
 

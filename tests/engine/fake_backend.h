@@ -34,6 +34,8 @@ struct fake_world {
     size_t n_gone;
     struct backend_devices devs[8];
     size_t n_devs;
+    struct backend_started started[8]; /* start reports for take_started */
+    size_t n_started;
     /* What it was asked, in order: "launch 3", "adopt 3", "sweep", "stop 3", "after 4 3". */
     char calls[4 * FAKE_MAX][32];
     size_t n_calls;
@@ -58,6 +60,8 @@ void fake_end(struct fake_world *w, int64_t id, enum backend_end how, int exit_c
 void fake_gone(struct fake_world *w, int64_t id, int64_t at_ms);
 /* A device report: id's replica on node got these indices. */
 void fake_devices(struct fake_world *w, int64_t id, const char *node, const int32_t *idx, size_t n);
+/* A start report: every replica of id runs since at_ms. */
+void fake_started(struct fake_world *w, int64_t id, int64_t at_ms);
 /* Forgets the calls made so far. */
 void fake_forget_calls(struct fake_world *w);
 /* Position of a call in calls (-1 when never made). */

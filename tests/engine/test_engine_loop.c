@@ -367,6 +367,32 @@ static void test_device_move(void **state)
 }
 
 /*
+ * A start report (take_started) is a "started" event at its time, beside the
+ * "running" one; the workload stays running. One for ended work is dropped.
+ */
+static void test_started(void **state)
+{
+    struct env *t = *state;
+    int64_t id;
+
+    start(t);
+    id = submit(t, 0);
+    wait_state(t, id, "running");
+    fake_started(&t->w, id, time_now_ms());
+    for (int i = 0; i < 500 && count_events(t, id, "started") == 0; i++)
+        engine_sync(t->e);
+    assert_int_equal(count_events(t, id, "started"), 1);
+    assert_int_equal(count_events(t, id, "running"), 1);
+    assert_string_equal(state_of(t, id), "running");
+    fake_end(&t->w, id, BACKEND_EXITED, 0, time_now_ms());
+    wait_state(t, id, "succeeded");
+    fake_started(&t->w, id, time_now_ms()); /* too late: dropped */
+    engine_sync(t->e);
+    engine_sync(t->e);
+    assert_int_equal(count_events(t, id, "started"), 1);
+}
+
+/*
  * A restart on the same store: running work is adopted, work that ended
  * while no engine ran is closed with its real end, and the backend's sweep
  * runs once, after every adoption and before any launch.
@@ -416,6 +442,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_ahead_taken_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_move, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_started, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,9 @@
 #  - a cluster whose kubeconfig is missing is refused (400); one whose token is
 #    wrong says why at once in the log, and takes no work;
 #  - the good cluster's nodes and GPUs (whole and MIG) come from its Node objects;
-#  - a workload runs as a pod pinned to its node and succeeds;
+#  - a workload runs as a pod pinned to its node and succeeds, its events
+#    "running" (pods asked for) then "started" (pods Running);
+#  - gpuaas logs [-f] reads a running workload's pod log;
 #  - P1 reclaims P2: the guests' pods are deleted with their grace, the
 #    owners' pods then run; the ledger, both teams' events and one usage
 #    record per run;
@@ -86,7 +88,37 @@ api GET "/v1/workloads/$w/allocations" "$ADMIN_TOKEN"
 wait_state "$w" succeeded 20
 api GET "/v1/workloads/$w" "$ADMIN_TOKEN"
 expect_eq "$(jq -r .exit_code <<<"$BODY")" 0 "its exit code"
+# "running" is written when its pods are asked for, "started" once they all run
+ev=$("${g[@]}" -o json events --workload "$w" -n 0)
+expect_eq "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" \
+  "submitted,admitted,running,started,succeeded" "a run's events"
+[ "$(jq '[.items[] | select(.type == "running" or .type == "started") | .at_ms] | .[0] <= .[1]' <<<"$ev")" = true ] ||
+  fail "started before running: $ev"
 echo "k8s.e2e: workload $w ran as a pod on $node and succeeded"
+
+# --- logs: the pod's log (kwok serves $K8S_POD_LOG as every pod's) -----------------
+lw=$("${g[@]}" -o json run --project owners --flavor h100.1x --owned -- sleep inf | jq -r .id)
+deadline=$((SECONDS + 20))
+until "${g[@]}" -o json events --workload "$lw" -n 0 | jq -e '[.items[].type] | index("started")' >/dev/null; do
+  [ $SECONDS -lt $deadline ] || fail "workload $lw never started: $("${g[@]}" events --workload "$lw" -n 0)"
+  sleep 0.2
+done
+expect_contains "$("${g[@]}" logs "$lw")" "hello from kwok" "gpuaas logs of a pod"
+"${g[@]}" logs -f "$lw" >"$TMP/follow.out" 2>&1 &
+follower=$!
+sleep 0.5
+printf '%s stdout F %s\n' "$(date -u +%Y-%m-%dT%H:%M:%S.000000000Z)" "written while followed" >>"$K8S_POD_LOG"
+deadline=$((SECONDS + 15))
+until grep -q "written while followed" "$TMP/follow.out"; do
+  [ $SECONDS -lt $deadline ] || fail "gpuaas logs -f did not show a new line: $(cat "$TMP/follow.out")"
+  sleep 0.2
+done
+"${g[@]}" cancel "$lw" >/dev/null
+wait_state "$lw" cancelled $((grace_s + 10))
+for _ in $(seq 50); do kill -0 "$follower" 2>/dev/null || break; sleep 0.2; done
+kill -0 "$follower" 2>/dev/null && fail "gpuaas logs -f still follows an ended workload"
+wait "$follower" || true
+echo "k8s.e2e: gpuaas logs [-f] read workload $lw's pod log"
 
 # --- P1 reclaims P2 -------------------------------------------------------------
 g1=$("${g[@]}" -o json run --project guests --flavor h100.8x --no-requeue --grace "${grace_s}s" -- sleep inf | jq -r .id)
@@ -112,11 +144,13 @@ reclaim_ms=$(jq '.items[0].reclaim_ms' <<<"$BODY")
 [ "$reclaim_ms" != null ] || fail "the reclaim never completed: $BODY"
 echo "k8s.e2e: P1 ran $((t_running - t_submit)) ms after its submit; reclaim_ms=$reclaim_ms (grace ${grace_s} s)"
 ev=$("${g[@]}" -o json events --workload "$victim" -n 0)
-expect_eq "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" \
+expect_eq "$(jq -r '[.items[].type | select(. != "started")] | join(",")' <<<"$ev")" \
   "submitted,admitted,running,preempting,preempted" "the victim's events"
 ev=$("${g[@]}" -o json events --workload "$own" -n 0)
 expect_contains "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" "running" "the owners' events"
 wait_state "$own" succeeded 20
+ev=$("${g[@]}" -o json events --workload "$own" -n 0)
+expect_contains "$(jq -r '[.items[].type] | join(",")' <<<"$ev")" "running,started" "the owners' events"
 for w2 in "$victim" "$own"; do
   expect_eq "$(sqlite3 "$TMP/gpuaas.db" "SELECT count(*) FROM usage_records WHERE workload_id = $w2")" 1 \
     "usage records of workload $w2"

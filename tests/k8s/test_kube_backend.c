@@ -12,9 +12,15 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <sodium.h>
 
 #include "backend/kube-int.h"
 #include "base/timeutil.h"
+#include "collect/collector.h"
 
 #define TOLERATE "kwok.x-k8s.io/node,nvidia.com/gpu"
 #define WAIT_MS 30000
@@ -182,6 +188,18 @@ static void wait_pod_gone(struct backend *b, const char *prefix, int64_t project
     assert_int_equal(st, 404);
 }
 
+/* The start reports b has (take_started): how many, the first max of them to out. */
+static size_t take_started(struct backend *b, struct backend_started *out, size_t max)
+{
+    struct backend_started more[8];
+    size_t n = 0, k;
+    while ((k = b->ops->take_started(b, more, ARRAY_SIZE(more))) > 0)
+        for (size_t i = 0; i < k; i++, n++)
+            if (n < max)
+                out[n] = more[i];
+    return n;
+}
+
 static void wait_phase(struct backend *b, const char *prefix, int64_t project, int64_t id,
                        int32_t r, const char *phase)
 {
@@ -304,11 +322,13 @@ static void test_runs_to_its_exit(void **state)
     struct launch_spec s;
     struct error_info ei = {0};
     struct backend_event ev;
+    struct backend_started st[4];
+    int64_t launched = time_now_ms();
     json_t *pod;
     (void)state;
 
     make_launch(&s, 11, 7, 1, "kwok-h100-0", "h100", 2, 2000);
-    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    assert_int_equal(b->ops->launch(b, &s.l, launched, &ei), 0);
     pod = wait_pod(b, prefix, 7, 11, 0, NULL);
     /* pinned, with its GPUs, CPU and memory as limits, labelled, no tenant device variable */
     assert_string_equal(
@@ -333,8 +353,14 @@ static void test_runs_to_its_exit(void **state)
     ev = wait_end(b, 11);
     assert_int_equal(ev.how, BACKEND_EXITED);
     assert_int_equal(ev.exit_code, 0);
+    /* its pod went Running: reported once, after the launch, before the end */
+    assert_int_equal(take_started(b, st, ARRAY_SIZE(st)), 1);
+    assert_int_equal(st[0].workload_id, 11);
+    assert_true(st[0].at_ms >= launched);
+    assert_true(st[0].at_ms <= ev.at_ms + 1000); /* the end's time has whole seconds */
     /* ended pods are cleaned up (the deletes go out through poll) */
     wait_pod_gone(b, prefix, 7, 11);
+    assert_int_equal(take_started(b, st, ARRAY_SIZE(st)), 0);
     b->ops->free(b);
 }
 
@@ -541,6 +567,251 @@ static void test_adopt_and_sweep(void **state)
     b->ops->free(b);
 }
 
+/*
+ * A daemon that stops right after a launch (creates sent, none answered):
+ * free lets them finish, so the next start adopts the work, not loses it.
+ */
+static void test_free_mid_launch(void **state)
+{
+    const char *prefix = "gpuaas-free0001-";
+    struct backend *b = open_backend(prefix, 1000);
+    struct launch_spec s;
+    struct error_info ei = {0};
+    struct backend_event ev;
+    struct backend_started st[4];
+    int64_t started = time_now_ms();
+    long status;
+    (void)state;
+
+    make_launch(&s, 61, 12, 2, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, started, &ei), 0);
+    b->ops->free(b); /* no poll: nothing was answered yet */
+    for (int r = 0; r < 2; r++) {
+        json_decref(get_pod(prefix, 12, 61, r, &status));
+        assert_int_equal(status, 200); /* made before free returned */
+    }
+
+    b = open_backend(prefix, 1000);
+    assert_int_equal(b->ops->adopt(b, &s.l, started, time_now_ms(), &ei), 0);
+    wait_phase(b, prefix, 12, 61, 0, "Running"); /* fails if the work ends (lost) */
+    wait_phase(b, prefix, 12, 61, 1, "Running");
+    no_end_for(b, 61, 300);
+    /* its start had not been said before the restart (no poll saw it): said now, once */
+    assert_true(take_started(b, st, ARRAY_SIZE(st)) <= 1);
+    assert_int_equal(b->ops->stop(b, 61, 0, time_now_ms()), 0);
+    ev = wait_end(b, 61);
+    assert_int_equal(ev.how, BACKEND_STOPPED);
+    b->ops->free(b);
+}
+
+/* ---- logs ---- */
+
+/* Appends a line to every pod's log (kwok serves K8S_POD_LOG, in the CRI log format). */
+static void pod_log_line(const char *text)
+{
+    FILE *f = fopen(env("K8S_POD_LOG"), "a");
+    char at[40];
+    assert_non_null(f);
+    time_format_rfc3339(time_now_s(), at, sizeof(at));
+    at[strlen(at) - 1] = '\0'; /* the CRI format's time has nanoseconds */
+    fprintf(f, "%s.000000000Z stdout F %s\n", at, text);
+    fclose(f);
+}
+
+/* The log read through a reader of b's (replica 0's pod), as a string the caller frees. */
+static char *read_log(struct backend_log *lr)
+{
+    struct buf out;
+    struct error_info ei = {0};
+    char *text;
+    buf_init(&out, 1 << 20);
+    if (lr->read(lr, &out, &ei) < 0)
+        fail_msg("reading the pod's log: %s", ei.message);
+    text = xstrdup(out.data ? out.data : "");
+    buf_release(&out);
+    return text;
+}
+
+/*
+ * A running workload's output is its pod's log, read by a reader that needs
+ * nothing of the backend (the API reads it from its own threads): a line
+ * written meanwhile is there at the next read; work not followed has none.
+ */
+static void test_pod_log(void **state)
+{
+    const char *prefix = "gpuaas-logs0001-";
+    struct backend *b = open_backend(prefix, 1000);
+    struct launch_spec s;
+    struct error_info ei = {0};
+    struct backend_log *lr = NULL;
+    char line[64], *text;
+    (void)state;
+
+    make_launch(&s, 81, 14, 1, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    wait_phase(b, prefix, 14, 81, 0, "Running");
+    assert_int_equal(b->ops->log_reader(b, 82, &lr, &ei), ERR_NOT_FOUND);
+    assert_int_equal(b->ops->log_reader(b, 81, &lr, &ei), 0);
+    text = read_log(lr);
+    assert_non_null(strstr(text, "hello from kwok")); /* up.sh's first line */
+    free(text);
+    snprintf(line, sizeof(line), "line %" PRId64 " of workload 81", time_now_ms());
+    pod_log_line(line);
+    text = read_log(lr);
+    assert_non_null(strstr(text, line));
+    free(text);
+    assert_int_equal(b->ops->stop(b, 81, 0, time_now_ms()), 0);
+    wait_end(b, 81);
+    b->ops->free(b);
+    /* the reader outlives the backend; its pod is gone now: no output, not an error */
+    text = read_log(lr);
+    assert_string_equal(text, "");
+    free(text);
+    lr->free(lr);
+}
+
+/* ---- devices: dcgm-exporter's pod labels ---- */
+
+/* A dcgm-exporter stand-in on 127.0.0.1: /metrics answers the text set last. */
+struct exporter {
+    struct MHD_Daemon *d;
+    pthread_mutex_t lock;
+    char text[4096];
+    char url[64];
+};
+
+static enum MHD_Result exporter_answer(void *cls, struct MHD_Connection *conn, const char *url,
+                                       const char *method, const char *version, const char *upload,
+                                       size_t *upload_size, void **con_cls)
+{
+    struct exporter *x = cls;
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+    char *copy;
+    (void)url;
+    (void)method;
+    (void)version;
+    (void)upload;
+    (void)upload_size;
+    (void)con_cls;
+    pthread_mutex_lock(&x->lock);
+    copy = xstrdup(x->text);
+    pthread_mutex_unlock(&x->lock);
+    resp = MHD_create_response_from_buffer(strlen(copy), copy, MHD_RESPMEM_MUST_FREE);
+    ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static void exporter_start(struct exporter *x)
+{
+    struct sockaddr_in addr = {.sin_family = AF_INET};
+    const union MHD_DaemonInfo *info;
+
+    pthread_mutex_init(&x->lock, NULL);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    x->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, exporter_answer, x,
+                            MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
+    assert_non_null(x->d);
+    info = MHD_get_daemon_info(x->d, MHD_DAEMON_INFO_BIND_PORT);
+    snprintf(x->url, sizeof(x->url), "http://127.0.0.1:%u/metrics", (unsigned)info->port);
+}
+
+/* One DCGM_FI_DEV_GPU_UTIL series of GPU gpu held by pod in ns, as dcgm-exporter writes it. */
+static void series(char *out, size_t size, int gpu, const char *ns, const char *pod)
+{
+    size_t n = strlen(out);
+    snprintf(out + n, size - n,
+             "DCGM_FI_DEV_GPU_UTIL{gpu=\"%d\",UUID=\"GPU-00000000-0000-0000-0000-00000000000%d\","
+             "device=\"nvidia%d\",modelName=\"NVIDIA H100 80GB HBM3\",Hostname=\"kwok-h100-0\","
+             "container=\"work\",namespace=\"%s\",pod=\"%s\"} 97\n",
+             gpu, gpu, gpu, ns, pod);
+}
+
+/* Takes b's device reports while polling, until one comes (10 s at most); how many. */
+static size_t wait_devices(struct backend *b, struct backend_devices *out, int64_t ms)
+{
+    int64_t until = time_now_ms() + ms;
+    while (time_now_ms() < until) {
+        struct backend_event none[8];
+        size_t n;
+        b->ops->poll(b, time_now_ms(), none, ARRAY_SIZE(none));
+        if ((n = b->ops->take_devices(b, out, 4)) > 0)
+            return n;
+        usleep(50 * 1000);
+    }
+    return 0;
+}
+
+/*
+ * dcgm-exporter says which GPUs a pod holds (labels pod, namespace, gpu):
+ * the backend reports the indices when they are not those gpuaas placed it
+ * on, once; another daemon's pod, a pod of ours in a namespace not its own
+ * and a count that differs from the replica's are not reported.
+ */
+static void test_devices_from_dcgm(void **state)
+{
+    const char *prefix = "gpuaas-dcgm0001-";
+    struct exporter x = {0};
+    struct collector_options co;
+    struct collector *col = NULL;
+    struct kube_options o = {.kubeconfig = env("KUBECONFIG"),
+                             .default_image = "busybox",
+                             .tolerate = TOLERATE,
+                             .timeout_grace_ms = 0,
+                             .instance_prefix = prefix};
+    struct error_info ei = {0};
+    struct launch_spec s, t;
+    struct backend_devices d[4];
+    struct backend *b;
+    char ns[96], pod[96], pod2[96];
+    (void)state;
+
+    kube_namespace_name(prefix, 13, ns, sizeof(ns));
+    kube_pod_name(prefix, 71, 0, pod, sizeof(pod));
+    kube_pod_name(prefix, 72, 0, pod2, sizeof(pod2));
+    series(x.text, sizeof(x.text), 5, ns, pod);
+    series(x.text, sizeof(x.text), 6, ns, pod);
+    series(x.text, sizeof(x.text), 7, ns, "gpuaas-other001-71-0"); /* another daemon's */
+    series(x.text, sizeof(x.text), 3, "elsewhere", pod2);          /* not its namespace */
+    series(x.text, sizeof(x.text), 4, ns, pod2); /* 72 asked for 2 GPUs: a partial view */
+    exporter_start(&x);
+    collector_options_init(&co);
+    co.dcgm_urls = x.url;
+    co.interval_ms = 200;
+    co.timeout_ms = 2000;
+    assert_int_equal(collector_start(&co, &col, &ei), 0);
+    o.collector = col;
+    b = backend_kube_new(1, &o, &ei);
+    if (!b)
+        fail_msg("backend_kube_new: %s", ei.message);
+
+    make_launch(&s, 71, 13, 1, "kwok-h100-0", "h100", 2, -1); /* placed on GPUs 0 and 1 */
+    make_launch(&t, 72, 13, 1, "kwok-h100-0", "h100", 2, -1);
+    for (int g = 0; g < 2; g++)
+        t.devs[0][g].index = 2 + g;
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    assert_int_equal(b->ops->launch(b, &t.l, time_now_ms(), &ei), 0);
+    assert_int_equal(wait_devices(b, d, 10000), 1);
+    assert_int_equal(d[0].workload_id, 71);
+    assert_string_equal(d[0].node, "kwok-h100-0");
+    assert_int_equal(d[0].n_indices, 2);
+    assert_int_equal(d[0].indices[0], 5);
+    assert_int_equal(d[0].indices[1], 6);
+    /* said once: the next scrapes say the same */
+    assert_int_equal(wait_devices(b, d, 1000), 0);
+
+    /* one at a time: wait_end drops the other ends a poll hands out */
+    assert_int_equal(b->ops->stop(b, 71, 0, time_now_ms()), 0);
+    wait_end(b, 71);
+    assert_int_equal(b->ops->stop(b, 72, 0, time_now_ms()), 0);
+    wait_end(b, 72);
+    b->ops->free(b);
+    collector_stop(col);
+    MHD_stop_daemon(x.d);
+    pthread_mutex_destroy(&x.lock);
+}
+
 /* ---- bad kubeconfigs, unreachable apiservers: one clear error ---- */
 
 static char *write_kubeconfig(const char *dir, const char *name, const char *server, const char *ca,
@@ -611,6 +882,177 @@ static void test_bad_configs(void **state)
  * namespace, runs a pod to its end and deletes it; the same user may not
  * read secrets or delete namespaces.
  */
+/* ---- a rotated token file ---- */
+
+#define ROT_SA "gpuaas-rot"
+#define ROT_PATH "/api/v1/namespaces/default"
+
+/*
+ * A service-account token in a Secret of ours (the controller manager's
+ * token controller fills it): its text, the caller's to free. Deleting the
+ * Secret revokes it (the apiserver looks the Secret up), which a static
+ * token file cannot do.
+ */
+static char *sa_token(const char *secret)
+{
+    char path[160];
+    json_t *sec = NULL;
+    long st =
+        admin_call("POST", ROT_PATH "/secrets", NULL,
+                   json_pack("{s:s,s:s,s:s,s:{s:s,s:{s:s}}}", "apiVersion", "v1", "kind", "Secret",
+                             "type", "kubernetes.io/service-account-token", "metadata", "name",
+                             secret, "annotations", "kubernetes.io/service-account.name", ROT_SA),
+                   NULL);
+    assert_int_equal(st, 201);
+    snprintf(path, sizeof(path), ROT_PATH "/secrets/%s", secret);
+    for (int i = 0; i < 100; i++) {
+        const char *b64;
+        json_decref(sec);
+        sec = NULL;
+        admin_call("GET", path, NULL, NULL, &sec);
+        b64 = json_string_value(json_object_get(json_object_get(sec, "data"), "token"));
+        if (b64) {
+            char *tok = xcalloc(1, strlen(b64) + 1);
+            size_t n = 0;
+            assert_int_equal(sodium_base642bin((unsigned char *)tok, strlen(b64), b64, strlen(b64),
+                                               NULL, &n, NULL, sodium_base64_VARIANT_ORIGINAL),
+                             0);
+            json_decref(sec);
+            return tok;
+        }
+        usleep(100 * 1000);
+    }
+    fail_msg("the token controller never filled secret %s", secret);
+    return NULL;
+}
+
+/* Writes the token file as a kubelet does: a new file renamed over the old one. */
+static void write_token(const char *path, const char *tok)
+{
+    char *tmp = xasprintf("%s.new", path);
+    FILE *f = fopen(tmp, "w");
+    assert_non_null(f);
+    fputs(tok, f);
+    fclose(f);
+    assert_int_equal(rename(tmp, path), 0);
+    free(tmp);
+}
+
+/* Whether the apiserver takes tok (a GET of one node with it). */
+static long token_status(const char *tok)
+{
+    struct kube_client *k = NULL;
+    struct error_info ei = {0};
+    char dir[] = "/tmp/gpuaas-tokchk.XXXXXX";
+    char *ca = xasprintf("%s/pki/ca.crt", env("K8S_DIR")), *user = xasprintf("    token: %s", tok);
+    char *cfg;
+    json_t *ans = NULL;
+    long st = 0;
+
+    assert_non_null(mkdtemp(dir));
+    cfg = write_kubeconfig(dir, "k", env("K8S_SERVER"), ca, user);
+    assert_int_equal(kube_client_new(cfg, &k, &ei), 0);
+    assert_int_equal(kube_call(k, "GET", "/api/v1/nodes?limit=1", NULL, NULL, &st, &ans, &ei), 0);
+    json_decref(ans);
+    kube_client_free(k);
+    unlink(cfg);
+    rmdir(dir);
+    free(cfg);
+    free(ca);
+    free(user);
+    return st;
+}
+
+/*
+ * The kubeconfig's token file is replaced (as a projected service-account
+ * token is) and the old token revoked: the backend's pod creates, sent
+ * without waiting, go out with the new token, and the work runs.
+ */
+static void test_token_rotation(void **state)
+{
+    const char *prefix = "gpuaas-rota0001-";
+    char dir[] = "/tmp/gpuaas-rotate.XXXXXX";
+    char *ca = xasprintf("%s/pki/ca.crt", env("K8S_DIR")), *tokfile, *user, *old, *fresh;
+    struct kube_options o = {.default_image = "busybox",
+                             .tolerate = TOLERATE,
+                             .timeout_grace_ms = 0,
+                             .instance_prefix = prefix};
+    struct error_info ei = {0};
+    struct backend *b = NULL;
+    struct launch_spec s;
+    (void)state;
+
+    admin_call("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/" ROT_SA, NULL,
+               NULL, NULL);
+    admin_call("DELETE", ROT_PATH "/serviceaccounts/" ROT_SA, NULL, NULL, NULL);
+    assert_int_equal(admin_call("POST", ROT_PATH "/serviceaccounts", NULL,
+                                json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind",
+                                          "ServiceAccount", "metadata", "name", ROT_SA),
+                                NULL),
+                     201);
+    assert_int_equal(
+        admin_call("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", NULL,
+                   json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:s},s:[{s:s,s:s,s:s}]}", "apiVersion",
+                             "rbac.authorization.k8s.io/v1", "kind", "ClusterRoleBinding",
+                             "metadata", "name", ROT_SA, "roleRef", "apiGroup",
+                             "rbac.authorization.k8s.io", "kind", "ClusterRole", "name",
+                             "cluster-admin", "subjects", "kind", "ServiceAccount", "name", ROT_SA,
+                             "namespace", "default"),
+                   NULL),
+        201);
+    old = sa_token("gpuaas-rot-1");
+    assert_non_null(mkdtemp(dir));
+    tokfile = xasprintf("%s/token", dir);
+    write_token(tokfile, old);
+    user = xasprintf("    tokenFile: %s", tokfile);
+    o.kubeconfig = write_kubeconfig(dir, "rotating", env("K8S_SERVER"), ca, user);
+    for (int i = 0; i < 50 && !b; i++) { /* the authorizer learns of the binding a moment later */
+        ei = (struct error_info){0};
+        if (!(b = backend_kube_new(1, &o, &ei)))
+            usleep(100 * 1000);
+    }
+    if (!b)
+        fail_msg("the backend with a token file: %s", ei.message);
+
+    /* its namespace made now: after the rotation only the pod creates, sent without waiting, go */
+    make_launch(&s, 110, 15, 1, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    wait_phase(b, prefix, 15, 110, 0, "Running");
+    assert_int_equal(b->ops->stop(b, 110, 0, time_now_ms()), 0);
+    assert_int_equal(wait_end(b, 110).how, BACKEND_STOPPED);
+
+    /* a new token in the file, the old one revoked */
+    fresh = sa_token("gpuaas-rot-2");
+    write_token(tokfile, fresh);
+    assert_int_equal(admin_call("DELETE", ROT_PATH "/secrets/gpuaas-rot-1", NULL, NULL, NULL), 200);
+    for (int i = 0; i < 100 && token_status(old) != 401; i++)
+        usleep(100 * 1000);
+    assert_int_equal(token_status(old), 401);
+    assert_int_equal(token_status(fresh), 200);
+
+    make_launch(&s, 111, 15, 1, "kwok-h100-1", "h100", 1, -1);
+    assert_int_equal(b->ops->launch(b, &s.l, time_now_ms(), &ei), 0);
+    wait_phase(b, prefix, 15, 111, 0, "Running"); /* fails if the create was refused */
+    assert_int_equal(b->ops->stop(b, 111, 0, time_now_ms()), 0);
+    assert_int_equal(wait_end(b, 111).how, BACKEND_STOPPED);
+    b->ops->free(b);
+
+    admin_call("DELETE", ROT_PATH "/secrets/gpuaas-rot-2", NULL, NULL, NULL);
+    admin_call("DELETE", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/" ROT_SA, NULL,
+               NULL, NULL);
+    admin_call("DELETE", ROT_PATH "/serviceaccounts/" ROT_SA, NULL, NULL, NULL);
+    unlink(tokfile);
+    unlink(o.kubeconfig);
+    rmdir(dir);
+    free((char *)o.kubeconfig);
+    free(tokfile);
+    free(user);
+    sodium_memzero(old, strlen(old));
+    free(old);
+    free(fresh);
+    free(ca);
+}
+
 #define RBAC_NAME "gpuaas-backend-least"
 static void test_least_privilege(void **state)
 {
@@ -717,6 +1159,10 @@ int main(void)
         cmocka_unit_test(test_stop_waits_for_the_grace),
         cmocka_unit_test(test_gang_all_or_nothing),
         cmocka_unit_test(test_adopt_and_sweep),
+        cmocka_unit_test(test_free_mid_launch),
+        cmocka_unit_test(test_devices_from_dcgm),
+        cmocka_unit_test(test_pod_log),
+        cmocka_unit_test(test_token_rotation),
         cmocka_unit_test(test_least_privilege),
     };
     int rc;

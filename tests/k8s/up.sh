@@ -48,18 +48,20 @@ for b in etcd kube-apiserver kube-controller-manager kwok; do
 done
 ln -s "$bin" "$dir/bin"
 
-# --- ports: three consecutive free ones below the ephemeral range ---------
+# --- ports: four consecutive free ones below the ephemeral range ---------
 read -r eph_low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || eph_low=32768
 port_free() { [ -z "$(ss -Hant "( sport = :$1 or dport = :$1 )" 2>/dev/null)" ]; }
 base=
 for _ in $(seq 50); do
     b=$((20000 + RANDOM % (eph_low - 20000 - 10)))
-    port_free "$b" && port_free $((b + 1)) && port_free $((b + 2)) && base=$b && break
+    port_free "$b" && port_free $((b + 1)) && port_free $((b + 2)) && port_free $((b + 3)) &&
+        base=$b && break
 done
-[ -n "$base" ] || die "no three free ports found"
+[ -n "$base" ] || die "no four free ports found"
 etcd_port=$base
 etcd_peer_port=$((base + 1))
 api_port=$((base + 2))
+kwok_port=$((base + 3)) # kwok's kubelet-like server: pod logs
 server=https://127.0.0.1:$api_port
 
 # --- PKI and credentials, made here, for this run only -----------------------
@@ -73,6 +75,13 @@ printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kube
     "extendedKeyUsage=serverAuth" "keyUsage=digitalSignature,keyEncipherment" >"$pki/server.ext"
 ossl x509 -req -in "$pki/server.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" \
     -CAcreateserial -days 2 -extfile "$pki/server.ext" -out "$pki/server.crt"
+# kwok serves pod logs as a kubelet would, over HTTPS on 127.0.0.1; the apiserver checks it
+ossl req -newkey rsa:2048 -nodes -subj "/CN=kwok-kubelet" \
+    -keyout "$pki/kwok.key" -out "$pki/kwok.csr"
+printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "extendedKeyUsage=serverAuth" \
+    "keyUsage=digitalSignature,keyEncipherment" >"$pki/kwok.ext"
+ossl x509 -req -in "$pki/kwok.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" \
+    -CAcreateserial -days 2 -extfile "$pki/kwok.ext" -out "$pki/kwok.crt"
 ossl genrsa -out "$pki/sa.key" 2048
 ossl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub"
 tok() { openssl rand -hex 24; }
@@ -165,6 +174,7 @@ start kube-apiserver \
     --service-account-issuer https://kubernetes.default.svc \
     --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
     --service-cluster-ip-range 10.96.0.0/16 --endpoint-reconciler-type none \
+    --kubelet-preferred-address-types InternalIP --kubelet-certificate-authority "$pki/ca.crt" \
     --profiling=false --v 1
 api_ready() { api GET /readyz | grep -qx ok; }
 wait_for kube-apiserver 120 api_ready
@@ -177,9 +187,26 @@ start kube-controller-manager --kubeconfig "$dir/kcm.kubeconfig" \
 default_sa() { api GET /api/v1/namespaces/default/serviceaccounts/default; }
 wait_for kube-controller-manager 60 default_sa
 
+# Every pod's log (its container "work") is DIR/pod.log, in the CRI log format a kubelet
+# reads; tests append lines to it. kwok serves it as each node's kubelet (node-port).
+printf '%s stdout F %s\n' "$(date -u +%Y-%m-%dT%H:%M:%S.000000000Z)" "hello from kwok" >"$dir/pod.log"
 cp "$here/kwok-stages.yaml" "$dir/kwok.yaml"
+cat >>"$dir/kwok.yaml" <<EOF
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: gpuaas-pod-log
+spec:
+  logs:
+  - containers: [work]
+    logsFile: $dir/pod.log
+    follow: true
+EOF
 start kwok --kubeconfig "$dir/kwok.kubeconfig" --config "$dir/kwok.yaml" \
-    --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+    --server-address "127.0.0.1:$kwok_port" --node-ip 127.0.0.1 --node-port "$kwok_port" \
+    --tls-cert-file "$pki/kwok.crt" --tls-private-key-file "$pki/kwok.key"
 
 # --- fake GPU nodes ------------------------------------------------------------
 names=()
@@ -249,5 +276,6 @@ K8S_USER_TOKEN=$user_token
 KUBECONFIG=$dir/kubeconfig
 K8S_NODES="${names[*]}"
 K8S_BIN=$bin
+K8S_POD_LOG=$dir/pod.log
 EOF
 chmod 600 "$dir/env"
