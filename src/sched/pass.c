@@ -565,11 +565,15 @@ static int cmp_index(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
+/*
+ * Starts a pass: preemptors whose victims have all released first, then the
+ * list of projects it looks at (those marked since the last), each class
+ * marked to be looked at in full or only where room was freed. Returns the
+ * list.
+ */
+static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_decisions *d)
 {
-    size_t before = d->n_admits + d->n_preemptions;
-    struct ivec todo = s->dirty;
-    struct heap h;
+    struct ivec todo;
 
     s->pass_no++;
     s->passing = true;
@@ -599,7 +603,8 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
      * order where room is short), not in the order something marked them:
      * how often a project was looked at before must not decide.
      */
-    qsort(todo.v, (size_t)todo.n, sizeof(int32_t), cmp_index);
+    if (todo.n > 1)
+        qsort(todo.v, (size_t)todo.n, sizeof(int32_t), cmp_index);
     for (int32_t c = 0; c < s->n_classes; c++) {
         struct ivec t = s->classes[c].grown_pass;
         s->classes[c].grown_pass = s->classes[c].grown;
@@ -638,6 +643,15 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
                 room__begin(s, &p->quotas[k]);
         }
     }
+    return todo;
+}
+
+int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
+{
+    size_t before = d->n_admits + d->n_preemptions;
+    struct ivec todo = pass_begin(s, now_ms, d);
+    struct heap h;
+
     /* Owned work first, project by project. */
     for (int32_t i = 0; i < todo.n; i++) {
         scan_start(&s->projects[todo.v[i]], SCHED_P1, 0);

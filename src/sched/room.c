@@ -340,7 +340,8 @@ void room__rebuild(struct sched *s)
     }
     for (int32_t c = 0; c < s->n_classes; c++) {
         struct cls *cl = &s->classes[c];
-        qsort_r(cl->room_idx, (size_t)cl->n_room_idx, sizeof(*cl->room_idx), cmp_entry, s);
+        if (cl->n_room_idx > 1) /* an empty index has no array: qsort_r wants one */
+            qsort_r(cl->room_idx, (size_t)cl->n_room_idx, sizeof(*cl->room_idx), cmp_entry, s);
         recount_min(s, cl, c);
     }
 }
