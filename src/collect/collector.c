@@ -132,6 +132,7 @@ static void run_due(struct collector *c, int64_t now)
         pthread_mutex_lock(&c->lock);
         now = time_now_ms();
         if (n >= 0) {
+            s->info.gpus = rs.n; /* before rs is swapped with the run before */
             for (size_t k = 0; k < rs.n; k++) {
                 char key[INV_KEY_MAX];
                 inv_reading_key(&rs.v[k], key, sizeof(key));
@@ -148,7 +149,6 @@ static void run_due(struct collector *c, int64_t now)
                 c->pod_runs++;
             }
             inv_sched_ok(&s->sched, now);
-            s->info.gpus = rs.n;
             s->info.error[0] = '\0';
         } else {
             bool first = s->sched.failures == 0;

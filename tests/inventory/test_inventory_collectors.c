@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 
 #include "base/err.h"
+#include "base/timeutil.h"
+#include "collect/collector.h"
 #include "inventory/inventory.h"
 #include "inv_test.h"
 
@@ -146,6 +148,46 @@ static void test_smi_collect_fake_program(void **state)
     assert_int_equal(inv_smi_collect(NULL, 10000, &rs, &ei), 3);
     assert_non_null(inv_readings_find(&rs, "GPU-5c0ffee0-1111-2222-3333-444455556666", -1));
     inv_readings_release(&rs);
+}
+
+/*
+ * The collector thread's account of a source (GET /v1/inventory's sources)
+ * counts the GPUs of its last good run, the same readings local discovery gets.
+ */
+static void test_collector_source_counts_last_run(void **state)
+{
+    char script[2048], prog[512];
+    struct collector_options opt;
+    struct collector *c = NULL;
+    struct collector_source src[4];
+    struct inv_readings rs;
+    struct error_info ei = {0};
+    uint64_t runs = 0;
+    int64_t deadline = time_now_ms() + 10000;
+    size_t n;
+    (void)state;
+
+    snprintf(script, sizeof(script), "[ \"$1\" = -L ] && exit 0\ncat '%s/smi-3gpus.csv'\n",
+             INV_FIXTURES);
+    write_script("smi-for-thread", script);
+    snprintf(prog, sizeof(prog), "%s/smi-for-thread", tmpdir);
+    collector_options_init(&opt);
+    opt.nvidia_smi = prog;
+    opt.interval_ms = 60000; /* one run in this test */
+    assert_int_equal(collector_start(&opt, &c, &ei), 0);
+    assert_non_null(c);
+    inv_readings_init(&rs, 0);
+    while ((n = collector_local_gpus(c, &rs, &runs)) == 0 && time_now_ms() < deadline)
+        usleep(20000);
+    assert_int_equal(n, 3);
+    assert_int_equal(runs, 1);
+    assert_int_equal(collector_sources(c, src, 4), 1);
+    assert_string_equal(src[0].name, "nvidia-smi");
+    assert_int_equal(src[0].gpus, 3);
+    assert_false(src[0].stale);
+    assert_string_equal(src[0].error, "");
+    inv_readings_release(&rs);
+    collector_stop(c);
 }
 
 static void test_run_command_failures(void **state)
@@ -393,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_smi_list_parse),
         cmocka_unit_test(test_smi_list_malformed),
         cmocka_unit_test(test_smi_collect_mig),
+        cmocka_unit_test(test_collector_source_counts_last_run),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
