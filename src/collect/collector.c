@@ -225,10 +225,11 @@ int collector_start(const struct collector_options *opt, struct collector **ret,
     if ((!opt->nvml || !*opt->nvml) && (!opt->nvidia_smi || !*opt->nvidia_smi) &&
         (!opt->dcgm_urls || !*opt->dcgm_urls))
         return 0;
-    if (opt->interval_ms < 100 || opt->timeout_ms < 100 || opt->window_ms < opt->interval_ms)
+    /* The telemetry store keeps samples in whole seconds (inv_tstore_config.sample_ms). */
+    if (opt->interval_ms < 1000 || opt->timeout_ms < 100 || opt->window_ms < opt->interval_ms)
         return errinfo_set(ei, ERR_INVALID, "collect-interval-s",
-                           "telemetry interval and timeout must be at least 0.1 s, and the idle "
-                           "window at least one interval");
+                           "telemetry interval must be at least 1 s, its timeout at least 0.1 s, "
+                           "and the idle window at least one interval");
     c = xcalloc(1, sizeof(*c));
     c->opt = *opt;
     inv_class_config_default(&c->cls);

@@ -173,6 +173,11 @@ static void test_collector_source_counts_last_run(void **state)
     snprintf(prog, sizeof(prog), "%s/smi-for-thread", tmpdir);
     collector_options_init(&opt);
     opt.nvidia_smi = prog;
+    /* Shorter than the telemetry store's one-second grain: refused, nothing started. */
+    opt.interval_ms = 200;
+    assert_int_equal(collector_start(&opt, &c, &ei), ERR_INVALID);
+    assert_null(c);
+    assert_non_null(strstr(ei.message, "at least 1 s"));
     opt.interval_ms = 60000; /* one run in this test */
     assert_int_equal(collector_start(&opt, &c, &ei), 0);
     assert_non_null(c);

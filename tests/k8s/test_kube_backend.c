@@ -778,7 +778,7 @@ static void test_devices_from_dcgm(void **state)
     exporter_start(&x);
     collector_options_init(&co);
     co.dcgm_urls = x.url;
-    co.interval_ms = 200;
+    co.interval_ms = 1000; /* the shortest the collector takes */
     co.timeout_ms = 2000;
     assert_int_equal(collector_start(&co, &col, &ei), 0);
     o.collector = col;
