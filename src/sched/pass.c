@@ -21,9 +21,29 @@
 
 /* ---- reservations ---- */
 
+void sched__unpromise(struct sched *s, int32_t w)
+{
+    int32_t k = 0;
+    bool any = false;
+    for (int32_t i = 0; i + 2 < s->promises.n; i += 3) {
+        if (s->promises.v[i] == w) {
+            s->pools[s->promises.v[i + 1]].promised -= s->promises.v[i + 2];
+            any = true;
+            continue;
+        }
+        memmove(&s->promises.v[k], &s->promises.v[i], 3 * sizeof(int32_t));
+        k += 3;
+    }
+    s->promises.n = k;
+    /* What a pool lends is counted over its classes: any of them may borrow now. */
+    for (int32_t c = 0; any && c < s->n_classes; c++)
+        sched__class_freed(s, c);
+}
+
 void sched__unreserve(struct sched *s, int32_t w)
 {
     struct workload *wl = &s->wls[w];
+    sched__unpromise(s, w);
     /*
      * A node is held whole: work of every class on it may use it now, in a
      * pass under way too (its class's grown_pass, room_decide).
@@ -592,6 +612,11 @@ static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_deci
         if (!wl->in_use || !wl->reclaim_ready || wl->state != SCHED_QUEUED)
             continue;
         wl->reclaim_ready = false;
+        /*
+         * The lending held for it was for this first chance: admitted, it
+         * lends for real; else whatever it plans next holds its own.
+         */
+        sched__unpromise(s, w);
         if (try_admit(s, w, now_ms, d) && wl->cls != NONE)
             sched__mark_class_dirty(s, wl->project, wl->cls);
     }

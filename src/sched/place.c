@@ -229,14 +229,26 @@ void place__lend(struct sched *s, int32_t w, int32_t g, int32_t milli, int sign)
         s->pools[pool].lent += sign * milli;
 }
 
+int64_t place__promised_to(const struct sched *s, int32_t w, int32_t pool)
+{
+    int64_t milli = 0;
+    for (int32_t i = 0; s->pools[pool].promised > 0 && i + 2 < s->promises.n; i += 3) {
+        if (s->promises.v[i] == w && s->promises.v[i + 1] == pool)
+            milli += s->promises.v[i + 2];
+    }
+    return milli;
+}
+
 bool place__may_lend(const struct sched *s, int32_t w, int32_t pool, int64_t milli)
 {
     const struct pool *pl;
     if (pool == NONE)
         return true;
     pl = &s->pools[pool];
-    return pl->lending_limit < 0 || pl->lent + milli <= pl->lending_limit ||
-           sched__owns_pool(s, &s->projects[s->wls[w].project], pool);
+    if (pl->lending_limit < 0 || sched__owns_pool(s, &s->projects[s->wls[w].project], pool))
+        return true;
+    /* Held for preemptors waiting on their victims: lent already, except to the one it is for. */
+    return pl->lent + pl->promised - place__promised_to(s, w, pool) + milli <= pl->lending_limit;
 }
 
 /* One device of a replica of w: its whole share, or one whole device. */
@@ -824,9 +836,17 @@ bool place__gang(struct sched *s, int32_t w)
         wl->at[2 * i + 1] = gg.pl[i].gpu;
     }
     for (int32_t r = 0; r < wl->spec.replicas; r++) {
-        struct ivec *running = &s->nodes[gg.replica_node[r]].running;
-        ivec_remove_value(running, w);
-        ivec_push(running, w);
+        struct node *nd = &s->nodes[gg.replica_node[r]];
+        ivec_remove_value(&nd->running, w);
+        ivec_push(&nd->running, w);
+        /*
+         * A node held for other work that w may use all the same (a pool's
+         * owner on its pool, P1 work where P2 work is held for): the room
+         * the holder counted on there may be gone, and its info says who
+         * took it (sched_workload_info).
+         */
+        if (nd->reserved_for != NONE && nd->reserved_for != w)
+            s->wls[nd->reserved_for].hold_taken_by = wl->spec.id;
     }
     return true;
 }

@@ -45,12 +45,15 @@ static void scratch_fit(struct sched *s)
         s->vguar = xcalloc((size_t)s->n_projects * 2 + 16, sizeof(int64_t));
     }
     FIT(s->vused, s->proj_stamp, s->n_projects, s->scratch_projects);
+    FIT(s->vlent, s->pool_stamp, s->n_pools, s->scratch_pools);
 #undef FIT
     if (++s->epoch == 0) { /* wrapped: clear every stamp */
         memset(s->gpu_stamp, 0, s->scratch_gpus * sizeof(uint32_t));
         memset(s->node_stamp, 0, s->scratch_nodes * sizeof(uint32_t));
         memset(s->wl_stamp, 0, s->scratch_wls * sizeof(uint32_t));
         memset(s->proj_stamp, 0, s->scratch_projects * sizeof(uint32_t));
+        if (s->pool_stamp) /* none without pools */
+            memset(s->pool_stamp, 0, s->scratch_pools * sizeof(uint32_t));
         s->epoch = 1;
     }
 }
@@ -67,6 +70,8 @@ void reclaim__release(struct sched *s)
     free(s->vused);
     free(s->vguar);
     free(s->proj_stamp);
+    free(s->vlent);
+    free(s->pool_stamp);
 }
 
 /* Virtual (what-if) views of free capacity and usage during a victim search. */
@@ -103,6 +108,38 @@ static int64_t vguaranteed_of(struct sched *s, int32_t p, int32_t cls)
 {
     vused_of(s, p, cls);
     return s->vguar[p];
+}
+
+/*
+ * What a pool lends in the plan for w: what it lends now (the victims' loans
+ * are not counted off: conservative) and holds for other preemptors, as
+ * place__may_lend counts, plus what the plan's replicas already placed take
+ * of it (vtake_replica), so that a gang's replicas together stay within the
+ * lending limit, as placement will hold them to.
+ */
+static int64_t vlent_base(const struct sched *s, int32_t w, int32_t pool)
+{
+    return s->pools[pool].lent + s->pools[pool].promised - place__promised_to(s, w, pool);
+}
+
+static int64_t *vlent_of(struct sched *s, int32_t w, int32_t pool)
+{
+    if (s->pool_stamp[pool] != s->epoch) {
+        s->pool_stamp[pool] = s->epoch;
+        s->vlent[pool] = vlent_base(s, w, pool);
+    }
+    return &s->vlent[pool];
+}
+
+/* place__may_lend in the plan's view. */
+static bool vmay_lend(struct sched *s, int32_t w, int32_t pool, int64_t milli)
+{
+    const struct pool *pl;
+    if (pool == NONE)
+        return true;
+    pl = &s->pools[pool];
+    return pl->lending_limit < 0 || sched__owns_pool(s, &s->projects[s->wls[w].project], pool) ||
+           *vlent_of(s, w, pool) + milli <= pl->lending_limit;
 }
 
 static bool chosen(const struct sched *s, int32_t v)
@@ -315,10 +352,9 @@ static bool vfits(struct sched *s, int32_t w, int32_t n, int32_t cls, int32_t *r
             continue;
         for (int32_t j = 0; j < st->gpus.n && got < k; j++) {
             int32_t g = st->gpus.v[j];
-            /* Within the pool's lending limit as it is now (victims' lending is not counted off).
-             */
+            /* Within the pool's lending limit, the plan's earlier replicas counted (vlent_of). */
             if (*vfree_of(s, g) >= want && place__gpu_usable(s, w, g) &&
-                place__may_lend(s, w, st->pool, (int64_t)(from_slot + 1) * want)) {
+                vmay_lend(s, w, st->pool, (int64_t)(from_slot + 1) * want)) {
                 ret_gpus[got++] = g;
                 from_slot++;
             }
@@ -545,10 +581,44 @@ static void vtake_replica(struct sched *s, int32_t w, int32_t n)
     bool fits = vfits(s, w, n, wl->cls, gpus);
     assert(fits);
     (void)fits;
-    for (int32_t i = 0; i < k; i++)
-        *vfree_of(s, gpus[i]) -= wl->spec.gpu_milli >= WHOLE ? WHOLE : wl->spec.gpu_milli;
+    for (int32_t i = 0; i < k; i++) {
+        int32_t milli = wl->spec.gpu_milli >= WHOLE ? WHOLE : wl->spec.gpu_milli;
+        int32_t pool = s->gpus[gpus[i]].pool;
+        *vfree_of(s, gpus[i]) -= milli;
+        /* Lent by the pool as placement will count it (place__lend). */
+        if (pool != NONE && !sched__owns_pool(s, &s->projects[wl->project], pool))
+            *vlent_of(s, w, pool) += milli;
+    }
     s->vcpu[n] -= wl->spec.cpu_milli;
     s->vmem[n] -= wl->spec.mem_mib;
+}
+
+/*
+ * Holds for w what its plan borrows of pools with a lending limit: the
+ * victims freed and each replica taken on its node in a fresh virtual
+ * view, what the pools lend beyond what they did is w's (sched.promises),
+ * as its nodes are, until its victims have gone (sched__unpromise).
+ */
+static void promise_plan(struct sched *s, int32_t w, const int32_t *victims, int32_t n_victims,
+                         const struct ivec *nodes)
+{
+    scratch_fit(s);
+    for (int32_t i = 0; i < n_victims; i++)
+        virtual_free(s, victims[i], +1);
+    for (int32_t r = 0; r < nodes->n; r++)
+        vtake_replica(s, w, nodes->v[r]);
+    for (int32_t pool = 0; pool < s->n_pools; pool++) {
+        int64_t milli;
+        if (s->pool_stamp[pool] != s->epoch || s->pools[pool].lending_limit < 0)
+            continue;
+        milli = s->vlent[pool] - vlent_base(s, w, pool);
+        if (milli <= 0)
+            continue;
+        ivec_push(&s->promises, w);
+        ivec_push(&s->promises, pool);
+        ivec_push(&s->promises, (int32_t)milli);
+        s->pools[pool].promised += milli;
+    }
 }
 
 /* Own P2 work that must go so that the project stays within its limit. */
@@ -1248,6 +1318,7 @@ bool reclaim__plan(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
         }
         for (int32_t i = 0; i < best_nodes.n; i++)
             pass__reserve_node(s, w, best_nodes.v[i]);
+        promise_plan(s, w, best_victims.v, best_victims.n, &best_nodes);
         wl->victims_pending = best_victims.n;
         wl->reclaim_ready = false;
         wl->reason = (struct sched_reason){.code = SCHED_WAIT_RECLAIM,
@@ -1264,4 +1335,84 @@ bool reclaim__plan(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
     ivec_release(&best_victims);
     ivec_release(&best_nodes);
     return found;
+}
+
+/*
+ * One replica after another, the first node (in the victims' nodes, where
+ * the decision made room, then the class's or block's nodes) that w may use
+ * and its replica fits on with the victims gone. False when some replica
+ * finds none.
+ */
+static bool restored_plan(struct sched *s, int32_t w, const int32_t *victims, int32_t n,
+                          int64_t block, struct ivec *nodes)
+{
+    const struct workload *wl = &s->wls[w];
+    const struct cls *c = &s->classes[wl->cls];
+    int32_t gpus[SCHED_MAX_GPUS_PER_NODE];
+
+    scratch_fit(s); /* a fresh virtual view */
+    for (int32_t i = 0; i < n; i++)
+        virtual_free(s, victims[i], +1);
+    nodes->n = 0;
+    for (int32_t r = 0; r < wl->spec.replicas; r++) {
+        int32_t pick = NONE;
+        for (int32_t i = 0; i < n && pick == NONE; i++) {
+            const struct workload *vl = &s->wls[victims[i]];
+            for (int32_t k = 0; k < vl->n_assigns && pick == NONE; k++) {
+                int32_t nd = vl->at[2 * k];
+                if ((!block || s->nodes[nd].block_id == block) && place__node_usable(s, w, nd) &&
+                    vfits(s, w, nd, wl->cls, gpus))
+                    pick = nd;
+            }
+        }
+        for (int32_t i = 0; i < c->slots.n && pick == NONE; i++) {
+            int32_t nd = s->slots[c->slots.v[i]].node;
+            if ((!block || s->nodes[nd].block_id == block) && place__node_usable(s, w, nd) &&
+                vfits(s, w, nd, wl->cls, gpus))
+                pick = nd;
+        }
+        if (pick == NONE)
+            return false;
+        vtake_replica(s, w, pick);
+        ivec_push(nodes, pick);
+    }
+    return true;
+}
+
+void reclaim__hold_restored(struct sched *s, int32_t w, const int32_t *victims, int32_t n)
+{
+    const struct workload *wl = &s->wls[w];
+    struct ivec nodes = {0};
+    bool found = false;
+
+    if (wl->cls == NONE || n == 0)
+        return;
+    /*
+     * The decision held the nodes its replicas were planned on, which need
+     * not be the victims' (victims its limit made go run elsewhere, a
+     * victim's node may lack the CPU or memory); holding only the victims'
+     * would let other work take the room it counts on in the meantime.
+     */
+    if (wl->spec.same_block && wl->spec.replicas > 1) {
+        int32_t n_blocks;
+        const int64_t *blocks = place__blocks(s, wl->cls, &n_blocks);
+        for (int32_t k = 0; k < n_blocks && !found; k++)
+            found = restored_plan(s, w, victims, n, blocks[k], &nodes);
+    } else {
+        found = restored_plan(s, w, victims, n, 0, &nodes);
+    }
+    if (found) {
+        promise_plan(s, w, victims, n, &nodes);
+    } else {
+        /* The fleet changed under it: the victims' nodes, as before. */
+        nodes.n = 0;
+        for (int32_t i = 0; i < n; i++) {
+            const struct workload *vl = &s->wls[victims[i]];
+            for (int32_t k = 0; k < vl->n_assigns; k++)
+                ivec_push(&nodes, vl->at[2 * k]);
+        }
+    }
+    for (int32_t i = 0; i < nodes.n; i++)
+        pass__reserve_node(s, w, nodes.v[i]);
+    ivec_release(&nodes);
 }

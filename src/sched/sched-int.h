@@ -159,6 +159,11 @@ struct pool {
     bool lend_to_all;
     int64_t lending_limit; /* milli; < 0: none */
     int64_t lent;          /* milli held by projects that do not own it */
+    /*
+     * Milli of its lending limit held for preemptors whose victims are still
+     * stopping (sched.promises): what their plans' replicas will take of it.
+     */
+    int64_t promised;
 };
 
 /* ---- tenants ---- */
@@ -319,6 +324,13 @@ struct sched {
     struct ivec free_wls;
     struct ivec dirty; /* projects to look at in the next pass */
     struct ivec ready; /* preemptors whose victims have all released */
+    /*
+     * Lending held for preemptors, in triples (workload, pool, milli): the
+     * freed nodes are held for a preemptor, and so is what its plan borrows
+     * of a pool with a lending limit, which work elsewhere on the pool could
+     * otherwise take before its victims have gone.
+     */
+    struct ivec promises;
     /* Timers: (time, project) in a min-heap; a due timer makes its project dirty. */
     struct timer {
         int64_t at;
@@ -348,7 +360,9 @@ struct sched {
     uint32_t *node_seen, seen_epoch; /* nodes a victim search has looked at (reclaim.c) */
     int32_t *vfree;
     int64_t *vcpu, *vmem, *vused, *vguar;
-    size_t scratch_gpus, scratch_nodes, scratch_wls, scratch_projects;
+    int64_t *vlent; /* per pool: what it lends in the plan (reclaim.c, vlent_of) */
+    uint32_t *pool_stamp;
+    size_t scratch_gpus, scratch_nodes, scratch_wls, scratch_projects, scratch_pools;
 };
 
 /* ---- sched.c ---- */
@@ -388,6 +402,8 @@ static inline int32_t sched__queue_key(const struct workload *wl)
 }
 void sched__queue_insert(struct sched *s, int32_t w);
 void sched__unreserve(struct sched *s, int32_t w);
+/* Gives back the lending held for w (pass.c); wakes whoever it may let borrow. */
+void sched__unpromise(struct sched *s, int32_t w);
 /* Usage bookkeeping when a workload starts or stops holding its GPUs. */
 void sched__charge(struct sched *s, int32_t w, int sign);
 /* The same at a time that may be before the core's clock (an end a backend reports late). */
@@ -408,8 +424,13 @@ void place__gpu_unlink(struct sched *s, int32_t g);
 bool place__node_fits_labels(const struct node *n, const struct sched_workload_spec *spec);
 /* What w holds of device g (milli) counts against its pool's lending (sign +1) or stops (-1). */
 void place__lend(struct sched *s, int32_t w, int32_t g, int32_t milli, int sign);
-/* Whether pool (NONE: none) may lend milli more to w's project (always, to its owner). */
+/*
+ * Whether pool (NONE: none) may lend milli more to w's project (always, to
+ * its owner), what it holds for other preemptors counted as lent.
+ */
 bool place__may_lend(const struct sched *s, int32_t w, int32_t pool, int64_t milli);
+/* What pool's lending limit holds for w (sched.promises), 0 when nothing. */
+int64_t place__promised_to(const struct sched *s, int32_t w, int32_t pool);
 /*
  * Places every replica of w, or none: on success its assigns are set and the
  * capacity is taken. ignore_hol tells whether head-of-line reservations of
@@ -542,6 +563,13 @@ int32_t room__next(struct sched *s, int32_t top);
  */
 bool reclaim__plan(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
                    struct sched_decisions *d);
+/*
+ * For recovery: holds for the preemptor w, whose victims (n of them) are
+ * still stopping, the nodes its replicas fit on once they have gone, as
+ * the decision did (its nodes are not stored); the victims' nodes where no
+ * such nodes are found.
+ */
+void reclaim__hold_restored(struct sched *s, int32_t w, const int32_t *victims, int32_t n);
 /* Whether w holds a device of a pool its project owns (want) or does not own (!want). */
 bool reclaim__on_pool_owned(const struct sched *s, int32_t w, bool want);
 /* Frees the search's scratch arrays. */

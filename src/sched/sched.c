@@ -195,6 +195,7 @@ void sched_free(struct sched *s)
     ivec_release(&s->free_wls);
     ivec_release(&s->dirty);
     ivec_release(&s->ready);
+    ivec_release(&s->promises);
     free(s->timers);
     free(s->gang_as);
     free(s->gang_placed);
@@ -1150,19 +1151,28 @@ int sched_restore_running(struct sched *s, const struct sched_workload_spec *spe
 int sched_restore_preemption(struct sched *s, int64_t preemptor_id, const int64_t *victim_ids,
                              size_t n)
 {
-    int32_t p = idmap_get(&s->workload_ids, preemptor_id);
+    int32_t p = idmap_get(&s->workload_ids, preemptor_id), *linked, n_linked = 0;
     if (p == NONE)
         return SCHED_ENOENT;
+    linked = xcalloc(n + 1, sizeof(*linked));
     for (size_t i = 0; i < n; i++) {
         int32_t v = idmap_get(&s->workload_ids, victim_ids[i]);
         if (v == NONE || s->wls[v].state != SCHED_PREEMPTING || s->wls[v].preemptor_id)
             continue;
         s->wls[v].preemptor_id = preemptor_id;
         s->wls[p].victims_pending++;
-        /* Hold the victims' nodes for the preemptor again, as the decision did. */
-        for (int32_t k = 0; k < s->wls[v].n_assigns; k++)
-            pass__reserve_node(s, p, s->wls[v].at[2 * k]);
+        linked[n_linked++] = v;
     }
+    /*
+     * Its victims stop for it as owned work, which it stays until they
+     * have (try_admit), whatever the automatic rule would say now.
+     */
+    if (s->wls[p].victims_pending > 0 && s->wls[p].state == SCHED_QUEUED &&
+        s->wls[p].spec.pclass == SCHED_AUTO)
+        s->wls[p].runs_as = SCHED_P1;
+    /* Hold for the preemptor again the nodes it will go to, as the decision did. */
+    reclaim__hold_restored(s, p, linked, n_linked);
+    free(linked);
     if (s->wls[p].victims_pending > 0)
         s->wls[p].reason = (struct sched_reason){.code = SCHED_WAIT_RECLAIM,
                                                  .class_id = s->wls[p].spec.class_id,

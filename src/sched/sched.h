@@ -428,8 +428,9 @@ struct sched_workload_info {
     enum sched_class runs_as;   /* running: the class it holds; queued: the last one judged */
     /*
      * Queued: the workload that took over a node held for it since it was
-     * last admitted (a pool's owner taking its pool back from a borrower
-     * whose victims were still stopping), 0 when none.
+     * last admitted, by holding it or by running on it (a pool's owner
+     * taking its pool back from a borrower whose victims were still
+     * stopping), 0 when none.
      */
     int64_t hold_taken_by;
 };

@@ -1996,6 +1996,8 @@ static void test_owner_not_kept_off_by_borrower_hold(void **state)
     submit1(&f, 3, 10, SCHED_P1, C1, 1000, 71000);
     pass(&f, 71000);
     assert_int_equal(admit_node(&f, must_admit(&f, 3)), 1);
+    /* The gang is told who took the node held for it. */
+    assert_int_equal(info(&f, 2).hold_taken_by, 3);
     fx_release(&f);
 }
 
@@ -2238,6 +2240,169 @@ static void test_lend_to_all_with_limit(void **state)
     fx_release(&f);
 }
 
+/* A pool owned by project 10 and lent to all, at most limit milli at once. */
+static void pool_lent_to_all(struct fx *f, int64_t pool, int64_t limit)
+{
+    struct sched_pool_spec ps;
+    memset(&ps, 0, sizeof ps);
+    ps.id = pool;
+    ps.owner_project_id = 10;
+    ps.lend_to_all = true;
+    ps.lending_limit = limit;
+    assert_int_equal(sched_set_pool(f->s, &ps), 0);
+}
+
+/* The victims of the one preemption of the last pass, by id, and that it is w's. */
+static size_t preemption_victims(const struct fx *f, int64_t w, int64_t *ret, size_t max)
+{
+    assert_int_equal(f->d.n_preemptions, 1);
+    assert_int_equal(f->d.preemptions[0].preemptor_id, w);
+    size_t n = f->d.preemptions[0].n_victims;
+    assert_true(n <= max);
+    for (size_t i = 0; i < n; i++)
+        ret[i] = f->d.victims[f->d.preemptions[0].first_victim + i].workload_id;
+    return n;
+}
+
+/*
+ * A reclaim's plan keeps a gang within a pool's lending limit over all its
+ * replicas, as placement will. Pool 7 (node 1, two free GPUs) lends one GPU
+ * at most; nodes 2 and 3 (one GPU each) run project 30's borrowed work.
+ * Project 20's owned 3x1 gang fits one replica on node 1 and needs both
+ * borrowers gone: two victims, then it runs. (Counting each replica alone
+ * against the limit planned two on node 1 and took one victim for nothing.)
+ */
+static void test_reclaim_gang_within_lending_limit(void **state)
+{
+    struct fx f;
+    int64_t v[4];
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    project(&f, 30, 3, 1);
+    pool_lent_to_all(&f, 7, 1000);
+    add_node(&f, 1, 2, C1, 7);
+    add_node(&f, 2, 1, C1, 0);
+    add_node(&f, 3, 1, C1, 0);
+    assert_int_equal(sched_set_quota(f.s, 20, C1, 3000, -1), 0);
+    submit1(&f, 1, 30, SCHED_P2, C1, 1000, 0);
+    submit1(&f, 2, 30, SCHED_P2, C1, 1000, 1);
+    pass(&f, 10);
+    assert_int_equal(admit_node(&f, must_admit(&f, 1)) + admit_node(&f, must_admit(&f, 2)), 5);
+    struct sched_workload_spec gang = wl(3, 20, SCHED_P1, 3, C1, 1000, 100);
+    submit(&f, &gang, 100);
+    pass(&f, 100);
+    assert_int_equal(preemption_victims(&f, 3, v, 4), 2);
+    assert_int_equal(sched_released(f.s, 1, 200), 0);
+    assert_int_equal(sched_released(f.s, 2, 200), 0);
+    pass(&f, 300);
+    const struct sched_admit *a = must_admit(&f, 3);
+    int on_pool = 0;
+    for (int r = 0; r < 3; r++)
+        on_pool += replica_node(&f, a, r) == 1;
+    assert_int_equal(on_pool, 1);
+    fx_release(&f);
+}
+
+/*
+ * What a reclaim's plan borrows of a pool with a lending limit is held for
+ * it until its victims have gone, as its nodes are. Pool 7 (nodes 1 and 2,
+ * one GPU each, node 1 labelled 5) lends one GPU at most; node 3 (labelled
+ * 5, no pool) runs project 30's borrowed work. Project 20's owned 2x1 gang
+ * asks for label 5: node 1 as it is and node 3 once the borrower goes.
+ * Project 40's borrowed 1-GPU work submitted meanwhile would fit node 2 but
+ * for the loan held for the gang: it waits, and the gang runs.
+ */
+static void test_reclaim_holds_its_loan(void **state)
+{
+    struct fx f;
+    int64_t v[4];
+    const uint32_t l5[1] = {5};
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    project(&f, 30, 3, 1);
+    project(&f, 40, 4, 1);
+    pool_lent_to_all(&f, 7, 1000);
+    add_node_l(&f, 1, 1, C1, 7, l5, 1);
+    add_node(&f, 2, 1, C1, 7);
+    add_node_l(&f, 3, 1, C1, 0, l5, 1);
+    assert_int_equal(sched_set_quota(f.s, 20, C1, 2000, -1), 0);
+    submit1(&f, 1, 30, SCHED_P2, C1, 1000, 0);
+    pass(&f, 10);
+    assert_int_equal(admit_node(&f, must_admit(&f, 1)), 3); /* no pool before a lent one */
+    struct sched_workload_spec gang = wl(2, 20, SCHED_P1, 2, C1, 1000, 100);
+    gang.selector[0] = 5;
+    gang.n_selector = 1;
+    submit(&f, &gang, 100);
+    pass(&f, 100);
+    assert_int_equal(preemption_victims(&f, 2, v, 4), 1);
+    assert_int_equal(v[0], 1);
+    submit1(&f, 3, 40, SCHED_P2, C1, 1000, 150);
+    pass(&f, 150);
+    assert_null(find_admit(&f, 3));
+    assert_int_equal(sched_released(f.s, 1, 200), 0);
+    pass(&f, 300);
+    const struct sched_admit *a = must_admit(&f, 2);
+    assert_int_equal(replica_node(&f, a, 0) + replica_node(&f, a, 1), 4);
+    assert_state(&f, 3, SCHED_QUEUED);
+    fx_release(&f);
+}
+
+/*
+ * After a restart a preemptor is held the nodes it will go to, as the
+ * decision held them, not only its victims'. Project 20 (guarantee 1, limit
+ * 1.5) runs 1 GPU of opportunistic work on node 1 (label 6); its owned
+ * 1-GPU work asks for label 5 (node 2, free): its own work must go for the
+ * limit, and node 2 is held for it. Restored from that state, node 2 is
+ * held again: project 30's work waits, and the preemptor runs on node 2.
+ */
+static void test_restore_holds_planned_nodes(void **state)
+{
+    struct fx f, g;
+    int64_t v[4];
+    const uint32_t l5[1] = {5}, l6[1] = {6};
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        struct fx *x = k == 0 ? &f : &g;
+        fx_init(x);
+        project(x, 20, 2, 1);
+        project(x, 30, 3, 1);
+        add_node_l(x, 1, 1, C1, 0, l6, 1);
+        add_node_l(x, 2, 1, C1, 0, l5, 1);
+        assert_int_equal(sched_set_quota(x->s, 20, C1, 1000, 1500), 0);
+    }
+    struct sched_workload_spec own = wl(1, 20, SCHED_P2, 1, C1, 1000, 0);
+    own.selector[0] = 6;
+    own.n_selector = 1;
+    struct sched_workload_spec pre = wl(2, 20, SCHED_P1, 1, C1, 1000, 100);
+    pre.selector[0] = 5;
+    pre.n_selector = 1;
+    submit(&f, &own, 0);
+    pass(&f, 10);
+    assert_int_equal(admit_node(&f, must_admit(&f, 1)), 1);
+    submit(&f, &pre, 100);
+    pass(&f, 100);
+    assert_int_equal(preemption_victims(&f, 2, v, 4), 1);
+    assert_int_equal(v[0], 1);
+    fx_release(&f);
+
+    int64_t gpu = 101;
+    restore_whole(&g, &own, &gpu, 1, 10, true);
+    submit(&g, &pre, 200);
+    assert_int_equal(sched_restore_preemption(g.s, 2, &own.id, 1), 0);
+    submit1(&g, 3, 30, SCHED_P2, C1, 1000, 200);
+    pass(&g, 200);
+    assert_null(find_admit(&g, 3));
+    assert_int_equal(sched_released(g.s, 1, 300), 0);
+    pass(&g, 400);
+    assert_int_equal(admit_node(&g, must_admit(&g, 2)), 2);
+    assert_int_equal(admit_node(&g, must_admit(&g, 3)), 1);
+    fx_release(&g);
+}
+
 static void test_invalid_input(void **state)
 {
     struct sched_config cfg;
@@ -2332,6 +2497,9 @@ int main(void)
         cmocka_unit_test(test_auto_restore_keeps_class),
         cmocka_unit_test(test_closed_pools_with_room),
         cmocka_unit_test(test_lend_to_all_with_limit),
+        cmocka_unit_test(test_reclaim_gang_within_lending_limit),
+        cmocka_unit_test(test_reclaim_holds_its_loan),
+        cmocka_unit_test(test_restore_holds_planned_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
