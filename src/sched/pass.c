@@ -63,13 +63,14 @@ void sched__unreserve(struct sched *s, int32_t w)
     wl->reserved.n = 0;
     /*
      * The class's reservation is free again: a head due for it takes it when
-     * looked at, so its waiting work is looked at in full, from here on in a
-     * pass under way, and in the next.
+     * looked at, so its waiting work that is due is looked at in full, from
+     * here on in a pass under way (room_everywhere), and in the next; the
+     * rest only where the room freed could serve it (sched__hol_look).
      */
     if (wl->cls != NONE && s->classes[wl->cls].hol_reserver == w) {
         s->classes[wl->cls].hol_reserver = NONE;
         s->classes[wl->cls].room_everywhere = true;
-        sched__class_freed(s, wl->cls);
+        sched__hol_freed(s, wl->cls);
     }
 }
 
@@ -202,6 +203,9 @@ static void blocked_on_capacity(struct sched *s, int32_t w, int64_t now)
     if (now - wl->blocked_since_ms >= s->cfg.reserve_after_ms) {
         if (c->hol_reserver == NONE)
             reserve_for_head(s, w);
+        /* Due, behind another's reservation: its end has this project looked at in full. */
+        if (c->hol_reserver != w)
+            sched__quota(&s->projects[wl->project], wl->cls, true)->hol_due = true;
     } else {
         sched__wake_at(s, wl->blocked_since_ms + s->cfg.reserve_after_ms, wl->project);
     }
@@ -623,6 +627,7 @@ static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_deci
     s->ready.n = 0;
     todo = s->dirty;
     memset(&s->dirty, 0, sizeof(s->dirty));
+    s->dirty_for = s->pass_no + 1; /* marks from here on are for the next pass */
     /*
      * Projects in the order they were made (their owned work meets in that
      * order where room is short), not in the order something marked them:

@@ -38,6 +38,7 @@ void room__begin(struct sched *s, struct quota *q)
     if (q->room_pass == s->pass_no)
         return;
     q->room_pass = s->pass_no;
+    q->hol_due = false; /* found again if its overdue work is still blocked */
     q->room.known = true;
     q->room.whole = q->room.share = INT32_MAX;
     q->room.cpu = q->room.mem = INT64_MAX;
@@ -57,9 +58,17 @@ void room__note(struct sched *s, int32_t w)
         if (wl->runs_as != SCHED_P2)
             break;
         return;
+    case SCHED_WAIT_NO_NODES:
+        /*
+         * Owned work tried to reclaim before it was found to fit no node, and
+         * a victim's minimum runtime it met sets a timer (reclaim.c): a look
+         * in full is not the same as none, so it is not summed up.
+         */
+        if (wl->runs_as != SCHED_P2)
+            break;
+        return;
     case SCHED_WAIT_GUARANTEE:
     case SCHED_WAIT_ORG_CAP:
-    case SCHED_WAIT_NO_NODES:
         return; /* freed room changes none of these */
     case SCHED_WAIT_CAPACITY:
     case SCHED_WAIT_RESERVED:
@@ -113,6 +122,20 @@ static bool room_on(const struct sched *s, const struct project *p, const struct
 }
 
 /*
+ * Whether q's work is looked at in full because its class's head-of-line
+ * reservation ended, in this pass or for it (hol_pass), and is free: a
+ * look in full would have its overdue work take it. Where its work is not
+ * due (or the reservation was taken again), the end changed nothing for it
+ * but the room freed (the holder's nodes, in its class's grown list).
+ */
+bool sched__hol_look(const struct sched *s, const struct quota *q)
+{
+    const struct cls *c = &s->classes[q->cls];
+    return q->hol_due && c->hol_reserver == NONE &&
+           (c->room_everywhere || q->hol_pass == s->pass_no);
+}
+
+/*
  * The scan went by a workload of a class room_decide passed: counted as it
  * would have been found blocked, past the lookahead as left unexamined.
  */
@@ -135,7 +158,7 @@ bool room__decide(struct sched *s, struct project *p)
     for (int32_t k = 0; k < p->n_quotas; k++) {
         struct quota *q = &p->quotas[k];
         const struct cls *c = &s->classes[q->cls];
-        bool room = s->cfg.exhaustive || c->room_everywhere;
+        bool room = s->cfg.exhaustive || sched__hol_look(s, q);
         /* Only classes the opportunistic phase opened (scan_start) are decided. */
         if (!q->room_only || sched__in_phase(SCHED_P2, q->queued_in) == 0 ||
             (q->blocked == INT32_MAX && !q->room_closed))
@@ -145,9 +168,14 @@ bool room__decide(struct sched *s, struct project *p)
             room = room_on(s, p, q, c->grown_pass.v[i]);
         q->room_seen = c->grown_pass.n;
         if (room && q->room_closed) {
-            /* Looked at from here on, as if the work the scan went by had been found blocked. */
+            /*
+             * Looked at from here on, as if the work the scan went by had
+             * been found blocked (and still due, if it was).
+             */
+            bool due = q->hol_due;
             q->room_closed = false;
             room__begin(s, q);
+            q->hol_due |= due;
             q->blocked = q->room_passed;
             p->open_classes += q->blocked <= s->cfg.lookahead;
         } else if (room) {
@@ -463,7 +491,7 @@ static bool entry_opens(const struct sched *s, int32_t cls, const struct room_en
     q = sched__quota((struct project *)p, cls, false);
     if (!q || !q->indexed || q->idx_key != e->key)
         return false;
-    if (c->room_everywhere)
+    if (sched__hol_look(s, q))
         return true;
     for (int32_t i = 0; i < c->grown_pass.n; i++) {
         if (room_on(s, p, q, c->grown_pass.v[i]))

@@ -225,6 +225,16 @@ struct quota {
     bool room_dirty, room_only;
     uint32_t room_pass; /* the pass that last looked at it */
     /*
+     * Overdue work of this class was found blocked behind another's
+     * head-of-line reservation when it was last looked at (kept through a
+     * look that went by part of its work): a look in full would have it
+     * take the reservation once that is free. hol_pass: a reservation of
+     * the class ended, and this is the pass (the next) that looks at the
+     * project for it, in full only where it is due and the reservation free.
+     */
+    bool hol_due;
+    uint32_t hol_pass;
+    /*
      * Passed by room_decide in this pass (room_closed): how much of its
      * class's grown_pass it had seen, and how many of its queued workloads
      * the scan went by since (each would have been found blocked).
@@ -341,6 +351,7 @@ struct sched {
     int64_t clock_ms;          /* the latest time the core was given */
     uint32_t fleet_generation; /* bumped when nodes, GPUs, labels or pools change */
     uint32_t pass_no;          /* counts passes, from 1 */
+    uint32_t dirty_for;        /* the pass that takes `dirty` (what is marked now is for it) */
     bool passing;              /* a pass is under way */
     uint32_t room_gen;         /* fleet generation the room indexes were built at, + 1 */
     /* scratch for placing gangs */
@@ -376,6 +387,14 @@ void sched__mark_dirty(struct sched *s, int32_t project);
 void sched__mark_class_dirty(struct sched *s, int32_t project, int32_t cls);
 /* Devices of a class were freed: projects waiting for room in it are looked at again. */
 void sched__class_freed(struct sched *s, int32_t cls);
+/*
+ * The class's head-of-line reservation ended: projects waiting for room in
+ * it are looked at again, each in full only if its overdue work may take the
+ * reservation (struct quota's hol_due), else for the room freed.
+ */
+void sched__hol_freed(struct sched *s, int32_t cls);
+/* Whether this pass looks at q in full for its class's free reservation (room.c). */
+bool sched__hol_look(const struct sched *s, const struct quota *q);
 /*
  * Likewise, where the devices freed are on these nodes only (every other
  * node has as little room as before): they join the class's grown list.
