@@ -336,7 +336,7 @@ def table(a):
         kc = (kr or {}).get("classes", {}).get("owner", {})
         rows.append(("owner's reclaim p50 / max",
                      f"{f(kc.get('p50_ms'))} / {f(kc.get('max_ms'))} ms (admission, no grace)",
-                     f"{f(gr['p50_ms'])} / {f(gr['max_ms'])} ms (its pods created, victims' grace {gr['grace_s']} s)" if gr else "-"))
+                     f"{f(gr['p50_ms'])} / {f(gr['max_ms'])} ms (every pod of the owner Running, victims' grace {gr['grace_s']} s)" if gr else "-"))
     rows += [("controller CPU seconds", f(k.get("cpu_s")), f(g.get("cpu_s"))),
              ("controller peak RSS", f(k.get("rss_mib"), " MiB"), f(g.get("rss_mib"), " MiB"))]
     print("| | Kueue (minimalkueue) | gpuaas (kubernetes backend) |")
