@@ -218,6 +218,7 @@ static int persist_preemption(struct engine *e, const struct sched_preemption *p
     row_set_int(&led, F_PREEMPTIONS_DECIDED_MS, pe->decided_ms);
     row_set_null(&led, F_PREEMPTIONS_RELEASED_MS);
     row_set_null(&led, F_PREEMPTIONS_RECLAIM_MS);
+    row_set_null(&led, F_PREEMPTIONS_FIRST_TRY_MS);
     row_set_int(&led, F_PREEMPTIONS_GPU_MS_LOST, lost);
     rc = store_insert(e->db, &model_preemptions, &led, &ledger_id, ei);
     if (rc >= 0)
@@ -334,15 +335,37 @@ static void launch_admitted(struct engine *e, struct row *rows, int64_t now, str
         log_error("could not record started workloads as running", "error", ei->message);
 }
 
+/*
+ * The pass just run was the first try of a reclaim whose victims had all
+ * released (the scheduler gave its preemptor that try first): recorded in
+ * its ledger entry, so that a restart from here on restores it as plain
+ * queued work, as the scheduler now holds it.
+ */
+static int record_first_try(struct engine *e, int64_t ledger, int64_t now, struct arena *a,
+                            struct error_info *ei)
+{
+    struct row led;
+    int rc = store_get(e->db, &model_preemptions, ledger, a, &led, ei);
+    if (rc < 0 || !row_is_null(&led, F_PREEMPTIONS_FIRST_TRY_MS))
+        return rc;
+    row_set_int(&led, F_PREEMPTIONS_FIRST_TRY_MS, now);
+    return store_update(e->db, &model_preemptions, ledger, &led, ei);
+}
+
 /* Writes one pass's decisions in one transaction, then acts on them. */
 int engine__apply_decisions(struct engine *e, int64_t now, struct error_info *ei)
 {
     struct arena a;
     struct row *rows;
     size_t n_victims_before = e->n_victims;
+    /*
+     * Every reclaim made ready before the pass had its first try in it
+     * (ends recorded from here on, after the commit, wait for the next).
+     */
+    size_t n_tried = e->n_reclaims_ready;
     int rc;
 
-    if (e->dec.n_admits == 0 && e->dec.n_preemptions == 0)
+    if (e->dec.n_admits == 0 && e->dec.n_preemptions == 0 && n_tried == 0)
         return 0;
     arena_init(&a);
     rows = arena_calloc(&a, e->dec.n_admits + 1, sizeof(*rows));
@@ -351,6 +374,8 @@ int engine__apply_decisions(struct engine *e, int64_t now, struct error_info *ei
         rc = persist_admit(e, &e->dec.admits[i], now, &a, &rows[i], ei);
     for (size_t i = 0; rc >= 0 && i < e->dec.n_preemptions; i++)
         rc = persist_preemption(e, &e->dec.preemptions[i], &a, ei);
+    for (size_t i = 0; rc >= 0 && i < n_tried; i++)
+        rc = record_first_try(e, e->reclaims_ready[i], now, &a, ei);
     if (rc >= 0)
         rc = store_commit(e->db, ei);
     if (rc < 0) {
@@ -358,6 +383,11 @@ int engine__apply_decisions(struct engine *e, int64_t now, struct error_info *ei
         e->n_victims = n_victims_before;
         arena_release(&a);
         return rc;
+    }
+    if (n_tried > 0) {
+        e->n_reclaims_ready -= n_tried;
+        memmove(e->reclaims_ready, e->reclaims_ready + n_tried,
+                e->n_reclaims_ready * sizeof(*e->reclaims_ready));
     }
     /* Committed: count it, then act, then record what the backends did with it. */
     for (size_t i = 0; i < e->dec.n_admits; i++) {

@@ -60,7 +60,7 @@ static int close_allocations(struct engine *e, int64_t wid, int64_t at, const ch
 
 /* A victim has released: when it was the last of its ledger entry, close the entry. */
 static int victim_released(struct engine *e, int64_t vid, int64_t at, struct arena *a,
-                           int64_t *ret_reclaim_ms, struct error_info *ei)
+                           int64_t *ret_reclaim_ms, int64_t *ret_ledger, struct error_info *ei)
 {
     int64_t ledger = 0;
     bool others = false;
@@ -83,6 +83,7 @@ static int victim_released(struct engine *e, int64_t vid, int64_t at, struct are
         row_set_int(&led, F_PREEMPTIONS_RELEASED_MS, at);
         *ret_reclaim_ms = at - row_int(&led, F_PREEMPTIONS_DECIDED_MS);
         row_set_int(&led, F_PREEMPTIONS_RECLAIM_MS, *ret_reclaim_ms);
+        *ret_ledger = ledger;
         return store_update(e->db, &model_preemptions, ledger, &led, ei);
     }
     return 0;
@@ -183,7 +184,8 @@ static int record_end(struct engine *e, const struct backend_event *ev, struct a
     if (rc >= 0 && next)
         rc = engine__hand_over(e, next, held, n_held, ev->at_ms, a, act, ei);
     if (rc >= 0 && info.state == SCHED_PREEMPTING)
-        rc = victim_released(e, ev->workload_id, ev->at_ms, a, &act->reclaim_ms, ei);
+        rc = victim_released(e, ev->workload_id, ev->at_ms, a, &act->reclaim_ms, &act->ready_ledger,
+                             ei);
     act->outcome = preempted                         ? OUTCOME_PREEMPTED
                    : cancel                          ? OUTCOME_CANCELLED
                    : strcmp(state, "succeeded") == 0 ? OUTCOME_SUCCEEDED
@@ -200,6 +202,11 @@ static void apply_end(struct engine *e, const struct end_action *act)
     e->metrics.outcomes[act->outcome]++;
     if (act->reclaim_ms >= 0)
         metrics_histogram_observe(&e->metrics.reclaim, act->reclaim_ms * 1000);
+    /* Its preemptor's first try is the next pass's: recorded by that pass's transaction. */
+    if (act->ready_ledger) {
+        ALLOC_GROW(e->reclaims_ready, e->n_reclaims_ready + 1, e->cap_reclaims_ready);
+        e->reclaims_ready[e->n_reclaims_ready++] = act->ready_ledger;
+    }
     if (act->cancel)
         sched_cancel(e->sched, act->workload_id, act->at_ms);
     else

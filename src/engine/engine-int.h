@@ -146,6 +146,14 @@ struct engine {
     struct pending_victim *victims;
     size_t n_victims, cap_victims;
     /*
+     * Ledger entries whose victims have all released and whose preemptor
+     * has not had its first try since: the next pass gives it (first, in
+     * the scheduler), and its transaction records that try in each entry
+     * (first_try_ms), so that a restart before it gives it again.
+     */
+    int64_t *reclaims_ready;
+    size_t n_reclaims_ready, cap_reclaims_ready;
+    /*
      * Queue-ahead: workloads out of the scheduler's queue because
      * their backend holds them behind a running workload (the store has
      * queued_after), those being taken back, and those never to be queued
@@ -207,6 +215,7 @@ struct end_action {
     bool cancel, skip;
     int outcome;        /* index into outcomes */
     int64_t reclaim_ms; /* its release closed a preemption after this long; -1: it did not */
+    int64_t ready_ledger; /* that preemption's ledger entry */
     /* Queue-ahead: the workload its backend starts on these GPUs now (0: none)... */
     int64_t successor_id;
     struct sched_workload_spec successor;

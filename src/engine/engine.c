@@ -300,6 +300,7 @@ void engine_stop(struct engine *e)
     free(e->inbox);
     free(e->cancelling);
     free(e->victims);
+    free(e->reclaims_ready);
     free(e->staged);
     free(e->blocked);
     free(e->unstaging);

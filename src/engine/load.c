@@ -5,7 +5,8 @@
  * tenants (projects, quotas, caps, flavors), then the workloads: queued
  * work queued again, running work restored (and, at start, adopted by its
  * backend), work queued ahead followed again, victims linked to their
- * preemption.
+ * preemption, and a preemptor whose victims all released since the last
+ * pass first in the next one again.
  */
 #include "engine/engine-int.h"
 
@@ -71,6 +72,7 @@ void engine__forget_fleet(struct engine *e)
     e->n_nodes = e->n_gpus = e->n_classes = e->n_projects = e->n_flavors = 0;
     e->cap_classes = e->cap_projects = e->cap_flavors = 0;
     e->n_victims = 0;
+    e->n_reclaims_ready = 0; /* read again with the rest */
     sched_free(e->sched);
     e->sched = NULL;
 }
@@ -378,31 +380,98 @@ static void restore_chains(struct engine *e, bool adopt, const struct row *stage
     free(done);
 }
 
-/* Victims still releasing: link them to their preemptor and ledger entry again. */
-static int restore_victims(struct engine *e, struct arena *a, struct error_info *ei)
+/* A reclaim whose victims are still releasing: linked to their preemptor and ledger entry again. */
+static void restore_pending(struct engine *e, const struct row *led, struct arena *a)
+{
+    json_t *vs = json_loads(row_str(led, F_PREEMPTIONS_VICTIMS), 0, NULL), *v;
+    int64_t pre = row_int(led, F_PREEMPTIONS_PREEMPTOR_ID);
+    int64_t *ids = arena_calloc(a, json_array_size(vs) + 1, sizeof(*ids)); /* every one */
+    size_t k, n_ids = 0;
+    json_array_foreach(vs, k, v)
+    {
+        struct sched_workload_info info;
+        int64_t vid = json_integer_value(json_object_get(v, "workload_id"));
+        if (sched_workload_info(e->sched, vid, &info) < 0 || info.state != SCHED_PREEMPTING)
+            continue;
+        ids[n_ids++] = vid;
+        ALLOC_GROW(e->victims, e->n_victims + 1, e->cap_victims);
+        e->victims[e->n_victims++] = (struct pending_victim){vid, model_row_id(led), pre};
+    }
+    json_decref(vs);
+    sched_restore_preemption(e->sched, pre, ids, n_ids);
+}
+
+/*
+ * A reclaim whose victims have all released, with no pass since: its
+ * preemptor goes first in the next one, as it would have in the scheduler
+ * that saw the release, with the nodes its replicas fit on held (where its
+ * victims ran first: the nodes of the runs the preemption ended).
+ */
+static int restore_ready(struct engine *e, const struct row *led, struct arena *a,
+                         struct error_info *ei)
+{
+    json_t *vs = json_loads(row_str(led, F_PREEMPTIONS_VICTIMS), 0, NULL), *v;
+    size_t n_vs = json_array_size(vs), k, n_allocs = 0, n_nodes = 0;
+    int64_t *ids = arena_calloc(a, n_vs + 1, sizeof(*ids)), *nodes;
+    int64_t decided = row_int(led, F_PREEMPTIONS_DECIDED_MS);
+    struct row *allocs = NULL;
+    struct store_filter f;
+    int rc;
+
+    json_array_foreach(vs, k, v)
+    {
+        ids[k] = json_integer_value(json_object_get(v, "workload_id"));
+    }
+    json_decref(vs);
+    store_filter_init(&f);
+    store_filter_any(&f, F_ALLOCATIONS_WORKLOAD_ID, ids, n_vs);
+    store_filter_range(&f, F_ALLOCATIONS_ENDED_MS, decided, INT64_MAX);
+    rc = store_list_all(e->db, &model_allocations, &f, a, &allocs, &n_allocs, ei);
+    if (rc < 0)
+        return rc;
+    nodes = arena_calloc(a, n_allocs + 1, sizeof(*nodes));
+    /* In the decision's order of victims, then of their devices, each node once. */
+    for (size_t i = 0; i < n_vs; i++) {
+        for (size_t j = 0; j < n_allocs; j++) {
+            int64_t node = row_int(&allocs[j], F_ALLOCATIONS_NODE_ID);
+            bool seen = false;
+            if (row_int(&allocs[j], F_ALLOCATIONS_WORKLOAD_ID) != ids[i] ||
+                row_int(&allocs[j], F_ALLOCATIONS_STARTED_MS) > decided)
+                continue;
+            for (size_t m = 0; m < n_nodes && !seen; m++)
+                seen = nodes[m] == node;
+            if (!seen)
+                nodes[n_nodes++] = node;
+        }
+    }
+    /*
+     * Refused where the preemptor is no longer queued here (cancelled, held,
+     * set aside): the entry is ready all the same, so that the next pass
+     * records its try and no later start reads it again.
+     */
+    sched_restore_reclaim_ready(e->sched, row_int(led, F_PREEMPTIONS_PREEMPTOR_ID), nodes, n_nodes);
+    ALLOC_GROW(e->reclaims_ready, e->n_reclaims_ready + 1, e->cap_reclaims_ready);
+    e->reclaims_ready[e->n_reclaims_ready++] = model_row_id(led);
+    return 0;
+}
+
+/*
+ * Reclaims the scheduler has not seen through (their first try after the
+ * release not recorded), in the order they were decided: victims still
+ * releasing are linked to their preemptor and ledger entry again; where
+ * all have released, the preemptor goes first in the next pass.
+ */
+static int restore_preemptions(struct engine *e, struct arena *a, struct error_info *ei)
 {
     struct row *ledger;
     size_t n_ledger;
-    int rc = load_open(e, &model_preemptions, "released_ms", a, &ledger, &n_ledger, ei);
+    int rc = load_open(e, &model_preemptions, "first_try_ms", a, &ledger, &n_ledger, ei);
 
     for (size_t i = 0; rc >= 0 && i < n_ledger; i++) {
-        json_t *vs = json_loads(row_str(&ledger[i], F_PREEMPTIONS_VICTIMS), 0, NULL), *v;
-        int64_t pre = row_int(&ledger[i], F_PREEMPTIONS_PREEMPTOR_ID);
-        int64_t *ids = arena_calloc(a, json_array_size(vs) + 1, sizeof(*ids)); /* every one */
-        size_t k, n_ids = 0;
-        json_array_foreach(vs, k, v)
-        {
-            struct sched_workload_info info;
-            int64_t vid = json_integer_value(json_object_get(v, "workload_id"));
-            if (sched_workload_info(e->sched, vid, &info) < 0 || info.state != SCHED_PREEMPTING)
-                continue;
-            ids[n_ids++] = vid;
-            ALLOC_GROW(e->victims, e->n_victims + 1, e->cap_victims);
-            e->victims[e->n_victims++] =
-                (struct pending_victim){vid, model_row_id(&ledger[i]), pre};
-        }
-        json_decref(vs);
-        sched_restore_preemption(e->sched, pre, ids, n_ids);
+        if (row_is_null(&ledger[i], F_PREEMPTIONS_RELEASED_MS))
+            restore_pending(e, &ledger[i], a);
+        else
+            rc = restore_ready(e, &ledger[i], a, ei);
     }
     return rc;
 }
@@ -439,7 +508,7 @@ static int restore_workloads(struct engine *e, bool adopt, int64_t now, struct a
         restore_chains(e, adopt, staged_rows, n_staged_rows, allocs, n_allocs, now, a);
     free(staged_rows);
     if (rc >= 0)
-        rc = restore_victims(e, a, ei);
+        rc = restore_preemptions(e, a, ei);
     return rc;
 }
 

@@ -103,7 +103,7 @@
 #define MODEL_PREEMPTIONS_FIELDS(X, R)                                                             \
     X(R, ID) X(R, PREEMPTOR_ID) X(R, PROJECT_ID) X(R, RULE) X(R, GPU_CLASS_ID) X(R, VICTIMS)       \
     X(R, QUOTA_BEFORE) X(R, QUOTA_AFTER) X(R, GPU_MILLI) X(R, GRACE_MS) X(R, DECIDED_MS)           \
-    X(R, RELEASED_MS) X(R, RECLAIM_MS) X(R, GPU_MS_LOST)
+    X(R, RELEASED_MS) X(R, RECLAIM_MS) X(R, GPU_MS_LOST) X(R, FIRST_TRY_MS)
 #define MODEL_PRICES_FIELDS(X, R)                                                                  \
     X(R, ID) X(R, FLAVOR_ID) X(R, CURRENCY) X(R, MINOR_DIGITS) X(R, PRICE_PER_HOUR_MICROS)         \
     X(R, OWNED_MULT_PPM) X(R, OPPORTUNISTIC_MULT_PPM) X(R, EFFECTIVE_FROM) X(R, CREATED_AT)

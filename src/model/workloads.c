@@ -253,6 +253,11 @@ static const struct field_def preemption_fields[] = {
     [F_PREEMPTIONS_GPU_MS_LOST] =
         {"gpu_ms_lost", NULL, FT_INT, FF_READONLY, 0, INT64_MAX, NULL, NULL, 0, NULL,
          "work lost by the victims: milli-GPU x ms since their last start or checkpoint, / 1000"},
+    [F_PREEMPTIONS_FIRST_TRY_MS] = {"first_try_ms", NULL, FT_INT, FF_READONLY | FF_NULLABLE, 0,
+                                    INT64_MAX, NULL, NULL, 0, NULL,
+                                    "when the preemptor had its first try at the capacity after "
+                                    "the release (the next pass, where it goes first); null "
+                                    "until then"},
 };
 _Static_assert(ARRAY_SIZE(preemption_fields) == F_PREEMPTIONS_COUNT_,
                "preemption_fields and fields.h differ");

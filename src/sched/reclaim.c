@@ -1338,13 +1338,13 @@ bool reclaim__plan(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
 }
 
 /*
- * One replica after another, the first node (in the victims' nodes, where
+ * One replica after another, the first node (in first[], the nodes where
  * the decision made room, then the class's or block's nodes) that w may use
- * and its replica fits on with the victims gone. False when some replica
- * finds none.
+ * and its replica fits on with the victims (n of them, still stopping)
+ * gone. False when some replica finds none.
  */
 static bool restored_plan(struct sched *s, int32_t w, const int32_t *victims, int32_t n,
-                          int64_t block, struct ivec *nodes)
+                          const int32_t *first, int32_t n_first, int64_t block, struct ivec *nodes)
 {
     const struct workload *wl = &s->wls[w];
     const struct cls *c = &s->classes[wl->cls];
@@ -1356,14 +1356,11 @@ static bool restored_plan(struct sched *s, int32_t w, const int32_t *victims, in
     nodes->n = 0;
     for (int32_t r = 0; r < wl->spec.replicas; r++) {
         int32_t pick = NONE;
-        for (int32_t i = 0; i < n && pick == NONE; i++) {
-            const struct workload *vl = &s->wls[victims[i]];
-            for (int32_t k = 0; k < vl->n_assigns && pick == NONE; k++) {
-                int32_t nd = vl->at[2 * k];
-                if ((!block || s->nodes[nd].block_id == block) && place__node_usable(s, w, nd) &&
-                    vfits(s, w, nd, wl->cls, gpus))
-                    pick = nd;
-            }
+        for (int32_t i = 0; i < n_first && pick == NONE; i++) {
+            int32_t nd = first[i];
+            if ((!block || s->nodes[nd].block_id == block) && place__node_usable(s, w, nd) &&
+                vfits(s, w, nd, wl->cls, gpus))
+                pick = nd;
         }
         for (int32_t i = 0; i < c->slots.n && pick == NONE; i++) {
             int32_t nd = s->slots[c->slots.v[i]].node;
@@ -1379,14 +1376,17 @@ static bool restored_plan(struct sched *s, int32_t w, const int32_t *victims, in
     return true;
 }
 
-void reclaim__hold_restored(struct sched *s, int32_t w, const int32_t *victims, int32_t n)
+/*
+ * Holds for w the nodes restored_plan finds (and what that plan borrows of
+ * pools with a lending limit), else the nodes first[].
+ */
+static void hold_restored_plan(struct sched *s, int32_t w, const int32_t *victims, int32_t n,
+                               const int32_t *first, int32_t n_first)
 {
     const struct workload *wl = &s->wls[w];
     struct ivec nodes = {0};
     bool found = false;
 
-    if (wl->cls == NONE || n == 0)
-        return;
     /*
      * The decision held the nodes its replicas were planned on, which need
      * not be the victims' (victims its limit made go run elsewhere, a
@@ -1397,22 +1397,43 @@ void reclaim__hold_restored(struct sched *s, int32_t w, const int32_t *victims, 
         int32_t n_blocks;
         const int64_t *blocks = place__blocks(s, wl->cls, &n_blocks);
         for (int32_t k = 0; k < n_blocks && !found; k++)
-            found = restored_plan(s, w, victims, n, blocks[k], &nodes);
+            found = restored_plan(s, w, victims, n, first, n_first, blocks[k], &nodes);
     } else {
-        found = restored_plan(s, w, victims, n, 0, &nodes);
+        found = restored_plan(s, w, victims, n, first, n_first, 0, &nodes);
     }
     if (found) {
         promise_plan(s, w, victims, n, &nodes);
     } else {
         /* The fleet changed under it: the victims' nodes, as before. */
         nodes.n = 0;
-        for (int32_t i = 0; i < n; i++) {
-            const struct workload *vl = &s->wls[victims[i]];
-            for (int32_t k = 0; k < vl->n_assigns; k++)
-                ivec_push(&nodes, vl->at[2 * k]);
-        }
+        for (int32_t i = 0; i < n_first; i++)
+            ivec_push(&nodes, first[i]);
     }
     for (int32_t i = 0; i < nodes.n; i++)
         pass__reserve_node(s, w, nodes.v[i]);
     ivec_release(&nodes);
+}
+
+void reclaim__hold_restored(struct sched *s, int32_t w, const int32_t *victims, int32_t n)
+{
+    struct ivec first = {0};
+
+    if (s->wls[w].cls == NONE || n == 0)
+        return;
+    /* Where the decision made room: the victims' nodes. */
+    for (int32_t i = 0; i < n; i++) {
+        const struct workload *vl = &s->wls[victims[i]];
+        for (int32_t k = 0; k < vl->n_assigns; k++)
+            ivec_push(&first, vl->at[2 * k]);
+    }
+    hold_restored_plan(s, w, victims, n, first.v, first.n);
+    ivec_release(&first);
+}
+
+void reclaim__hold_ready(struct sched *s, int32_t w, const int32_t *nodes, int32_t n)
+{
+    if (s->wls[w].cls == NONE)
+        return;
+    /* Its victims have gone: the room they left is free as it stands. */
+    hold_restored_plan(s, w, NULL, 0, nodes, n);
 }

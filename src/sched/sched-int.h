@@ -589,6 +589,11 @@ bool reclaim__plan(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
  * such nodes are found.
  */
 void reclaim__hold_restored(struct sched *s, int32_t w, const int32_t *victims, int32_t n);
+/*
+ * For recovery: the same for a preemptor whose victims have all gone since
+ * its last try, its victims' nodes (n of them) first.
+ */
+void reclaim__hold_ready(struct sched *s, int32_t w, const int32_t *nodes, int32_t n);
 /* Whether w holds a device of a pool its project owns (want) or does not own (!want). */
 bool reclaim__on_pool_owned(const struct sched *s, int32_t w, bool want);
 /* Frees the search's scratch arrays. */

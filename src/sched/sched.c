@@ -1207,6 +1207,43 @@ int sched_restore_preemption(struct sched *s, int64_t preemptor_id, const int64_
     return 0;
 }
 
+int sched_restore_reclaim_ready(struct sched *s, int64_t preemptor_id, const int64_t *node_ids,
+                                size_t n_nodes)
+{
+    int32_t p = idmap_get(&s->workload_ids, preemptor_id), *nodes, n = 0;
+    struct workload *wl;
+    if (p == NONE)
+        return SCHED_ENOENT;
+    wl = &s->wls[p];
+    if (wl->state != SCHED_QUEUED || wl->victims_pending > 0)
+        return SCHED_ESTATE;
+    if (wl->reclaim_ready)
+        return 0;
+    nodes = xcalloc(n_nodes + 1, sizeof(*nodes));
+    for (size_t i = 0; i < n_nodes; i++) {
+        int32_t nd = idmap_get(&s->node_ids, node_ids[i]);
+        if (nd != NONE)
+            nodes[n++] = nd;
+    }
+    /*
+     * Until that try it is what its victims stopped for, owned work, as in
+     * the core that decided (try_admit judges automatic work afresh then).
+     */
+    if (wl->spec.pclass == SCHED_AUTO)
+        wl->runs_as = SCHED_P1;
+    /*
+     * Its nodes held as the decision held them: going first, it needs no
+     * hold to find its room, but a try that fails (a node drained
+     * meanwhile) leaves it holding them in the core that decided, and so
+     * here.
+     */
+    reclaim__hold_ready(s, p, nodes, n);
+    free(nodes);
+    wl->reclaim_ready = true;
+    ivec_push(&s->ready, p);
+    return 0;
+}
+
 /* ---- decisions ---- */
 
 void sched_decisions_init(struct sched_decisions *d)

@@ -278,6 +278,19 @@ int sched_restore_running(struct sched *s, const struct sched_workload_spec *spe
 int sched_restore_preemption(struct sched *s, int64_t preemptor_id, const int64_t *victim_ids,
                              size_t n);
 
+/*
+ * For recovery: the victims of the queued workload preemptor_id have all
+ * released since it was last looked at (its preemption is over but no pass
+ * has run since). It goes first in the next pass, before any other work,
+ * as it would have without the restart (sched_released makes a preemptor
+ * whose last victim released go first), and the nodes its replicas fit on,
+ * the victims' nodes (node_ids) first, are held for it meanwhile. Errors:
+ * SCHED_ENOENT (not known), SCHED_ESTATE (not queued, or still waiting for
+ * victims).
+ */
+int sched_restore_reclaim_ready(struct sched *s, int64_t preemptor_id, const int64_t *node_ids,
+                                size_t n_nodes);
+
 #define SCHED_EINVAL (-1)
 #define SCHED_ENOENT (-2)
 #define SCHED_EEXIST (-3)

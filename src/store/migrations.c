@@ -451,6 +451,17 @@ static const char migration_8[] =
     "ALTER TABLE workloads ADD COLUMN held BIGINT NOT NULL DEFAULT 0;\n"
     "CREATE INDEX workloads_after_id ON workloads (after_id);\n";
 
+/*
+ * A reclaim's first try at the capacity its victims freed (the pass after
+ * the last of them released): until it is recorded, a restarted daemon
+ * gives its preemptor that try before any other work, as the one that saw
+ * the release would have. Entries released before this migration count as
+ * tried (whether they were is not known; a restart used to forget it).
+ */
+static const char migration_9[] =
+    "ALTER TABLE preemptions ADD COLUMN first_try_ms BIGINT;\n"
+    "UPDATE preemptions SET first_try_ms = released_ms WHERE released_ms IS NOT NULL;\n";
+
 static const struct {
     const char *name;
     const char *sql;
@@ -463,6 +474,7 @@ static const struct {
     {"workloads imported as history", migration_6},
     {"pools lent to all, lending limits", migration_7},
     {"workload dependencies and holds", migration_8},
+    {"a reclaim's first try after its victims released", migration_9},
 };
 
 int store_schema_latest(void)

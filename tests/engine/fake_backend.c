@@ -103,7 +103,7 @@ static size_t fake_poll(struct backend *b, int64_t now_ms, struct backend_event 
     size_t n = 0;
     (void)now_ms;
     LOCKED(w, {
-        n = w->n_ends < max ? w->n_ends : max;
+        n = w->paused ? 0 : w->n_ends < max ? w->n_ends : max;
         memcpy(out, w->ends, n * sizeof(*out));
         memmove(w->ends, w->ends + n, (w->n_ends - n) * sizeof(*out));
         w->n_ends -= n;
@@ -149,7 +149,7 @@ static size_t fake_take_devices(struct backend *b, struct backend_devices *out, 
     struct fake_world *w = world_of(b);
     size_t n = 0;
     LOCKED(w, {
-        n = w->n_devs < max ? w->n_devs : max;
+        n = w->paused ? 0 : w->n_devs < max ? w->n_devs : max;
         memcpy(out, w->devs, n * sizeof(*out));
         memmove(w->devs, w->devs + n, (w->n_devs - n) * sizeof(*out));
         w->n_devs -= n;
@@ -162,7 +162,7 @@ static size_t fake_take_started(struct backend *b, struct backend_started *out, 
     struct fake_world *w = world_of(b);
     size_t n = 0;
     LOCKED(w, {
-        n = w->n_started < max ? w->n_started : max;
+        n = w->paused ? 0 : w->n_started < max ? w->n_started : max;
         memcpy(out, w->started, n * sizeof(*out));
         memmove(w->started, w->started + n, (w->n_started - n) * sizeof(*out));
         w->n_started -= n;
@@ -320,6 +320,11 @@ void fake_started(struct fake_world *w, int64_t id, int64_t at_ms)
         p->workload_id = id;
         p->at_ms = at_ms;
     });
+}
+
+void fake_pause(struct fake_world *w, bool paused)
+{
+    LOCKED(w, w->paused = paused);
 }
 
 void fake_forget_calls(struct fake_world *w)

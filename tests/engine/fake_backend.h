@@ -18,6 +18,8 @@
 struct fake_world {
     pthread_mutex_t lock;
     bool queue_ahead; /* backends made over it queue work ahead */
+    /* Reports (ends, devices, starts) are held back: those made meanwhile come in one round. */
+    bool paused;
     /* What runs (launched or adopted, its end not yet polled) and what waits behind what. */
     int64_t running[FAKE_MAX];
     size_t n_running;
@@ -62,6 +64,8 @@ void fake_gone(struct fake_world *w, int64_t id, int64_t at_ms);
 void fake_devices(struct fake_world *w, int64_t id, const char *node, const int32_t *idx, size_t n);
 /* A start report: every replica of id runs since at_ms. */
 void fake_started(struct fake_world *w, int64_t id, int64_t at_ms);
+/* Holds reports back (true), or lets them come, all in the engine's next round (false). */
+void fake_pause(struct fake_world *w, bool paused);
 /* Forgets the calls made so far. */
 void fake_forget_calls(struct fake_world *w);
 /* Position of a call in calls (-1 when never made). */

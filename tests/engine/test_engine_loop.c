@@ -6,7 +6,8 @@
  * (staged behind running work, handed its GPUs, taken back), device
  * reports moving allocations, and a restart (running work adopted, work
  * ended meanwhile closed with its real end, the sweep once between the
- * adoption and any launch). Neither Slurm nor root is needed.
+ * adoption and any launch), and a reclaim's first try kept across a
+ * rebuild from the store. Neither Slurm nor root is needed.
  */
 #include "base/common.h"
 
@@ -25,7 +26,7 @@ struct env {
     struct arena a;
     struct fake_world w;
     struct engine *e;
-    int64_t project, flavor, node, gpus[2];
+    int64_t project, flavor, node, cls, gpus[2];
 };
 
 static struct row get_row(struct env *t, const struct resource_def *d, int64_t id)
@@ -91,6 +92,7 @@ static void seed(struct env *t)
     r = teststore_row(&model_gpu_classes, &t->a);
     row_set_str(&r, &t->a, F_GPU_CLASSES_NAME, "h100");
     cls = teststore_insert(&t->db, &model_gpu_classes, &r);
+    t->cls = cls;
     r = teststore_row(&model_clusters, &t->a);
     row_set_str(&r, &t->a, F_CLUSTERS_NAME, "c1");
     row_set_str(&r, &t->a, F_CLUSTERS_BACKEND, "sim"); /* the fake takes every cluster */
@@ -120,8 +122,8 @@ static void seed(struct env *t)
     t->flavor = teststore_insert(&t->db, &model_flavors, &r);
 }
 
-/* A queued workload, committed, then handed to the engine when one runs. */
-static int64_t submit(struct env *t, int priority)
+/* A queued workload of that class, committed, then handed to the engine when one runs. */
+static int64_t submit_as(struct env *t, const char *pclass, int priority)
 {
     struct row r = teststore_row(&model_workloads, &t->a);
     int64_t id, now = time_now_ms();
@@ -129,7 +131,7 @@ static int64_t submit(struct env *t, int priority)
     row_set_int(&r, F_WORKLOADS_FLAVOR_ID, t->flavor);
     row_set_int(&r, F_WORKLOADS_REPLICAS, 1);
     row_set_str(&r, &t->a, F_WORKLOADS_COMMAND, "true");
-    row_set_str(&r, &t->a, F_WORKLOADS_PRIORITY_CLASS, "opportunistic");
+    row_set_str(&r, &t->a, F_WORKLOADS_PRIORITY_CLASS, pclass);
     row_set_int(&r, F_WORKLOADS_PRIORITY, priority);
     row_set_str(&r, &t->a, F_WORKLOADS_STATE, "queued");
     row_set_str(&r, &t->a, F_WORKLOADS_REASON, "queued");
@@ -140,6 +142,11 @@ static int64_t submit(struct env *t, int priority)
     if (t->e)
         engine_submitted(t->e, id);
     return id;
+}
+
+static int64_t submit(struct env *t, int priority)
+{
+    return submit_as(t, "opportunistic", priority);
 }
 
 static void start(struct env *t)
@@ -435,6 +442,75 @@ static void test_restart(void **state)
     assert_true(fake_call(&t->w, call) > sweep);
 }
 
+/*
+ * A rebuild of the scheduler from the store between a reclaim's last victim
+ * release and the next pass (a restart's rebuild; here the one that a
+ * device report moving an allocation makes in the same round as the
+ * release) keeps the preemptor first: its owned work runs on the GPU the
+ * release freed, not the owned work of a higher priority its project queued
+ * meanwhile, and that pass records the first try in the ledger entry, so
+ * that a later restart does not give it again.
+ */
+static void test_reclaim_first_across_rebuild(void **state)
+{
+    struct env *t = *state;
+    struct row q = teststore_row(&model_quotas, &t->a), *al, *led;
+    struct store_filter f;
+    struct error_info ei = {0};
+    int64_t w1, w2, pre, urgent, victim, other;
+    size_t n_led = 0;
+    int32_t idx;
+    char call[32];
+
+    row_set_int(&q, F_QUOTAS_PROJECT_ID, t->project);
+    row_set_int(&q, F_QUOTAS_GPU_CLASS_ID, t->cls);
+    row_set_int(&q, F_QUOTAS_GUARANTEED_MILLI, 2000);
+    row_set_null(&q, F_QUOTAS_LIMIT_MILLI);
+    teststore_insert(&t->db, &model_quotas, &q);
+    start(t);
+    w1 = fill(t, &w2); /* both GPUs, opportunistic: the project's own work may make way */
+    pre = submit_as(t, "owned", 0);
+    for (int i = 0; i < 500 && fake_count(&t->w, "stop ") == 0; i++)
+        engine_sync(t->e);
+    assert_int_equal(fake_count(&t->w, "stop "), 1);
+    snprintf(call, sizeof(call), "stop %" PRId64, w1);
+    victim = fake_call(&t->w, call) >= 0 ? w1 : w2;
+    other = victim == w1 ? w2 : w1;
+    wait_state(t, victim, "preempting");
+    /* Owned work of a higher priority: first in the queue, but the node is held for pre. */
+    urgent = submit_as(t, "owned", 10);
+    engine_sync(t->e);
+    engine_sync(t->e);
+    assert_string_equal(state_of(t, urgent), "queued");
+    assert_int_equal(allocations(t, victim, true, &al), 1);
+    idx = get_int(&model_allocations, &al[0], "gpu_id") == t->gpus[0] ? 0 : 1;
+
+    /* One round: the victim's end, then a report that moves the other onto its GPU. */
+    fake_pause(&t->w, true);
+    fake_end(&t->w, victim, BACKEND_STOPPED, -15, time_now_ms());
+    fake_devices(&t->w, other, "n1", &idx, 1);
+    fake_pause(&t->w, false);
+    for (int i = 0; i < 500 && strcmp(state_of(t, pre), "running") != 0 &&
+                    strcmp(state_of(t, urgent), "running") != 0;
+         i++)
+        engine_sync(t->e);
+    assert_int_equal(count_events(t, other, "devices"), 1); /* moved: the core was rebuilt */
+    assert_string_equal(state_of(t, pre), "running");
+    assert_string_equal(state_of(t, urgent), "queued");
+    assert_int_equal(allocations(t, pre, true, &al), 1);
+    assert_int_equal(get_int(&model_allocations, &al[0], "gpu_id"), t->gpus[1 - idx]);
+
+    /* (urgent may have reclaimed the other GPU since: its own entry, still open) */
+    store_filter_init(&f);
+    store_filter_eq_int(&f, F_PREEMPTIONS_PREEMPTOR_ID, pre);
+    if (store_list_all(t->db.c, &model_preemptions, &f, &t->a, &led, &n_led, &ei) < 0)
+        fail_msg("preemptions: %s", ei.message);
+    assert_int_equal(n_led, 1);
+    assert_true(get_int(&model_preemptions, &led[0], "released_ms") > 0);
+    assert_true(get_int(&model_preemptions, &led[0], "first_try_ms") >=
+                get_int(&model_preemptions, &led[0], "released_ms"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -444,6 +520,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_device_move, setup, teardown),
         cmocka_unit_test_setup_teardown(test_started, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reclaim_first_across_rebuild, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

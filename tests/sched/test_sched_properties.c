@@ -43,9 +43,12 @@
  * SCHED_PROP_VERBOSE=1 prints statistics. Every check always runs: none can be
  * turned off.
  *
- * A restart rebuilds the scheduler from the model: sched_restore_running for
- * what holds GPUs, sched_submit for the queue (original submit_ms), and
- * sched_restore_preemption for reclaims still waiting on their victims, so
+ * A restart rebuilds the scheduler from the model as the engine does from
+ * its store: sched_restore_running for what holds GPUs, sched_submit for
+ * the queue (original submit_ms), then in the order they were decided
+ * sched_restore_preemption for reclaims still waiting on their victims and
+ * sched_restore_reclaim_ready for those whose victims all released with no
+ * pass since (the ledger entry closed, its first try not recorded), so
  * every check, liveness included, continues across it.
  *
  * Readings of sched.h this file relies on:
@@ -175,6 +178,14 @@ struct track {
     int outstanding;
     int passes_after_free;
     int drains_at_decision;
+    long seq; /* decision order: the order of the engine's ledger */
+    /*
+     * The nodes its victims ran on, in the decision's order of victims and
+     * their devices, once each: what the engine reads back from their
+     * allocations to restore a reclaim whose victims all released.
+     */
+    int64_t nodes[M_NODES];
+    int n_nodes;
 };
 
 struct world {
@@ -971,7 +982,8 @@ static void apply_preemption(struct world *w, const struct sched_preemption *pe)
         w->tracks[t] = (struct track){.active = true,
                                       .wl = i,
                                       .outstanding = (int)pe->n_victims,
-                                      .drains_at_decision = w->drains};
+                                      .drains_at_decision = w->drains,
+                                      .seq = w->st_preemptions};
         x->track = t;
     }
     for (size_t k = 0; k < pe->n_victims; k++) {
@@ -979,6 +991,15 @@ static void apply_preemption(struct world *w, const struct sched_preemption *pe)
         y->state = M_PREEMPTING;
         y->kill_at = pe->decided_ms + pe->grace_ms;
         y->victim_of_track = t;
+        for (int a = 0; t >= 0 && a < y->n_as; a++) {
+            struct track *tk = &w->tracks[t];
+            int64_t node = w->nodes[y->as[a].node].id;
+            bool seen = false;
+            for (int b = 0; b < tk->n_nodes; b++)
+                seen |= tk->nodes[b] == node;
+            if (!seen)
+                tk->nodes[tk->n_nodes++] = node;
+        }
     }
     w->st_preemptions++;
     w->st_victims += (long)pe->n_victims;
@@ -1501,11 +1522,36 @@ static void ev_restart(struct world *w)
             check(w, sched_submit(w->s, &x->spec, w->now) == 0, "resubmit of %" PRId64,
                   x->spec.id);
     }
-    /* Pending reclaims: the preemptor keeps waiting for the same victims. */
-    for (int t = 0; t < M_TRACKS && !w->failed; t++) {
+    /*
+     * Reclaims, in the order they were decided, as the engine reads its
+     * ledger. Pending ones: the preemptor keeps waiting for the same
+     * victims. Those whose victims all released with no pass since (the
+     * ledger entry closed, its first try not yet recorded): the preemptor
+     * goes first in the next pass, the victims' nodes held for it.
+     */
+    int order[M_TRACKS], n_order = 0;
+    for (int t = 0; t < M_TRACKS; t++) {
+        int k = n_order++;
+        for (; k > 0 && w->tracks[order[k - 1]].seq > w->tracks[t].seq; k--)
+            order[k] = order[k - 1];
+        order[k] = t;
+    }
+    for (int o = 0; o < n_order && !w->failed; o++) {
+        int t = order[o];
         struct track *tk = &w->tracks[t];
-        if (!tk->active || tk->outstanding == 0)
+        if (!tk->active)
             continue;
+        if (tk->outstanding == 0) {
+            if (tk->passes_after_free > 0 || w->wl[tk->wl].state != M_QUEUED)
+                continue;
+            int rc = sched_restore_reclaim_ready(w->s, w->wl[tk->wl].spec.id, tk->nodes,
+                                                 (size_t)tk->n_nodes);
+            tr(w, "restore reclaim ready for %" PRId64 " (%d nodes) -> %d", w->wl[tk->wl].spec.id,
+               tk->n_nodes, rc);
+            check(w, rc == 0, "restore_reclaim_ready of %" PRId64 ": %d", w->wl[tk->wl].spec.id,
+                  rc);
+            continue;
+        }
         int64_t victims[M_WL];
         size_t n = 0;
         for (int i = 0; i < w->n_wl; i++)

@@ -2403,6 +2403,66 @@ static void test_restore_holds_planned_nodes(void **state)
     fx_release(&g);
 }
 
+/*
+ * A preemptor whose victims all released goes first in the next pass, and
+ * a restart in between keeps that. Node 1 (one GPU) runs project 30's
+ * borrowed work; project 20 (guarantee 1) reclaims it for its owned work 2,
+ * then queues owned work 3 of a higher priority, which waits: node 1 is
+ * held for 2. The victim releases. In the core that saw it, 2 runs in the
+ * next pass; in one rebuilt from the store before that pass (the queue, and
+ * the reclaim restored as ready, its victim's node given), 2 runs too. Work
+ * 3 comes before 2 in its project's queue: restored as plain queued work,
+ * 2 would lose the GPU its victim freed to it.
+ */
+static void test_restore_keeps_reclaim_first(void **state)
+{
+    struct fx f, g;
+    int64_t v[4], node = 1;
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        struct fx *x = k == 0 ? &f : &g;
+        fx_init(x);
+        project(x, 20, 2, 1);
+        project(x, 30, 3, 1);
+        add_node(x, 1, 1, C1, 0);
+        assert_int_equal(sched_set_quota(x->s, 20, C1, 1000, -1), 0);
+    }
+    struct sched_workload_spec borrowed = wl(1, 30, SCHED_P2, 1, C1, 1000, 0);
+    borrowed.requeue = false;
+    struct sched_workload_spec pre = wl(2, 20, SCHED_P1, 1, C1, 1000, 100);
+    struct sched_workload_spec urgent = wl(3, 20, SCHED_P1, 1, C1, 1000, 150);
+    urgent.priority = 5;
+    submit(&f, &borrowed, 0);
+    pass(&f, 10);
+    must_admit(&f, 1);
+    submit(&f, &pre, 100);
+    pass(&f, 100);
+    assert_int_equal(preemption_victims(&f, 2, v, 4), 1);
+    assert_int_equal(v[0], 1);
+    submit(&f, &urgent, 150);
+    pass(&f, 150);
+    assert_null(find_admit(&f, 3));
+    assert_int_equal(sched_released(f.s, 1, 200), 0);
+    pass(&f, 300);
+    assert_int_equal(admit_node(&f, must_admit(&f, 2)), 1);
+    assert_state(&f, 3, SCHED_QUEUED);
+    fx_release(&f);
+
+    /* The same state rebuilt after the release: 3 and 2 queued, nothing running. */
+    submit(&g, &pre, 250);
+    submit(&g, &urgent, 250);
+    assert_int_equal(sched_restore_reclaim_ready(g.s, 2, &node, 1), 0);
+    assert_int_equal(sched_restore_reclaim_ready(g.s, 2, &node, 1), 0); /* once is enough */
+    assert_int_equal(sched_restore_reclaim_ready(g.s, 99, &node, 1), SCHED_ENOENT);
+    pass(&g, 300);
+    assert_int_equal(admit_node(&g, must_admit(&g, 2)), 1);
+    assert_null(find_admit(&g, 3));
+    assert_state(&g, 3, SCHED_QUEUED);
+    /* Running, it is no reclaim waiting for its first try. */
+    assert_int_equal(sched_restore_reclaim_ready(g.s, 2, &node, 1), SCHED_ESTATE);
+    fx_release(&g);
+}
+
 static void test_invalid_input(void **state)
 {
     struct sched_config cfg;
@@ -2500,6 +2560,7 @@ int main(void)
         cmocka_unit_test(test_reclaim_gang_within_lending_limit),
         cmocka_unit_test(test_reclaim_holds_its_loan),
         cmocka_unit_test(test_restore_holds_planned_nodes),
+        cmocka_unit_test(test_restore_keeps_reclaim_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -563,6 +563,37 @@ static void test_refuses_newer_schema(void **state)
     assert_null(strchr(ei.message, '\n'));
 }
 
+/*
+ * A store made before migration 9 (a reclaim's first try after its victims
+ * released) loads: its released ledger entries count as tried, its open
+ * ones wait for their first try.
+ */
+static void test_migration_first_try(void **state)
+{
+    struct env *e = *state;
+    struct error_info ei = {0};
+    struct world w;
+    struct row done, got;
+
+    make_world(e, &w); /* its ledger entry is open */
+    done = new_row(&model_preemptions, &e->a);
+    row_set_int(&done, F_PREEMPTIONS_PREEMPTOR_ID, model_row_id(&w.workload));
+    row_set_int(&done, F_PREEMPTIONS_PROJECT_ID, model_row_id(&w.project));
+    row_set_str(&done, &e->a, F_PREEMPTIONS_VICTIMS, "[]");
+    row_set_int(&done, F_PREEMPTIONS_RELEASED_MS, 5000);
+    ins(e, &model_preemptions, &done);
+    /* Back to the schema migration 8 left. */
+    assert_int_equal(store__exec(e->c, "ALTER TABLE preemptions DROP COLUMN first_try_ms", &ei), 0);
+    assert_int_equal(store__exec(e->c, "DELETE FROM schema_migrations WHERE version = 9", &ei), 0);
+    reopen(e, &test_opt);
+    assert_int_equal(store_schema_version(e->s), store_schema_latest());
+    assert_int_equal(store_get(e->c, &model_preemptions, model_row_id(&done), &e->a, &got, &ei), 0);
+    assert_int_equal(row_int(&got, F_PREEMPTIONS_FIRST_TRY_MS), 5000);
+    assert_int_equal(
+        store_get(e->c, &model_preemptions, model_row_id(&w.preemption), &e->a, &got, &ei), 0);
+    assert_true(row_is_null(&got, F_PREEMPTIONS_FIRST_TRY_MS));
+}
+
 /* Migration 1 has exactly the columns of every definition, no more. */
 static void test_schema_matches_definitions(void **state)
 {
@@ -1796,6 +1827,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_migrations_idempotent),
         T(test_refuses_newer_schema),
+        T(test_migration_first_try),
         T(test_schema_matches_definitions),
         T(test_roundtrip_every_resource),
         T(test_update_roundtrip),
