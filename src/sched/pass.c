@@ -561,13 +561,17 @@ static void room_join(struct sched *s, int32_t pi, struct heap *h, struct ivec *
                       struct sched_decisions *d)
 {
     struct project *p = &s->projects[pi];
+    uint32_t last = p->in_pass;
     p->in_pass = s->pass_no;
     ivec_push(todo, pi);
     p->examine_cpu = false;
     p->stopped_early = false;
     for (int32_t k = 0; k < p->n_quotas; k++) {
         struct quota *q = &p->quotas[k];
-        bool room = q->indexed && s->classes[q->cls].room_active;
+        bool room = q->indexed && room__due(s, q->cls, last);
+        /* Marked, as the rest, by its class's reservation's end for this pass. */
+        if (room && s->classes[q->cls].hol_end == s->pass_no)
+            q->hol_pass = s->pass_no;
         q->examine = q->room_only = room;
         q->room_closed = false;
         if (room)
@@ -646,12 +650,17 @@ static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_deci
     room__pass_start(s);
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
+        uint32_t last = p->in_pass;
         p->examine_cpu = p->dirty_all;
         p->in_pass = s->pass_no;
         for (int32_t k = 0; k < p->n_quotas; k++) {
             struct quota *q = &p->quotas[k];
             /* The room index's wake-up of its entries, for those this pass looks at anyway. */
-            q->room_dirty |= q->indexed && s->classes[q->cls].room_active;
+            if (q->indexed && room__due(s, q->cls, last)) {
+                q->room_dirty = true;
+                if (s->classes[q->cls].hol_end == s->pass_no)
+                    q->hol_pass = s->pass_no;
+            }
             q->examine = p->dirty_all || q->dirty || q->room_dirty;
             q->room_only = !p->dirty_all && !q->dirty && q->room_dirty && q->room.known;
             q->room_closed = false;
@@ -681,6 +690,8 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     size_t before = d->n_admits + d->n_preemptions;
     struct ivec todo = pass_begin(s, now_ms, d);
     struct heap h;
+
+    s->pass_todo = &todo; /* a wake within the pass marks those it looks at (room.c) */
 
     /* Owned work first, project by project. */
     for (int32_t i = 0; i < todo.n; i++) {
@@ -726,6 +737,7 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     for (int32_t i = 0; i < todo.n; i++)
         room__refile(s, todo.v[i]);
     ivec_release(&todo);
+    s->pass_todo = NULL;
     s->passing = false;
     return (int)(d->n_admits + d->n_preemptions - before);
 }

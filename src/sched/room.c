@@ -314,7 +314,9 @@ void room__refile(struct sched *s, int32_t pi)
          * between passes): the next pass would have woken it from the index,
          * so it is woken now, as class_wakeup did.
          */
-        if (q->indexed && !idx && s->classes[q->cls].room_woke)
+        if (q->indexed && !idx &&
+            (s->classes[q->cls].room_woke ||
+             (s->classes[q->cls].room_defer == s->pass_no + 1 && p->in_pass != s->pass_no)))
             wake(s, pi, q);
         if (q->indexed && (!idx || q->idx_key != key))
             idx_remove(s, q->cls, pi, q);
@@ -406,11 +408,17 @@ static bool pool_open(const struct sched *s, int32_t pool)
     return pool == NONE || s->pools[pool].lend_to_all;
 }
 
-void room__wake(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n)
+/*
+ * Wakes the projects of cls that the index does not cover: those whose
+ * needs are not known, and those who may use the pools not open to everyone
+ * where the devices were freed (the walk's bound counts open pools only).
+ * Within a pass, projects it looks at are left to wake_in_pass: what they
+ * wait for now decides, not how they were filed after their last pass.
+ */
+static void wake_unindexed(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n)
 {
     struct ivec *full = &s->classes[cls].room_full;
     int32_t k = 0;
-    s->classes[cls].room_woke = true; /* its entries, at the next pass */
     /* Needs not known: looked at in full, as before (stale entries leave the list). */
     for (int32_t i = 0; i < full->n; i++) {
         struct quota *q = sched__quota(&s->projects[full->v[i]], cls, false);
@@ -420,7 +428,8 @@ void room__wake(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n)
             continue;
         }
         full->v[k++] = full->v[i];
-        wake(s, full->v[i], q);
+        if (!s->passing || s->projects[full->v[i]].in_pass != s->pass_no)
+            wake(s, full->v[i], q);
     }
     full->n = k;
     /* Devices of pools not open to everyone: those who may use them, as before. */
@@ -434,14 +443,91 @@ void room__wake(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n)
     }
 }
 
+void room__wake(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n)
+{
+    s->classes[cls].room_woke = true; /* its entries, at the next pass */
+    wake_unindexed(s, cls, nodes, n);
+}
+
+/*
+ * Marks, of the projects the pass under way looks at, those whose work
+ * waits for room in cls now (for the next pass: as class_wakeup did), each
+ * for the reservation's end too where hol.
+ */
+static void wake_in_pass(struct sched *s, int32_t cls, bool hol)
+{
+    const struct ivec *todo = s->pass_todo;
+    assert(todo);
+    for (int32_t i = 0; i < todo->n; i++) {
+        struct quota *q = sched__quota(&s->projects[todo->v[i]], cls, false);
+        if (!q || q->queued == 0 || !q->wants_capacity)
+            continue;
+        if (hol)
+            q->hol_pass = s->dirty_for;
+        wake(s, todo->v[i], q);
+    }
+}
+
+/*
+ * A wake within a pass used to mark every project waiting in the class for
+ * the next pass, which then gave each a turn in its heap to be told "no
+ * room" (1,000 turns at 20k nodes: the p99 of issue 17). It marks the same
+ * projects now, but those of the index through it: the next pass walks the
+ * index as after a wake between passes, taking the entries of projects this
+ * pass did not look at (their filing is what it was when the wake marked
+ * them); projects this pass looks at are marked here by what they wait for
+ * now, as before. Entries this pass's walk takes after the wake are not due
+ * in the next: the core without shortcuts has them in this pass from its
+ * start, not yet looked at when the wake came, so it marked none of them
+ * (the differential test parts where they are taken again).
+ */
+void room__wake_within(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n)
+{
+    wake_in_pass(s, cls, false);
+    s->classes[cls].room_defer = s->dirty_for;
+    wake_unindexed(s, cls, nodes, n);
+}
+
+/*
+ * The class's head-of-line reservation ended: every project waiting in it
+ * is due a look in the pass that takes the marks (hol_end), in full where
+ * its overdue work may take the reservation (sched__hol_look). It used to
+ * mark each of them (500 to 1,000 turns in that pass's heap); now the
+ * index's entries are walked there, the walk taking those due while the
+ * reservation is free, then those a freed node could serve.
+ */
+void room__hol_wake(struct sched *s, int32_t cls)
+{
+    struct cls *c = &s->classes[cls];
+    c->hol_end = s->dirty_for;
+    if (!s->passing || s->dirty_for == s->pass_no) {
+        c->room_woke = true;
+    } else {
+        wake_in_pass(s, cls, true);
+        c->room_defer = s->dirty_for;
+    }
+    wake_unindexed(s, cls, NULL, 0);
+}
+
+bool room__due(const struct sched *s, int32_t cls, uint32_t in_pass)
+{
+    const struct cls *c = &s->classes[cls];
+    return c->room_active && (c->room_skip == 0 || in_pass != c->room_skip);
+}
+
 /* ---- a pass's walk of the index ---- */
 
 void room__pass_start(struct sched *s)
 {
     for (int32_t c = 0; c < s->n_classes; c++) {
         struct cls *cl = &s->classes[c];
-        /* Woken between passes; a wake within one marked projects as it always did. */
-        cl->room_active = room__indexing(s) && cl->room_woke;
+        /*
+         * Woken between passes: every entry is due; only within the last
+         * pass: those it did not look at (room__wake_within).
+         */
+        bool within = cl->room_defer == s->pass_no;
+        cl->room_active = room__indexing(s) && (cl->room_woke || within);
+        cl->room_skip = cl->room_woke || !within ? 0 : s->pass_no - 1;
         cl->room_woke = false;
         cl->room_cursor = 0;
         cl->room_grown_seen = cl->grown_pass.n;
@@ -480,18 +566,28 @@ static bool could_open(const struct sched *s, int32_t cls)
     return false;
 }
 
+/*
+ * Whether this pass is the one a reservation's end of the class marked
+ * its waiting projects for, and the reservation is still free: due work
+ * of an entry (q, when given) would take it.
+ */
+static bool hol_open(const struct sched *s, const struct cls *c, const struct quota *q)
+{
+    return c->hol_end == s->pass_no && c->hol_reserver == NONE && (!q || q->hol_due);
+}
+
 /* Whether the entry's project, not yet in this pass, could use a freed node of the class. */
 static bool entry_opens(const struct sched *s, int32_t cls, const struct room_entry *e)
 {
     const struct cls *c = &s->classes[cls];
     const struct project *p = &s->projects[e->project];
     const struct quota *q;
-    if (p->in_pass == s->pass_no)
+    if (p->in_pass == s->pass_no || !room__due(s, cls, p->in_pass))
         return false;
     q = sched__quota((struct project *)p, cls, false);
     if (!q || !q->indexed || q->idx_key != e->key)
         return false;
-    if (sched__hol_look(s, q))
+    if (sched__hol_look(s, q) || hol_open(s, c, q))
         return true;
     for (int32_t i = 0; i < c->grown_pass.n; i++) {
         if (room_on(s, p, q, c->grown_pass.v[i]))
@@ -512,7 +608,8 @@ int32_t room__next(struct sched *s, int32_t top)
             /* Room grown in this pass (a hold ended): every entry is judged on its own. */
             if (c->grown_pass.n != c->room_grown_seen || c->room_everywhere)
                 c->room_open_ended = true;
-            if (!c->room_open_ended && !could_open(s, ci)) {
+            /* While a reservation that ended is free, the first due entry takes it. */
+            if (!c->room_open_ended && !hol_open(s, c, NULL) && !could_open(s, ci)) {
                 /* None could use what is left: those whose turn came are passed, as looked at. */
                 c->room_cursor = top == NONE ? c->n_room_idx
                                              : lower_bound(s, c, s->projects[top].share_key, top);

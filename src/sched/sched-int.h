@@ -133,7 +133,20 @@ struct cls {
     struct room_need room_min;
     int32_t room_removed; /* entries removed since room_min was counted */
     struct ivec room_full;
-    bool room_woke; /* room__wake ran since the last pass began: its entries are due a look */
+    bool room_woke; /* room__wake ran since the walks last started: its entries are due a look */
+    /*
+     * Room was freed within a pass (a held node let go at an admission):
+     * the pass it is for (room_defer, the next), whose walk takes the
+     * entries the pass under way did not look at; in that pass, room_skip
+     * is the pass whose projects are not due (0: every entry is).
+     */
+    uint32_t room_defer, room_skip;
+    /*
+     * The pass a reservation's end of the class marked its waiting
+     * projects for (room__hol_wake): in it, the walk takes the entries due
+     * for the reservation while it is free.
+     */
+    uint32_t hol_end;
     /* pass scratch (room.c): the walk of the index */
     bool room_active, room_open_ended;
     int32_t room_cursor, room_grown_seen;
@@ -353,6 +366,7 @@ struct sched {
     uint32_t pass_no;          /* counts passes, from 1 */
     uint32_t dirty_for;        /* the pass that takes `dirty` (what is marked now is for it) */
     bool passing;              /* a pass is under way */
+    struct ivec *pass_todo;    /* the projects the pass under way looks at (NULL: none) */
     uint32_t room_gen;         /* fleet generation the room indexes were built at, + 1 */
     /* scratch for placing gangs */
     struct sched_assign *gang_as;
@@ -564,6 +578,18 @@ void room__refile(struct sched *s, int32_t pi);
 void room__rebuild(struct sched *s);
 /* Devices of cls were freed on these nodes between passes: wakes what the index does not cover. */
 void room__wake(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n);
+/*
+ * The same within a pass: the projects it looks at are woken by what they
+ * wait for now, the index's other entries are due in the next pass.
+ */
+void room__wake_within(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n);
+/*
+ * Whether this pass's walk of cls is due for a project last looked at in
+ * pass in_pass (after a wake within the last pass: not if it looked at it).
+ */
+bool room__due(const struct sched *s, int32_t cls, uint32_t in_pass);
+/* The class's head-of-line reservation ended: wakes its waiting projects (sched__hol_freed). */
+void room__hol_wake(struct sched *s, int32_t cls);
 /* A pass begins: the walks of the classes whose room grew. */
 void room__pass_start(struct sched *s);
 /*

@@ -685,11 +685,17 @@ void sched__class_freed(struct sched *s, int32_t cls)
  * at in full only if it is due the reservation while that is free (the
  * first such takes it), else only if the room freed could serve it: a look
  * in full would find nothing else changed. Looking at every waiting project
- * in full cost 1-3 ms at 500 projects (issue 17).
+ * in full cost 1-3 ms at 500 projects (issue 17). Where the classes keep
+ * room indexes, the entries are no longer marked one by one (each then took
+ * a turn in that pass's heap to be told "no room": 0.2-0.7 ms at 500-1,000
+ * projects): that pass walks the index for them (room__hol_wake).
  */
 void sched__hol_freed(struct sched *s, int32_t cls)
 {
-    class_wakeup(s, cls, WAKE_HOL);
+    if (room__indexing(s))
+        room__hol_wake(s, cls);
+    else
+        class_wakeup(s, cls, WAKE_HOL);
 }
 
 void sched__nodes_freed(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n)
@@ -699,11 +705,21 @@ void sched__nodes_freed(struct sched *s, int32_t cls, const int32_t *nodes, int3
         if (grown->n == 0 || grown->v[grown->n - 1] != nodes[i])
             ivec_push(grown, nodes[i]);
     }
-    /* Between passes, the room index finds who could use the room; within one, as before. */
-    if (room__indexing(s) && !s->passing)
+    /*
+     * The room index finds who could use the room: for the next pass
+     * between passes, and for the pass beginning while it begins (a
+     * preemptor admitted first, before anything was looked at). Within a
+     * pass it did so only by marking every waiting project for the next,
+     * whose heap then gave each a turn (the p99 of the pass after a
+     * completion, issue 17): now the next pass walks the index for those
+     * this one did not look at (room__wake_within).
+     */
+    if (!room__indexing(s))
+        class_wakeup(s, cls, WAKE_ROOM);
+    else if (!s->passing || s->dirty_for == s->pass_no)
         room__wake(s, cls, nodes, n);
     else
-        class_wakeup(s, cls, WAKE_ROOM);
+        room__wake_within(s, cls, nodes, n);
 }
 
 static bool timer_before(const struct timer *a, const struct timer *b)
