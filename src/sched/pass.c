@@ -688,32 +688,33 @@ static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_deci
 int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
 {
     size_t before = d->n_admits + d->n_preemptions;
-    struct ivec todo = pass_begin(s, now_ms, d);
+    /* The sched's: a wake within the pass marks those it looks at (room.c). */
+    struct ivec *todo = &s->pass_todo;
     struct heap h;
 
-    s->pass_todo = &todo; /* a wake within the pass marks those it looks at (room.c) */
+    *todo = pass_begin(s, now_ms, d);
 
     /* Owned work first, project by project. */
-    for (int32_t i = 0; i < todo.n; i++) {
-        scan_start(&s->projects[todo.v[i]], SCHED_P1, 0);
-        scan_project(s, todo.v[i], SCHED_P1, false, now_ms, d);
+    for (int32_t i = 0; i < todo->n; i++) {
+        scan_start(&s->projects[todo->v[i]], SCHED_P1, 0);
+        scan_project(s, todo->v[i], SCHED_P1, false, now_ms, d);
     }
     /* Then borrowed capacity, by weighted fair share, one workload per turn. */
     h.v = xmalloc(((size_t)s->n_projects + 1) * sizeof(int32_t));
     h.n = 0;
-    for (int32_t i = 0; i < todo.n; i++) {
-        struct project *p = &s->projects[todo.v[i]];
+    for (int32_t i = 0; i < todo->n; i++) {
+        struct project *p = &s->projects[todo->v[i]];
         scan_start(p, SCHED_P2, first_p2(p));
         if (p->cursor < p->queue.n) {
             p->share_key = share__key(s, p, now_ms);
-            heap_push(s, &h, todo.v[i]);
+            heap_push(s, &h, todo->v[i]);
         }
     }
     for (;;) {
         int32_t pi;
         /* Projects of the room indexes whose turn comes first join as they would have. */
         while ((pi = room__next(s, h.n > 0 ? h.v[0] : NONE)) != NONE)
-            room_join(s, pi, &h, &todo, now_ms, d);
+            room_join(s, pi, &h, todo, now_ms, d);
         if (h.n == 0)
             break;
         pi = heap_pop(s, &h);
@@ -726,18 +727,17 @@ int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d)
     }
     free(h.v);
     /* Work left unexamined behind the lookahead may be waiting for room: assume it is. */
-    for (int32_t i = 0; i < todo.n; i++) {
-        struct project *p = &s->projects[todo.v[i]];
+    for (int32_t i = 0; i < todo->n; i++) {
+        struct project *p = &s->projects[todo->v[i]];
         for (int32_t k = 0; p->stopped_early && k < p->n_quotas; k++) {
             if (p->quotas[k].queued > 0)
                 p->quotas[k].wants_capacity = true;
         }
     }
     /* What each looked at waits for now decides where its room index files it. */
-    for (int32_t i = 0; i < todo.n; i++)
-        room__refile(s, todo.v[i]);
-    ivec_release(&todo);
-    s->pass_todo = NULL;
+    for (int32_t i = 0; i < todo->n; i++)
+        room__refile(s, todo->v[i]);
+    ivec_release(todo);
     s->passing = false;
     return (int)(d->n_admits + d->n_preemptions - before);
 }

@@ -456,8 +456,8 @@ void room__wake(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n)
  */
 static void wake_in_pass(struct sched *s, int32_t cls, bool hol)
 {
-    const struct ivec *todo = s->pass_todo;
-    assert(todo);
+    const struct ivec *todo = &s->pass_todo;
+    assert(s->passing);
     for (int32_t i = 0; i < todo->n; i++) {
         struct quota *q = sched__quota(&s->projects[todo->v[i]], cls, false);
         if (!q || q->queued == 0 || !q->wants_capacity)

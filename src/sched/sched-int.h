@@ -366,7 +366,7 @@ struct sched {
     uint32_t pass_no;          /* counts passes, from 1 */
     uint32_t dirty_for;        /* the pass that takes `dirty` (what is marked now is for it) */
     bool passing;              /* a pass is under way */
-    struct ivec *pass_todo;    /* the projects the pass under way looks at (NULL: none) */
+    struct ivec pass_todo;     /* the projects the pass under way looks at (empty: none) */
     uint32_t room_gen;         /* fleet generation the room indexes were built at, + 1 */
     /* scratch for placing gangs */
     struct sched_assign *gang_as;
