@@ -422,7 +422,7 @@ static int32_t first_p2(const struct project *p)
     int32_t lo = 0, hi = p->queue.n;
     while (lo < hi) {
         int32_t mid = lo + (hi - lo) / 2;
-        if ((p->queue_key.v[mid] & 3) == RANK_P1)
+        if ((p->queue.key[mid] & 3) == RANK_P1)
             lo = mid + 1;
         else
             hi = mid;
@@ -473,7 +473,7 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
     struct project *p = &s->projects[pi];
     bool any = false;
     while (p->cursor < p->queue.n && p->open_classes > 0) {
-        int32_t key = p->queue_key.v[p->cursor], *blocked, w = p->queue.v[p->cursor];
+        int32_t key = p->queue.key[p->cursor], *blocked, w = p->queue.v[p->cursor];
         bool passed;
         if (pclass == SCHED_P1 && (key & 3) == RANK_P2)
             break;
@@ -486,6 +486,13 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
             p->cursor++;
             continue;
         }
+        /*
+         * The next entry's workload is most likely looked at next: ask for its
+         * cache line now, so that its miss (the table is far larger than the
+         * cache) overlaps this one's placement.
+         */
+        if (p->cursor + 1 < p->queue.n)
+            __builtin_prefetch(&s->wls[p->queue.v[p->cursor + 1]]);
         passed =
             pclass == SCHED_P1 && (key & 3) == RANK_AUTO && sched__auto_class(s, w) != SCHED_P1;
         if (!passed && try_admit(s, w, now, d)) {
@@ -501,7 +508,7 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
         }
     }
     if (p->open_classes <= 0 && p->cursor < p->queue.n &&
-        (pclass == SCHED_P2 || (p->queue_key.v[p->cursor] & 3) != RANK_P2))
+        (pclass == SCHED_P2 || (p->queue.key[p->cursor] & 3) != RANK_P2))
         p->stopped_early = true;
     return any;
 }

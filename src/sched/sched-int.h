@@ -261,15 +261,26 @@ struct quota {
     } room;
 };
 
+/*
+ * A project's queue: workload indices in queue order and beside each its
+ * sched__queue_key (scans skip work without reading the workload), in two
+ * blocks of one layout. Both start `front` entries into their blocks: a pass
+ * takes work near the head, and moving the few entries before it costs less
+ * than moving the tail behind it, which can be thousands long.
+ */
+struct queue {
+    int32_t *v, *key;
+    int32_t n, front, cap; /* cap: entries a block holds, the front's included */
+};
+
 struct project {
     int64_t id, org_id;
     int32_t org;
     int weight;
     struct quota *quotas;
     int32_t n_quotas, cap_quotas;
-    struct ivec queue;     /* workload indices in queue order */
+    struct queue queue;
     int32_t queued_cpu[3]; /* queued CPU-only workloads, by sched__rank */
-    struct ivec queue_key; /* per entry: sched__queue_key (scans skip without the workload) */
     struct ivec pools; /* pools it may use (NONE: no pool), valid at fleet generation pools_gen */
     uint32_t pools_gen;
     bool dirty;     /* in the next pass's list */

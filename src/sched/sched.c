@@ -114,6 +114,8 @@ void ivec_release(struct ivec *a)
     memset(a, 0, sizeof(*a));
 }
 
+static int32_t *queue_block(const struct queue *q, int32_t *array);
+
 /* ---- lifecycle ---- */
 
 void sched_config_init(struct sched_config *cfg)
@@ -172,8 +174,8 @@ void sched_free(struct sched *s)
         for (int32_t k = 0; k < s->projects[i].n_quotas; k++)
             ivec_release(&s->projects[i].quotas[k].p2_run);
         free(s->projects[i].quotas);
-        ivec_release(&s->projects[i].queue);
-        ivec_release(&s->projects[i].queue_key);
+        free(queue_block(&s->projects[i].queue, s->projects[i].queue.v));
+        free(queue_block(&s->projects[i].queue, s->projects[i].queue.key));
         ivec_release(&s->projects[i].pools);
     }
     for (int32_t i = 0; i < s->n_orgs; i++) {
@@ -798,6 +800,70 @@ static bool queue_before(const struct workload *a, const struct workload *b)
     return a->spec.id < b->spec.id;
 }
 
+/* The block an array of q starts `front` entries into (NULL before the first entry). */
+static int32_t *queue_block(const struct queue *q, int32_t *array)
+{
+    return array ? array - q->front : NULL;
+}
+
+/* Makes room for one entry more at the back of q's blocks. */
+static void queue_grow(struct queue *q)
+{
+    int32_t *v = queue_block(q, q->v), *key = queue_block(q, q->key);
+    size_t cap_v = (size_t)q->cap, cap_key = (size_t)q->cap;
+
+    if (q->front + q->n < q->cap)
+        return;
+    if (q->front > q->n / 2) {
+        /* A third or more of the blocks is front: close it up rather than grow. */
+        memmove(v, q->v, (size_t)q->n * sizeof(int32_t));
+        memmove(key, q->key, (size_t)q->n * sizeof(int32_t));
+        q->front = 0;
+    } else {
+        ALLOC_GROW(v, q->front + q->n + 1, cap_v);
+        ALLOC_GROW(key, q->front + q->n + 1, cap_key);
+        assert(cap_v == cap_key);
+        q->cap = (int32_t)cap_v;
+    }
+    q->v = v + q->front;
+    q->key = key + q->front;
+}
+
+/* Puts w (queue key `key`) at index pos of q, moving the shorter side of it. */
+static void queue_insert_at(struct queue *q, int32_t pos, int32_t w, int32_t key)
+{
+    if (q->front > 0 && pos < q->n / 2) {
+        q->v--;
+        q->key--;
+        q->front--;
+        memmove(q->v, q->v + 1, (size_t)pos * sizeof(int32_t));
+        memmove(q->key, q->key + 1, (size_t)pos * sizeof(int32_t));
+    } else {
+        queue_grow(q);
+        memmove(q->v + pos + 1, q->v + pos, (size_t)(q->n - pos) * sizeof(int32_t));
+        memmove(q->key + pos + 1, q->key + pos, (size_t)(q->n - pos) * sizeof(int32_t));
+    }
+    q->v[pos] = w;
+    q->key[pos] = key;
+    q->n++;
+}
+
+/* Takes the entry at index pos out of q, moving the shorter side of it. */
+static void queue_remove_at(struct queue *q, int32_t pos)
+{
+    if (pos < q->n / 2) {
+        memmove(q->v + 1, q->v, (size_t)pos * sizeof(int32_t));
+        memmove(q->key + 1, q->key, (size_t)pos * sizeof(int32_t));
+        q->v++;
+        q->key++;
+        q->front++;
+    } else {
+        memmove(q->v + pos, q->v + pos + 1, (size_t)(q->n - pos - 1) * sizeof(int32_t));
+        memmove(q->key + pos, q->key + pos + 1, (size_t)(q->n - pos - 1) * sizeof(int32_t));
+    }
+    q->n--;
+}
+
 static int32_t queue_lower_bound(const struct sched *s, const struct project *p,
                                  const struct workload *w)
 {
@@ -818,13 +884,7 @@ void sched__queue_insert(struct sched *s, int32_t w)
     struct project *p = &s->projects[wl->project];
     int32_t pos = queue_lower_bound(s, p, wl);
 
-    ivec_push(&p->queue, 0);
-    memmove(p->queue.v + pos + 1, p->queue.v + pos, (size_t)(p->queue.n - 1 - pos) * sizeof(int32_t));
-    p->queue.v[pos] = w;
-    ivec_push(&p->queue_key, 0);
-    memmove(p->queue_key.v + pos + 1, p->queue_key.v + pos,
-            (size_t)(p->queue_key.n - 1 - pos) * sizeof(int32_t));
-    p->queue_key.v[pos] = sched__queue_key(wl);
+    queue_insert_at(&p->queue, pos, w, sched__queue_key(wl));
     wl->state = SCHED_QUEUED;
     if (wl->cls != NONE) {
         struct quota *q = sched__quota(p, wl->cls, true);
@@ -850,11 +910,7 @@ void sched__queue_remove(struct sched *s, int32_t w)
                       : queue_lower_bound(s, p, wl);
 
     assert(pos < p->queue.n && p->queue.v[pos] == w);
-    memmove(p->queue.v + pos, p->queue.v + pos + 1, (size_t)(p->queue.n - pos - 1) * sizeof(int32_t));
-    p->queue.n--;
-    memmove(p->queue_key.v + pos, p->queue_key.v + pos + 1,
-            (size_t)(p->queue_key.n - pos - 1) * sizeof(int32_t));
-    p->queue_key.n--;
+    queue_remove_at(&p->queue, pos);
     if (wl->cls != NONE) {
         struct quota *q = sched__quota(p, wl->cls, true);
         q->queued--;
