@@ -38,13 +38,28 @@ void *xreallocarray(void *p, size_t n, size_t size)
     return p;
 }
 
-void alloc_advise_huge(void *p, size_t size)
+void *alloc_table_grow(void *p, size_t old_size, size_t size)
 {
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1),
-              end = ((uintptr_t)p + size) & ~(huge - 1);
-    if (end > start)
-        (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
+    void *q = p ? mremap(p, old_size, size, MREMAP_MAYMOVE)
+                : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (q == MAP_FAILED) {
+        fprintf(stderr, "gpuaas: out of memory (a table of %zu bytes): %s\n", size,
+                strerror(errno));
+        abort();
+    }
+    /*
+     * A hint (the kernel may refuse), for the whole mapping: a part would
+     * split it in two, and mremap grows one mapping only.
+     */
+    (void)madvise(q, size, MADV_HUGEPAGE);
+    return q;
+}
+
+void alloc_table_free(void *p, size_t size)
+{
+    if (p)
+        (void)munmap(p, size);
 }
 
 size_t alloc_grow_slow(int64_t n, int64_t cap)

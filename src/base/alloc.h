@@ -19,11 +19,16 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
- * Asks the kernel to back the whole pages of [p, p + size) with huge pages
- * where it can (a hint, ignored where it cannot): for large tables read at
- * random, where 4 KiB pages make every lookup a TLB miss.
+ * A large table read at random (the scheduler's workloads): mapped pages of
+ * its own, so it starts on a page (a row type may ask for cache-line
+ * alignment), backed by huge pages where the kernel has them (4 KiB pages
+ * make every lookup a TLB miss), and grown without a copy (mremap). Grows the
+ * table at p of old_size bytes (NULL, 0 for a new one) to size bytes; the
+ * bytes past old_size are zero. Aborts on out-of-memory.
  */
-void alloc_advise_huge(void *p, size_t size);
+void *alloc_table_grow(void *p, size_t old_size, size_t size);
+/* Unmaps a table of alloc_table_grow (NULL: nothing). */
+void alloc_table_free(void *p, size_t size);
 
 /*
  * ALLOC_GROW(arr, n, cap): the one way to grow a heap array (git's ALLOC_GROW). Makes arr,

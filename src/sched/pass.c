@@ -488,11 +488,15 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
         }
         /*
          * The next entry's workload is most likely looked at next: ask for its
-         * cache line now, so that its miss (the table is far larger than the
-         * cache) overlaps this one's placement.
+         * two cache lines a pass reads (struct workload) now, so that their
+         * misses (the table is far larger than the cache) overlap this one's
+         * placement.
          */
-        if (p->cursor + 1 < p->queue.n)
-            __builtin_prefetch(&s->wls[p->queue.v[p->cursor + 1]]);
+        if (p->cursor + 1 < p->queue.n) {
+            const struct workload *next = &s->wls[p->queue.v[p->cursor + 1]];
+            __builtin_prefetch(next);
+            __builtin_prefetch(&next->spec);
+        }
         passed =
             pclass == SCHED_P1 && (key & 3) == RANK_AUTO && sched__auto_class(s, w) != SCHED_P1;
         if (!passed && try_admit(s, w, now, d)) {

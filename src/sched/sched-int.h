@@ -309,8 +309,12 @@ struct org {
 
 /* ---- workloads ---- */
 
+/*
+ * The table of workloads is far larger than the cache, and a pass looks at
+ * thousands of rows: what it reads of each comes first, on one cache line,
+ * and the spec's such fields on the next (sched_workload_spec).
+ */
 struct workload {
-    struct sched_workload_spec spec;
     int32_t project, cls; /* cls NONE for CPU-only */
     /*
      * The class it holds while running (what the usage, victim and hold rules
@@ -319,22 +323,23 @@ struct workload {
      */
     enum sched_class runs_as;
     enum sched_state state;
-    int64_t started_ms, checkpoint_ms;
-    struct sched_assign *assigns;
-    int32_t *at;          /* per assign: node index, then device index (NONE: CPU only) */
-    int32_t n_assigns;
-    struct sched_reason reason;
-    int64_t blocked_since_ms; /* 0 when not blocked on capacity */
     int32_t victims_pending;  /* as a preemptor */
-    int32_t p2_pos;           /* running as P2: its index in its quota's p2_run */
-    bool reclaim_ready;       /* its victims have all released: first in the next pass */
-    int64_t preemptor_id;     /* as a victim: who it makes room for, or 0 */
-    int64_t hold_taken_by;    /* who took over a node held for it (sched_workload_info) */
-    struct ivec reserved;     /* nodes held for it */
     uint32_t fits_generation; /* fleet generation ever_fits was computed at, 0: never */
     bool ever_fits;
+    bool reclaim_ready; /* its victims have all released: first in the next pass */
     bool in_use;
-};
+    int64_t blocked_since_ms; /* 0 when not blocked on capacity */
+    struct ivec reserved;     /* nodes held for it */
+    struct sched_workload_spec spec __attribute__((aligned(64)));
+    struct sched_reason reason;
+    int64_t started_ms, checkpoint_ms;
+    struct sched_assign *assigns;
+    int32_t *at; /* per assign: node index, then device index (NONE: CPU only) */
+    int32_t n_assigns;
+    int32_t p2_pos;        /* running as P2: its index in its quota's p2_run */
+    int64_t preemptor_id;  /* as a victim: who it makes room for, or 0 */
+    int64_t hold_taken_by; /* who took over a node held for it (sched_workload_info) */
+} __attribute__((aligned(64)));
 
 struct sched {
     struct sched_config cfg;

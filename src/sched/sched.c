@@ -194,7 +194,7 @@ void sched_free(struct sched *s)
     free(s->pools);
     free(s->projects);
     free(s->orgs);
-    free(s->wls);
+    alloc_table_free(s->wls, (size_t)s->cap_wls * sizeof(*s->wls));
     ivec_release(&s->free_wls);
     ivec_release(&s->dirty);
     ivec_release(&s->ready);
@@ -1012,11 +1012,13 @@ static int32_t workload_new(struct sched *s, const struct sched_workload_spec *s
         w = s->free_wls.v[--s->free_wls.n];
         memset(&s->wls[w], 0, sizeof(s->wls[w]));
     } else {
-        int32_t cap = s->cap_wls;
-        ALLOC_GROW(s->wls, s->n_wls + 1, s->cap_wls);
-        /* The table is read at random by every pass: large, it asks for huge pages. */
-        if (s->cap_wls != cap)
-            alloc_advise_huge(s->wls, (size_t)s->cap_wls * sizeof(*s->wls));
+        /* The table is read at random by every pass: pages of its own (alloc.h). */
+        size_t cap = alloc_grow_nr(s->n_wls + 1, s->cap_wls);
+        if (cap > 0) {
+            s->wls = alloc_table_grow(s->wls, (size_t)s->cap_wls * sizeof(*s->wls),
+                                      cap * sizeof(*s->wls));
+            s->cap_wls = (int32_t)cap;
+        }
         w = s->n_wls++;
         memset(&s->wls[w], 0, sizeof(s->wls[w]));
     }

@@ -212,25 +212,29 @@ int sched_set_org_cap(struct sched *s, int64_t org_id, int64_t class_id, int64_t
 /* SCHED_AUTO: P1 or P2, decided at each admission (see the vocabulary above). */
 enum sched_class { SCHED_P1 = 1, SCHED_P2 = 2, SCHED_AUTO = 3 };
 
+/*
+ * What a pass reads of every workload it looks at comes first, within 64
+ * bytes (struct workload puts it on a cache line of its own).
+ */
 struct sched_workload_spec {
     int64_t id;
-    int64_t project_id;
     enum sched_class pclass;
-    int32_t priority;     /* higher first, within a project and class */
-    int64_t submit_ms;    /* original submit time: queue order, kept across requeues */
-    int32_t replicas;     /* 1..SCHED_MAX_REPLICAS; all or none are placed */
-    int64_t class_id;     /* GPU class; 0 for CPU-only work */
-    int32_t gpu_milli;    /* per replica: 1..999, or a multiple of 1000 */
-    int64_t cpu_milli;    /* per replica */
-    int64_t mem_mib;      /* per replica */
-    uint32_t selector[SCHED_MAX_SELECTOR]; /* labels every node must carry */
+    int32_t priority;  /* higher first, within a project and class */
+    int32_t replicas;  /* 1..SCHED_MAX_REPLICAS; all or none are placed */
+    int32_t gpu_milli; /* per replica: 1..999, or a multiple of 1000 */
+    int64_t cpu_milli; /* per replica */
+    int64_t mem_mib;   /* per replica */
     int n_selector;
-    int64_t pool_ids[SCHED_MAX_POOLS]; /* pools it may run on; none means any it may use */
     int n_pools;
-    bool same_block;        /* all replicas in one topology block */
+    bool same_block; /* all replicas in one topology block */
+    bool requeue;    /* back to the queue (original order) when preempted */
+    int64_t project_id;
+    int64_t submit_ms;      /* original submit time: queue order, kept across requeues */
+    int64_t class_id;       /* GPU class; 0 for CPU-only work */
     int64_t min_runtime_ms; /* not preempted before running this long (clamped, see above) */
     int64_t grace_ms;       /* < 0: the configured default (clamped, see above) */
-    bool requeue;           /* back to the queue (original order) when preempted */
+    uint32_t selector[SCHED_MAX_SELECTOR]; /* labels every node must carry */
+    int64_t pool_ids[SCHED_MAX_POOLS];     /* pools it may run on; none means any it may use */
 };
 
 /* States of a workload as the scheduler sees it. */
