@@ -29,6 +29,10 @@
  * --runs times (default 3), alternating, and prints the medians and their
  * ratio: whether a pass costs more as the fleet grows (issue 17's goal: p99
  * within 1.2x, drain decisions/s not lower, peak RSS <= 1 GiB).
+ * It also prints how much work (struct sched_stats: workloads judged,
+ * placements tried) a pass does at each size, and their ratio, which unlike
+ * time is exact: --check-work makes the exit status say whether each stays
+ * within 1.2x (a test runs it so).
  * --fair-share decayed orders borrowed capacity by decayed past usage
  * (sched.h), each project given a past of up to 8 GPUs per class over the
  * last half-life (default 7 days) first, from a hash of its id, so the
@@ -49,6 +53,7 @@
 struct opts {
     int64_t seed, nodes, gpus_per_node, projects, orgs, workloads, events, runs;
     bool check, scale;
+    bool check_work;      /* --check-work: the exit status says whether the work ratios hold */
     bool decayed;         /* --fair-share decayed */
     int64_t half_life_ms; /* --half-life-ms */
 };
@@ -70,6 +75,13 @@ static int64_t clock_ns(void)
 /* What one run measured. */
 struct result {
     double rate, p50, p99, pmax, rss_mib;
+    /*
+     * Work, not time (struct sched_stats): in the drain, per admission;
+     * after one completion, per timed pass (mean, and the p99 of workloads
+     * judged). The same on every machine and every run of a seed.
+     */
+    double drain_examined, drain_placements;
+    double ev_examined, ev_placements, ev_turns, ev_victim_nodes, ev_examined_p99;
 };
 
 /* For the slow-pass report only: a plain number or 0. */
@@ -90,7 +102,8 @@ static int usage(void)
     fprintf(stderr, "usage: sched_bench [--seed N] [--nodes N] [--gpus-per-node N] "
                     "[--projects N] [--orgs N] [--workloads N] [--events N] "
                     "[--fair-share current|decayed] [--half-life-ms N] [--check] [--cpu-time]\n"
-                    "       sched_bench --scale [--runs N] [--seed N] [--events N] [--cpu-time]\n");
+                    "       sched_bench --scale [--runs N] [--seed N] [--events N] [--cpu-time] "
+                    "[--check] [--check-work]\n");
     return 2;
 }
 
@@ -104,13 +117,17 @@ static int parse_opts(int argc, char **argv, struct opts *o)
     o->workloads = 200000;
     o->events = 2000;
     o->runs = 3;
-    o->check = o->scale = false;
+    o->check = o->scale = o->check_work = false;
     o->decayed = false;
     o->half_life_ms = INT64_C(7) * 24 * 3600 * 1000;
     for (int i = 1; i < argc; i++) {
         int64_t *dst = NULL, lo = 1, hi = 100000000;
         if (strcmp(argv[i], "--check") == 0) {
             o->check = true;
+            continue;
+        }
+        if (strcmp(argv[i], "--check-work") == 0) {
+            o->check_work = true;
             continue;
         }
         if (strcmp(argv[i], "--scale") == 0) {
@@ -368,6 +385,8 @@ static int run_bench(const struct opts *opts, struct result *res)
     int64_t t_submit = clock_ns() - t0;
 
     /* (a) Drain: passes until one admits nothing and preempts nothing. */
+    struct sched_stats st0, st1;
+    sched_get_stats(s, &st0);
     int64_t pass_ns = 0, first_pass_ns = 0;
     int passes = 0;
     for (;;) {
@@ -389,12 +408,18 @@ static int run_bench(const struct opts *opts, struct result *res)
             break;
     }
     struct counts drained = cnt;
+    sched_get_stats(s, &st1);
+    double per_admit = drained.admitted > 0 ? 1.0 / (double)drained.admitted : 0;
+    res->drain_examined = (double)(st1.examined - st0.examined) * per_admit;
+    res->drain_placements = (double)(st1.placements - st0.placements) * per_admit;
     double rate = pass_ns > 0 ? (double)drained.admitted / ((double)pass_ns / 1e9) : 0;
 
     /* (b) One completion, then the next pass, timed. */
     int64_t n_ev = o.events;
     int64_t *lat = xcalloc((size_t)n_ev + 1, sizeof *lat);
+    int64_t *judged = xcalloc((size_t)n_ev + 1, sizeof *judged);
     int64_t n_lat = 0, ev_admits = 0, ev_preemptions = 0;
+    struct sched_stats work = {0};
     for (int64_t e = 0; e < n_ev && run.n > 0; e++) {
         int64_t id = run.ids[rng_range(0, (int64_t)run.n - 1)];
         t_ms += 1000;
@@ -404,9 +429,16 @@ static int run_bench(const struct opts *opts, struct result *res)
             return 1;
         }
         sched_decisions_reset(&d);
+        sched_get_stats(s, &st0);
         t0 = clock_ns();
         int rc = sched_pass(s, t_ms, &d);
-        lat[n_lat++] = clock_ns() - t0;
+        lat[n_lat] = clock_ns() - t0;
+        sched_get_stats(s, &st1);
+        judged[n_lat++] = (int64_t)(st1.examined - st0.examined);
+        work.examined += st1.examined - st0.examined;
+        work.placements += st1.placements - st0.placements;
+        work.turns += st1.turns - st0.turns;
+        work.victim_nodes += st1.victim_nodes - st0.victim_nodes;
         if (rc < 0)
             return 1;
         if (getenv("SCHED_BENCH_SLOW_MS") &&
@@ -431,6 +463,14 @@ static int run_bench(const struct opts *opts, struct result *res)
     double p99 = n_lat ? (double)lat[(n_lat * 99) / 100 < n_lat ? (n_lat * 99) / 100 : n_lat - 1] / 1e6
                        : 0;
     double pmax = n_lat ? (double)lat[n_lat - 1] / 1e6 : 0;
+    qsort(judged, (size_t)n_lat, sizeof *judged, cmp_i64);
+    double per_pass = n_lat ? 1.0 / (double)n_lat : 0;
+    res->ev_examined = (double)work.examined * per_pass;
+    res->ev_placements = (double)work.placements * per_pass;
+    res->ev_turns = (double)work.turns * per_pass;
+    res->ev_victim_nodes = (double)work.victim_nodes * per_pass;
+    res->ev_examined_p99 = n_lat ? (double)judged[(n_lat * 99) / 100] : 0;
+    free(judged);
 
     /* (c) Peak RSS. */
     struct rusage ru;
@@ -465,13 +505,22 @@ static int run_bench(const struct opts *opts, struct result *res)
            "%.3f ms (%" PRId64 " admits, %" PRId64 " preemptions)  [target p99 <= 5 ms: %s]\n",
            n_lat, p50, p99, pmax, ev_admits, ev_preemptions, ok_p99 ? "ok" : "MISSED");
     printf("(c) peak RSS %.1f MiB  [target <= 512 MiB: %s]\n", rss_mib, ok_rss ? "ok" : "MISSED");
+    printf("work: drain, per admission: %.2f workloads judged, %.2f placements tried; after one "
+           "completion, per pass: %.1f workloads judged (p99 %.0f), %.1f placements, %.1f "
+           "project turns, %.1f nodes judged by victim searches\n",
+           res->drain_examined, res->drain_placements, res->ev_examined, res->ev_examined_p99,
+           res->ev_placements, res->ev_turns, res->ev_victim_nodes);
 
     free(lat);
     free(run.ids);
     free(run.pos);
     sched_decisions_release(&d);
     sched_free(s);
-    *res = (struct result){.rate = rate, .p50 = p50, .p99 = p99, .pmax = pmax, .rss_mib = rss_mib};
+    res->rate = rate;
+    res->p50 = p50;
+    res->p99 = p99;
+    res->pmax = pmax;
+    res->rss_mib = rss_mib;
     return 0;
 }
 
@@ -495,6 +544,7 @@ static int run_scale(const struct opts *o)
 {
     struct opts size[2] = {*o, *o};
     double p99[2][100], p50[2][100], rate[2][100], rss = 0;
+    struct result last[2];
     size[0].nodes = 10000, size[0].workloads = 200000, size[0].projects = 500, size[0].orgs = 50;
     size[1].nodes = 20000, size[1].workloads = 1000000, size[1].projects = 1000, size[1].orgs = 100;
     for (int64_t r = 0; r < o->runs; r++) {
@@ -506,6 +556,7 @@ static int run_scale(const struct opts *o)
             p50[k][r] = res.p50;
             rate[k][r] = res.rate;
             rss = res.rss_mib;
+            last[k] = res; /* work counts are the same in every run */
         }
     }
     double m99[2], m50[2], mrate[2];
@@ -523,6 +574,24 @@ static int run_scale(const struct opts *o)
            "%s]; peak RSS %.1f MiB [goal <= 1024: %s]\n",
            m99[1] / m99[0], ok_p99 ? "ok" : "MISSED", mrate[1] / mrate[0],
            ok_rate ? "ok" : "MISSED", rss, ok_rss ? "ok" : "MISSED");
+    /*
+     * Work per pass, unlike time, is exact and the same on every machine:
+     * whether the pass's algorithm looks at more as the fleet and the queues
+     * grow. Nodes judged by victim searches are too few per pass to compare.
+     */
+    double work[4] = {last[1].drain_examined / last[0].drain_examined,
+                      last[1].drain_placements / last[0].drain_placements,
+                      last[1].ev_examined / last[0].ev_examined,
+                      last[1].ev_examined_p99 / last[0].ev_examined_p99};
+    bool ok_work = work[0] <= 1.2 && work[1] <= 1.2 && work[2] <= 1.2 && work[3] <= 1.2;
+    printf("scale: work ratio (larger / default): drain per admission %.2f judged, %.2f "
+           "placements; per pass after one completion %.2f judged (p99 %.2f), %.2f placements, "
+           "%.2f nodes judged by victim searches [goal <= 1.2: %s]\n",
+           work[0], work[1], work[2], work[3], last[1].ev_placements / last[0].ev_placements,
+           last[0].ev_victim_nodes > 0 ? last[1].ev_victim_nodes / last[0].ev_victim_nodes : 0,
+           ok_work ? "ok" : "MISSED");
+    if (o->check_work && !ok_work)
+        return 1;
     return o->check && !(ok_p99 && ok_rate && ok_rss) ? 1 : 0;
 }
 

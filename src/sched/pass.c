@@ -391,6 +391,7 @@ static bool try_admit_as(struct sched *s, int32_t w, int64_t now, struct sched_d
  */
 static bool try_admit(struct sched *s, int32_t w, int64_t now, struct sched_decisions *d)
 {
+    s->stats.examined++;
     struct workload *wl = &s->wls[w];
     if (wl->spec.pclass != SCHED_AUTO)
         return try_admit_as(s, w, now, d);
@@ -472,6 +473,7 @@ static bool scan_project(struct sched *s, int32_t pi, enum sched_class pclass, b
 {
     struct project *p = &s->projects[pi];
     bool any = false;
+    s->stats.turns++;
     while (p->cursor < p->queue.n && p->open_classes > 0) {
         int32_t key = p->queue.key[p->cursor], *blocked, w = p->queue.v[p->cursor];
         bool passed;
@@ -615,6 +617,7 @@ static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_deci
     struct ivec todo;
 
     s->pass_no++;
+    s->stats.passes++;
     s->passing = true;
     share__tick(s, now_ms);
     /* Due timers (a reservation, a victim's minimum runtime) make their projects dirty. */

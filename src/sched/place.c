@@ -777,6 +777,7 @@ const int64_t *place__blocks(struct sched *s, int32_t cls, int32_t *ret_n)
 bool place__gang(struct sched *s, int32_t w)
 {
     struct workload *wl = &s->wls[w];
+    s->stats.placements++;
     int32_t per_replica = wl->cls == NONE          ? 1
                           : wl->spec.gpu_milli >= WHOLE ? wl->spec.gpu_milli / WHOLE
                                                         : 1;

@@ -949,6 +949,7 @@ static void visit(struct search *sr, int32_t n)
     if (s->node_seen[n] == s->seen_epoch)
         return;
     s->node_seen[n] = s->seen_epoch;
+    s->stats.victim_nodes++;
     if ((sr->block && s->nodes[n].block_id != sr->block) || !place__node_usable(s, sr->w, n) ||
         !best_pick_on(s, sr->w, n, sr->now, &cur))
         return;
@@ -1286,6 +1287,8 @@ bool reclaim__plan(struct sched *s, int32_t w, int64_t over_limit, int64_t now,
     struct ivec victims = {0}, nodes = {0}, best_victims = {0}, best_nodes = {0};
     bool found = false;
     int64_t best_lost = 0;
+
+    s->stats.victim_searches++;
 
     if (wl->spec.same_block && wl->spec.replicas > 1) {
         int32_t n_blocks;

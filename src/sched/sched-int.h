@@ -380,6 +380,7 @@ struct sched {
     int64_t clock_ms;          /* the latest time the core was given */
     uint32_t fleet_generation; /* bumped when nodes, GPUs, labels or pools change */
     uint32_t pass_no;          /* counts passes, from 1 */
+    struct sched_stats stats;
     uint32_t dirty_for;        /* the pass that takes `dirty` (what is marked now is for it) */
     bool passing;              /* a pass is under way */
     struct ivec pass_todo;     /* the projects the pass under way looks at (empty: none) */

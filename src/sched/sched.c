@@ -781,6 +781,11 @@ int64_t sched_next_timer_ms(const struct sched *s)
     return s->n_timers > 0 ? s->timers[0].at : 0;
 }
 
+void sched_get_stats(const struct sched *s, struct sched_stats *out)
+{
+    *out = s->stats;
+}
+
 bool sched_pass_due(const struct sched *s)
 {
     return s->dirty.n > 0 || s->ready.n > 0;

@@ -382,6 +382,21 @@ void sched_decisions_release(struct sched_decisions *d);
  */
 int sched_pass(struct sched *s, int64_t now_ms, struct sched_decisions *d);
 
+/*
+ * What the passes have done since the scheduler was made: counts of work,
+ * not time, so that how a pass's cost grows with the fleet and the queues
+ * can be read on any machine (sched_bench prints them per pass).
+ */
+struct sched_stats {
+    uint64_t passes;
+    uint64_t turns;           /* turns projects were given to scan their queues */
+    uint64_t examined;        /* queued workloads judged (quota, room, reasons) */
+    uint64_t placements;      /* placements tried */
+    uint64_t victim_searches; /* preemption plans tried */
+    uint64_t victim_nodes;    /* nodes those plans judged */
+};
+void sched_get_stats(const struct sched *s, struct sched_stats *out);
+
 /* ---- reading state ---- */
 
 /* Why a queued workload waits. Numbers are milli-GPU unless said otherwise. */
