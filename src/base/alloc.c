@@ -5,6 +5,28 @@
 
 #include <sys/mman.h>
 
+/*
+ * The leak checker scans the heap, globals and stacks for pointers, not pages
+ * mapped by hand: a table of alloc_table_grow that holds the only pointer to
+ * a heap block would make that block look leaked. Such a table is registered
+ * as a root region while it exists.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define ALLOC_LSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define ALLOC_LSAN 1
+#endif
+#endif
+#ifdef ALLOC_LSAN
+#include <sanitizer/lsan_interface.h>
+#define leak_roots_add(p, size) __lsan_register_root_region(p, size)
+#define leak_roots_remove(p, size) __lsan_unregister_root_region(p, size)
+#else
+#define leak_roots_add(p, size) ((void)(p), (void)(size))
+#define leak_roots_remove(p, size) ((void)(p), (void)(size))
+#endif
+
 static void oom(size_t size)
 {
     fprintf(stderr, "gpuaas: out of memory allocating %zu bytes\n", size);
@@ -40,9 +62,12 @@ void *xreallocarray(void *p, size_t n, size_t size)
 
 void *alloc_table_grow(void *p, size_t old_size, size_t size)
 {
-    void *q = p ? mremap(p, old_size, size, MREMAP_MAYMOVE)
-                : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *q;
 
+    if (p)
+        leak_roots_remove(p, old_size);
+    q = p ? mremap(p, old_size, size, MREMAP_MAYMOVE)
+          : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (q == MAP_FAILED) {
         fprintf(stderr, "gpuaas: out of memory (a table of %zu bytes): %s\n", size,
                 strerror(errno));
@@ -53,13 +78,16 @@ void *alloc_table_grow(void *p, size_t old_size, size_t size)
      * split it in two, and mremap grows one mapping only.
      */
     (void)madvise(q, size, MADV_HUGEPAGE);
+    leak_roots_add(q, size);
     return q;
 }
 
 void alloc_table_free(void *p, size_t size)
 {
-    if (p)
+    if (p) {
+        leak_roots_remove(p, size);
         (void)munmap(p, size);
+    }
 }
 
 size_t alloc_grow_slow(int64_t n, int64_t cap)
