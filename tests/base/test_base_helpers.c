@@ -119,7 +119,8 @@ static void test_alloc_grow(void **state)
     free(big);
 }
 
-/* Puts n fresh heap blocks into table[from..from+n), each holding its index; no other pointer to them is kept. */
+/* Puts n fresh heap blocks into table[from..from+n), each holding its index; no other pointer to
+ * them is kept. */
 static __attribute__((noinline)) void table_fill(char **table, size_t from, size_t n)
 {
     for (size_t i = from; i < from + n; i++) {
