@@ -4,10 +4,11 @@
  *
  * The loop takes the next instant that has something to do: a run's end
  * (start + its real run time), a victim's release (decision + grace), an
- * arrival (its recorded submit time) or one of the core's timers while
- * work waits. At that instant ends and releases are told to the core
- * first, then arrivals are submitted, then one pass runs, as the engine
- * does after a round of ends and submissions. Admitted work ends after its
+ * arrival (its recorded submit time), a quota or cap change of the record,
+ * or one of the core's timers while work waits. At that instant ends and
+ * releases are told to the core first, then quota changes, then arrivals
+ * are submitted, then one pass runs, as the engine does after a round of
+ * ends, rebuilds and submissions. Admitted work ends after its
  * run time; a victim keeps its GPUs until its grace is over (or its run
  * ends first) and, when it asked to be, is requeued in its original place
  * and later runs its whole run time again (a replay knows no checkpoints).
@@ -53,6 +54,8 @@ struct wl_state {
 
 struct replay {
     const struct whatif_world *w;
+    const struct whatif_change *changes;
+    size_t n_changes;
     struct whatif_core core;
     struct wl_state *st;
     struct id_ix {
@@ -261,7 +264,7 @@ static int run_loop(struct replay *rp)
     struct arrival *order = xcalloc(w->n_workloads + 1, sizeof(*order));
     int64_t horizon = w->to_ms + WHATIF_DRAIN_MS, last_pass = INT64_MIN, now = w->from_ms;
     struct sched_decisions d;
-    size_t next = 0;
+    size_t next = 0, next_tc = 0;
 
     for (size_t i = 0; i < w->n_workloads; i++)
         order[i] =
@@ -274,6 +277,8 @@ static int run_loop(struct replay *rp)
             t = rp->h.v[0].at;
         if (next < w->n_workloads && order[next].at < t)
             t = order[next].at;
+        if (next_tc < w->n_tenant_changes && w->tenant_changes[next_tc].at_ms < t)
+            t = w->tenant_changes[next_tc].at_ms;
         if (sched_pass_due(rp->core.s)) /* the daemon would pass again at its next tick */
             timer = timer > 0 && timer < last_pass + WHATIF_TICK_MS ? timer
                                                                     : last_pass + WHATIF_TICK_MS;
@@ -289,6 +294,11 @@ static int run_loop(struct replay *rp)
         while (rp->h.n > 0 && rp->h.v[0].at <= t) {
             struct event ev = heap_pop(&rp->h);
             event_at(rp, &ev);
+        }
+        for (; next_tc < w->n_tenant_changes && w->tenant_changes[next_tc].at_ms <= t; next_tc++) {
+            if (whatif__tenant_change(&rp->core, &w->tenant_changes[next_tc], rp->changes,
+                                      rp->n_changes) == 0)
+                rp->out->tenant_changes++;
         }
         while (next < w->n_workloads && order[next].at <= t) {
             int32_t i = order[next++].i;
@@ -520,8 +530,21 @@ int whatif_replay(const struct whatif_world *w, const struct whatif_change *chan
                                "workload %" PRId64 ": run time must be 1 ms to 31 days",
                                w->workloads[i].spec.id);
     }
+    for (size_t i = 0; i < w->n_tenant_changes; i++) {
+        int64_t at = w->tenant_changes[i].at_ms;
+        if (at < w->from_ms || (i > 0 && at < w->tenant_changes[i - 1].at_ms))
+            return errinfo_set(
+                ei, ERR_INVALID, "tenant_changes",
+                "quota and cap changes must be in time order, none before the period");
+    }
+    if (w->n_tenant_changes > WHATIF_MAX_TENANT_CHANGES)
+        return errinfo_set(ei, ERR_TOO_LARGE, "period",
+                           "the period holds more than %d quota and cap changes",
+                           WHATIF_MAX_TENANT_CHANGES);
     memset(&rp, 0, sizeof(rp));
     rp.w = w;
+    rp.changes = changes;
+    rp.n_changes = n;
     rp.out = ret;
     rc = whatif__core_new(w, changes, n, &rp.core, ei);
     if (rc < 0)

@@ -19,4 +19,13 @@ int whatif__core_new(const struct whatif_world *w, const struct whatif_change *c
                      struct whatif_core *ret, struct error_info *ei);
 void whatif__core_release(struct whatif_core *c);
 
+/*
+ * Applies a quota or cap change of the record to the core, with the
+ * replay's quota changes on top of it. ERR_INVALID when the core refuses it
+ * (an unknown project or class, a guarantee above the limit): the caller
+ * counts what was applied.
+ */
+int whatif__tenant_change(struct whatif_core *core, const struct whatif_tenant_change *tc,
+                          const struct whatif_change *changes, size_t n);
+
 #endif

@@ -32,6 +32,7 @@ struct error_info;
 
 /* Bounds of one replay (the API's bounds are these or tighter). */
 #define WHATIF_MAX_CHANGES 32
+#define WHATIF_MAX_TENANT_CHANGES 10000               /* quota and cap changes in one period */
 #define WHATIF_MAX_ADD_NODES 1000                     /* nodes one change adds */
 #define WHATIF_MAX_PERIOD_MS (INT64_C(31) * 86400000) /* a month */
 #define WHATIF_MAX_RUN_MS (INT64_C(31) * 86400000)    /* one run */
@@ -68,6 +69,21 @@ struct whatif_org_cap {
     int64_t org_id, class_id, limit;
 };
 
+/*
+ * A quota or an organization's cap as it was set at at_ms (the audit trail
+ * keeps every change): the world's quotas and org_caps are as they stood at
+ * from_ms, and the replay applies these at their time, before the arrivals
+ * of that instant, as the daemon rebuilt its core when they were made. A
+ * removed quota comes as guarantee 0 and no limit, a removed cap as no
+ * limit: what having none means.
+ */
+struct whatif_tenant_change {
+    int64_t at_ms;
+    bool is_cap; /* cap, else quota */
+    struct whatif_quota quota;
+    struct whatif_org_cap cap;
+};
+
 /* One recorded workload. */
 struct whatif_workload {
     struct sched_workload_spec spec; /* id, project, class, shape, submit_ms = arrival */
@@ -85,7 +101,8 @@ struct whatif_workload {
  * the placement policy, NULL or "" for the built-in best-fit, else one of
  * SCHED_POLICY_NAMES, made afresh for each run with the typical pods
  * SCHED_POLICY_DEFAULT_PODS). [from_ms, to_ms) is the period: workloads
- * arrive in it; the series and idle time cover it.
+ * arrive in it; the series and idle time cover it. Quotas and caps are as
+ * they were at from_ms and change as tenant_changes say.
  */
 struct whatif_world {
     const int64_t *classes;
@@ -102,6 +119,9 @@ struct whatif_world {
     size_t n_quotas;
     const struct whatif_org_cap *org_caps;
     size_t n_org_caps;
+    /* Quota and cap changes made during the period, in time order, none before from_ms. */
+    const struct whatif_tenant_change *tenant_changes;
+    size_t n_tenant_changes;
     const struct meter_price *prices;
     size_t n_prices;
     const struct whatif_workload *workloads;
@@ -165,6 +185,7 @@ struct whatif_run {
     int64_t starts_compared;                 /* in scope, with a recorded start */
     int64_t starts_same;                     /* ... started within WHATIF_SAME_START_MS of it */
     int64_t skipped;   /* workloads the core refused (unknown project or class) */
+    int64_t tenant_changes; /* quota and cap changes applied during the replay */
     int64_t unpriced;  /* runs with no price version: cost 0 */
     char currency[4];  /* of the price list; "" when none (or mixed: "*") */
     int64_t end_ms;    /* the replay's last event */

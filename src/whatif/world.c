@@ -226,6 +226,25 @@ static int apply_quota(struct whatif_core *core, const struct whatif_change *c)
     return sched_set_quota(core->s, c->project_id, c->class_id, g, l) < 0 ? ERR_INVALID : 0;
 }
 
+int whatif__tenant_change(struct whatif_core *core, const struct whatif_tenant_change *tc,
+                          const struct whatif_change *changes, size_t n)
+{
+    const struct whatif_quota *q = &tc->quota;
+
+    if (tc->is_cap)
+        return sched_set_org_cap(core->s, tc->cap.org_id, tc->cap.class_id, tc->cap.limit) < 0
+                   ? ERR_INVALID
+                   : 0;
+    if (sched_set_quota(core->s, q->project_id, q->class_id, q->guaranteed, q->limit) < 0)
+        return ERR_INVALID;
+    for (size_t k = 0; k < n; k++) { /* a changed guarantee stays changed by as much */
+        if (changes[k].kind == WHATIF_QUOTA && changes[k].project_id == q->project_id &&
+            changes[k].class_id == q->class_id && apply_quota(core, &changes[k]) < 0)
+            return ERR_INVALID;
+    }
+    return 0;
+}
+
 static int build_fleet(struct whatif_core *core, const struct whatif_world *w,
                        const struct whatif_change *changes, size_t n)
 {

@@ -27,6 +27,8 @@ struct fx {
     struct whatif_node nodes[8];
     struct whatif_gpu gpus[64];
     struct whatif_quota quotas[4];
+    struct whatif_org_cap caps[2];
+    struct whatif_tenant_change history[8];
     struct meter_price prices[1];
     struct whatif_workload wls[256];
     struct whatif_world w;
@@ -54,6 +56,8 @@ static void fx_init(struct fx *f, int n_nodes, int gpus_per_node)
     f->w.n_nodes = (size_t)n_nodes;
     f->w.gpus = f->gpus;
     f->w.quotas = f->quotas;
+    f->w.org_caps = f->caps;
+    f->w.tenant_changes = f->history;
     f->w.prices = f->prices;
     f->w.workloads = f->wls;
     sched_config_init(&f->w.cfg);
@@ -348,6 +352,33 @@ static int64_t rnd(int64_t lo, int64_t hi)
     return lo + (int64_t)(z % (uint64_t)(hi - lo + 1));
 }
 
+/* The workload whose end or release is due by t and earliest, ties in the order decided; n: none.
+ */
+static size_t next_due(const int64_t *end, const int64_t *end_seq, const int64_t *release,
+                       const int64_t *release_seq, size_t n, int64_t t)
+{
+    size_t best = n;
+    int64_t best_at = 0, best_seq = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t at = 0, sq = 0;
+        if (end[i] && end[i] <= t) {
+            at = end[i];
+            sq = end_seq[i];
+        }
+        if (release[i] && release[i] <= t &&
+            (!at || release[i] < at || (release[i] == at && release_seq[i] < sq))) {
+            at = release[i];
+            sq = release_seq[i];
+        }
+        if (at && (best == n || at < best_at || (at == best_at && sq < best_seq))) {
+            best = i;
+            best_at = at;
+            best_seq = sq;
+        }
+    }
+    return best;
+}
+
 /*
  * Records a history the way the daemon makes one: a pass every second of
  * wall time (the engine's tick), ends and preemption releases told to the
@@ -359,21 +390,25 @@ static void record(struct fx *f)
     struct whatif_core core;
     struct error_info ei = {0};
     struct sched_decisions d;
-    int64_t end[256] = {0}, release[256] = {0};
-    size_t n = f->w.n_workloads, left = n;
+    int64_t end[256] = {0}, release[256] = {0}, end_seq[256] = {0}, release_seq[256] = {0};
+    int64_t seq = 0;
+    size_t n = f->w.n_workloads, left = n, next_tc = 0;
 
     assert_int_equal(whatif__core_new(&f->w, NULL, 0, &core, &ei), 0);
     sched_decisions_init(&d);
     /* until all is done or the day is over (P1 work beyond its guarantee never runs) */
     for (int64_t t = f->w.from_ms; left > 0 && t < f->w.to_ms; t += 1000) {
-        for (size_t i = 0; i < n; i++) {
-            bool ends = end[i] && end[i] <= t, released = release[i] && release[i] <= t;
-            if (!ends && !released)
-                continue;
+        for (;;) { /* what is due, in the order it was decided (as the replay's event heap) */
+            size_t i = next_due(end, end_seq, release, release_seq, n, t);
+            if (i == n)
+                break;
             assert_int_equal(sched_released(core.s, f->wls[i].spec.id, t), 0);
-            left -= ends || !f->wls[i].spec.requeue; /* a victim not requeued has left */
+            /* a victim not requeued has left */
+            left -= (end[i] && end[i] <= t) || !f->wls[i].spec.requeue;
             end[i] = release[i] = 0;
         }
+        for (; next_tc < f->w.n_tenant_changes && f->history[next_tc].at_ms <= t; next_tc++)
+            assert_int_equal(whatif__tenant_change(&core, &f->history[next_tc], NULL, 0), 0);
         for (size_t i = 0; i < n; i++) {
             if (f->wls[i].spec.submit_ms == t)
                 assert_int_equal(sched_submit(core.s, &f->wls[i].spec, t), 0);
@@ -385,9 +420,11 @@ static void record(struct fx *f)
             if (!f->wls[i].recorded_start_ms)
                 f->wls[i].recorded_start_ms = t;
             end[i] = t + f->wls[i].run_ms;
+            end_seq[i] = seq++;
         }
         for (size_t v = 0; v < d.n_victims; v++) {
             size_t i = (size_t)d.victims[v].workload_id - 1;
+            release_seq[i] = seq++;
             release[i] = d.preemptions[0].decided_ms + d.preemptions[0].grace_ms;
             if (d.n_preemptions > 1) { /* find the victim's own preemption */
                 for (size_t k = 0; k < d.n_preemptions; k++) {
@@ -447,6 +484,130 @@ static void test_baseline_reproduces_record(void **state)
     whatif_run_release(&r);
 }
 
+/* ---- quotas that changed during the period ---- */
+
+static void quota_at(struct fx *f, int64_t at_s, int64_t project, int64_t g, int64_t l)
+{
+    f->history[f->w.n_tenant_changes++] = (struct whatif_tenant_change){
+        .at_ms = S(at_s),
+        .quota = {.project_id = project, .class_id = 1, .guaranteed = g, .limit = l}};
+}
+
+/* a1's project is given a guarantee of one GPU at 50 s, before a1 arrives at 100 s. */
+static void test_quota_set_during_period(void **state)
+{
+    struct fx f;
+    struct whatif_run r;
+    struct whatif_change less = {
+        .kind = WHATIF_QUOTA, .project_id = 1, .class_id = 1, .milli = -1000};
+    (void)state;
+    quota_case(&f);
+    quota_at(&f, 50, 1, 1000, -1);
+    replay(&f, NULL, 0, &r);
+    /* owned from 50 s: a1 reclaims b1 at 100 s and starts after the 30 s grace */
+    assert_int_equal(r.start_ms[1], S(130));
+    assert_int_equal(r.tenant_changes, 1);
+    assert_int_equal(project(&r, 2)->preemptions, 1);
+    whatif_run_release(&r);
+    /* the change applies on top of the recorded quota: back to none, a1 waits for b1 */
+    replay(&f, &less, 1, &r);
+    assert_int_equal(r.start_ms[1], S(1000));
+    assert_int_equal(r.overall.preemptions, 0);
+    whatif_run_release(&r);
+    /* set at 50 s and removed at 80 s: nothing is guaranteed when a1 arrives */
+    quota_at(&f, 80, 1, 0, -1);
+    replay(&f, NULL, 0, &r);
+    assert_int_equal(r.start_ms[1], S(1000));
+    assert_int_equal(r.tenant_changes, 2);
+    whatif_run_release(&r);
+}
+
+/* An organization's cap lowered at 500 s holds back B's second workload; lifted at 700 s. */
+static void test_cap_changes_during_period(void **state)
+{
+    struct fx f;
+    struct whatif_run r;
+    (void)state;
+    fx_init(&f, 1, 4);
+    fx_add(&f, 2, 0, 2, 1000);  /* b1: 0..1000 */
+    fx_add(&f, 2, 600, 2, 100); /* b2 */
+    f.history[0] = (struct whatif_tenant_change){
+        .at_ms = S(500), .is_cap = true, .cap = {.org_id = 1, .class_id = 1, .limit = 2000}};
+    f.history[1] = (struct whatif_tenant_change){
+        .at_ms = S(700), .is_cap = true, .cap = {.org_id = 1, .class_id = 1, .limit = -1}};
+    f.w.n_tenant_changes = 2;
+    replay(&f, NULL, 0, &r);
+    assert_int_equal(r.start_ms[1], S(700));
+    whatif_run_release(&r);
+    f.w.n_tenant_changes = 1; /* never lifted: b2 waits for b1's end */
+    replay(&f, NULL, 0, &r);
+    assert_int_equal(r.start_ms[1], S(1000));
+    whatif_run_release(&r);
+}
+
+static void test_tenant_changes_out_of_order(void **state)
+{
+    struct fx f;
+    struct whatif_run r;
+    struct error_info ei = {0};
+    (void)state;
+    quota_case(&f);
+    quota_at(&f, 80, 1, 1000, -1);
+    quota_at(&f, 50, 1, 0, -1);
+    assert_int_equal(whatif_replay(&f.w, NULL, 0, NULL, &r, &ei), ERR_INVALID);
+    assert_string_equal(ei.field, "tenant_changes");
+    f.w.n_tenant_changes = 0;
+    quota_at(&f, -10, 1, 1000, -1); /* before the period */
+    assert_int_equal(whatif_replay(&f.w, NULL, 0, NULL, &r, &ei), ERR_INVALID);
+}
+
+/*
+ * A day whose quotas changed three times is reproduced to the second with
+ * its changes, and not with the quotas as they stand at its end (what a
+ * replay without the record's changes would use).
+ */
+static void test_baseline_reproduces_changed_quotas(void **state)
+{
+    struct fx f;
+    struct whatif_run r;
+    int64_t compared;
+    (void)state;
+    rng = 7;
+    fx_init(&f, 3, 4);
+    f.quotas[0] = (struct whatif_quota){1, 1, 4000, 12000};
+    f.quotas[1] = (struct whatif_quota){2, 1, 0, 12000};
+    f.quotas[2] = (struct whatif_quota){3, 1, 2000, 12000};
+    f.w.n_quotas = 3;
+    quota_at(&f, 1800, 2, 4000, 12000); /* project 2 is given owned GPUs */
+    quota_at(&f, 3600, 1, 0, 4000);     /* project 1 loses them and is capped */
+    quota_at(&f, 5400, 3, 6000, 12000);
+    for (int i = 0; i < 200; i++) {
+        static const int sizes[] = {1, 1, 1, 2, 2, 4};
+        struct whatif_workload *wl =
+            fx_add(&f, rnd(1, 3), rnd(0, 7200), sizes[rnd(0, 5)], rnd(60, 1800));
+        int k = (int)rnd(0, 9);
+        wl->spec.pclass = k < 6 ? SCHED_AUTO : SCHED_P2;
+        wl->spec.priority = (int32_t)rnd(0, 2);
+    }
+    record(&f);
+    replay(&f, NULL, 0, &r);
+    compared = r.starts_compared;
+    assert_true(compared > 150);
+    assert_int_equal(r.tenant_changes, 3);
+    assert_int_equal(r.starts_same, compared);
+    for (size_t i = 0; i < f.w.n_workloads; i++)
+        assert_int_equal(r.start_ms[i], f.wls[i].recorded_start_ms);
+    whatif_run_release(&r);
+
+    f.quotas[0] = (struct whatif_quota){1, 1, 0, 4000}; /* the day's end, all along */
+    f.quotas[1] = (struct whatif_quota){2, 1, 4000, 12000};
+    f.quotas[2] = (struct whatif_quota){3, 1, 6000, 12000};
+    f.w.n_tenant_changes = 0;
+    replay(&f, NULL, 0, &r);
+    assert_true(r.starts_same < compared - 10);
+    whatif_run_release(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -462,6 +623,10 @@ int main(void)
         cmocka_unit_test(test_bad_changes),
         cmocka_unit_test(test_policy_change_runs),
         cmocka_unit_test(test_baseline_reproduces_record),
+        cmocka_unit_test(test_quota_set_during_period),
+        cmocka_unit_test(test_cap_changes_during_period),
+        cmocka_unit_test(test_tenant_changes_out_of_order),
+        cmocka_unit_test(test_baseline_reproduces_changed_quotas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
