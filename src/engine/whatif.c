@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * whatif.c: the world a what-if replays, read from the store: the fleet,
- * tenants, quotas and price list as they are now (built through build.c,
- * as the engine's own core is), and the workloads that arrived in the
- * period with their recorded first start and real run time (from their
- * allocations). Reads only, on the caller's connection; the live engine is
+ * tenants and price list as they are now (built through build.c, as the
+ * engine's own core is), quotas and caps as they were when the period began
+ * and every change to them since (from the audit trail), and the workloads
+ * that arrived in the period with their recorded first start and real run
+ * time (from their allocations). Reads only, on the caller's connection; the live engine is
  * asked for nothing but its (unchanging) settings.
  */
 #include "engine/engine-int.h"
+
+#include <jansson.h>
 
 #include "base/parse.h"
 #include "base/timeutil.h"
@@ -99,6 +102,232 @@ static int read_fleet(struct store_conn *c, struct engine_world *ew, struct aren
     return 0;
 }
 
+/* ---- quotas and caps through the period, from the audit trail ---- */
+
+/* One audited change of a quota or cap: the object before and after (absent when created or
+ * removed). */
+struct audited {
+    int64_t at_ms, seq, object;
+    bool is_cap, had, has; /* had: before is set; has: after is */
+    struct whatif_tenant_change before, after;
+};
+
+struct audit_log {
+    struct audited *v;
+    size_t n, cap;
+};
+
+static int64_t json_int_or(json_t *o, const struct resource_def *def, int field, int64_t none)
+{
+    json_t *v = json_object_get(o, def->fields[field].name);
+    return json_is_integer(v) ? json_integer_value(v) : none;
+}
+
+/* A quota or cap as the audit trail wrote it (model_encode); false when it is not one. */
+static bool decode_audited(const char *text, bool is_cap, struct whatif_tenant_change *ret)
+{
+    json_t *o = json_loads(text, 0, NULL);
+    bool ok = json_is_object(o);
+
+    memset(ret, 0, sizeof(*ret));
+    ret->is_cap = is_cap;
+    if (ok && is_cap) {
+        ret->cap = (struct whatif_org_cap){
+            json_int_or(o, &model_org_quotas, F_ORG_QUOTAS_ORG_ID, 0),
+            json_int_or(o, &model_org_quotas, F_ORG_QUOTAS_GPU_CLASS_ID, 0),
+            json_int_or(o, &model_org_quotas, F_ORG_QUOTAS_LIMIT_MILLI, -1)};
+        ok = ret->cap.org_id > 0 && ret->cap.class_id > 0;
+    } else if (ok) {
+        ret->quota =
+            (struct whatif_quota){json_int_or(o, &model_quotas, F_QUOTAS_PROJECT_ID, 0),
+                                  json_int_or(o, &model_quotas, F_QUOTAS_GPU_CLASS_ID, 0),
+                                  json_int_or(o, &model_quotas, F_QUOTAS_GUARANTEED_MILLI, -1),
+                                  json_int_or(o, &model_quotas, F_QUOTAS_LIMIT_MILLI, -1)};
+        ok = ret->quota.project_id > 0 && ret->quota.class_id > 0;
+    }
+    json_decref(o);
+    return ok;
+}
+
+/* The audit entries of def's objects written at or after from_ms, a page at a time. */
+static int read_audited(struct store_conn *c, const struct resource_def *def, bool is_cap,
+                        int64_t from_ms, struct audit_log *log, struct error_info *ei)
+{
+    struct store_filter f;
+    int rc = 0;
+
+    store_filter_init(&f);
+    store_filter_eq_str(&f, F_AUDIT_RESOURCE, def->name);
+    store_filter_range(&f, F_AUDIT_TIME, (from_ms + 999) / 1000, INT64_MAX);
+    f.limit = PAGE;
+    for (;;) {
+        struct arena page;
+        struct row *rows;
+        size_t got = 0;
+        arena_init(&page);
+        rc = store_list(c, &model_audit, &f, &page, &rows, &got, ei);
+        for (size_t i = 0; rc >= 0 && i < got; i++) {
+            struct audited e = {.at_ms = row_int(&rows[i], F_AUDIT_TIME) * 1000,
+                                .seq = model_row_id(&rows[i]),
+                                .object = row_int(&rows[i], F_AUDIT_OBJECT_ID),
+                                .is_cap = is_cap};
+            if (log->n >= WHATIF_MAX_TENANT_CHANGES) {
+                rc = errinfo_set(ei, ERR_TOO_LARGE, "period",
+                                 "quotas changed more than %d times since the period began: "
+                                 "pick a later one",
+                                 WHATIF_MAX_TENANT_CHANGES);
+                break;
+            }
+            e.had = !row_is_null(&rows[i], F_AUDIT_BEFORE) &&
+                    decode_audited(row_str(&rows[i], F_AUDIT_BEFORE), is_cap, &e.before);
+            e.has = !row_is_null(&rows[i], F_AUDIT_AFTER) &&
+                    decode_audited(row_str(&rows[i], F_AUDIT_AFTER), is_cap, &e.after);
+            if (!e.had && !e.has)
+                continue;
+            ALLOC_GROW(log->v, log->n + 1, log->cap);
+            log->v[log->n++] = e;
+        }
+        if (got)
+            f.after_id = model_row_id(&rows[got - 1]);
+        arena_release(&page);
+        if (rc < 0 || got < (size_t)f.limit)
+            break;
+    }
+    return rc;
+}
+
+static int cmp_audited_time(const void *x, const void *y)
+{
+    const struct audited *a = x, *b = y;
+    if (a->at_ms != b->at_ms)
+        return a->at_ms < b->at_ms ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Each object's first entry in the log (which is in time order), by object. */
+struct first_of {
+    int64_t object;
+    bool is_cap;
+    size_t at; /* index into the log */
+};
+
+static int cmp_first_of(const void *x, const void *y)
+{
+    const struct first_of *a = x, *b = y;
+    if (a->is_cap != b->is_cap)
+        return a->is_cap ? 1 : -1;
+    if (a->object != b->object)
+        return a->object < b->object ? -1 : 1;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static struct first_of *first_entries(const struct audit_log *log, size_t *ret_n)
+{
+    struct first_of *v = xcalloc(log->n + 1, sizeof(*v));
+    size_t n = 0;
+    for (size_t i = 0; i < log->n; i++)
+        v[i] = (struct first_of){log->v[i].object, log->v[i].is_cap, i};
+    qsort(v, log->n, sizeof(*v), cmp_first_of);
+    for (size_t i = 0; i < log->n; i++) {
+        if (n == 0 || v[n - 1].object != v[i].object || v[n - 1].is_cap != v[i].is_cap)
+            v[n++] = v[i];
+    }
+    *ret_n = n;
+    return v;
+}
+
+/* The log index of an object's first entry; SIZE_MAX when it has none. */
+static size_t first_audited(const struct first_of *v, size_t n, bool is_cap, int64_t object)
+{
+    struct first_of key = {object, is_cap, 0};
+    size_t lo = 0, hi = n;
+    while (lo < hi) { /* the first not below key: the object's one entry, if any */
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_first_of(&v[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo].object == object && v[lo].is_cap == is_cap ? v[lo].at : SIZE_MAX;
+}
+
+/*
+ * Quotas and caps as they stood when the period began, and their changes
+ * since, in time order: an object's first change since then says what it
+ * was (before; absent: it did not exist yet), an object not changed since
+ * is as it is now. Changes are at the second the audit trail gives.
+ */
+static int read_quotas(struct store_conn *c, struct whatif_world *w, struct arena *a,
+                       struct error_info *ei)
+{
+    struct audit_log log = {0};
+    struct row *qrows = NULL, *crows = NULL;
+    struct first_of *first;
+    size_t n_q = 0, n_c = 0, n_first = 0;
+    int rc;
+
+    rc = read_all(c, &model_quotas, a, &qrows, &n_q, ei);
+    if (rc >= 0)
+        rc = read_all(c, &model_org_quotas, a, &crows, &n_c, ei);
+    if (rc >= 0)
+        rc = read_audited(c, &model_quotas, false, w->from_ms, &log, ei);
+    if (rc >= 0)
+        rc = read_audited(c, &model_org_quotas, true, w->from_ms, &log, ei);
+    if (rc < 0) {
+        free(log.v);
+        return rc;
+    }
+    if (log.n > 0)
+        qsort(log.v, log.n, sizeof(*log.v), cmp_audited_time);
+    first = first_entries(&log, &n_first);
+
+    struct whatif_quota *wq = arena_calloc(a, n_q + log.n + 1, sizeof(*wq));
+    struct whatif_org_cap *wc = arena_calloc(a, n_c + log.n + 1, sizeof(*wc));
+    struct whatif_tenant_change *tc = arena_calloc(a, log.n + 1, sizeof(*tc));
+    w->n_quotas = w->n_org_caps = w->n_tenant_changes = 0;
+    for (size_t i = 0; i < n_q; i++) {
+        if (first_audited(first, n_first, false, model_row_id(&qrows[i])) != SIZE_MAX)
+            continue; /* as its first change says */
+        wq[w->n_quotas].project_id = row_int(&qrows[i], F_QUOTAS_PROJECT_ID);
+        wq[w->n_quotas].class_id = row_int(&qrows[i], F_QUOTAS_GPU_CLASS_ID);
+        engine__quota_of(&qrows[i], &wq[w->n_quotas].guaranteed, &wq[w->n_quotas].limit);
+        w->n_quotas++;
+    }
+    for (size_t i = 0; i < n_c; i++) {
+        if (first_audited(first, n_first, true, model_row_id(&crows[i])) != SIZE_MAX)
+            continue;
+        wc[w->n_org_caps++] = (struct whatif_org_cap){row_int(&crows[i], F_ORG_QUOTAS_ORG_ID),
+                                                      row_int(&crows[i], F_ORG_QUOTAS_GPU_CLASS_ID),
+                                                      row_int(&crows[i], F_ORG_QUOTAS_LIMIT_MILLI)};
+    }
+    for (size_t i = 0; i < log.n; i++) {
+        const struct audited *e = &log.v[i];
+        struct whatif_tenant_change *t = &tc[w->n_tenant_changes];
+        if (e->had && first_audited(first, n_first, e->is_cap, e->object) == i) {
+            if (e->is_cap)
+                wc[w->n_org_caps++] = e->before.cap;
+            else
+                wq[w->n_quotas++] = e->before.quota;
+        }
+        if (e->has) {
+            *t = e->after;
+        } else { /* removed: what having none means */
+            *t = e->before;
+            t->quota.guaranteed = 0;
+            t->quota.limit = -1;
+            t->cap.limit = -1;
+        }
+        t->at_ms = e->at_ms;
+        w->n_tenant_changes++;
+    }
+    w->quotas = wq;
+    w->org_caps = wc;
+    w->tenant_changes = tc;
+    free(first);
+    free(log.v);
+    return 0;
+}
+
 static int read_tenants(struct store_conn *c, struct engine_world *ew, struct arena *a,
                         struct error_info *ei)
 {
@@ -121,28 +350,9 @@ static int read_tenants(struct store_conn *c, struct engine_world *ew, struct ar
     w->projects = wp;
     w->n_projects = ew->n_projects = n;
 
-    rc = read_all(c, &model_quotas, a, &rows, &n, ei);
+    rc = read_quotas(c, w, a, ei);
     if (rc < 0)
         return rc;
-    struct whatif_quota *wq = arena_calloc(a, n + 1, sizeof(*wq));
-    for (size_t i = 0; i < n; i++) {
-        wq[i].project_id = row_int(&rows[i], F_QUOTAS_PROJECT_ID);
-        wq[i].class_id = row_int(&rows[i], F_QUOTAS_GPU_CLASS_ID);
-        engine__quota_of(&rows[i], &wq[i].guaranteed, &wq[i].limit);
-    }
-    w->quotas = wq;
-    w->n_quotas = n;
-
-    rc = read_all(c, &model_org_quotas, a, &rows, &n, ei);
-    if (rc < 0)
-        return rc;
-    struct whatif_org_cap *wc = arena_calloc(a, n + 1, sizeof(*wc));
-    for (size_t i = 0; i < n; i++)
-        wc[i] = (struct whatif_org_cap){row_int(&rows[i], F_ORG_QUOTAS_ORG_ID),
-                                        row_int(&rows[i], F_ORG_QUOTAS_GPU_CLASS_ID),
-                                        row_int(&rows[i], F_ORG_QUOTAS_LIMIT_MILLI)};
-    w->org_caps = wc;
-    w->n_org_caps = n;
 
     rc = read_all(c, &model_flavors, a, &rows, &n, ei);
     if (rc < 0)

@@ -4,7 +4,8 @@
 # daemon. Teams A and B (sim_setup.sh: 16 H100s, A owns one node, B the
 # other, each limited to 16 GPUs) run short work that queues; then:
 # - a replay without changes reproduces every recorded start to the second, and work
-#   cancelled while it waited is replayed and cancelled at the same time;
+#   cancelled while it waited is replayed and cancelled at the same time, with the quotas
+#   the record ran under (B's limit is cut after the fact);
 # - two more nodes lower B's waits, more guarantee moves A's waits the right way;
 # - the answer and the CLI's table say simulated; nothing live changed (the
 #   workloads, allocations and events are as before, the fleet is 16 GPUs);
@@ -30,6 +31,14 @@ wait_state "$gave_up" cancelled 20
 from=$(date -u -d "@$((t0 - 60))" +%FT%TZ)
 to=$(date -u -d "@$((t0 + 3600))" +%FT%TZ)
 CLASS=$("${admin[@]}" -o json gpu-class show h100 | jq -r .id)
+# B's limit is cut to one job's worth after the fact and A's quota is removed: a replay with
+# today's quotas would run B's work one job at a time; the record's quotas, from the audit
+# trail, are what it replays.
+api GET "/v1/quotas?project_id=$PROJECT_B" "$ADMIN_TOKEN"
+b_quota=$(jq -r '.items[0].id' <<<"$BODY")
+"${admin[@]}" quota update "$b_quota" --limit-milli 4000 >/dev/null || fail "cutting B's limit"
+api GET "/v1/quotas?project_id=$PROJECT_A" "$ADMIN_TOKEN"
+"${admin[@]}" quota delete "$(jq -r '.items[0].id' <<<"$BODY")" >/dev/null || fail "deleting A's quota"
 
 api GET "/v1/allocations?limit=1000" "$ADMIN_TOKEN"
 allocs_before=$(jq -c '[.items[] | [.id, .started_ms, .ended_ms]]' <<<"$BODY")
@@ -51,6 +60,8 @@ expect_eq "$(jq -r .never_started <<<"$BODY")" 1 "one never started"
 expect_eq "$(jq -r .baseline.overall.cancelled <<<"$BODY")" 1 "and leaves the queue as it did"
 expect_eq "$(jq -c .baseline.starts_reproduced <<<"$BODY")" '{"compared":8,"same":8}' \
   "the replay without changes reproduces every recorded start to the second"
+# A's and B's quotas made by setup_teams within the period, B's cut and A's removal
+expect_eq "$(jq -r .baseline.quota_changes <<<"$BODY")" 4 "the record's quota changes are replayed"
 expect_eq "$(jq -c '.baseline.overall' <<<"$BODY")" "$(jq -c '.changed.overall' <<<"$BODY")" \
   "no changes: both runs the same"
 expect_eq "$(jq -r .baseline.capacity_gpus <<<"$BODY")" 16 "the fleet as it is: 16 GPUs"
@@ -73,6 +84,7 @@ out=$("${admin[@]}" whatif --from "$from" --to "$to" --add-nodes h100:2 --quota 
 expect_contains "$out" "SIMULATED what-if" "the CLI's title says simulated"
 expect_contains "$out" "capacity GPUs   16        32" "capacity side by side"
 expect_contains "$out" "the baseline reproduces 8 of 8 recorded starts to the second" "fidelity"
+expect_contains "$out" "quotas and caps changed 4 times in the period" "and says how often quotas changed"
 expect_contains "$out" "PROJECT (SIMULATED)" "the project table says simulated"
 expect_contains "$out" "team-b" "a row per project"
 json=$("${admin[@]}" -o json whatif --period "$(date -u +%Y-%m)" --policy fgd-fill)
