@@ -5,8 +5,8 @@
  * engine's own core is), quotas and caps as they were when the period began
  * and every change to them since (from the audit trail), and the workloads
  * that arrived in the period with their recorded first start and real run
- * time (from their allocations). Reads only, on the caller's connection; the live engine is
- * asked for nothing but its (unchanging) settings.
+ * time (from their allocations). Reads only, on the caller's connection;
+ * the live engine is asked for nothing but its (unchanging) settings.
  */
 #include "engine/engine-int.h"
 
@@ -104,8 +104,7 @@ static int read_fleet(struct store_conn *c, struct engine_world *ew, struct aren
 
 /* ---- quotas and caps through the period, from the audit trail ---- */
 
-/* One audited change of a quota or cap: the object before and after (absent when created or
- * removed). */
+/* A quota's or cap's audited change: the object before (unless new), after (unless removed). */
 struct audited {
     int64_t at_ms, seq, object;
     bool is_cap, had, has; /* had: before is set; has: after is */
