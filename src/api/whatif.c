@@ -294,7 +294,7 @@ static json_t *run_json(const struct whatif_run *run, const struct engine_world 
     if (who->admin) {
         json_object_set_new(o, "passes", json_integer(run->passes));
         json_object_set_new(o, "skipped", json_integer(run->skipped));
-        json_object_set_new(o, "quota_changes", json_integer(run->tenant_changes));
+        json_object_set_new(o, "recorded_changes", json_integer(run->recorded_applied));
     }
     return o;
 }

@@ -2,8 +2,8 @@
 /*
  * whatif.c: the world a what-if replays, read from the store: the fleet,
  * tenants and price list as they are now (built through build.c, as the
- * engine's own core is), quotas and caps as they were when the period began
- * and every change to them since (from the audit trail), and the workloads
+ * engine's own core is), quotas, caps and pools as they were when the
+ * period began and every change to them since (from the audit trail), and the workloads
  * that arrived in the period with their recorded first start and real run
  * time (from their allocations). Reads only, on the caller's connection;
  * the live engine is asked for nothing but its (unchanging) settings.
@@ -107,8 +107,9 @@ static int read_fleet(struct store_conn *c, struct engine_world *ew, struct aren
 /* A quota's or cap's audited change: the object before (unless new), after (unless removed). */
 struct audited {
     int64_t at_ms, seq, object;
-    bool is_cap, had, has; /* had: before is set; has: after is */
-    struct whatif_tenant_change before, after;
+    enum whatif_recorded_kind kind;
+    bool had, has; /* had: before is set; has: after is */
+    struct whatif_recorded_change before, after;
 };
 
 struct audit_log {
@@ -122,35 +123,67 @@ static int64_t json_int_or(json_t *o, const struct resource_def *def, int field,
     return json_is_integer(v) ? json_integer_value(v) : none;
 }
 
-/* A quota or cap as the audit trail wrote it (model_encode); false when it is not one. */
-static bool decode_audited(const char *text, bool is_cap, struct whatif_tenant_change *ret)
+/* A list of ids of a pool as the audit trail wrote it, in a. */
+static const int64_t *json_ids(json_t *o, int field, struct arena *a, size_t *ret_n)
 {
-    json_t *o = json_loads(text, 0, NULL);
+    json_t *l = json_object_get(o, model_pools.fields[field].name), *v;
+    int64_t *ids = arena_calloc(a, json_array_size(l) + 1, sizeof(*ids));
+    size_t k;
+    *ret_n = 0;
+    json_array_foreach(l, k, v)
+    {
+        if (json_is_integer(v))
+            ids[(*ret_n)++] = json_integer_value(v);
+    }
+    return ids;
+}
+
+/* A quota, cap or pool as the audit trail wrote it (model_encode); false when it is not one. */
+static bool decode_audited(const char *text, enum whatif_recorded_kind kind, struct arena *a,
+                           struct whatif_recorded_change *ret)
+{
+    json_t *o = json_loads(text, 0, NULL), *lend;
     bool ok = json_is_object(o);
 
     memset(ret, 0, sizeof(*ret));
-    ret->is_cap = is_cap;
-    if (ok && is_cap) {
+    ret->kind = kind;
+    if (ok && kind == WHATIF_REC_CAP) {
         ret->cap = (struct whatif_org_cap){
             json_int_or(o, &model_org_quotas, F_ORG_QUOTAS_ORG_ID, 0),
             json_int_or(o, &model_org_quotas, F_ORG_QUOTAS_GPU_CLASS_ID, 0),
             json_int_or(o, &model_org_quotas, F_ORG_QUOTAS_LIMIT_MILLI, -1)};
         ok = ret->cap.org_id > 0 && ret->cap.class_id > 0;
-    } else if (ok) {
+    } else if (ok && kind == WHATIF_REC_QUOTA) {
         ret->quota =
             (struct whatif_quota){json_int_or(o, &model_quotas, F_QUOTAS_PROJECT_ID, 0),
                                   json_int_or(o, &model_quotas, F_QUOTAS_GPU_CLASS_ID, 0),
                                   json_int_or(o, &model_quotas, F_QUOTAS_GUARANTEED_MILLI, -1),
                                   json_int_or(o, &model_quotas, F_QUOTAS_LIMIT_MILLI, -1)};
         ok = ret->quota.project_id > 0 && ret->quota.class_id > 0;
+    } else if (ok) { /* as engine__pool_spec reads a pool's row */
+        struct sched_pool_spec *ps = &ret->pool;
+        lend = json_object_get(o, model_pools.fields[F_POOLS_LEND_TO_ALL].name);
+        ps->id = json_int_or(o, &model_pools, F_POOLS_ID, 0);
+        ps->owner_project_id = json_int_or(o, &model_pools, F_POOLS_OWNER_PROJECT_ID, 0);
+        ps->owner_org_id = json_int_or(o, &model_pools, F_POOLS_OWNER_ORG_ID, 0);
+        ps->access_project_ids = json_ids(o, F_POOLS_ACCESS_PROJECT_IDS, a, &ps->n_access_projects);
+        ps->access_org_ids = json_ids(o, F_POOLS_ACCESS_ORG_IDS, a, &ps->n_access_orgs);
+        ps->lend_to_all = json_is_true(lend) || (json_is_integer(lend) && json_integer_value(lend));
+        ps->lending_limit = json_int_or(o, &model_pools, F_POOLS_LENDING_LIMIT_MILLI, 0);
+        ok = ps->id > 0;
     }
     json_decref(o);
     return ok;
 }
 
-/* The audit entries of def's objects written at or after from_ms, a page at a time. */
-static int read_audited(struct store_conn *c, const struct resource_def *def, bool is_cap,
-                        int64_t from_ms, struct audit_log *log, struct error_info *ei)
+/*
+ * The audit entries of def's objects written at or after from_ms, a page at
+ * a time; of pools, updates only (which GPUs a pool holds is as it is now,
+ * so one made or removed since is replayed as it is now).
+ */
+static int read_audited(struct store_conn *c, const struct resource_def *def,
+                        enum whatif_recorded_kind kind, int64_t from_ms, struct arena *a,
+                        struct audit_log *log, struct error_info *ei)
 {
     struct store_filter f;
     int rc = 0;
@@ -169,19 +202,19 @@ static int read_audited(struct store_conn *c, const struct resource_def *def, bo
             struct audited e = {.at_ms = row_int(&rows[i], F_AUDIT_TIME) * 1000,
                                 .seq = model_row_id(&rows[i]),
                                 .object = row_int(&rows[i], F_AUDIT_OBJECT_ID),
-                                .is_cap = is_cap};
-            if (log->n >= WHATIF_MAX_TENANT_CHANGES) {
+                                .kind = kind};
+            if (log->n >= WHATIF_MAX_RECORDED) {
                 rc = errinfo_set(ei, ERR_TOO_LARGE, "period",
-                                 "quotas changed more than %d times since the period began: "
-                                 "pick a later one",
-                                 WHATIF_MAX_TENANT_CHANGES);
+                                 "quotas, caps and pools changed more than %d times since the "
+                                 "period began: pick a later one",
+                                 WHATIF_MAX_RECORDED);
                 break;
             }
             e.had = !row_is_null(&rows[i], F_AUDIT_BEFORE) &&
-                    decode_audited(row_str(&rows[i], F_AUDIT_BEFORE), is_cap, &e.before);
+                    decode_audited(row_str(&rows[i], F_AUDIT_BEFORE), kind, a, &e.before);
             e.has = !row_is_null(&rows[i], F_AUDIT_AFTER) &&
-                    decode_audited(row_str(&rows[i], F_AUDIT_AFTER), is_cap, &e.after);
-            if (!e.had && !e.has)
+                    decode_audited(row_str(&rows[i], F_AUDIT_AFTER), kind, a, &e.after);
+            if (kind == WHATIF_REC_POOL ? !e.had || !e.has : !e.had && !e.has)
                 continue;
             ALLOC_GROW(log->v, log->n + 1, log->cap);
             log->v[log->n++] = e;
@@ -206,15 +239,15 @@ static int cmp_audited_time(const void *x, const void *y)
 /* Each object's first entry in the log (which is in time order), by object. */
 struct first_of {
     int64_t object;
-    bool is_cap;
+    enum whatif_recorded_kind kind;
     size_t at; /* index into the log */
 };
 
 static int cmp_first_of(const void *x, const void *y)
 {
     const struct first_of *a = x, *b = y;
-    if (a->is_cap != b->is_cap)
-        return a->is_cap ? 1 : -1;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
     if (a->object != b->object)
         return a->object < b->object ? -1 : 1;
     return a->at < b->at ? -1 : a->at > b->at;
@@ -225,10 +258,10 @@ static struct first_of *first_entries(const struct audit_log *log, size_t *ret_n
     struct first_of *v = xcalloc(log->n + 1, sizeof(*v));
     size_t n = 0;
     for (size_t i = 0; i < log->n; i++)
-        v[i] = (struct first_of){log->v[i].object, log->v[i].is_cap, i};
+        v[i] = (struct first_of){log->v[i].object, log->v[i].kind, i};
     qsort(v, log->n, sizeof(*v), cmp_first_of);
     for (size_t i = 0; i < log->n; i++) {
-        if (n == 0 || v[n - 1].object != v[i].object || v[n - 1].is_cap != v[i].is_cap)
+        if (n == 0 || v[n - 1].object != v[i].object || v[n - 1].kind != v[i].kind)
             v[n++] = v[i];
     }
     *ret_n = n;
@@ -236,9 +269,10 @@ static struct first_of *first_entries(const struct audit_log *log, size_t *ret_n
 }
 
 /* The log index of an object's first entry; SIZE_MAX when it has none. */
-static size_t first_audited(const struct first_of *v, size_t n, bool is_cap, int64_t object)
+static size_t first_audited(const struct first_of *v, size_t n, enum whatif_recorded_kind kind,
+                            int64_t object)
 {
-    struct first_of key = {object, is_cap, 0};
+    struct first_of key = {object, kind, 0};
     size_t lo = 0, hi = n;
     while (lo < hi) { /* the first not below key: the object's one entry, if any */
         size_t mid = lo + (hi - lo) / 2;
@@ -247,17 +281,29 @@ static size_t first_audited(const struct first_of *v, size_t n, bool is_cap, int
         else
             hi = mid;
     }
-    return lo < n && v[lo].object == object && v[lo].is_cap == is_cap ? v[lo].at : SIZE_MAX;
+    return lo < n && v[lo].object == object && v[lo].kind == kind ? v[lo].at : SIZE_MAX;
+}
+
+/* Whether the world holds a pool of this id. */
+static struct sched_pool_spec *pool_in(struct sched_pool_spec *v, size_t n, int64_t id)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].id == id)
+            return &v[i];
+    }
+    return NULL;
 }
 
 /*
- * Quotas and caps as they stood when the period began, and their changes
- * since, in time order: an object's first change since then says what it
- * was (before; absent: it did not exist yet), an object not changed since
- * is as it is now. Changes are at the second the audit trail gives.
+ * Quotas, caps and pools as they stood when the period began, and their
+ * changes since, in time order: an object's first change since then says
+ * what it was (before; absent: it did not exist yet), an object not changed
+ * since is as it is now. Changes are at the second the audit trail gives.
+ * Pools that do not exist now are left out (which GPUs they held is not
+ * known). Reads after read_fleet, whose pools it adjusts.
  */
-static int read_quotas(struct store_conn *c, struct whatif_world *w, struct arena *a,
-                       struct error_info *ei)
+static int read_recorded(struct store_conn *c, struct whatif_world *w, struct arena *a,
+                         struct error_info *ei)
 {
     struct audit_log log = {0};
     struct row *qrows = NULL, *crows = NULL;
@@ -269,9 +315,11 @@ static int read_quotas(struct store_conn *c, struct whatif_world *w, struct aren
     if (rc >= 0)
         rc = read_all(c, &model_org_quotas, a, &crows, &n_c, ei);
     if (rc >= 0)
-        rc = read_audited(c, &model_quotas, false, w->from_ms, &log, ei);
+        rc = read_audited(c, &model_quotas, WHATIF_REC_QUOTA, w->from_ms, a, &log, ei);
     if (rc >= 0)
-        rc = read_audited(c, &model_org_quotas, true, w->from_ms, &log, ei);
+        rc = read_audited(c, &model_org_quotas, WHATIF_REC_CAP, w->from_ms, a, &log, ei);
+    if (rc >= 0)
+        rc = read_audited(c, &model_pools, WHATIF_REC_POOL, w->from_ms, a, &log, ei);
     if (rc < 0) {
         free(log.v);
         return rc;
@@ -282,10 +330,13 @@ static int read_quotas(struct store_conn *c, struct whatif_world *w, struct aren
 
     struct whatif_quota *wq = arena_calloc(a, n_q + log.n + 1, sizeof(*wq));
     struct whatif_org_cap *wc = arena_calloc(a, n_c + log.n + 1, sizeof(*wc));
-    struct whatif_tenant_change *tc = arena_calloc(a, log.n + 1, sizeof(*tc));
-    w->n_quotas = w->n_org_caps = w->n_tenant_changes = 0;
+    struct sched_pool_spec *wp = arena_calloc(a, w->n_pools + 1, sizeof(*wp));
+    struct whatif_recorded_change *tc = arena_calloc(a, log.n + 1, sizeof(*tc));
+    if (w->n_pools)
+        memcpy(wp, w->pools, w->n_pools * sizeof(*wp));
+    w->n_quotas = w->n_org_caps = w->n_recorded = 0;
     for (size_t i = 0; i < n_q; i++) {
-        if (first_audited(first, n_first, false, model_row_id(&qrows[i])) != SIZE_MAX)
+        if (first_audited(first, n_first, WHATIF_REC_QUOTA, model_row_id(&qrows[i])) != SIZE_MAX)
             continue; /* as its first change says */
         wq[w->n_quotas].project_id = row_int(&qrows[i], F_QUOTAS_PROJECT_ID);
         wq[w->n_quotas].class_id = row_int(&qrows[i], F_QUOTAS_GPU_CLASS_ID);
@@ -293,7 +344,7 @@ static int read_quotas(struct store_conn *c, struct whatif_world *w, struct aren
         w->n_quotas++;
     }
     for (size_t i = 0; i < n_c; i++) {
-        if (first_audited(first, n_first, true, model_row_id(&crows[i])) != SIZE_MAX)
+        if (first_audited(first, n_first, WHATIF_REC_CAP, model_row_id(&crows[i])) != SIZE_MAX)
             continue;
         wc[w->n_org_caps++] = (struct whatif_org_cap){row_int(&crows[i], F_ORG_QUOTAS_ORG_ID),
                                                       row_int(&crows[i], F_ORG_QUOTAS_GPU_CLASS_ID),
@@ -301,9 +352,16 @@ static int read_quotas(struct store_conn *c, struct whatif_world *w, struct aren
     }
     for (size_t i = 0; i < log.n; i++) {
         const struct audited *e = &log.v[i];
-        struct whatif_tenant_change *t = &tc[w->n_tenant_changes];
-        if (e->had && first_audited(first, n_first, e->is_cap, e->object) == i) {
-            if (e->is_cap)
+        struct whatif_recorded_change *t = &tc[w->n_recorded];
+        bool first_of_it = first_audited(first, n_first, e->kind, e->object) == i;
+        if (e->kind == WHATIF_REC_POOL) {
+            struct sched_pool_spec *now = pool_in(wp, w->n_pools, e->object);
+            if (!now)
+                continue;
+            if (first_of_it)
+                *now = e->before.pool;
+        } else if (e->had && first_of_it) {
+            if (e->kind == WHATIF_REC_CAP)
                 wc[w->n_org_caps++] = e->before.cap;
             else
                 wq[w->n_quotas++] = e->before.quota;
@@ -317,11 +375,12 @@ static int read_quotas(struct store_conn *c, struct whatif_world *w, struct aren
             t->cap.limit = -1;
         }
         t->at_ms = e->at_ms;
-        w->n_tenant_changes++;
+        w->n_recorded++;
     }
     w->quotas = wq;
     w->org_caps = wc;
-    w->tenant_changes = tc;
+    w->pools = wp;
+    w->recorded = tc;
     free(first);
     free(log.v);
     return 0;
@@ -349,7 +408,7 @@ static int read_tenants(struct store_conn *c, struct engine_world *ew, struct ar
     w->projects = wp;
     w->n_projects = ew->n_projects = n;
 
-    rc = read_quotas(c, w, a, ei);
+    rc = read_recorded(c, w, a, ei);
     if (rc < 0)
         return rc;
 

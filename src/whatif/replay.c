@@ -4,7 +4,7 @@
  *
  * The loop takes the next instant that has something to do: a run's end
  * (start + its real run time), a victim's release (decision + grace), an
- * arrival (its recorded submit time), a quota or cap change of the record,
+ * arrival (its recorded submit time), a quota, cap or pool change of the record,
  * or one of the core's timers while work waits. At that instant ends and
  * releases are told to the core first, then quota changes, then arrivals
  * are submitted, then one pass runs, as the engine does after a round of
@@ -277,8 +277,8 @@ static int run_loop(struct replay *rp)
             t = rp->h.v[0].at;
         if (next < w->n_workloads && order[next].at < t)
             t = order[next].at;
-        if (next_tc < w->n_tenant_changes && w->tenant_changes[next_tc].at_ms < t)
-            t = w->tenant_changes[next_tc].at_ms;
+        if (next_tc < w->n_recorded && w->recorded[next_tc].at_ms < t)
+            t = w->recorded[next_tc].at_ms;
         if (sched_pass_due(rp->core.s)) /* the daemon would pass again at its next tick */
             timer = timer > 0 && timer < last_pass + WHATIF_TICK_MS ? timer
                                                                     : last_pass + WHATIF_TICK_MS;
@@ -295,10 +295,10 @@ static int run_loop(struct replay *rp)
             struct event ev = heap_pop(&rp->h);
             event_at(rp, &ev);
         }
-        for (; next_tc < w->n_tenant_changes && w->tenant_changes[next_tc].at_ms <= t; next_tc++) {
-            if (whatif__tenant_change(&rp->core, &w->tenant_changes[next_tc], rp->changes,
-                                      rp->n_changes) == 0)
-                rp->out->tenant_changes++;
+        for (; next_tc < w->n_recorded && w->recorded[next_tc].at_ms <= t; next_tc++) {
+            if (whatif__recorded_change(&rp->core, &w->recorded[next_tc], rp->changes,
+                                        rp->n_changes) == 0)
+                rp->out->recorded_applied++;
         }
         while (next < w->n_workloads && order[next].at <= t) {
             int32_t i = order[next++].i;
@@ -530,17 +530,16 @@ int whatif_replay(const struct whatif_world *w, const struct whatif_change *chan
                                "workload %" PRId64 ": run time must be 1 ms to 31 days",
                                w->workloads[i].spec.id);
     }
-    for (size_t i = 0; i < w->n_tenant_changes; i++) {
-        int64_t at = w->tenant_changes[i].at_ms;
-        if (at < w->from_ms || (i > 0 && at < w->tenant_changes[i - 1].at_ms))
-            return errinfo_set(
-                ei, ERR_INVALID, "tenant_changes",
-                "quota and cap changes must be in time order, none before the period");
+    for (size_t i = 0; i < w->n_recorded; i++) {
+        int64_t at = w->recorded[i].at_ms;
+        if (at < w->from_ms || (i > 0 && at < w->recorded[i - 1].at_ms))
+            return errinfo_set(ei, ERR_INVALID, "recorded",
+                               "recorded changes must be in time order, none before the period");
     }
-    if (w->n_tenant_changes > WHATIF_MAX_TENANT_CHANGES)
+    if (w->n_recorded > WHATIF_MAX_RECORDED)
         return errinfo_set(ei, ERR_TOO_LARGE, "period",
-                           "the period holds more than %d quota and cap changes",
-                           WHATIF_MAX_TENANT_CHANGES);
+                           "the period holds more than %d quota, cap and pool changes",
+                           WHATIF_MAX_RECORDED);
     memset(&rp, 0, sizeof(rp));
     rp.w = w;
     rp.changes = changes;

@@ -20,12 +20,12 @@ int whatif__core_new(const struct whatif_world *w, const struct whatif_change *c
 void whatif__core_release(struct whatif_core *c);
 
 /*
- * Applies a quota or cap change of the record to the core, with the
- * replay's quota changes on top of it. ERR_INVALID when the core refuses it
- * (an unknown project or class, a guarantee above the limit): the caller
- * counts what was applied.
+ * Applies a quota, cap or pool change of the record to the core, with the
+ * replay's quota and lend-to-all changes on top of it. ERR_INVALID when the
+ * core refuses it (an unknown project, class or owner, a guarantee above the
+ * limit): the caller counts what was applied.
  */
-int whatif__tenant_change(struct whatif_core *core, const struct whatif_tenant_change *tc,
-                          const struct whatif_change *changes, size_t n);
+int whatif__recorded_change(struct whatif_core *core, const struct whatif_recorded_change *tc,
+                            const struct whatif_change *changes, size_t n);
 
 #endif

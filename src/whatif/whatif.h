@@ -32,7 +32,7 @@ struct error_info;
 
 /* Bounds of one replay (the API's bounds are these or tighter). */
 #define WHATIF_MAX_CHANGES 32
-#define WHATIF_MAX_TENANT_CHANGES 10000               /* quota and cap changes in one period */
+#define WHATIF_MAX_RECORDED 10000 /* changes of quotas, caps and pools since a period began */
 #define WHATIF_MAX_ADD_NODES 1000                     /* nodes one change adds */
 #define WHATIF_MAX_PERIOD_MS (INT64_C(31) * 86400000) /* a month */
 #define WHATIF_MAX_RUN_MS (INT64_C(31) * 86400000)    /* one run */
@@ -70,18 +70,22 @@ struct whatif_org_cap {
 };
 
 /*
- * A quota or an organization's cap as it was set at at_ms (the audit trail
- * keeps every change): the world's quotas and org_caps are as they stood at
- * from_ms, and the replay applies these at their time, before the arrivals
- * of that instant, as the daemon rebuilt its core when they were made. A
- * removed quota comes as guarantee 0 and no limit, a removed cap as no
- * limit: what having none means.
+ * A quota, an organization's cap or a pool as it was set at at_ms (the
+ * audit trail keeps every change): the world's quotas, org_caps and pools
+ * are as they stood at from_ms, and the replay applies these at their time,
+ * before the arrivals of that instant, as the daemon rebuilt its core when
+ * they were made. A removed quota comes as guarantee 0 and no limit, a
+ * removed cap as no limit: what having none means. A pool's change is of
+ * its owner, access and lending (which GPUs it holds is as the world says).
  */
-struct whatif_tenant_change {
+enum whatif_recorded_kind { WHATIF_REC_QUOTA = 0, WHATIF_REC_CAP, WHATIF_REC_POOL };
+
+struct whatif_recorded_change {
     int64_t at_ms;
-    bool is_cap; /* cap, else quota */
+    enum whatif_recorded_kind kind;
     struct whatif_quota quota;
     struct whatif_org_cap cap;
+    struct sched_pool_spec pool; /* its lists are the caller's */
 };
 
 /* One recorded workload. */
@@ -102,7 +106,7 @@ struct whatif_workload {
  * SCHED_POLICY_NAMES, made afresh for each run with the typical pods
  * SCHED_POLICY_DEFAULT_PODS). [from_ms, to_ms) is the period: workloads
  * arrive in it; the series and idle time cover it. Quotas and caps are as
- * they were at from_ms and change as tenant_changes say.
+ * they were at from_ms and change as recorded say.
  */
 struct whatif_world {
     const int64_t *classes;
@@ -119,9 +123,9 @@ struct whatif_world {
     size_t n_quotas;
     const struct whatif_org_cap *org_caps;
     size_t n_org_caps;
-    /* Quota and cap changes made during the period, in time order, none before from_ms. */
-    const struct whatif_tenant_change *tenant_changes;
-    size_t n_tenant_changes;
+    /* Quota, cap and pool changes made during the period, in time order, none before from_ms. */
+    const struct whatif_recorded_change *recorded;
+    size_t n_recorded;
     const struct meter_price *prices;
     size_t n_prices;
     const struct whatif_workload *workloads;
@@ -185,7 +189,7 @@ struct whatif_run {
     int64_t starts_compared;                 /* in scope, with a recorded start */
     int64_t starts_same;                     /* ... started within WHATIF_SAME_START_MS of it */
     int64_t skipped;   /* workloads the core refused (unknown project or class) */
-    int64_t tenant_changes; /* quota and cap changes applied during the replay */
+    int64_t recorded_applied; /* changes of the record (quotas, caps, pools) applied */
     int64_t unpriced;  /* runs with no price version: cost 0 */
     char currency[4];  /* of the price list; "" when none (or mixed: "*") */
     int64_t end_ms;    /* the replay's last event */

@@ -226,15 +226,21 @@ static int apply_quota(struct whatif_core *core, const struct whatif_change *c)
     return sched_set_quota(core->s, c->project_id, c->class_id, g, l) < 0 ? ERR_INVALID : 0;
 }
 
-int whatif__tenant_change(struct whatif_core *core, const struct whatif_tenant_change *tc,
-                          const struct whatif_change *changes, size_t n)
+int whatif__recorded_change(struct whatif_core *core, const struct whatif_recorded_change *tc,
+                            const struct whatif_change *changes, size_t n)
 {
     const struct whatif_quota *q = &tc->quota;
 
-    if (tc->is_cap)
+    if (tc->kind == WHATIF_REC_CAP)
         return sched_set_org_cap(core->s, tc->cap.org_id, tc->cap.class_id, tc->cap.limit) < 0
                    ? ERR_INVALID
                    : 0;
+    if (tc->kind == WHATIF_REC_POOL) {
+        struct sched_pool_spec ps = tc->pool;
+        for (size_t k = 0; k < n; k++) /* a pool lent to all stays lent to all */
+            ps.lend_to_all |= changes[k].kind == WHATIF_LEND_TO_ALL && changes[k].pool_id == ps.id;
+        return sched_set_pool(core->s, &ps) < 0 ? ERR_INVALID : 0;
+    }
     if (sched_set_quota(core->s, q->project_id, q->class_id, q->guaranteed, q->limit) < 0)
         return ERR_INVALID;
     for (size_t k = 0; k < n; k++) { /* a changed guarantee stays changed by as much */

@@ -5,7 +5,7 @@
 # other, each limited to 16 GPUs) run short work that queues; then:
 # - a replay without changes reproduces every recorded start to the second, and work
 #   cancelled while it waited is replayed and cancelled at the same time, with the quotas
-#   the record ran under (B's limit is cut after the fact);
+#   and pools the record ran under (changed after the fact);
 # - two more nodes lower B's waits, more guarantee moves A's waits the right way;
 # - the answer and the CLI's table say simulated; nothing live changed (the
 #   workloads, allocations and events are as before, the fleet is 16 GPUs);
@@ -31,14 +31,15 @@ wait_state "$gave_up" cancelled 20
 from=$(date -u -d "@$((t0 - 60))" +%FT%TZ)
 to=$(date -u -d "@$((t0 + 3600))" +%FT%TZ)
 CLASS=$("${admin[@]}" -o json gpu-class show h100 | jq -r .id)
-# B's limit is cut to one job's worth after the fact and A's quota is removed: a replay with
-# today's quotas would run B's work one job at a time; the record's quotas, from the audit
-# trail, are what it replays.
+# After the fact, B's limit is cut to one job's worth, A's quota is removed and B's pool is
+# closed to A: a replay of today's quotas and pools would run B's work one job at a time and
+# keep A's third job out of B's pool; the record's, from the audit trail, are what it replays.
 api GET "/v1/quotas?project_id=$PROJECT_B" "$ADMIN_TOKEN"
 b_quota=$(jq -r '.items[0].id' <<<"$BODY")
 "${admin[@]}" quota update "$b_quota" --limit-milli 4000 >/dev/null || fail "cutting B's limit"
 api GET "/v1/quotas?project_id=$PROJECT_A" "$ADMIN_TOKEN"
 "${admin[@]}" quota delete "$(jq -r '.items[0].id' <<<"$BODY")" >/dev/null || fail "deleting A's quota"
+"${admin[@]}" pool update pool-b --access-projects '' >/dev/null || fail "closing B's pool to A"
 
 api GET "/v1/allocations?limit=1000" "$ADMIN_TOKEN"
 allocs_before=$(jq -c '[.items[] | [.id, .started_ms, .ended_ms]]' <<<"$BODY")
@@ -60,8 +61,8 @@ expect_eq "$(jq -r .never_started <<<"$BODY")" 1 "one never started"
 expect_eq "$(jq -r .baseline.overall.cancelled <<<"$BODY")" 1 "and leaves the queue as it did"
 expect_eq "$(jq -c .baseline.starts_reproduced <<<"$BODY")" '{"compared":8,"same":8}' \
   "the replay without changes reproduces every recorded start to the second"
-# A's and B's quotas made by setup_teams within the period, B's cut and A's removal
-expect_eq "$(jq -r .baseline.quota_changes <<<"$BODY")" 4 "the record's quota changes are replayed"
+# setup_teams' two quotas and its update of pool-a (within the period), then the three above
+expect_eq "$(jq -r .baseline.recorded_changes <<<"$BODY")" 6 "the record's quota and pool changes are replayed"
 expect_eq "$(jq -c '.baseline.overall' <<<"$BODY")" "$(jq -c '.changed.overall' <<<"$BODY")" \
   "no changes: both runs the same"
 expect_eq "$(jq -r .baseline.capacity_gpus <<<"$BODY")" 16 "the fleet as it is: 16 GPUs"
@@ -84,7 +85,7 @@ out=$("${admin[@]}" whatif --from "$from" --to "$to" --add-nodes h100:2 --quota 
 expect_contains "$out" "SIMULATED what-if" "the CLI's title says simulated"
 expect_contains "$out" "capacity GPUs   16        32" "capacity side by side"
 expect_contains "$out" "the baseline reproduces 8 of 8 recorded starts to the second" "fidelity"
-expect_contains "$out" "quotas and caps changed 4 times in the period" "and says how often quotas changed"
+expect_contains "$out" "quotas, caps and pools changed 6 times in the period" "and says how often they changed"
 expect_contains "$out" "PROJECT (SIMULATED)" "the project table says simulated"
 expect_contains "$out" "team-b" "a row per project"
 json=$("${admin[@]}" -o json whatif --period "$(date -u +%Y-%m)" --policy fgd-fill)

@@ -28,7 +28,7 @@ struct fx {
     struct whatif_gpu gpus[64];
     struct whatif_quota quotas[4];
     struct whatif_org_cap caps[2];
-    struct whatif_tenant_change history[8];
+    struct whatif_recorded_change history[8];
     struct meter_price prices[1];
     struct whatif_workload wls[256];
     struct whatif_world w;
@@ -57,7 +57,7 @@ static void fx_init(struct fx *f, int n_nodes, int gpus_per_node)
     f->w.gpus = f->gpus;
     f->w.quotas = f->quotas;
     f->w.org_caps = f->caps;
-    f->w.tenant_changes = f->history;
+    f->w.recorded = f->history;
     f->w.prices = f->prices;
     f->w.workloads = f->wls;
     sched_config_init(&f->w.cfg);
@@ -407,8 +407,8 @@ static void record(struct fx *f)
             left -= (end[i] && end[i] <= t) || !f->wls[i].spec.requeue;
             end[i] = release[i] = 0;
         }
-        for (; next_tc < f->w.n_tenant_changes && f->history[next_tc].at_ms <= t; next_tc++)
-            assert_int_equal(whatif__tenant_change(&core, &f->history[next_tc], NULL, 0), 0);
+        for (; next_tc < f->w.n_recorded && f->history[next_tc].at_ms <= t; next_tc++)
+            assert_int_equal(whatif__recorded_change(&core, &f->history[next_tc], NULL, 0), 0);
         for (size_t i = 0; i < n; i++) {
             if (f->wls[i].spec.submit_ms == t)
                 assert_int_equal(sched_submit(core.s, &f->wls[i].spec, t), 0);
@@ -488,7 +488,7 @@ static void test_baseline_reproduces_record(void **state)
 
 static void quota_at(struct fx *f, int64_t at_s, int64_t project, int64_t g, int64_t l)
 {
-    f->history[f->w.n_tenant_changes++] = (struct whatif_tenant_change){
+    f->history[f->w.n_recorded++] = (struct whatif_recorded_change){
         .at_ms = S(at_s),
         .quota = {.project_id = project, .class_id = 1, .guaranteed = g, .limit = l}};
 }
@@ -506,7 +506,7 @@ static void test_quota_set_during_period(void **state)
     replay(&f, NULL, 0, &r);
     /* owned from 50 s: a1 reclaims b1 at 100 s and starts after the 30 s grace */
     assert_int_equal(r.start_ms[1], S(130));
-    assert_int_equal(r.tenant_changes, 1);
+    assert_int_equal(r.recorded_applied, 1);
     assert_int_equal(project(&r, 2)->preemptions, 1);
     whatif_run_release(&r);
     /* the change applies on top of the recorded quota: back to none, a1 waits for b1 */
@@ -518,7 +518,7 @@ static void test_quota_set_during_period(void **state)
     quota_at(&f, 80, 1, 0, -1);
     replay(&f, NULL, 0, &r);
     assert_int_equal(r.start_ms[1], S(1000));
-    assert_int_equal(r.tenant_changes, 2);
+    assert_int_equal(r.recorded_applied, 2);
     whatif_run_release(&r);
 }
 
@@ -531,21 +531,59 @@ static void test_cap_changes_during_period(void **state)
     fx_init(&f, 1, 4);
     fx_add(&f, 2, 0, 2, 1000);  /* b1: 0..1000 */
     fx_add(&f, 2, 600, 2, 100); /* b2 */
-    f.history[0] = (struct whatif_tenant_change){
-        .at_ms = S(500), .is_cap = true, .cap = {.org_id = 1, .class_id = 1, .limit = 2000}};
-    f.history[1] = (struct whatif_tenant_change){
-        .at_ms = S(700), .is_cap = true, .cap = {.org_id = 1, .class_id = 1, .limit = -1}};
-    f.w.n_tenant_changes = 2;
+    f.history[0] =
+        (struct whatif_recorded_change){.at_ms = S(500),
+                                        .kind = WHATIF_REC_CAP,
+                                        .cap = {.org_id = 1, .class_id = 1, .limit = 2000}};
+    f.history[1] = (struct whatif_recorded_change){
+        .at_ms = S(700), .kind = WHATIF_REC_CAP, .cap = {.org_id = 1, .class_id = 1, .limit = -1}};
+    f.w.n_recorded = 2;
     replay(&f, NULL, 0, &r);
     assert_int_equal(r.start_ms[1], S(700));
     whatif_run_release(&r);
-    f.w.n_tenant_changes = 1; /* never lifted: b2 waits for b1's end */
+    f.w.n_recorded = 1; /* never lifted: b2 waits for b1's end */
     replay(&f, NULL, 0, &r);
     assert_int_equal(r.start_ms[1], S(1000));
     whatif_run_release(&r);
 }
 
-static void test_tenant_changes_out_of_order(void **state)
+/* Project 1's pool is opened to everyone at 200 s: project 2's work, there since 100 s, starts. */
+static void test_pool_lent_during_period(void **state)
+{
+    struct fx f;
+    struct whatif_run r;
+    struct whatif_change lend = {.kind = WHATIF_LEND_TO_ALL, .pool_id = 1};
+    (void)state;
+    fx_init(&f, 1, 2);
+    f.pools[0] = (struct sched_pool_spec){.id = 1, .owner_project_id = 1};
+    f.w.n_pools = 1;
+    f.gpus[0].pool_id = f.gpus[1].pool_id = 1;
+    fx_add(&f, 2, 100, 1, 100);
+    f.history[0] = (struct whatif_recorded_change){
+        .at_ms = S(200), .kind = WHATIF_REC_POOL, .pool = f.pools[0]};
+    f.history[0].pool.lend_to_all = true;
+    f.w.n_recorded = 1;
+    replay(&f, NULL, 0, &r);
+    assert_int_equal(r.start_ms[0], S(200));
+    assert_int_equal(r.recorded_applied, 1);
+    whatif_run_release(&r);
+    /* lent to all from the start: at once */
+    replay(&f, &lend, 1, &r);
+    assert_int_equal(r.start_ms[0], S(100));
+    whatif_run_release(&r);
+    /* the record's change at 200 s keeps it closed; the what-if's lends it all along */
+    f.history[0].pool.lend_to_all = false;
+    replay(&f, &lend, 1, &r);
+    assert_int_equal(r.start_ms[0], S(100));
+    whatif_run_release(&r);
+    /* never lent: it never starts */
+    f.w.n_recorded = 0;
+    replay(&f, NULL, 0, &r);
+    assert_int_equal(r.start_ms[0], 0);
+    whatif_run_release(&r);
+}
+
+static void test_recorded_out_of_order(void **state)
 {
     struct fx f;
     struct whatif_run r;
@@ -555,8 +593,8 @@ static void test_tenant_changes_out_of_order(void **state)
     quota_at(&f, 80, 1, 1000, -1);
     quota_at(&f, 50, 1, 0, -1);
     assert_int_equal(whatif_replay(&f.w, NULL, 0, NULL, &r, &ei), ERR_INVALID);
-    assert_string_equal(ei.field, "tenant_changes");
-    f.w.n_tenant_changes = 0;
+    assert_string_equal(ei.field, "recorded");
+    f.w.n_recorded = 0;
     quota_at(&f, -10, 1, 1000, -1); /* before the period */
     assert_int_equal(whatif_replay(&f.w, NULL, 0, NULL, &r, &ei), ERR_INVALID);
 }
@@ -593,7 +631,7 @@ static void test_baseline_reproduces_changed_quotas(void **state)
     replay(&f, NULL, 0, &r);
     compared = r.starts_compared;
     assert_true(compared > 150);
-    assert_int_equal(r.tenant_changes, 3);
+    assert_int_equal(r.recorded_applied, 3);
     assert_int_equal(r.starts_same, compared);
     for (size_t i = 0; i < f.w.n_workloads; i++)
         assert_int_equal(r.start_ms[i], f.wls[i].recorded_start_ms);
@@ -602,7 +640,7 @@ static void test_baseline_reproduces_changed_quotas(void **state)
     f.quotas[0] = (struct whatif_quota){1, 1, 0, 4000}; /* the day's end, all along */
     f.quotas[1] = (struct whatif_quota){2, 1, 4000, 12000};
     f.quotas[2] = (struct whatif_quota){3, 1, 6000, 12000};
-    f.w.n_tenant_changes = 0;
+    f.w.n_recorded = 0;
     replay(&f, NULL, 0, &r);
     assert_true(r.starts_same < compared - 10);
     whatif_run_release(&r);
@@ -625,7 +663,8 @@ int main(void)
         cmocka_unit_test(test_baseline_reproduces_record),
         cmocka_unit_test(test_quota_set_during_period),
         cmocka_unit_test(test_cap_changes_during_period),
-        cmocka_unit_test(test_tenant_changes_out_of_order),
+        cmocka_unit_test(test_pool_lent_during_period),
+        cmocka_unit_test(test_recorded_out_of_order),
         cmocka_unit_test(test_baseline_reproduces_changed_quotas),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
