@@ -612,6 +612,55 @@ static int cmp_index(const void *a, const void *b)
  * marked to be looked at in full or only where room was freed. Returns the
  * list.
  */
+/*
+ * Preemptors whose victims have all released go first: the capacity is
+ * theirs. One admitted leaves its queue: the work behind it comes into
+ * view, so its class is looked at in this pass (what was learnt of it was
+ * learnt with the preemptor at its head). They are tried in rounds until
+ * a round admits none: victims release in their own order, and a
+ * preemptor behind another of its project's that is ready too (its owned
+ * work, queued first) waits for that one, not for the next pass's turns.
+ */
+static void admit_ready(struct sched *s, int64_t now_ms, struct sched_decisions *d)
+{
+    struct ivec *r = &s->ready;
+    int32_t n = 0;
+    bool admitted = true, first = true;
+
+    for (int32_t i = 0; i < r->n; i++) {
+        int32_t w = r->v[i];
+        struct workload *wl = &s->wls[w];
+        if (!wl->in_use || !wl->reclaim_ready || wl->state != SCHED_QUEUED)
+            continue;
+        wl->reclaim_ready = false;
+        r->v[n++] = w;
+    }
+    r->n = n;
+    for (; admitted && r->n > 0; first = false) {
+        admitted = false;
+        n = 0;
+        for (int32_t i = 0; i < r->n; i++) {
+            int32_t w = r->v[i];
+            struct workload *wl = &s->wls[w];
+            /*
+             * The lending held for it was for this first chance: admitted,
+             * it lends for real; else whatever it plans next holds its own.
+             */
+            if (first)
+                sched__unpromise(s, w);
+            if (!try_admit(s, w, now_ms, d)) {
+                r->v[n++] = w;
+                continue;
+            }
+            admitted = true;
+            if (wl->cls != NONE)
+                sched__mark_class_dirty(s, wl->project, wl->cls);
+        }
+        r->n = n;
+    }
+    r->n = 0;
+}
+
 static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_decisions *d)
 {
     struct ivec todo;
@@ -622,27 +671,7 @@ static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_deci
     share__tick(s, now_ms);
     /* Due timers (a reservation, a victim's minimum runtime) make their projects dirty. */
     sched__fire_timers(s, now_ms);
-    /*
-     * Preemptors whose victims have all released go first: the capacity is
-     * theirs. One admitted leaves its queue: the work behind it comes into
-     * view, so its class is looked at in this pass (what was learnt of it
-     * was learnt with the preemptor at its head).
-     */
-    for (int32_t i = 0; i < s->ready.n; i++) {
-        int32_t w = s->ready.v[i];
-        struct workload *wl = &s->wls[w];
-        if (!wl->in_use || !wl->reclaim_ready || wl->state != SCHED_QUEUED)
-            continue;
-        wl->reclaim_ready = false;
-        /*
-         * The lending held for it was for this first chance: admitted, it
-         * lends for real; else whatever it plans next holds its own.
-         */
-        sched__unpromise(s, w);
-        if (try_admit(s, w, now_ms, d) && wl->cls != NONE)
-            sched__mark_class_dirty(s, wl->project, wl->cls);
-    }
-    s->ready.n = 0;
+    admit_ready(s, now_ms, d);
     todo = s->dirty;
     memset(&s->dirty, 0, sizeof(s->dirty));
     s->dirty_for = s->pass_no + 1; /* marks from here on are for the next pass */
