@@ -574,14 +574,13 @@ static void room_join(struct sched *s, int32_t pi, struct heap *h, struct ivec *
                       struct sched_decisions *d)
 {
     struct project *p = &s->projects[pi];
-    uint32_t last = p->in_pass;
     p->in_pass = s->pass_no;
     ivec_push(todo, pi);
     p->examine_cpu = false;
     p->stopped_early = false;
     for (int32_t k = 0; k < p->n_quotas; k++) {
         struct quota *q = &p->quotas[k];
-        bool room = q->indexed && room__due(s, q->cls, last);
+        bool room = q->indexed && room__due(s, q->cls, q->room_pass);
         /* Marked, as the rest, by its class's reservation's end for this pass. */
         if (room && s->classes[q->cls].hol_end == s->pass_no)
             q->hol_pass = s->pass_no;
@@ -693,13 +692,12 @@ static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_deci
     room__pass_start(s);
     for (int32_t i = 0; i < todo.n; i++) {
         struct project *p = &s->projects[todo.v[i]];
-        uint32_t last = p->in_pass;
         p->examine_cpu = p->dirty_all;
         p->in_pass = s->pass_no;
         for (int32_t k = 0; k < p->n_quotas; k++) {
             struct quota *q = &p->quotas[k];
             /* The room index's wake-up of its entries, for those this pass looks at anyway. */
-            if (q->indexed && room__due(s, q->cls, last)) {
+            if (q->indexed && room__due(s, q->cls, q->room_pass)) {
                 q->room_dirty = true;
                 if (s->classes[q->cls].hol_end == s->pass_no)
                     q->hol_pass = s->pass_no;

@@ -473,13 +473,14 @@ static void wake_in_pass(struct sched *s, int32_t cls, bool hol)
  * the next pass, which then gave each a turn in its heap to be told "no
  * room" (1,000 turns at 20k nodes: the p99 of issue 17). It marks the same
  * projects now, but those of the index through it: the next pass walks the
- * index as after a wake between passes, taking the entries of projects this
+ * index as after a wake between passes, taking the entries whose class this
  * pass did not look at (their filing is what it was when the wake marked
  * them); projects this pass looks at are marked here by what they wait for
- * now, as before. Entries this pass's walk takes after the wake are not due
- * in the next: the core without shortcuts has them in this pass from its
- * start, not yet looked at when the wake came, so it marked none of them
- * (the differential test parts where they are taken again).
+ * now, as before. Entries whose class this pass's walk looks at after the
+ * wake are not due in the next: the core without shortcuts has them in this
+ * pass from its start, not yet looked at when the wake came, so it marked
+ * none of them (the differential test parts where they are taken again).
+ * A project taken for another class is due for this one (room__due).
  */
 void room__wake_within(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n)
 {
@@ -509,10 +510,10 @@ void room__hol_wake(struct sched *s, int32_t cls)
     wake_unindexed(s, cls, NULL, 0);
 }
 
-bool room__due(const struct sched *s, int32_t cls, uint32_t in_pass)
+bool room__due(const struct sched *s, int32_t cls, uint32_t looked)
 {
     const struct cls *c = &s->classes[cls];
-    return c->room_active && (c->room_skip == 0 || in_pass != c->room_skip);
+    return c->room_active && (c->room_skip == 0 || looked != c->room_skip);
 }
 
 /* ---- a pass's walk of the index ---- */
@@ -582,9 +583,11 @@ static bool entry_opens(const struct sched *s, int32_t cls, const struct room_en
     const struct cls *c = &s->classes[cls];
     const struct project *p = &s->projects[e->project];
     const struct quota *q;
-    if (p->in_pass == s->pass_no || !room__due(s, cls, p->in_pass))
+    if (p->in_pass == s->pass_no)
         return false;
     q = sched__quota((struct project *)p, cls, false);
+    if (q && !room__due(s, cls, q->room_pass))
+        return false;
     if (!q || !q->indexed || q->idx_key != e->key)
         return false;
     if (sched__hol_look(s, q) || hol_open(s, c, q))

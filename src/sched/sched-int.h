@@ -138,7 +138,8 @@ struct cls {
      * Room was freed within a pass (a held node let go at an admission):
      * the pass it is for (room_defer, the next), whose walk takes the
      * entries the pass under way did not look at; in that pass, room_skip
-     * is the pass whose projects are not due (0: every entry is).
+     * is the pass whose looks at the class are not due again (0: every
+     * entry is).
      */
     uint32_t room_defer, room_skip;
     /*
@@ -601,10 +602,14 @@ void room__wake(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n);
  */
 void room__wake_within(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n);
 /*
- * Whether this pass's walk of cls is due for a project last looked at in
- * pass in_pass (after a wake within the last pass: not if it looked at it).
+ * Whether this pass's walk of cls is due for a quota of cls last looked at
+ * in pass looked (its room_pass; after a wake within the last pass: not if
+ * that pass looked at it). The quota's pass, not its project's: a project
+ * that the last pass took for another class, after the wake, did not look
+ * at this one (property seeds 20928 and 39525 parted from the exhaustive
+ * core there).
  */
-bool room__due(const struct sched *s, int32_t cls, uint32_t in_pass);
+bool room__due(const struct sched *s, int32_t cls, uint32_t looked);
 /* The class's head-of-line reservation ended: wakes its waiting projects (sched__hol_freed). */
 void room__hol_wake(struct sched *s, int32_t cls);
 /* A pass begins: the walks of the classes whose room grew. */
