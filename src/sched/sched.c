@@ -1156,9 +1156,17 @@ int sched_cancel(struct sched *s, int64_t workload_id, int64_t now_ms)
     if (w == NONE)
         return SCHED_ENOENT;
     if (s->wls[w].state == SCHED_QUEUED) {
-        /* Work behind it in the queue may come into view: the room record no longer holds. */
-        if (s->wls[w].cls != NONE)
+        /*
+         * Work behind it in the queue may come into view: the room record no
+         * longer holds, and the next pass looks at its class (owned work
+         * behind it may run now; property seed 15131 waited for a later wake).
+         */
+        if (s->wls[w].cls != NONE) {
             sched__quota(&s->projects[s->wls[w].project], s->wls[w].cls, true)->room.known = false;
+            sched__mark_class_dirty(s, s->wls[w].project, s->wls[w].cls);
+        } else {
+            sched__mark_dirty(s, s->wls[w].project);
+        }
         sched__queue_remove(s, w);
         room__refile(s, s->wls[w].project);
     } else
