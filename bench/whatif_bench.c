@@ -388,8 +388,8 @@ static double store_runs(const struct world_mem *m, const struct whatif_world *w
         int64_t t1, t2;
         arena_init(&a);
         t0 = now_ns();
-        if (engine_world_read(NULL, c, w->from_ms, w->to_ms, 200000, w->to_ms + WHATIF_DRAIN_MS, &a,
-                              &ew, &ei) < 0)
+        if (engine_world_read(NULL, c, w->from_ms, w->to_ms, true, 200000,
+                              w->to_ms + WHATIF_DRAIN_MS, &a, &ew, &ei) < 0)
             die("engine_world_read", &ei);
         t1 = now_ns();
         if (whatif_replay(&ew.w, NULL, 0, NULL, &b, &ei) < 0 ||

@@ -276,8 +276,8 @@ static json_t *run_json(const struct whatif_run *run, const struct engine_world 
         json_array_append_new(series, json_real((double)run->series_milli[i] / 1000.0));
     o = json_pack("{s:b,s:o,s:o,s:I,s:o,s:{s:I,s:o},s:{s:I,s:I},s:s,s:I}", "simulated", 1,
                   "overall", stats_json(&run->overall, ew, digits), "projects", projects,
-                  "capacity_gpus", (json_int_t)(run->capacity_milli / 1000), "allocated_gpu_hours",
-                  hours(run->allocated_milli_ms), "series", "step_s",
+                  "capacity_gpus", (json_int_t)((run->capacity_milli + 500) / 1000),
+                  "allocated_gpu_hours", hours(run->allocated_milli_ms), "series", "step_s",
                   (json_int_t)(run->series_step_ms / 1000), "allocated_gpus", series,
                   "starts_reproduced", "compared", (json_int_t)run->starts_compared, "same",
                   (json_int_t)run->starts_same, "currency", run->currency, "unpriced_runs",
@@ -338,7 +338,7 @@ void whatif_route(struct req *r)
     trace = rc >= 0 ? row_str(&b, B_TRACE) : "";
     if (rc >= 0) {
         /* with a trace, the store's workloads are not read (an empty range) */
-        rc = engine_world_read(r->api->opt.engine, req_db(r), from, *trace ? from : to,
+        rc = engine_world_read(r->api->opt.engine, req_db(r), from, *trace ? from : to, !*trace,
                                WHATIF_API_MAX_WORKLOADS, time_now_ms(), &r->arena, &ew, &ei);
         have_world = rc >= 0;
         ew.w.to_ms = to;

@@ -194,11 +194,14 @@ void engine_world_settings(const struct engine *e, struct sched_config *ret_cfg,
                            const char **ret_policy);
 /*
  * Reads the world into ret (arrays in a; release with engine_world_release).
+ * as_recorded: quotas, caps, pools and nodes' states as they were through
+ * the period, from the audit trail (the store's own work is replayed);
+ * else as they are now (a trace replays work that never ran here).
  * ERR_TOO_LARGE with ei when more than max_workloads arrived in the period;
  * store errors as they come. Reads only.
  */
 int engine_world_read(const struct engine *e, struct store_conn *c, int64_t from_ms, int64_t to_ms,
-                      size_t max_workloads, int64_t now_ms, struct arena *a,
+                      bool as_recorded, size_t max_workloads, int64_t now_ms, struct arena *a,
                       struct engine_world *ret, struct error_info *ei);
 /*
  * Replaces the world's workloads with those of a trace (CSV, docs/api.md):

@@ -2,8 +2,9 @@
 /*
  * whatif.c: the world a what-if replays, read from the store: the fleet,
  * tenants and price list as they are now (built through build.c, as the
- * engine's own core is), quotas, caps and pools as they were when the
- * period began and every change to them since (from the audit trail), and the workloads
+ * engine's own core is), quotas, caps, pools and nodes' states as they were
+ * when the period began and every change to them since (from the audit
+ * trail), and the workloads
  * that arrived in the period with their recorded first start and real run
  * time (from their allocations). Reads only, on the caller's connection;
  * the live engine is asked for nothing but its (unchanging) settings.
@@ -160,6 +161,14 @@ static bool decode_audited(const char *text, enum whatif_recorded_kind kind, str
                                   json_int_or(o, &model_quotas, F_QUOTAS_GUARANTEED_MILLI, -1),
                                   json_int_or(o, &model_quotas, F_QUOTAS_LIMIT_MILLI, -1)};
         ok = ret->quota.project_id > 0 && ret->quota.class_id > 0;
+    } else if (ok && kind == WHATIF_REC_NODE) { /* as engine__node_spec reads a node's state */
+        json_t *st = json_object_get(o, model_nodes.fields[F_NODES_STATE].name);
+        const char *state = json_is_string(st) ? json_string_value(st) : "";
+        ret->node.id = json_int_or(o, &model_nodes, F_NODES_ID, 0);
+        ret->node.state = strcmp(state, "ready") == 0   ? SCHED_NODE_READY
+                          : strcmp(state, "drain") == 0 ? SCHED_NODE_DRAIN
+                                                        : SCHED_NODE_DOWN;
+        ok = ret->node.id > 0;
     } else if (ok) { /* as engine__pool_spec reads a pool's row */
         struct sched_pool_spec *ps = &ret->pool;
         lend = json_object_get(o, model_pools.fields[F_POOLS_LEND_TO_ALL].name);
@@ -179,7 +188,8 @@ static bool decode_audited(const char *text, enum whatif_recorded_kind kind, str
 /*
  * The audit entries of def's objects written at or after from_ms, a page at
  * a time; of pools, updates only (which GPUs a pool holds is as it is now,
- * so one made or removed since is replayed as it is now).
+ * so one made or removed since is replayed as it is now); of nodes, those
+ * made and those whose state changed.
  */
 static int read_audited(struct store_conn *c, const struct resource_def *def,
                         enum whatif_recorded_kind kind, int64_t from_ms, struct arena *a,
@@ -205,8 +215,8 @@ static int read_audited(struct store_conn *c, const struct resource_def *def,
                                 .kind = kind};
             if (log->n >= WHATIF_MAX_RECORDED) {
                 rc = errinfo_set(ei, ERR_TOO_LARGE, "period",
-                                 "quotas, caps and pools changed more than %d times since the "
-                                 "period began: pick a later one",
+                                 "quotas, caps, pools and nodes changed more than %d times since "
+                                 "the period began: pick a later one",
                                  WHATIF_MAX_RECORDED);
                 break;
             }
@@ -215,6 +225,10 @@ static int read_audited(struct store_conn *c, const struct resource_def *def,
             e.has = !row_is_null(&rows[i], F_AUDIT_AFTER) &&
                     decode_audited(row_str(&rows[i], F_AUDIT_AFTER), kind, a, &e.after);
             if (kind == WHATIF_REC_POOL ? !e.had || !e.has : !e.had && !e.has)
+                continue;
+            /* of a node: made, or its state changed (not removed: the world has it not) */
+            if (kind == WHATIF_REC_NODE &&
+                (!e.has || (e.had && e.before.node.state == e.after.node.state)))
                 continue;
             ALLOC_GROW(log->v, log->n + 1, log->cap);
             log->v[log->n++] = e;
@@ -295,15 +309,16 @@ static struct sched_pool_spec *pool_in(struct sched_pool_spec *v, size_t n, int6
 }
 
 /*
- * Quotas, caps and pools as they stood when the period began, and their
- * changes since, in time order: an object's first change since then says
- * what it was (before; absent: it did not exist yet), an object not changed
- * since is as it is now. Changes are at the second the audit trail gives.
- * Pools that do not exist now are left out (which GPUs they held is not
- * known). Reads after read_fleet, whose pools it adjusts.
+ * Quotas, caps, pools and nodes' states as they stood when the period
+ * began, and their changes since, in time order: an object's first change
+ * since then says what it was (before; absent: it did not exist yet, and a
+ * node was down), an object not changed since is as it is now. Changes are
+ * at the second the audit trail gives. Pools and nodes that do not exist
+ * now are left out (which GPUs they held is not known). Reads after
+ * read_fleet, whose pools and nodes it adjusts.
  */
-static int read_recorded(struct store_conn *c, struct whatif_world *w, struct arena *a,
-                         struct error_info *ei)
+static int read_recorded(struct store_conn *c, struct whatif_world *w, bool as_recorded,
+                         struct arena *a, struct error_info *ei)
 {
     struct audit_log log = {0};
     struct row *qrows = NULL, *crows = NULL;
@@ -314,12 +329,14 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, struct ar
     rc = read_all(c, &model_quotas, a, &qrows, &n_q, ei);
     if (rc >= 0)
         rc = read_all(c, &model_org_quotas, a, &crows, &n_c, ei);
-    if (rc >= 0)
+    if (rc >= 0 && as_recorded)
         rc = read_audited(c, &model_quotas, WHATIF_REC_QUOTA, w->from_ms, a, &log, ei);
-    if (rc >= 0)
+    if (rc >= 0 && as_recorded)
         rc = read_audited(c, &model_org_quotas, WHATIF_REC_CAP, w->from_ms, a, &log, ei);
-    if (rc >= 0)
+    if (rc >= 0 && as_recorded)
         rc = read_audited(c, &model_pools, WHATIF_REC_POOL, w->from_ms, a, &log, ei);
+    if (rc >= 0 && as_recorded)
+        rc = read_audited(c, &model_nodes, WHATIF_REC_NODE, w->from_ms, a, &log, ei);
     if (rc < 0) {
         free(log.v);
         return rc;
@@ -331,9 +348,12 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, struct ar
     struct whatif_quota *wq = arena_calloc(a, n_q + log.n + 1, sizeof(*wq));
     struct whatif_org_cap *wc = arena_calloc(a, n_c + log.n + 1, sizeof(*wc));
     struct sched_pool_spec *wp = arena_calloc(a, w->n_pools + 1, sizeof(*wp));
+    struct whatif_node *wn = arena_calloc(a, w->n_nodes + 1, sizeof(*wn));
     struct whatif_recorded_change *tc = arena_calloc(a, log.n + 1, sizeof(*tc));
     if (w->n_pools)
         memcpy(wp, w->pools, w->n_pools * sizeof(*wp));
+    if (w->n_nodes)
+        memcpy(wn, w->nodes, w->n_nodes * sizeof(*wn));
     w->n_quotas = w->n_org_caps = w->n_recorded = 0;
     for (size_t i = 0; i < n_q; i++) {
         if (first_audited(first, n_first, WHATIF_REC_QUOTA, model_row_id(&qrows[i])) != SIZE_MAX)
@@ -360,6 +380,13 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, struct ar
                 continue;
             if (first_of_it)
                 *now = e->before.pool;
+        } else if (e->kind == WHATIF_REC_NODE) {
+            struct whatif_node key = {.spec.id = e->object}, *now;
+            now = bsearch(&key, wn, w->n_nodes, sizeof(key), cmp_node_id);
+            if (!now)
+                continue;
+            if (first_of_it) /* down until it was made */
+                now->state = e->had ? e->before.node.state : SCHED_NODE_DOWN;
         } else if (e->had && first_of_it) {
             if (e->kind == WHATIF_REC_CAP)
                 wc[w->n_org_caps++] = e->before.cap;
@@ -380,6 +407,7 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, struct ar
     w->quotas = wq;
     w->org_caps = wc;
     w->pools = wp;
+    w->nodes = wn;
     w->recorded = tc;
     free(first);
     free(log.v);
@@ -387,7 +415,7 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, struct ar
 }
 
 static int read_tenants(struct store_conn *c, struct engine_world *ew, struct arena *a,
-                        struct error_info *ei)
+                        bool as_recorded, struct error_info *ei)
 {
     struct whatif_world *w = &ew->w;
     struct row *rows;
@@ -408,7 +436,7 @@ static int read_tenants(struct store_conn *c, struct engine_world *ew, struct ar
     w->projects = wp;
     w->n_projects = ew->n_projects = n;
 
-    rc = read_recorded(c, w, a, ei);
+    rc = read_recorded(c, w, as_recorded, a, ei);
     if (rc < 0)
         return rc;
 
@@ -578,7 +606,7 @@ void engine_world_settings(const struct engine *e, struct sched_config *ret_cfg,
 }
 
 int engine_world_read(const struct engine *e, struct store_conn *c, int64_t from_ms, int64_t to_ms,
-                      size_t max_workloads, int64_t now_ms, struct arena *a,
+                      bool as_recorded, size_t max_workloads, int64_t now_ms, struct arena *a,
                       struct engine_world *ret, struct error_info *ei)
 {
     struct whatif_world *w = &ret->w;
@@ -593,7 +621,7 @@ int engine_world_read(const struct engine *e, struct store_conn *c, int64_t from
     w->to_ms = to_ms;
     rc = read_fleet(c, ret, a, ei);
     if (rc >= 0)
-        rc = read_tenants(c, ret, a, ei);
+        rc = read_tenants(c, ret, a, as_recorded, ei);
     if (rc >= 0)
         rc = read_workloads(c, ret, max_workloads, a, &wls, &n, ei);
     if (rc >= 0) {

@@ -4,7 +4,7 @@
  *
  * The loop takes the next instant that has something to do: a run's end
  * (start + its real run time), a victim's release (decision + grace), an
- * arrival (its recorded submit time), a quota, cap or pool change of the record,
+ * arrival (its recorded submit time), a quota, cap, pool or node change of the record,
  * or one of the core's timers while work waits. At that instant ends and
  * releases are told to the core first, then quota changes, then arrivals
  * are submitted, then one pass runs, as the engine does after a round of
@@ -67,6 +67,8 @@ struct replay {
     struct meter_rater *rater;
     int64_t rec_id;
     int64_t alloc_all_milli_ms; /* every project's, within the period */
+    int64_t cap_now, cap_since; /* GPUs of ready nodes, since when */
+    int64_t cap_milli_ms;       /* their sum over the period so far */
     int64_t queued;             /* workloads the core holds queued */
     int64_t series_sum[WHATIF_SERIES_MAX];
     struct whatif_run *out;
@@ -258,6 +260,16 @@ static int cmp_arrival(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* Counts the capacity there was from the last change to t, within the period. */
+static void capacity_until(struct replay *rp, int64_t t)
+{
+    int64_t lo = rp->cap_since > rp->w->from_ms ? rp->cap_since : rp->w->from_ms;
+    int64_t hi = t < rp->w->to_ms ? t : rp->w->to_ms;
+    if (hi > lo)
+        rp->cap_milli_ms += rp->cap_now * (hi - lo);
+    rp->cap_since = t;
+}
+
 static int run_loop(struct replay *rp)
 {
     const struct whatif_world *w = rp->w;
@@ -297,8 +309,13 @@ static int run_loop(struct replay *rp)
         }
         for (; next_tc < w->n_recorded && w->recorded[next_tc].at_ms <= t; next_tc++) {
             if (whatif__recorded_change(&rp->core, &w->recorded[next_tc], rp->changes,
-                                        rp->n_changes) == 0)
-                rp->out->recorded_applied++;
+                                        rp->n_changes) < 0)
+                continue;
+            rp->out->recorded_applied++;
+            if (w->recorded[next_tc].kind == WHATIF_REC_NODE) {
+                capacity_until(rp, t);
+                rp->cap_now = whatif__capacity(&rp->core, w);
+            }
         }
         while (next < w->n_workloads && order[next].at <= t) {
             int32_t i = order[next++].i;
@@ -494,7 +511,9 @@ static void series_finish(struct replay *rp)
             s1 = to;
         out->series_milli[k] = s1 > s0 ? rp->series_sum[k] / (s1 - s0) : 0;
     }
-    out->idle_milli_ms = out->capacity_milli * (to - from) - rp->alloc_all_milli_ms;
+    capacity_until(rp, to);
+    out->capacity_milli = rp->cap_milli_ms / (to - from);
+    out->idle_milli_ms = rp->cap_milli_ms - rp->alloc_all_milli_ms;
     if (out->idle_milli_ms < 0)
         out->idle_milli_ms = 0;
 }
@@ -563,7 +582,8 @@ int whatif_replay(const struct whatif_world *w, const struct whatif_change *chan
         }
     }
     ret->start_ms = xcalloc(w->n_workloads + 1, sizeof(*ret->start_ms));
-    ret->capacity_milli = rp.core.capacity_milli;
+    ret->capacity_milli = rp.cap_now = rp.core.capacity_milli;
+    rp.cap_since = w->from_ms;
     currency_of(w, ret->currency);
     if (rc >= 0) {
         scope_projects(&rp, opt);

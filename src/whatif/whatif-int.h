@@ -12,7 +12,12 @@ struct whatif_core {
     struct sched_policy *policy; /* NULL: built-in best-fit */
     int64_t grace_ms;            /* >= 0: every preemption's grace (WHATIF_GRACE) */
     int64_t capacity_milli;      /* GPUs of ready nodes */
+    int64_t *removed;            /* ids of the nodes WHATIF_REMOVE_NODES took out, sorted */
+    size_t n_removed, cap_removed;
 };
+
+/* GPUs of the core's ready nodes, in milli-GPU. */
+int64_t whatif__capacity(const struct whatif_core *core, const struct whatif_world *w);
 
 /* Builds the core of a world with changes (checked before). Release with whatif__core_release. */
 int whatif__core_new(const struct whatif_world *w, const struct whatif_change *changes, size_t n,
@@ -20,10 +25,11 @@ int whatif__core_new(const struct whatif_world *w, const struct whatif_change *c
 void whatif__core_release(struct whatif_core *c);
 
 /*
- * Applies a quota, cap or pool change of the record to the core, with the
- * replay's quota and lend-to-all changes on top of it. ERR_INVALID when the
- * core refuses it (an unknown project, class or owner, a guarantee above the
- * limit): the caller counts what was applied.
+ * Applies a quota, cap, pool or node change of the record to the core, with
+ * the replay's quota and lend-to-all changes on top of it (a node it removed
+ * stays down). ERR_INVALID when the core refuses it (an unknown project,
+ * class, owner or node, a guarantee above the limit): the caller counts what
+ * was applied.
  */
 int whatif__recorded_change(struct whatif_core *core, const struct whatif_recorded_change *tc,
                             const struct whatif_change *changes, size_t n);

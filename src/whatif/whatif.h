@@ -32,7 +32,7 @@ struct error_info;
 
 /* Bounds of one replay (the API's bounds are these or tighter). */
 #define WHATIF_MAX_CHANGES 32
-#define WHATIF_MAX_RECORDED 10000 /* changes of quotas, caps and pools since a period began */
+#define WHATIF_MAX_RECORDED 10000 /* changes of quotas, caps, pools, nodes since a period began */
 #define WHATIF_MAX_ADD_NODES 1000                     /* nodes one change adds */
 #define WHATIF_MAX_PERIOD_MS (INT64_C(31) * 86400000) /* a month */
 #define WHATIF_MAX_RUN_MS (INT64_C(31) * 86400000)    /* one run */
@@ -78,7 +78,12 @@ struct whatif_org_cap {
  * removed cap as no limit: what having none means. A pool's change is of
  * its owner, access and lending (which GPUs it holds is as the world says).
  */
-enum whatif_recorded_kind { WHATIF_REC_QUOTA = 0, WHATIF_REC_CAP, WHATIF_REC_POOL };
+enum whatif_recorded_kind {
+    WHATIF_REC_QUOTA = 0,
+    WHATIF_REC_CAP,
+    WHATIF_REC_POOL,
+    WHATIF_REC_NODE
+};
 
 struct whatif_recorded_change {
     int64_t at_ms;
@@ -86,6 +91,10 @@ struct whatif_recorded_change {
     struct whatif_quota quota;
     struct whatif_org_cap cap;
     struct sched_pool_spec pool; /* its lists are the caller's */
+    struct {                     /* a node of the world set ready, drained or down */
+        int64_t id;
+        enum sched_node_state state;
+    } node;
 };
 
 /* One recorded workload. */
@@ -123,7 +132,8 @@ struct whatif_world {
     size_t n_quotas;
     const struct whatif_org_cap *org_caps;
     size_t n_org_caps;
-    /* Quota, cap and pool changes made during the period, in time order, none before from_ms. */
+    /* Quota, cap, pool and node changes made during the period, in time order, none before
+     * from_ms. */
     const struct whatif_recorded_change *recorded;
     size_t n_recorded;
     const struct meter_price *prices;
@@ -180,7 +190,7 @@ struct whatif_run {
     struct whatif_stats overall;   /* over the scope (all projects, or those asked for) */
     struct whatif_stats *projects; /* every project in scope with replayed work, by id */
     size_t n_projects;
-    int64_t capacity_milli;     /* GPUs of ready nodes in this run */
+    int64_t capacity_milli;     /* GPUs of ready nodes in this run, on average over the period */
     int64_t allocated_milli_ms; /* held by the scope within the period */
     int64_t idle_milli_ms;      /* capacity x period - all work held within the period */
     int64_t series_step_ms;     /* the series' points: [from + i*step, from + (i+1)*step) */
@@ -189,7 +199,7 @@ struct whatif_run {
     int64_t starts_compared;                 /* in scope, with a recorded start */
     int64_t starts_same;                     /* ... started within WHATIF_SAME_START_MS of it */
     int64_t skipped;   /* workloads the core refused (unknown project or class) */
-    int64_t recorded_applied; /* changes of the record (quotas, caps, pools) applied */
+    int64_t recorded_applied; /* changes of the record (quotas, caps, pools, nodes) applied */
     int64_t unpriced;  /* runs with no price version: cost 0 */
     char currency[4];  /* of the price list; "" when none (or mixed: "*") */
     int64_t end_ms;    /* the replay's last event */

@@ -137,6 +137,12 @@ struct id_index {
     size_t i;
 };
 
+static int cmp_id(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
 static int cmp_id_index(const void *x, const void *y)
 {
     const struct id_index *a = x, *b = y;
@@ -235,6 +241,11 @@ int whatif__recorded_change(struct whatif_core *core, const struct whatif_record
         return sched_set_org_cap(core->s, tc->cap.org_id, tc->cap.class_id, tc->cap.limit) < 0
                    ? ERR_INVALID
                    : 0;
+    if (tc->kind == WHATIF_REC_NODE) {
+        if (bsearch(&tc->node.id, core->removed, core->n_removed, sizeof(int64_t), cmp_id))
+            return 0; /* taken out by the what-if: stays down */
+        return sched_set_node_state(core->s, tc->node.id, tc->node.state) < 0 ? ERR_INVALID : 0;
+    }
     if (tc->kind == WHATIF_REC_POOL) {
         struct sched_pool_spec ps = tc->pool;
         for (size_t k = 0; k < n; k++) /* a pool lent to all stays lent to all */
@@ -300,6 +311,14 @@ static int build_fleet(struct whatif_core *core, const struct whatif_world *w,
         if (changes[k].kind == WHATIF_REMOVE_NODES)
             remove_nodes(core, w, nc, &changes[k], down);
     }
+    for (size_t i = 0; down && i < w->n_nodes; i++) {
+        if (down[i]) {
+            ALLOC_GROW(core->removed, core->n_removed + 1, core->cap_removed);
+            core->removed[core->n_removed++] = w->nodes[i].spec.id;
+        }
+    }
+    if (core->n_removed > 1)
+        qsort(core->removed, core->n_removed, sizeof(int64_t), cmp_id);
     free(nc);
     free(down);
     return rc;
@@ -361,18 +380,28 @@ int whatif__core_new(const struct whatif_world *w, const struct whatif_change *c
                            "the fleet or its tenants cannot be replayed (an id twice, or a "
                            "GPU on an unknown node)");
     }
+    ret->capacity_milli = whatif__capacity(ret, w);
+    return 0;
+}
+
+int64_t whatif__capacity(const struct whatif_core *core, const struct whatif_world *w)
+{
+    int64_t total = 0;
     for (size_t i = 0; i < w->n_classes; i++) {
         int64_t cap = 0, fr = 0;
-        if (sched_class_capacity(ret->s, w->classes[i], &cap, &fr) == 0)
-            ret->capacity_milli += cap;
+        if (sched_class_capacity(core->s, w->classes[i], &cap, &fr) == 0)
+            total += cap;
     }
-    return 0;
+    return total;
 }
 
 void whatif__core_release(struct whatif_core *c)
 {
     sched_free(c->s);
     sched_policy_free(c->policy);
+    free(c->removed);
     c->s = NULL;
     c->policy = NULL;
+    c->removed = NULL;
+    c->n_removed = c->cap_removed = 0;
 }

@@ -61,8 +61,9 @@ expect_eq "$(jq -r .never_started <<<"$BODY")" 1 "one never started"
 expect_eq "$(jq -r .baseline.overall.cancelled <<<"$BODY")" 1 "and leaves the queue as it did"
 expect_eq "$(jq -c .baseline.starts_reproduced <<<"$BODY")" '{"compared":8,"same":8}' \
   "the replay without changes reproduces every recorded start to the second"
-# setup_teams' two quotas and its update of pool-a (within the period), then the three above
-expect_eq "$(jq -r .baseline.recorded_changes <<<"$BODY")" 6 "the record's quota and pool changes are replayed"
+# the simulated fleet's two nodes (made at the daemon's start), setup_teams' two quotas and
+# its update of pool-a, all within the period, then the three changes above
+expect_eq "$(jq -r .baseline.recorded_changes <<<"$BODY")" 8 "the record's quota and pool changes are replayed"
 expect_eq "$(jq -c '.baseline.overall' <<<"$BODY")" "$(jq -c '.changed.overall' <<<"$BODY")" \
   "no changes: both runs the same"
 expect_eq "$(jq -r .baseline.capacity_gpus <<<"$BODY")" 16 "the fleet as it is: 16 GPUs"
@@ -85,7 +86,7 @@ out=$("${admin[@]}" whatif --from "$from" --to "$to" --add-nodes h100:2 --quota 
 expect_contains "$out" "SIMULATED what-if" "the CLI's title says simulated"
 expect_contains "$out" "capacity GPUs   16        32" "capacity side by side"
 expect_contains "$out" "the baseline reproduces 8 of 8 recorded starts to the second" "fidelity"
-expect_contains "$out" "quotas, caps and pools changed 6 times in the period" "and says how often they changed"
+expect_contains "$out" "quotas, caps, pools and nodes changed 8 times in the period" "and says how often they changed"
 expect_contains "$out" "PROJECT (SIMULATED)" "the project table says simulated"
 expect_contains "$out" "team-b" "a row per project"
 json=$("${admin[@]}" -o json whatif --period "$(date -u +%Y-%m)" --policy fgd-fill)
@@ -113,7 +114,10 @@ out=$("${admin[@]}" -o json whatif --from "$from" --to "$to" --trace "$TMP/trace
   fail "whatif --trace failed: $out"
 expect_eq "$(jq -r .source <<<"$out")" trace "the trace was replayed"
 expect_eq "$(jq -r .workloads <<<"$out")" 5 "its five lines"
-expect_eq "$(jq -r .baseline.overall.wait_max_s <<<"$out")" 600 "A's fifth job waits for its limit"
+# A trace is replayed on the world as it is now: A's quota is gone and B's pool closed to it,
+# so A runs on its own 8 GPUs, two jobs at a time, and the fifth starts after 1200 s.
+expect_eq "$(jq -r .baseline.overall.wait_max_s <<<"$out")" 1200 "A's fifth job waits for A's own GPUs"
+expect_eq "$(jq -r .baseline.recorded_changes <<<"$out")" 0 "a trace replays no recorded changes"
 
 # Bad input: a clear 4xx.
 whatif "{\"from\":\"$from\",\"to\":\"2099-01-01T00:00:00Z\"}"

@@ -583,6 +583,60 @@ static void test_pool_lent_during_period(void **state)
     whatif_run_release(&r);
 }
 
+static void node_at(struct fx *f, int64_t at_s, int64_t node, enum sched_node_state st)
+{
+    struct whatif_recorded_change *c = &f->history[f->w.n_recorded++];
+    *c = (struct whatif_recorded_change){.at_ms = S(at_s), .kind = WHATIF_REC_NODE};
+    c->node.id = node;
+    c->node.state = st;
+}
+
+/* A node added at 500 s (down before): a1 starts on it then; capacity counts it from then. */
+static void test_node_added_during_period(void **state)
+{
+    struct fx f;
+    struct whatif_run r;
+    (void)state;
+    fx_init(&f, 2, 2);
+    f.nodes[1].state = SCHED_NODE_DOWN;
+    fx_add(&f, 2, 0, 2, 1000);  /* b1 */
+    fx_add(&f, 1, 100, 2, 100); /* a1 */
+    node_at(&f, 500, 2, SCHED_NODE_READY);
+    replay(&f, NULL, 0, &r);
+    assert_int_equal(r.start_ms[1], S(500));
+    assert_int_equal(r.recorded_applied, 1);
+    assert_int_equal(r.capacity_milli, (2000 * 500000 + 4000 * (DAY - 500000)) / DAY);
+    assert_int_equal(r.idle_milli_ms,
+                     2000 * 500000 + 4000 * (DAY - 500000) - r.overall.gpu_milli_ms);
+    whatif_run_release(&r);
+}
+
+/* A node the what-if removes stays down when the record brings it back. */
+static void test_removed_node_stays_down(void **state)
+{
+    struct fx f;
+    struct whatif_run r;
+    struct whatif_change rm = {.kind = WHATIF_REMOVE_NODES, .class_id = 1, .count = 1};
+    (void)state;
+    fx_init(&f, 2, 2);
+    fx_add(&f, 1, 400, 2, 100);
+    fx_add(&f, 1, 400, 2, 100);
+    node_at(&f, 200, 2, SCHED_NODE_DOWN);
+    node_at(&f, 300, 2, SCHED_NODE_READY);
+    replay(&f, NULL, 0, &r);
+    /* as recorded: node 2 is back by 400 s, both start at once */
+    assert_int_equal(r.start_ms[0], S(400));
+    assert_int_equal(r.start_ms[1], S(400));
+    assert_int_equal(r.capacity_milli, (4000 * (DAY - 100000) + 2000 * 100000) / DAY);
+    whatif_run_release(&r);
+    replay(&f, &rm, 1, &r);
+    /* node 2 (the highest id) taken out stays out: one after the other */
+    assert_int_equal(r.start_ms[0], S(400));
+    assert_int_equal(r.start_ms[1], S(500));
+    assert_int_equal(r.capacity_milli, 2000);
+    whatif_run_release(&r);
+}
+
 static void test_recorded_out_of_order(void **state)
 {
     struct fx f;
@@ -664,6 +718,8 @@ int main(void)
         cmocka_unit_test(test_quota_set_during_period),
         cmocka_unit_test(test_cap_changes_during_period),
         cmocka_unit_test(test_pool_lent_during_period),
+        cmocka_unit_test(test_node_added_during_period),
+        cmocka_unit_test(test_removed_node_stays_down),
         cmocka_unit_test(test_recorded_out_of_order),
         cmocka_unit_test(test_baseline_reproduces_changed_quotas),
     };
