@@ -242,7 +242,8 @@ int whatif__recorded_change(struct whatif_core *core, const struct whatif_record
                    ? ERR_INVALID
                    : 0;
     if (tc->kind == WHATIF_REC_NODE) {
-        if (bsearch(&tc->node.id, core->removed, core->n_removed, sizeof(int64_t), cmp_id))
+        if (core->n_removed > 0 &&
+            bsearch(&tc->node.id, core->removed, core->n_removed, sizeof(int64_t), cmp_id))
             return 0; /* taken out by the what-if: stays down */
         return sched_set_node_state(core->s, tc->node.id, tc->node.state) < 0 ? ERR_INVALID : 0;
     }
