@@ -36,6 +36,35 @@ static int read_all(struct store_conn *c, const struct resource_def *def, struct
     return store_list_all(c, def, &f, a, ret, ret_n, ei);
 }
 
+/*
+ * Calls fn with every row of def that f selects, a page of PAGE rows at a
+ * time (rows may be big: a workload's command; a row's strings last only as
+ * long as its call); stops at fn's first error and returns it.
+ */
+typedef int row_fn(void *ctx, const struct row *r, struct error_info *ei);
+
+static int each_row(struct store_conn *c, const struct resource_def *def, struct store_filter *f,
+                    row_fn *fn, void *ctx, struct error_info *ei)
+{
+    int rc = 0;
+
+    f->limit = PAGE;
+    for (;;) {
+        struct arena page;
+        struct row *rows;
+        size_t got = 0;
+        arena_init(&page);
+        rc = store_list(c, def, f, &page, &rows, &got, ei);
+        for (size_t i = 0; rc >= 0 && i < got; i++)
+            rc = fn(ctx, &rows[i], ei);
+        if (got)
+            f->after_id = model_row_id(&rows[got - 1]);
+        arena_release(&page);
+        if (rc < 0 || got < (size_t)f->limit)
+            return rc;
+    }
+}
+
 static int cmp_node_id(const void *x, const void *y)
 {
     const struct whatif_node *a = x, *b = y;
@@ -191,55 +220,51 @@ static bool decode_audited(const char *text, enum whatif_recorded_kind kind, str
  * so one made or removed since is replayed as it is now); of nodes, those
  * made and those whose state changed.
  */
+struct audit_read {
+    enum whatif_recorded_kind kind;
+    struct arena *a;
+    struct audit_log *log;
+};
+
+static int audited_row(void *ctx, const struct row *r, struct error_info *ei)
+{
+    struct audit_read *ar = ctx;
+    struct audited e = {.at_ms = row_int(r, F_AUDIT_TIME) * 1000,
+                        .seq = model_row_id(r),
+                        .object = row_int(r, F_AUDIT_OBJECT_ID),
+                        .kind = ar->kind};
+
+    if (ar->log->n >= WHATIF_MAX_RECORDED)
+        return errinfo_set(ei, ERR_TOO_LARGE, "period",
+                           "quotas, caps, pools and nodes changed more than %d times since the "
+                           "period began: pick a later one",
+                           WHATIF_MAX_RECORDED);
+    e.had = !row_is_null(r, F_AUDIT_BEFORE) &&
+            decode_audited(row_str(r, F_AUDIT_BEFORE), ar->kind, ar->a, &e.before);
+    e.has = !row_is_null(r, F_AUDIT_AFTER) &&
+            decode_audited(row_str(r, F_AUDIT_AFTER), ar->kind, ar->a, &e.after);
+    if (ar->kind == WHATIF_REC_POOL ? !e.had || !e.has : !e.had && !e.has)
+        return 0;
+    /* of a node: made, or its state changed (not removed: the world has it not) */
+    if (ar->kind == WHATIF_REC_NODE &&
+        (!e.has || (e.had && e.before.node.state == e.after.node.state)))
+        return 0;
+    ALLOC_GROW(ar->log->v, ar->log->n + 1, ar->log->cap);
+    ar->log->v[ar->log->n++] = e;
+    return 0;
+}
+
 static int read_audited(struct store_conn *c, const struct resource_def *def,
                         enum whatif_recorded_kind kind, int64_t from_ms, struct arena *a,
                         struct audit_log *log, struct error_info *ei)
 {
+    struct audit_read ar = {kind, a, log};
     struct store_filter f;
-    int rc = 0;
 
     store_filter_init(&f);
     store_filter_eq_str(&f, F_AUDIT_RESOURCE, def->name);
     store_filter_range(&f, F_AUDIT_TIME, (from_ms + 999) / 1000, INT64_MAX);
-    f.limit = PAGE;
-    for (;;) {
-        struct arena page;
-        struct row *rows;
-        size_t got = 0;
-        arena_init(&page);
-        rc = store_list(c, &model_audit, &f, &page, &rows, &got, ei);
-        for (size_t i = 0; rc >= 0 && i < got; i++) {
-            struct audited e = {.at_ms = row_int(&rows[i], F_AUDIT_TIME) * 1000,
-                                .seq = model_row_id(&rows[i]),
-                                .object = row_int(&rows[i], F_AUDIT_OBJECT_ID),
-                                .kind = kind};
-            if (log->n >= WHATIF_MAX_RECORDED) {
-                rc = errinfo_set(ei, ERR_TOO_LARGE, "period",
-                                 "quotas, caps, pools and nodes changed more than %d times since "
-                                 "the period began: pick a later one",
-                                 WHATIF_MAX_RECORDED);
-                break;
-            }
-            e.had = !row_is_null(&rows[i], F_AUDIT_BEFORE) &&
-                    decode_audited(row_str(&rows[i], F_AUDIT_BEFORE), kind, a, &e.before);
-            e.has = !row_is_null(&rows[i], F_AUDIT_AFTER) &&
-                    decode_audited(row_str(&rows[i], F_AUDIT_AFTER), kind, a, &e.after);
-            if (kind == WHATIF_REC_POOL ? !e.had || !e.has : !e.had && !e.has)
-                continue;
-            /* of a node: made, or its state changed (not removed: the world has it not) */
-            if (kind == WHATIF_REC_NODE &&
-                (!e.has || (e.had && e.before.node.state == e.after.node.state)))
-                continue;
-            ALLOC_GROW(log->v, log->n + 1, log->cap);
-            log->v[log->n++] = e;
-        }
-        if (got)
-            f.after_id = model_row_id(&rows[got - 1]);
-        arena_release(&page);
-        if (rc < 0 || got < (size_t)f.limit)
-            break;
-    }
-    return rc;
+    return each_row(c, &model_audit, &f, audited_row, &ar, ei);
 }
 
 static int cmp_audited_time(const void *x, const void *y)
@@ -468,70 +493,66 @@ static int64_t org_of(const struct whatif_world *w, int64_t project_id)
     return 0;
 }
 
-/* The workloads that arrived in the period, a page at a time (rows are big: commands). */
+struct workload_read {
+    struct engine_world *ew;
+    size_t max;
+    struct whatif_workload *wls;
+    size_t n, cap;
+};
+
+static int workload_row(void *ctx, const struct row *r, struct error_info *ei)
+{
+    struct workload_read *wr = ctx;
+    struct engine_world *ew = wr->ew;
+    const struct flavor_info *fl =
+        FIND_BY_ID(ew->flavors, ew->n_flavors, row_int(r, F_WORKLOADS_FLAVOR_ID));
+    struct whatif_workload *wl;
+
+    if (wr->n >= wr->max)
+        return errinfo_set(ei, ERR_TOO_LARGE, "period",
+                           "the period holds more than %zu workloads: pick a shorter one", wr->max);
+    ALLOC_GROW(wr->wls, wr->n + 1, wr->cap);
+    wl = &wr->wls[wr->n];
+    memset(wl, 0, sizeof(*wl));
+    if (engine__spec_from(fl, r, &wl->spec) < 0) {
+        ew->not_replayed++; /* its flavor is gone */
+        return 0;
+    }
+    wl->flavor_id = fl->id;
+    wl->org_id = org_of(&ew->w, wl->spec.project_id);
+    /* for work that never started: how long it meant to run, when it left the queue */
+    wl->run_ms =
+        1000 * (row_int(r, F_WORKLOADS_DURATION_S) > 0 ? row_int(r, F_WORKLOADS_DURATION_S)
+                                                       : row_int(r, F_WORKLOADS_MAX_RUNTIME_S));
+    if (strcmp(row_str(r, F_WORKLOADS_STATE), "cancelled") == 0 &&
+        !row_is_null(r, F_WORKLOADS_FINISHED_AT))
+        wl->cancel_ms = row_int(r, F_WORKLOADS_FINISHED_AT) * 1000;
+    wr->n++;
+    return 0;
+}
+
+/* The workloads that arrived in the period. */
 static int read_workloads(struct store_conn *c, struct engine_world *ew, size_t max,
                           struct arena *a, struct whatif_workload **ret_wls, size_t *ret_n,
                           struct error_info *ei)
 {
-    struct whatif_world *w = &ew->w;
-    struct whatif_workload *wls = NULL;
-    size_t n = 0, cap = 0;
+    struct workload_read wr = {.ew = ew, .max = max};
     struct store_filter f;
-    int rc = 0;
+    int rc;
 
     store_filter_init(&f);
-    store_filter_range(&f, F_WORKLOADS_SUBMITTED_MS, w->from_ms, w->to_ms);
-    f.limit = PAGE;
-    for (;;) {
-        struct arena page;
-        struct row *rows;
-        size_t got = 0;
-        arena_init(&page);
-        rc = store_list(c, &model_workloads, &f, &page, &rows, &got, ei);
-        for (size_t i = 0; rc >= 0 && i < got; i++) {
-            const struct flavor_info *fl =
-                FIND_BY_ID(ew->flavors, ew->n_flavors, row_int(&rows[i], F_WORKLOADS_FLAVOR_ID));
-            struct whatif_workload *wl;
-            if (n >= max) {
-                rc = errinfo_set(ei, ERR_TOO_LARGE, "period",
-                                 "the period holds more than %zu workloads: pick a shorter one",
-                                 max);
-                break;
-            }
-            ALLOC_GROW(wls, n + 1, cap);
-            wl = &wls[n];
-            memset(wl, 0, sizeof(*wl));
-            if (engine__spec_from(fl, &rows[i], &wl->spec) < 0) {
-                ew->not_replayed++; /* its flavor is gone */
-                continue;
-            }
-            wl->flavor_id = fl->id;
-            wl->org_id = org_of(w, wl->spec.project_id);
-            /* for work that never started: how long it meant to run, when it left the queue */
-            wl->run_ms = 1000 * (row_int(&rows[i], F_WORKLOADS_DURATION_S) > 0
-                                     ? row_int(&rows[i], F_WORKLOADS_DURATION_S)
-                                     : row_int(&rows[i], F_WORKLOADS_MAX_RUNTIME_S));
-            if (strcmp(row_str(&rows[i], F_WORKLOADS_STATE), "cancelled") == 0 &&
-                !row_is_null(&rows[i], F_WORKLOADS_FINISHED_AT))
-                wl->cancel_ms = row_int(&rows[i], F_WORKLOADS_FINISHED_AT) * 1000;
-            n++;
-        }
-        if (got)
-            f.after_id = model_row_id(&rows[got - 1]);
-        arena_release(&page);
-        if (rc < 0 || got < (size_t)f.limit)
-            break;
-    }
+    store_filter_range(&f, F_WORKLOADS_SUBMITTED_MS, ew->w.from_ms, ew->w.to_ms);
+    rc = each_row(c, &model_workloads, &f, workload_row, &wr, ei);
     if (rc < 0) {
-        free(wls);
+        free(wr.wls);
         return rc;
     }
     /* into the arena, so that the world is one piece */
-    *ret_wls = arena_calloc(a, n + 1, sizeof(**ret_wls));
-    if (n)
-        memcpy(*ret_wls, wls, n * sizeof(*wls));
-    free(wls);
-    *ret_n = n;
+    *ret_wls = arena_calloc(a, wr.n + 1, sizeof(**ret_wls));
+    if (wr.n)
+        memcpy(*ret_wls, wr.wls, wr.n * sizeof(*wr.wls));
+    free(wr.wls);
+    *ret_n = wr.n;
     return 0;
 }
 
@@ -547,53 +568,53 @@ static int cmp_wl_id(const void *x, const void *y)
     return a->spec.id < b->spec.id ? -1 : a->spec.id > b->spec.id;
 }
 
+struct runs_read {
+    const struct whatif_workload *wls;
+    size_t n;
+    struct runs *runs;
+    int64_t now_ms;
+};
+
+static int run_row(void *ctx, const struct row *row, struct error_info *ei)
+{
+    struct runs_read *rr = ctx;
+    struct whatif_workload key = {0};
+    const struct whatif_workload *hit;
+    struct runs *r;
+    int64_t start = row_int(row, F_ALLOCATIONS_STARTED_MS);
+    bool open = row_is_null(row, F_ALLOCATIONS_ENDED_MS);
+    int64_t end = open ? rr->now_ms : row_int(row, F_ALLOCATIONS_ENDED_MS);
+
+    (void)ei;
+    key.spec.id = row_int(row, F_ALLOCATIONS_WORKLOAD_ID);
+    hit = bsearch(&key, rr->wls, rr->n, sizeof(key), cmp_wl_id);
+    if (!hit)
+        return 0;
+    r = &rr->runs[hit - rr->wls];
+    if (!r->first_start || start < r->first_start)
+        r->first_start = start;
+    if (start > r->last_start) { /* a later run */
+        r->last_start = start;
+        r->last_end = end;
+        r->open = open;
+    } else if (start == r->last_start && end > r->last_end) {
+        r->last_end = end;
+        r->open |= open;
+    }
+    return 0;
+}
+
 /* First start and last run of each workload, from allocations that started since from_ms. */
 static int read_runs(struct store_conn *c, const struct whatif_workload *wls, size_t n,
                      struct runs *runs, int64_t from_ms, int64_t until_ms, int64_t now_ms,
                      struct error_info *ei)
 {
+    struct runs_read rr = {wls, n, runs, now_ms};
     struct store_filter f;
-    int rc = 0;
 
     store_filter_init(&f);
     store_filter_range(&f, F_ALLOCATIONS_STARTED_MS, from_ms, until_ms);
-    f.limit = PAGE;
-    for (;;) {
-        struct arena page;
-        struct row *rows;
-        size_t got = 0;
-        arena_init(&page);
-        rc = store_list(c, &model_allocations, &f, &page, &rows, &got, ei);
-        for (size_t i = 0; rc >= 0 && i < got; i++) {
-            struct whatif_workload key = {0};
-            const struct whatif_workload *hit;
-            struct runs *r;
-            int64_t start = row_int(&rows[i], F_ALLOCATIONS_STARTED_MS);
-            bool open = row_is_null(&rows[i], F_ALLOCATIONS_ENDED_MS);
-            int64_t end = open ? now_ms : row_int(&rows[i], F_ALLOCATIONS_ENDED_MS);
-            key.spec.id = row_int(&rows[i], F_ALLOCATIONS_WORKLOAD_ID);
-            hit = bsearch(&key, wls, n, sizeof(key), cmp_wl_id);
-            if (!hit)
-                continue;
-            r = &runs[hit - wls];
-            if (!r->first_start || start < r->first_start)
-                r->first_start = start;
-            if (start > r->last_start) { /* a later run */
-                r->last_start = start;
-                r->last_end = end;
-                r->open = open;
-            } else if (start == r->last_start && end > r->last_end) {
-                r->last_end = end;
-                r->open |= open;
-            }
-        }
-        if (got)
-            f.after_id = model_row_id(&rows[got - 1]);
-        arena_release(&page);
-        if (rc < 0 || got < (size_t)f.limit)
-            break;
-    }
-    return rc;
+    return each_row(c, &model_allocations, &f, run_row, &rr, ei);
 }
 
 void engine_world_settings(const struct engine *e, struct sched_config *ret_cfg,
