@@ -606,12 +606,6 @@ static int cmp_index(const void *a, const void *b)
 }
 
 /*
- * Starts a pass: preemptors whose victims have all released first, then the
- * list of projects it looks at (those marked since the last), each class
- * marked to be looked at in full or only where room was freed. Returns the
- * list.
- */
-/*
  * Preemptors whose victims have all released go first: the capacity is
  * theirs. One admitted leaves its queue: the work behind it comes into
  * view, so its class is looked at in this pass (what was learnt of it was
@@ -660,6 +654,12 @@ static void admit_ready(struct sched *s, int64_t now_ms, struct sched_decisions 
     r->n = 0;
 }
 
+/*
+ * Starts a pass: preemptors whose victims have all released first, then the
+ * list of projects it looks at (those marked since the last), each class
+ * marked to be looked at in full or only where room was freed. Returns the
+ * list.
+ */
 static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_decisions *d)
 {
     struct ivec todo;
