@@ -3,7 +3,9 @@
  * The what-if replay (src/whatif/whatif.h, issue 17): a replay without
  * changes reproduces recorded starts to the second, and hand-checked cases
  * move the waits the right way (more guarantee, more nodes, a shorter grace,
- * a pool lent to all), with cost rated as invoices rate it.
+ * a pool lent to all), with cost rated as invoices rate it. The record's own
+ * changes (quotas, caps, pools, nodes) apply at their time, under the
+ * what-if's, and a history with them is reproduced only with them.
  *
  * Times are T0 + seconds; one GPU class (1); milli-GPU everywhere.
  */
