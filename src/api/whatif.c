@@ -276,8 +276,8 @@ static json_t *run_json(const struct whatif_run *run, const struct engine_world 
         json_array_append_new(series, json_real((double)run->series_milli[i] / 1000.0));
     o = json_pack("{s:b,s:o,s:o,s:I,s:o,s:{s:I,s:o},s:{s:I,s:I},s:s,s:I}", "simulated", 1,
                   "overall", stats_json(&run->overall, ew, digits), "projects", projects,
-                  "capacity_gpus", (json_int_t)((run->capacity_milli + 500) / 1000),
-                  "allocated_gpu_hours", hours(run->allocated_milli_ms), "series", "step_s",
+                  "capacity_gpus", (json_int_t)(run->capacity_milli / 1000), "allocated_gpu_hours",
+                  hours(run->allocated_milli_ms), "series", "step_s",
                   (json_int_t)(run->series_step_ms / 1000), "allocated_gpus", series,
                   "starts_reproduced", "compared", (json_int_t)run->starts_compared, "same",
                   (json_int_t)run->starts_same, "currency", run->currency, "unpriced_runs",
@@ -286,10 +286,9 @@ static json_t *run_json(const struct whatif_run *run, const struct engine_world 
     json_object_set_new(o, "idle_gpu_hours", who->admin ? hours(run->idle_milli_ms) : json_null());
     json_object_set_new(
         o, "utilisation_ppm",
-        who->admin && run->capacity_milli > 0 && period > 0
-            ? json_integer(
-                  (json_int_t)((__int128)(period * run->capacity_milli - run->idle_milli_ms) *
-                               1000000 / ((__int128)period * run->capacity_milli)))
+        who->admin && run->capacity_milli_ms > 0 && period > 0
+            ? json_integer((json_int_t)((__int128)(run->capacity_milli_ms - run->idle_milli_ms) *
+                                        1000000 / run->capacity_milli_ms))
             : json_null());
     if (who->admin) {
         json_object_set_new(o, "passes", json_integer(run->passes));

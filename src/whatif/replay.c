@@ -68,7 +68,7 @@ struct replay {
     int64_t rec_id;
     int64_t alloc_all_milli_ms; /* every project's, within the period */
     int64_t cap_now, cap_since; /* GPUs of ready nodes, since when */
-    int64_t cap_milli_ms;       /* their sum over the period so far */
+    int64_t cap_at_end;         /* those when the period ended, -1 before */
     int64_t queued;             /* workloads the core holds queued */
     int64_t series_sum[WHATIF_SERIES_MAX];
     struct whatif_run *out;
@@ -260,13 +260,18 @@ static int cmp_arrival(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-/* Counts the capacity there was from the last change to t, within the period. */
+/*
+ * Counts the capacity there was from the last change to t, within the
+ * period, and notes what it was when the period ended.
+ */
 static void capacity_until(struct replay *rp, int64_t t)
 {
     int64_t lo = rp->cap_since > rp->w->from_ms ? rp->cap_since : rp->w->from_ms;
     int64_t hi = t < rp->w->to_ms ? t : rp->w->to_ms;
     if (hi > lo)
-        rp->cap_milli_ms += rp->cap_now * (hi - lo);
+        rp->out->capacity_milli_ms += rp->cap_now * (hi - lo);
+    if (t >= rp->w->to_ms && rp->cap_at_end < 0)
+        rp->cap_at_end = rp->cap_now;
     rp->cap_since = t;
 }
 
@@ -512,8 +517,8 @@ static void series_finish(struct replay *rp)
         out->series_milli[k] = s1 > s0 ? rp->series_sum[k] / (s1 - s0) : 0;
     }
     capacity_until(rp, to);
-    out->capacity_milli = rp->cap_milli_ms / (to - from);
-    out->idle_milli_ms = rp->cap_milli_ms - rp->alloc_all_milli_ms;
+    out->capacity_milli = rp->cap_at_end;
+    out->idle_milli_ms = out->capacity_milli_ms - rp->alloc_all_milli_ms;
     if (out->idle_milli_ms < 0)
         out->idle_milli_ms = 0;
 }
@@ -584,6 +589,7 @@ int whatif_replay(const struct whatif_world *w, const struct whatif_change *chan
     ret->start_ms = xcalloc(w->n_workloads + 1, sizeof(*ret->start_ms));
     ret->capacity_milli = rp.cap_now = rp.core.capacity_milli;
     rp.cap_since = w->from_ms;
+    rp.cap_at_end = -1;
     currency_of(w, ret->currency);
     if (rc >= 0) {
         scope_projects(&rp, opt);

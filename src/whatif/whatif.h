@@ -190,9 +190,10 @@ struct whatif_run {
     struct whatif_stats overall;   /* over the scope (all projects, or those asked for) */
     struct whatif_stats *projects; /* every project in scope with replayed work, by id */
     size_t n_projects;
-    int64_t capacity_milli;     /* GPUs of ready nodes in this run, on average over the period */
+    int64_t capacity_milli;     /* GPUs of ready nodes in this run when the period ended */
+    int64_t capacity_milli_ms;  /* GPUs of ready nodes over the period (nodes come and go) */
     int64_t allocated_milli_ms; /* held by the scope within the period */
-    int64_t idle_milli_ms;      /* capacity x period - all work held within the period */
+    int64_t idle_milli_ms;      /* capacity over the period - all work held within it */
     int64_t series_step_ms;     /* the series' points: [from + i*step, from + (i+1)*step) */
     size_t n_series;
     int64_t series_milli[WHATIF_SERIES_MAX]; /* average milli-GPU the scope held then */

@@ -607,7 +607,8 @@ static void test_node_added_during_period(void **state)
     replay(&f, NULL, 0, &r);
     assert_int_equal(r.start_ms[1], S(500));
     assert_int_equal(r.recorded_applied, 1);
-    assert_int_equal(r.capacity_milli, (2000 * 500000 + 4000 * (DAY - 500000)) / DAY);
+    assert_int_equal(r.capacity_milli, 4000); /* when the period ended */
+    assert_int_equal(r.capacity_milli_ms, 2000 * 500000 + 4000 * (DAY - 500000));
     assert_int_equal(r.idle_milli_ms,
                      2000 * 500000 + 4000 * (DAY - 500000) - r.overall.gpu_milli_ms);
     whatif_run_release(&r);
@@ -629,13 +630,15 @@ static void test_removed_node_stays_down(void **state)
     /* as recorded: node 2 is back by 400 s, both start at once */
     assert_int_equal(r.start_ms[0], S(400));
     assert_int_equal(r.start_ms[1], S(400));
-    assert_int_equal(r.capacity_milli, (4000 * (DAY - 100000) + 2000 * 100000) / DAY);
+    assert_int_equal(r.capacity_milli, 4000);
+    assert_int_equal(r.capacity_milli_ms, 4000 * (DAY - 100000) + 2000 * 100000);
     whatif_run_release(&r);
     replay(&f, &rm, 1, &r);
     /* node 2 (the highest id) taken out stays out: one after the other */
     assert_int_equal(r.start_ms[0], S(400));
     assert_int_equal(r.start_ms[1], S(500));
     assert_int_equal(r.capacity_milli, 2000);
+    assert_int_equal(r.capacity_milli_ms, 2000 * DAY);
     whatif_run_release(&r);
 }
 
