@@ -282,14 +282,20 @@ struct first_of {
     size_t at; /* index into the log */
 };
 
-static int cmp_first_of(const void *x, const void *y)
+static int cmp_object(const void *x, const void *y)
 {
     const struct first_of *a = x, *b = y;
     if (a->kind != b->kind)
         return a->kind < b->kind ? -1 : 1;
-    if (a->object != b->object)
-        return a->object < b->object ? -1 : 1;
-    return a->at < b->at ? -1 : a->at > b->at;
+    return a->object < b->object ? -1 : a->object > b->object;
+}
+
+/* By object, then the earliest first. */
+static int cmp_first_of(const void *x, const void *y)
+{
+    const struct first_of *a = x, *b = y;
+    int c = cmp_object(x, y);
+    return c ? c : (a->at > b->at) - (a->at < b->at);
 }
 
 static struct first_of *first_entries(const struct audit_log *log, size_t *ret_n)
@@ -312,15 +318,8 @@ static size_t first_audited(const struct first_of *v, size_t n, enum whatif_reco
                             int64_t object)
 {
     struct first_of key = {object, kind, 0};
-    size_t lo = 0, hi = n;
-    while (lo < hi) { /* the first not below key: the object's one entry, if any */
-        size_t mid = lo + (hi - lo) / 2;
-        if (cmp_first_of(&v[mid], &key) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && v[lo].object == object && v[lo].kind == kind ? v[lo].at : SIZE_MAX;
+    const struct first_of *hit = n > 0 ? bsearch(&key, v, n, sizeof(*v), cmp_object) : NULL;
+    return hit ? hit->at : SIZE_MAX;
 }
 
 /* Whether the world holds a pool of this id. */

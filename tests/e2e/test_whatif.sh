@@ -155,6 +155,7 @@ expect_eq "$HTTP_STATUS" 200 "an org admin may"
 expect_eq "$(jq -c '[.baseline.projects[].project]' <<<"$BODY")" '[]' \
   "other organizations' projects are not shown"
 expect_eq "$(jq -r .baseline.idle_gpu_hours <<<"$BODY")" null "nor the fleet's idle time"
+expect_eq "$(jq -r .baseline.recorded_changes <<<"$BODY")" null "nor how often quotas and nodes changed"
 case "$BODY" in *team-a* | *team-b*) fail "the org admin's answer names acme's teams: $BODY" ;; esac
 whatif "{\"from\":\"$from\",\"to\":\"$to\",\"changes\":[{\"kind\":\"quota\",\"project_id\":$PROJECT_A,\"gpu_class_id\":$CLASS,\"gpus\":1}]}" "$olga"
 expect_eq "$HTTP_STATUS" 400 "another organization's project reads as unknown"

@@ -656,6 +656,23 @@ static void test_recorded_out_of_order(void **state)
     f.w.n_recorded = 0;
     quota_at(&f, -10, 1, 1000, -1); /* before the period */
     assert_int_equal(whatif_replay(&f.w, NULL, 0, NULL, &r, &ei), ERR_INVALID);
+    {
+        struct whatif_recorded_change *many =
+            xcalloc(WHATIF_MAX_RECORDED + 1, sizeof(*many)); /* all at the start: in order */
+        struct error_info ei2 = {0};
+        for (size_t i = 0; i <= WHATIF_MAX_RECORDED; i++)
+            many[i] = (struct whatif_recorded_change){
+                .at_ms = S(0), .quota = {.project_id = 1, .class_id = 1, .limit = -1}};
+        f.w.recorded = many;
+        f.w.n_recorded = WHATIF_MAX_RECORDED + 1;
+        assert_int_equal(whatif_replay(&f.w, NULL, 0, NULL, &r, &ei2), ERR_TOO_LARGE);
+        assert_non_null(strstr(ei2.message, "10000"));
+        f.w.n_recorded = WHATIF_MAX_RECORDED; /* the bound itself is fine */
+        assert_int_equal(whatif_replay(&f.w, NULL, 0, NULL, &r, &ei2), 0);
+        assert_int_equal(r.recorded_applied, WHATIF_MAX_RECORDED);
+        whatif_run_release(&r);
+        free(many);
+    }
 }
 
 /*
