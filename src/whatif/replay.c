@@ -4,11 +4,11 @@
  *
  * The loop takes the next instant that has something to do: a run's end
  * (start + its real run time), a victim's release (decision + grace), an
- * arrival (its recorded submit time), a quota, cap, pool or node change of the record,
- * or one of the core's timers while work waits. At that instant ends and
- * releases are told to the core first, then quota changes, then arrivals
- * are submitted, then one pass runs, as the engine does after a round of
- * ends, rebuilds and submissions. Admitted work ends after its
+ * arrival (its recorded submit time), a quota, cap, pool or node change
+ * of the record, or one of the core's timers while work waits. At that
+ * instant ends and releases are told to the core first, then the record's
+ * changes, then arrivals are submitted, then one pass runs, as the engine
+ * does after a round of ends, rebuilds and submissions. Admitted work ends after its
  * run time; a victim keeps its GPUs until its grace is over (or its run
  * ends first) and, when it asked to be, is requeued in its original place
  * and later runs its whole run time again (a replay knows no checkpoints).
@@ -562,7 +562,7 @@ int whatif_replay(const struct whatif_world *w, const struct whatif_change *chan
     }
     if (w->n_recorded > WHATIF_MAX_RECORDED)
         return errinfo_set(ei, ERR_TOO_LARGE, "period",
-                           "the period holds more than %d quota, cap and pool changes",
+                           "the period holds more than %d quota, cap, pool and node changes",
                            WHATIF_MAX_RECORDED);
     memset(&rp, 0, sizeof(rp));
     rp.w = w;
@@ -587,7 +587,7 @@ int whatif_replay(const struct whatif_world *w, const struct whatif_change *chan
         }
     }
     ret->start_ms = xcalloc(w->n_workloads + 1, sizeof(*ret->start_ms));
-    ret->capacity_milli = rp.cap_now = rp.core.capacity_milli;
+    rp.cap_now = rp.core.capacity_milli;
     rp.cap_since = w->from_ms;
     rp.cap_at_end = -1;
     currency_of(w, ret->currency);

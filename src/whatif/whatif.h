@@ -70,13 +70,16 @@ struct whatif_org_cap {
 };
 
 /*
- * A quota, an organization's cap or a pool as it was set at at_ms (the
- * audit trail keeps every change): the world's quotas, org_caps and pools
- * are as they stood at from_ms, and the replay applies these at their time,
- * before the arrivals of that instant, as the daemon rebuilt its core when
- * they were made. A removed quota comes as guarantee 0 and no limit, a
- * removed cap as no limit: what having none means. A pool's change is of
- * its owner, access and lending (which GPUs it holds is as the world says).
+ * A quota, an organization's cap, a pool or a node as it was set at at_ms
+ * (the audit trail keeps every change): the world's quotas, org_caps, pools
+ * and nodes are as they stood at from_ms, and the replay applies these at
+ * their time, before the arrivals of that instant, as the daemon rebuilt its
+ * core when they were made. A removed quota comes as guarantee 0 and no
+ * limit, a removed cap as no limit: what having none means. A pool's change
+ * is of its owner, access and lending (which GPUs it holds is as the world
+ * says); a node's, of its state (one made during the period is down until
+ * then; work on a node that goes down runs on; one the what-if removes
+ * stays down).
  */
 enum whatif_recorded_kind {
     WHATIF_REC_QUOTA = 0,
@@ -115,7 +118,7 @@ struct whatif_workload {
  * SCHED_POLICY_NAMES, made afresh for each run with the typical pods
  * SCHED_POLICY_DEFAULT_PODS). [from_ms, to_ms) is the period: workloads
  * arrive in it; the series and idle time cover it. Quotas and caps are as
- * they were at from_ms and change as recorded say.
+ * they were at from_ms, pools and nodes too, and change as recorded says.
  */
 struct whatif_world {
     const int64_t *classes;
