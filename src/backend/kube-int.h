@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kube-int.h: what the files of the Kubernetes backend share (kube.c the
- * table, kube-client.c the apiserver connection, kube-pod.c pods in and
- * out, kube-nodes.c discovery); kube.h is the public side. The pod and
+ * table and kube-watch.c its pods' news, over kube-state.h; kube-client.c
+ * the apiserver connection, kube-pod.c pods in and out, kube-nodes.c
+ * discovery); kube.h is the public side. The pod and
  * node functions are pure (JSON in, values out) so tests check them
  * without an apiserver.
  */

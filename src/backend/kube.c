@@ -1,108 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kube.c: the Kubernetes backend's table (kube.h says its rules). It keeps
- * a record per workload with one entry per replica's pod, fed by a watch of
- * this daemon's pods (label gpuaas.io/instance) that poll() drives: a list
- * first (its resourceVersion), then a watch from there with bookmarks; a
- * closed watch is started again from the last resourceVersion seen, and a
- * 410 Gone (history compacted) or an ERROR event lists again. Requests that
- * change things (create, delete) are made at once from the engine's thread
- * and bounded in time (kube-client.c).
+ * a record per workload with one entry per replica's pod (kube-state.h),
+ * which a watch of this daemon's pods brings up to date from poll()
+ * (kube-watch.c). Requests that change things (create, delete) are made at
+ * once from the engine's thread and bounded in time (kube-client.c).
  */
 #include "base/common.h"
 
-#include "backend/kube-int.h"
-#include "backend/work.h"
+#include "backend/kube-state.h"
 #include "base/log.h"
 #include "base/timeutil.h"
-#include "collect/collector.h"
 
-#define NEVER INT64_MAX
 /* The engine looks this often: the watch is read from poll(). */
 #define KUBE_LOOK_MS 100
 /* ... and this often while requests are on their way. */
 #define ASYNC_LOOK_MS 10
-/* After a failed list or watch, this long before trying again. */
-#define RETRY_MS 1000
-#define MAX_TOLERATE 16
 /* The most a free waits for pod creates and deletes on their way (kube_free). */
 #define FREE_DRAIN_MS 5000
-
-struct kreplica {
-    char name[96];
-    enum kube_pod_phase phase;
-    bool gone;          /* no longer in the cluster */
-    bool deleted_by_us; /* we asked for its deletion */
-    bool listed;        /* in the list being read (list_pods) */
-    bool ran;           /* seen Running (or ended after its container ran) */
-    /* devices (take_devices): */
-    char node[128];     /* where it was placed */
-    int n_gpus;         /* whole GPUs it has; 0 (MIG slices, shares): not followed */
-    uint64_t said_mask; /* the GPU indices last reported or placed on, one bit each */
-    uint64_t seen_mask; /* those dcgm-exporter says now (gather_devices) */
-    int exit_code;
-    int64_t finished_ms;
-    char message[160];
-    /* asynchronous requests (kube_async_send): */
-    bool creating;           /* its create was sent, not yet answered */
-    bool delete_sent;        /* a delete is on its way */
-    json_t *pod;             /* what to create, until it is made */
-    int create_tries;        /* creates refused for a moment (a new namespace) */
-    int64_t create_again_ms; /* such a refusal: send it again then; 0: none */
-};
-
-struct kwork {
-    int64_t id; /* workload; first: backend/work.h */
-    int64_t project_id;
-    char ns[96];
-    struct kreplica *r;
-    size_t n;
-    int64_t launched_ms;
-    int64_t deadline_ms;     /* max runtime; NEVER: none */
-    enum backend_end reason; /* 0, STOPPED or TIMEOUT once asked to end */
-    int64_t kill_at_ms;      /* end of the grace given */
-    int64_t delete_again_ms; /* asked to end, a delete failed: when to ask again */
-    char why[200];           /* BACKEND_NOT_STARTED: what went wrong */
-    uint32_t gen;            /* this launch (or adoption): its requests' answers name it */
-    bool started_said;       /* every pod ran: reported (take_started), or adopted so */
-};
-
-struct kube {
-    struct backend b;
-    struct kube_client *k;
-    char *kubeconfig;  /* the endpoint, for log readers' own connections */
-    char prefix[64];   /* gpuaas-<hex>- */
-    char instance[64]; /* gpuaas-<hex> */
-    char *default_image;
-    char *tolerate_buf;
-    const char *tolerate[MAX_TOLERATE];
-    size_t n_tolerate;
-    int64_t timeout_grace_ms;
-    struct backend_work work;
-    struct kube_watch watch;
-    struct kube_async *async; /* pod creates and deletes in flight */
-    uint32_t next_gen;        /* of the next kwork */
-    int64_t now_ms;           /* of the poll or launch under way */
-    char rv[64];              /* resourceVersion to watch from; "" until listed */
-    int64_t retry_at_ms;      /* no list or watch before this */
-    bool said_broken;         /* the watch's trouble was logged */
-    char **namespaces;        /* made (or found) already */
-    size_t n_namespaces, cap_namespaces;
-    struct backend_started *started; /* start reports not yet taken, oldest first */
-    size_t n_started, cap_started;
-    struct collector *collector;  /* dcgm-exporter's pod labels; NULL: none */
-    uint64_t pod_runs;            /* the collector's runs seen */
-    struct inv_readings pod_gpus; /* their readings, reused */
-    struct backend_devices *devs; /* device reports not yet taken, oldest first */
-    size_t n_devs, cap_devs;
-};
-
-_Static_assert(offsetof(struct kwork, id) == 0, "backend/work.h: the id comes first");
-
-static struct kube *kube_of(struct backend *b)
-{
-    return b->impl;
-}
 
 static void kwork_free(struct kwork *w)
 {
@@ -116,9 +31,8 @@ static void kwork_free(struct kwork *w)
 
 /* ---- requests ---- */
 
-/* A request whose answer must have one of the statuses ok1/ok2 (0: none). */
-static int request(struct kube *s, const char *method, const char *path, json_t *body, long ok1,
-                   long ok2, long *ret_status, json_t **ret, struct error_info *ei)
+int kube__request(struct kube *s, const char *method, const char *path, json_t *body, long ok1,
+                  long ok2, long *ret_status, json_t **ret, struct error_info *ei)
 {
     long status = 0;
     json_t *ans = NULL;
@@ -139,7 +53,7 @@ static int request(struct kube *s, const char *method, const char *path, json_t 
     return rc;
 }
 
-static void label_selector(const struct kube *s, char *out, size_t size)
+void kube__label_selector(const struct kube *s, char *out, size_t size)
 {
     snprintf(out, size, "labelSelector=" KUBE_LABEL_INSTANCE "%%3D%s", s->instance);
 }
@@ -159,7 +73,7 @@ static int delete_pod(struct kube *s, const char *ns, const char *name, int64_t 
 {
     char path[256];
     json_t *opts = pod_delete(ns, name, grace_s, path, sizeof(path));
-    int rc = request(s, "DELETE", path, opts, 200, 404, NULL, NULL, ei);
+    int rc = kube__request(s, "DELETE", path, opts, 200, 404, NULL, NULL, ei);
 
     json_decref(opts);
     return rc;
@@ -222,8 +136,7 @@ static void on_delete_reply(struct kreplica *p, const struct kube_reply *r)
         log_warn("kubernetes: could not delete a pod", "pod", p->name, "error", r->message);
 }
 
-/* w ends as not started (w->why says why): its pods go at once, gang and all. */
-static void not_started(struct kube *s, struct kwork *w)
+void kube__not_started(struct kube *s, struct kwork *w)
 {
     w->reason = BACKEND_NOT_STARTED;
     w->kill_at_ms = s->now_ms;
@@ -281,7 +194,7 @@ static void on_reply(void *arg, const struct kube_reply *r)
         /* a gang starts whole or not at all: the others go */
         snprintf(w->why, sizeof(w->why), "could not create its pod %.60s: %.100s", p->name,
                  r->message);
-        not_started(s, w);
+        kube__not_started(s, w);
     }
 }
 
@@ -318,176 +231,13 @@ static int ensure_namespace(struct kube *s, const char *ns, int64_t project_id,
     body = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}}}", "apiVersion", "v1", "kind",
                      "Namespace", "metadata", "name", ns, "labels", "app.kubernetes.io/managed-by",
                      "gpuaas", KUBE_LABEL_INSTANCE, s->instance, KUBE_LABEL_PROJECT, proj);
-    rc = request(s, "POST", "/api/v1/namespaces", body, 201, 409, NULL, NULL, ei);
+    rc = kube__request(s, "POST", "/api/v1/namespaces", body, 201, 409, NULL, NULL, ei);
     json_decref(body);
     if (rc == 0) {
         ALLOC_GROW(s->namespaces, s->n_namespaces + 1, s->cap_namespaces);
         s->namespaces[s->n_namespaces++] = xstrdup(ns);
     }
     return rc;
-}
-
-/* ---- what pods say ---- */
-
-/* Once every pod of w has run, the start is reported (take_started), once. */
-static void check_started(struct kube *s, struct kwork *w)
-{
-    if (w->started_said || w->reason)
-        return;
-    for (size_t r = 0; r < w->n; r++)
-        if (!w->r[r].ran)
-            return;
-    w->started_said = true;
-    ALLOC_GROW(s->started, s->n_started + 1, s->cap_started);
-    s->started[s->n_started++] = (struct backend_started){.workload_id = w->id, .at_ms = s->now_ms};
-}
-
-static void on_pod(struct kube *s, json_t *pod, bool deleted)
-{
-    struct kube_pod_state st;
-    struct kwork *w;
-    struct kreplica *r;
-
-    kube_pod_state_of(pod, &st);
-    if (st.workload_id < 0 || !(w = backend_work_find(&s->work, st.workload_id, NULL)) ||
-        (size_t)st.replica >= w->n)
-        return; /* not one we follow: the start-up sweep deals with strays */
-    r = &w->r[st.replica];
-    r->listed = true;
-    if (deleted)
-        r->gone = true;
-    if (r->phase == KUBE_POD_ENDED || (deleted && st.phase != KUBE_POD_ENDED))
-        return; /* the first end stands; a pod gone unended keeps what it last said */
-    r->phase = st.phase;
-    if (st.stuck && !w->reason) {
-        /* it would wait forever on its GPUs: the work ends, not started, and its pods go */
-        snprintf(w->why, sizeof(w->why), "its pod %.60s cannot start: %.110s", r->name, st.message);
-        not_started(s, w);
-        return;
-    }
-    if (st.phase == KUBE_POD_ENDED) {
-        r->exit_code = st.exit_code;
-        r->finished_ms = st.finished_ms;
-        snprintf(r->message, sizeof(r->message), "%s", st.message);
-    }
-    /* an exit code means its container ran, however briefly */
-    r->ran |= st.phase == KUBE_POD_RUNNING || (st.phase == KUBE_POD_ENDED && st.exit_code >= 0);
-    check_started(s, w);
-}
-
-/* The apiserver answered: say so once after trouble. */
-static void healthy(struct kube *s)
-{
-    if (s->said_broken)
-        log_info("kubernetes: following the pods again");
-    s->said_broken = false;
-}
-
-static void on_event(void *arg, json_t *ev)
-{
-    struct kube *s = arg;
-    const char *type = json_string_value(json_object_get(ev, "type"));
-    json_t *obj = json_object_get(ev, "object");
-    const char *rv =
-        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-
-    if (!type)
-        return;
-    healthy(s);
-    if (strcmp(type, "ERROR") == 0) {
-        /* 410 Gone (the history was compacted) or another failure: list again */
-        log_info("kubernetes watch: the apiserver ended it; listing again", "code",
-                 json_string_value(json_object_get(obj, "reason")));
-        s->rv[0] = '\0';
-        return;
-    }
-    if (rv)
-        snprintf(s->rv, sizeof(s->rv), "%s", rv);
-    if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
-        on_pod(s, obj, false);
-    else if (strcmp(type, "DELETED") == 0)
-        on_pod(s, obj, true);
-}
-
-/* Lists our pods, brings every record up to date, and notes the resourceVersion. */
-static int list_pods(struct kube *s, struct error_info *ei)
-{
-    char path[256], sel[128];
-    json_t *ans = NULL, *items, *p;
-    size_t i;
-    int rc;
-
-    label_selector(s, sel, sizeof(sel));
-    snprintf(path, sizeof(path), "/api/v1/pods?%s", sel);
-    rc = request(s, "GET", path, NULL, 200, 0, NULL, &ans, ei);
-    if (rc < 0)
-        return rc;
-    items = json_object_get(ans, "items");
-    /* a pod we follow that the list lacks is gone (one still being made is not there yet) */
-    for (size_t k = 0; k < s->work.n; k++) {
-        struct kwork *w = s->work.items[k];
-        for (size_t r = 0; r < w->n; r++)
-            w->r[r].listed = false;
-    }
-    json_array_foreach(items, i, p)
-    {
-        on_pod(s, p, false);
-    }
-    for (size_t k = 0; k < s->work.n; k++) {
-        struct kwork *w = s->work.items[k];
-        for (size_t r = 0; r < w->n; r++)
-            w->r[r].gone |= !w->r[r].listed && !w->r[r].creating;
-    }
-    healthy(s);
-    snprintf(s->rv, sizeof(s->rv), "%s",
-             json_string_value(json_object_get(json_object_get(ans, "metadata"), "resourceVersion"))
-                 ?: "");
-    json_decref(ans);
-    return 0;
-}
-
-static void say_broken(struct kube *s, const struct error_info *ei, int64_t now_ms)
-{
-    if (!s->said_broken)
-        log_warn("kubernetes: cannot follow the pods; trying again every second", "error",
-                 ei->message[0] ? ei->message : "the watch ended");
-    s->said_broken = true;
-    s->retry_at_ms = now_ms + RETRY_MS;
-}
-
-/* Keeps the watch going: lists when needed, starts it again when it ended, reads it. */
-static void follow(struct kube *s, int64_t now_ms)
-{
-    struct error_info ei = {0};
-    char path[320], sel[128];
-
-    if (s->watch.open) {
-        if (kube_watch_pump(&s->watch, on_event, s, &ei) == 1 && s->rv[0])
-            return; /* following */
-        if (s->watch.status == 410)
-            s->rv[0] = '\0'; /* too old a resourceVersion: list again */
-        kube_watch_stop(&s->watch);
-        if (ei.code) {
-            say_broken(s, &ei, now_ms);
-            return;
-        }
-    }
-    if (now_ms < s->retry_at_ms)
-        return;
-    if (!s->rv[0] && list_pods(s, &ei) < 0) {
-        say_broken(s, &ei, now_ms);
-        return;
-    }
-    label_selector(s, sel, sizeof(sel));
-    snprintf(path, sizeof(path),
-             "/api/v1/pods?%s&watch=1&allowWatchBookmarks=true&resourceVersion=%s"
-             "&timeoutSeconds=%d",
-             sel, s->rv, 240 + (int)(now_ms % 120));
-    if (kube_watch_start(s->k, &s->watch, path, &ei) < 0) {
-        say_broken(s, &ei, now_ms);
-        return;
-    }
-    kube_watch_pump(&s->watch, on_event, s, &ei);
 }
 
 /* ---- ends ---- */
@@ -564,7 +314,7 @@ static size_t kube_poll(struct backend *b, int64_t now_ms, struct backend_event 
     s->now_ms = now_ms;
     create_again(s, now_ms);
     kube_async_pump(s->async, on_reply, s);
-    follow(s, now_ms);
+    kube__follow(s, now_ms);
     for (size_t i = 0; i < s->work.n;) {
         struct kwork *w = s->work.items[i];
         struct backend_event ev;
@@ -725,7 +475,7 @@ static int kube_adopt(struct backend *b, const struct backend_launch *l, int64_t
         long status;
         json_t *pod = NULL;
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", w->ns, w->r[r].name);
-        rc = request(s, "GET", path, NULL, 200, 404, &status, &pod, ei);
+        rc = kube__request(s, "GET", path, NULL, 200, 404, &status, &pod, ei);
         if (rc < 0) {
             kwork_free(backend_work_take(&s->work, s->work.n - 1));
             return rc;
@@ -733,7 +483,7 @@ static int kube_adopt(struct backend *b, const struct backend_launch *l, int64_t
         if (status == 404) {
             w->r[r].gone = true;
         } else {
-            on_pod(s, pod, false);
+            kube__on_pod(s, pod, false);
             found++;
         }
         json_decref(pod);
@@ -763,7 +513,7 @@ static int list_all(struct kube *s, const char *path, json_t **ret, struct error
         const char *next;
         snprintf(url, sizeof(url), "%s%slimit=500%s%s", path, strchr(path, '?') ? "&" : "?",
                  cont[0] ? "&continue=" : "", cont);
-        rc = request(s, "GET", url, NULL, 200, 0, NULL, &ans, ei);
+        rc = kube__request(s, "GET", url, NULL, 200, 0, NULL, &ans, ei);
         if (rc < 0)
             break;
         json_array_extend(all, json_object_get(ans, "items"));
@@ -790,7 +540,7 @@ static int kube_sweep(struct backend *b, int64_t *ids, size_t max, size_t *ret_n
     int rc;
 
     *ret_n = 0;
-    label_selector(s, sel, sizeof(sel));
+    kube__label_selector(s, sel, sizeof(sel));
     snprintf(path, sizeof(path), "/api/v1/pods?%s", sel);
     rc = list_all(s, path, &items, &ei);
     if (rc < 0) {
@@ -1039,17 +789,17 @@ static int check_access(struct kube *s, struct error_info *ei)
 {
     json_t *v = NULL;
     char sel[128], path[256];
-    int rc = request(s, "GET", "/version", NULL, 200, 0, NULL, &v, ei);
+    int rc = kube__request(s, "GET", "/version", NULL, 200, 0, NULL, &v, ei);
 
     json_decref(v);
     if (rc < 0)
         return rc;
-    rc = request(s, "GET", "/api/v1/nodes?limit=1", NULL, 200, 0, NULL, NULL, ei);
+    rc = kube__request(s, "GET", "/api/v1/nodes?limit=1", NULL, 200, 0, NULL, NULL, ei);
     if (rc < 0)
         return rc;
-    label_selector(s, sel, sizeof(sel));
+    kube__label_selector(s, sel, sizeof(sel));
     snprintf(path, sizeof(path), "/api/v1/pods?limit=1&%s", sel);
-    return request(s, "GET", path, NULL, 200, 0, NULL, NULL, ei);
+    return kube__request(s, "GET", path, NULL, 200, 0, NULL, NULL, ei);
 }
 
 struct backend *backend_kube_new(int64_t cluster_id, const struct kube_options *opt,
