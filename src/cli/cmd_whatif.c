@@ -222,7 +222,7 @@ static int render_whatif(json_t *ans, struct buf *out)
                         i_of(rep, "same"), i_of(rep, "compared"));
     if (rc == 0 && i_of(base, "recorded_changes") > 0) /* admins' answers say it */
         rc = buf_printf(out,
-                        "quotas, caps, pools and nodes changed %" PRId64
+                        "quotas, caps, pools, nodes and weights changed %" PRId64
                         " times in the period, as recorded\n",
                         i_of(base, "recorded_changes"));
     if (rc != 0 || json_array_size(json_object_get(base, "projects")) == 0)

@@ -194,7 +194,7 @@ void engine_world_settings(const struct engine *e, struct sched_config *ret_cfg,
                            const char **ret_policy);
 /*
  * Reads the world into ret (arrays in a; release with engine_world_release).
- * as_recorded: quotas, caps, pools and nodes' states as they were through
+ * as_recorded: quotas, caps, pools, nodes' states and projects' weights as they were through
  * the period, from the audit trail (the store's own work is replayed);
  * else as they are now (a trace replays work that never ran here).
  * ERR_TOO_LARGE with ei when more than max_workloads arrived in the period;

@@ -106,6 +106,40 @@ static int set_state(struct engine *e, const struct resource_def *def, struct ro
 }
 
 /*
+ * The audit entry of a node discovery made or changed: by the daemon itself
+ * (actor "system", request id "discovery"), before and after, in the
+ * discovery's transaction. So the trail says when a backend found a node or
+ * saw it go, and the what-if replays the fleet as it was.
+ */
+static int audit_node(struct engine *e, const char *action, int64_t id, const struct row *before,
+                      const struct row *after, struct arena *a, int64_t now, struct error_info *ei)
+{
+    struct store_audit_entry en = {.time_s = now / 1000,
+                                   .action = action,
+                                   .request_id = "discovery",
+                                   .def = &model_nodes,
+                                   .object_id = id,
+                                   .before = before,
+                                   .after = after};
+    return store_audit(e->db, &en, a, ei);
+}
+
+/* A node's state set by discovery, and audited; 1 (a row changed) or an error. */
+static int set_node_state(struct engine *e, struct row *r, const char *state, struct arena *a,
+                          int64_t now, struct error_info *ei)
+{
+    const struct resource_def *nd = &model_nodes;
+    struct row before = model_row_new(nd, a);
+    int rc;
+
+    memcpy(before.v, r->v, nd->n_fields * sizeof(*r->v)); /* set_s leaves the old strings be */
+    rc = set_state(e, nd, r, "state", state, a, now, ei);
+    if (rc >= 0)
+        rc = audit_node(e, "update", model_row_id(r), &before, r, a, now, ei);
+    return rc < 0 ? rc : 1;
+}
+
+/*
  * The node called name among a cluster's nodes (rows), added with state
  * when missing (cpu_milli, mem_mib < 0: not set); a listed node whose state
  * differs takes state unless keep_state. *ret_id is its id. Returns how
@@ -128,7 +162,7 @@ static int sync_node(struct engine *e, int64_t cluster_id, struct row *rows, siz
         if (keep_state || strcmp(row_str(have, F_NODES_STATE), state) == 0)
             return 0;
         log_info("node state", "backend", backend, "node", name, "state", state, "reason", reason);
-        return set_state(e, nd, have, "state", state, a, now, ei);
+        return set_node_state(e, have, state, a, now, ei);
     }
     j = json_pack("{s:I,s:s,s:s}", "cluster_id", (json_int_t)cluster_id, "name", name, "state",
                   state);
@@ -139,6 +173,10 @@ static int sync_node(struct engine *e, int64_t cluster_id, struct row *rows, siz
     rc = new_row(nd, j, a, now, &r, ei);
     if (rc >= 0)
         rc = store_insert(e->db, nd, &r, ret_id, ei);
+    if (rc >= 0) {
+        row_set_int(&r, F_NODES_ID, *ret_id);
+        rc = audit_node(e, "create", *ret_id, NULL, &r, a, now, ei);
+    }
     if (rc >= 0)
         log_info("node added", "backend", backend, "node", name, "state", state);
     return rc < 0 ? rc : 1;
@@ -428,7 +466,7 @@ static int apply_report(struct engine *e, const struct backend *b,
             listed |= strcmp(row_str(&rows[i], F_NODES_NAME), rep->nodes[k].name) == 0;
         if (listed || strcmp(row_str(&rows[i], F_NODES_STATE), "down") == 0)
             continue;
-        rc = set_state(e, nd, &rows[i], "state", "down", a, now, ei);
+        rc = set_node_state(e, &rows[i], "down", a, now, ei);
         changed++;
     }
     return rc < 0 ? rc : changed;

@@ -572,11 +572,9 @@ void simfleet_free(struct simfleet *f)
 static int insert_audited(struct store_conn *c, const struct resource_def *def, struct row *r,
                           int64_t now_s, struct arena *a, int64_t *ret_id, struct error_info *ei)
 {
-    const struct resource_def *ad = &model_audit;
-    struct row e;
-    json_t *j;
-    char *text;
-    int64_t id, audit_id;
+    struct store_audit_entry e = {
+        .time_s = now_s, .action = "import", .request_id = REQUEST_ID, .def = def, .after = r};
+    int64_t id;
     int rc;
 
     for (size_t i = 1; i < def->n_fields; i++) {
@@ -588,25 +586,8 @@ static int insert_audited(struct store_conn *c, const struct resource_def *def, 
     if ((rc = store_insert(c, def, r, &id, ei)) < 0)
         return rc;
     row_set_int(r, 0, id);
-
-    e = model_row_new(ad, a);
-    row_set_int(&e, F_AUDIT_TIME, now_s);
-    row_set_null(&e, F_AUDIT_ACTOR_ID);
-    row_set_str(&e, a, F_AUDIT_ACTOR, "system");
-    row_set_str(&e, a, F_AUDIT_ACTION, "import");
-    row_set_str(&e, a, F_AUDIT_RESOURCE, def->name);
-    row_set_int(&e, F_AUDIT_OBJECT_ID, id);
-    row_set_str(&e, a, F_AUDIT_REQUEST_ID, REQUEST_ID);
-    row_set_null(&e, F_AUDIT_BEFORE);
-    j = model_encode(def, r);
-    text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-    json_decref(j);
-    if (!text)
-        return errinfo_set(ei, ERR_INTERNAL, NULL, "could not encode %s %" PRId64 " for the audit",
-                           def->singular, id);
-    row_set_str(&e, a, F_AUDIT_AFTER, text);
-    free(text);
-    if ((rc = store_insert(c, ad, &e, &audit_id, ei)) < 0)
+    e.object_id = id;
+    if ((rc = store_audit(c, &e, a, ei)) < 0)
         return rc;
     *ret_id = id;
     return 0;

@@ -2,8 +2,8 @@
 /*
  * whatif.c: the world a what-if replays, read from the store: the fleet,
  * tenants and price list as they are now (built through build.c, as the
- * engine's own core is), quotas, caps, pools and nodes' states as they were
- * when the period began and every change to them since (from the audit
+ * engine's own core is), quotas, caps, pools, nodes' states and projects'
+ * weights as they were when the period began and every change to them since (from the audit
  * trail), and the workloads
  * that arrived in the period with their recorded first start and real run
  * time (from their allocations). Reads only, on the caller's connection;
@@ -190,6 +190,10 @@ static bool decode_audited(const char *text, enum whatif_recorded_kind kind, str
                                   json_int_or(o, &model_quotas, F_QUOTAS_GUARANTEED_MILLI, -1),
                                   json_int_or(o, &model_quotas, F_QUOTAS_LIMIT_MILLI, -1)};
         ok = ret->quota.project_id > 0 && ret->quota.class_id > 0;
+    } else if (ok && kind == WHATIF_REC_PROJECT) {
+        ret->project.id = json_int_or(o, &model_projects, F_PROJECTS_ID, 0);
+        ret->project.weight = (int)json_int_or(o, &model_projects, F_PROJECTS_WEIGHT, 0);
+        ok = ret->project.id > 0 && ret->project.weight >= 1;
     } else if (ok && kind == WHATIF_REC_NODE) { /* as engine__node_spec reads a node's state */
         json_t *st = json_object_get(o, model_nodes.fields[F_NODES_STATE].name);
         const char *state = json_is_string(st) ? json_string_value(st) : "";
@@ -218,7 +222,7 @@ static bool decode_audited(const char *text, enum whatif_recorded_kind kind, str
  * The audit entries of def's objects written at or after from_ms, a page at
  * a time; of pools, updates only (which GPUs a pool holds is as it is now,
  * so one made or removed since is replayed as it is now); of nodes, those
- * made and those whose state changed.
+ * made and those whose state changed; of projects, updates of their weight.
  */
 struct audit_read {
     enum whatif_recorded_kind kind;
@@ -235,15 +239,20 @@ static int audited_row(void *ctx, const struct row *r, struct error_info *ei)
                         .kind = ar->kind};
 
     if (ar->log->n >= WHATIF_MAX_RECORDED)
-        return errinfo_set(ei, ERR_TOO_LARGE, "period",
-                           "quotas, caps, pools and nodes changed more than %d times since the "
-                           "period began: pick a later one",
-                           WHATIF_MAX_RECORDED);
+        return errinfo_set(
+            ei, ERR_TOO_LARGE, "period",
+            "quotas, caps, pools, nodes and weights changed more than %d times since the "
+            "period began: pick a later one",
+            WHATIF_MAX_RECORDED);
     e.had = !row_is_null(r, F_AUDIT_BEFORE) &&
             decode_audited(row_str(r, F_AUDIT_BEFORE), ar->kind, ar->a, &e.before);
     e.has = !row_is_null(r, F_AUDIT_AFTER) &&
             decode_audited(row_str(r, F_AUDIT_AFTER), ar->kind, ar->a, &e.after);
-    if (ar->kind == WHATIF_REC_POOL ? !e.had || !e.has : !e.had && !e.has)
+    if (ar->kind == WHATIF_REC_POOL || ar->kind == WHATIF_REC_PROJECT ? !e.had || !e.has
+                                                                      : !e.had && !e.has)
+        return 0;
+    /* of a project: its weight changed (one made since had no work before it was made) */
+    if (ar->kind == WHATIF_REC_PROJECT && e.before.project.weight == e.after.project.weight)
         return 0;
     /* of a node: made, or its state changed (not removed: the world has it not) */
     if (ar->kind == WHATIF_REC_NODE &&
@@ -322,6 +331,16 @@ static size_t first_audited(const struct first_of *v, size_t n, enum whatif_reco
     return hit ? hit->at : SIZE_MAX;
 }
 
+/* The world's project of this id; NULL when it has none. */
+static struct whatif_project *project_in(struct whatif_project *v, size_t n, int64_t id)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].id == id)
+            return &v[i];
+    }
+    return NULL;
+}
+
 /* Whether the world holds a pool of this id. */
 static struct sched_pool_spec *pool_in(struct sched_pool_spec *v, size_t n, int64_t id)
 {
@@ -333,8 +352,8 @@ static struct sched_pool_spec *pool_in(struct sched_pool_spec *v, size_t n, int6
 }
 
 /*
- * Quotas, caps, pools and nodes' states as they stood when the period
- * began, and their changes since, in time order: an object's first change
+ * Quotas, caps, pools, nodes' states and projects' weights as they stood
+ * when the period began, and their changes since, in time order: an object's first change
  * since then says what it was (before; absent: it did not exist yet, and a
  * node was down), an object not changed since is as it is now. Changes are
  * at the second the audit trail gives. Pools and nodes that do not exist
@@ -361,6 +380,8 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, bool as_r
         rc = read_audited(c, &model_pools, WHATIF_REC_POOL, w->from_ms, a, &log, ei);
     if (rc >= 0 && as_recorded)
         rc = read_audited(c, &model_nodes, WHATIF_REC_NODE, w->from_ms, a, &log, ei);
+    if (rc >= 0 && as_recorded)
+        rc = read_audited(c, &model_projects, WHATIF_REC_PROJECT, w->from_ms, a, &log, ei);
     if (rc < 0) {
         free(log.v);
         return rc;
@@ -373,11 +394,14 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, bool as_r
     struct whatif_org_cap *wc = arena_calloc(a, n_c + log.n + 1, sizeof(*wc));
     struct sched_pool_spec *wp = arena_calloc(a, w->n_pools + 1, sizeof(*wp));
     struct whatif_node *wn = arena_calloc(a, w->n_nodes + 1, sizeof(*wn));
+    struct whatif_project *wpr = arena_calloc(a, w->n_projects + 1, sizeof(*wpr));
     struct whatif_recorded_change *tc = arena_calloc(a, log.n + 1, sizeof(*tc));
     if (w->n_pools)
         memcpy(wp, w->pools, w->n_pools * sizeof(*wp));
     if (w->n_nodes)
         memcpy(wn, w->nodes, w->n_nodes * sizeof(*wn));
+    if (w->n_projects)
+        memcpy(wpr, w->projects, w->n_projects * sizeof(*wpr));
     w->n_quotas = w->n_org_caps = w->n_recorded = 0;
     for (size_t i = 0; i < n_q; i++) {
         if (first_audited(first, n_first, WHATIF_REC_QUOTA, model_row_id(&qrows[i])) != SIZE_MAX)
@@ -404,6 +428,12 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, bool as_r
                 continue;
             if (first_of_it)
                 *now = e->before.pool;
+        } else if (e->kind == WHATIF_REC_PROJECT) {
+            struct whatif_project *now = project_in(wpr, w->n_projects, e->object);
+            if (!now)
+                continue;
+            if (first_of_it)
+                now->weight = e->before.project.weight;
         } else if (e->kind == WHATIF_REC_NODE) {
             struct whatif_node key = {.spec.id = e->object}, *now;
             now = bsearch(&key, wn, w->n_nodes, sizeof(key), cmp_node_id);
@@ -425,6 +455,8 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, bool as_r
             t->quota.limit = -1;
             t->cap.limit = -1;
         }
+        if (e->kind == WHATIF_REC_PROJECT) /* its organization as the world says */
+            t->project.org_id = project_in(wpr, w->n_projects, e->object)->org_id;
         t->at_ms = e->at_ms;
         w->n_recorded++;
     }
@@ -432,6 +464,7 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, bool as_r
     w->org_caps = wc;
     w->pools = wp;
     w->nodes = wn;
+    w->projects = wpr;
     w->recorded = tc;
     free(first);
     free(log.v);

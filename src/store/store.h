@@ -176,6 +176,25 @@ int store_list_all(struct store_conn *c, const struct resource_def *def, struct 
 int store_max_id(struct store_conn *c, const struct resource_def *def, int64_t *ret_id,
                  struct error_info *ei);
 
+/*
+ * One change for the audit trail (store_audit): who made it, how, and the
+ * object before and after (NULL: it did not exist then, or does not now).
+ */
+struct store_audit_entry {
+    int64_t time_s;
+    int64_t actor_id;       /* the user; 0: none (the daemon itself) */
+    const char *actor;      /* the user's name; NULL: "system" */
+    const char *action;     /* create, update, delete, import, ... */
+    const char *request_id; /* the API request, or what the daemon was doing */
+    const struct resource_def *def;
+    int64_t object_id;
+    const struct row *before, *after;
+};
+
+/* Appends the entry through c (inside the change's transaction, when it has one). */
+int store_audit(struct store_conn *c, const struct store_audit_entry *e, struct arena *a,
+                struct error_info *ei);
+
 /* Small key/value settings kept in the store (bootstrap marker and such). */
 int store_meta_get(struct store_conn *c, const char *key, struct arena *a, char **ret_value,
                    struct error_info *ei); /* ERR_NOT_FOUND when missing */

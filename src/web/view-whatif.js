@@ -102,7 +102,7 @@ function results(ctx, r, n, changes) {
       stat('cost', arrow(money(b.overall.cost_micros, cur), money(c.overall.cost_micros, cur)), arrow(b.overall.gpu_hours.toFixed(1), c.overall.gpu_hours.toFixed(1)) + ' GPU-hours'),
     ),
     b.starts_reproduced.compared ? h('p', { class: 'hint whatif-fidelity' }, `The replay without changes reproduces ${b.starts_reproduced.same} of ${b.starts_reproduced.compared} recorded starts to the second.`) : null,
-    b.recorded_changes ? h('p', { class: 'hint' }, `Quotas, caps, pools and nodes changed ${b.recorded_changes} times in the period; both runs apply each change when it was made.`) : null,
+    b.recorded_changes ? h('p', { class: 'hint' }, `Quotas, caps, pools, nodes and weights changed ${b.recorded_changes} times in the period; both runs apply each change when it was made.`) : null,
   );
   const pairRows = (label, get, fmt) => [
     { label: label + ' · baseline', parts: [{ value: get(b.overall), kind: 'base', text: fmt(get(b.overall)) }] },

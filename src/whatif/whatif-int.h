@@ -25,7 +25,7 @@ int whatif__core_new(const struct whatif_world *w, const struct whatif_change *c
 void whatif__core_release(struct whatif_core *c);
 
 /*
- * Applies a quota, cap, pool or node change of the record to the core, with
+ * Applies a quota, cap, pool, node or weight change of the record to the core, with
  * the replay's quota and lend-to-all changes on top of it (a node it removed
  * stays down). ERR_INVALID when the core refuses it (an unknown project,
  * class, owner or node, a guarantee above the limit): the caller counts what

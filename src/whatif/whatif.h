@@ -32,7 +32,7 @@ struct error_info;
 
 /* Bounds of one replay (the API's bounds are these or tighter). */
 #define WHATIF_MAX_CHANGES 32
-#define WHATIF_MAX_RECORDED 10000 /* changes of quotas, caps, pools, nodes since a period began */
+#define WHATIF_MAX_RECORDED 10000 /* changes of quotas, caps, pools, nodes, weights in a period */
 #define WHATIF_MAX_ADD_NODES 1000                     /* nodes one change adds */
 #define WHATIF_MAX_PERIOD_MS (INT64_C(31) * 86400000) /* a month */
 #define WHATIF_MAX_RUN_MS (INT64_C(31) * 86400000)    /* one run */
@@ -70,7 +70,7 @@ struct whatif_org_cap {
 };
 
 /*
- * A quota, an organization's cap, a pool or a node as it was set at at_ms
+ * A quota, an organization's cap, a pool, a node or a project's weight as it was set at at_ms
  * (the audit trail keeps every change): the world's quotas, org_caps, pools
  * and nodes are as they stood at from_ms, and the replay applies these at
  * their time, before the arrivals of that instant, as the daemon rebuilt its
@@ -79,13 +79,15 @@ struct whatif_org_cap {
  * is of its owner, access and lending (which GPUs it holds is as the world
  * says); a node's, of its state (one made during the period is down until
  * then; work on a node that goes down runs on; one the what-if removes
- * stays down).
+ * stays down); a project's, of its weight (its organization is as the world
+ * says).
  */
 enum whatif_recorded_kind {
     WHATIF_REC_QUOTA = 0,
     WHATIF_REC_CAP,
     WHATIF_REC_POOL,
-    WHATIF_REC_NODE
+    WHATIF_REC_NODE,
+    WHATIF_REC_PROJECT
 };
 
 struct whatif_recorded_change {
@@ -98,6 +100,8 @@ struct whatif_recorded_change {
         int64_t id;
         enum sched_node_state state;
     } node;
+    struct whatif_project project; /* a project of the world (its organization as the world
+                                      says) given this weight */
 };
 
 /* One recorded workload. */
@@ -118,7 +122,8 @@ struct whatif_workload {
  * SCHED_POLICY_NAMES, made afresh for each run with the typical pods
  * SCHED_POLICY_DEFAULT_PODS). [from_ms, to_ms) is the period: workloads
  * arrive in it; the series and idle time cover it. Quotas and caps are as
- * they were at from_ms, pools and nodes too, and change as recorded says.
+ * they were at from_ms, pools, nodes and projects' weights too, and change as
+ * recorded says.
  */
 struct whatif_world {
     const int64_t *classes;
@@ -135,8 +140,8 @@ struct whatif_world {
     size_t n_quotas;
     const struct whatif_org_cap *org_caps;
     size_t n_org_caps;
-    /* Quota, cap, pool and node changes made during the period, in time order, none before
-     * from_ms. */
+    /* Quota, cap, pool, node and weight changes made during the period, in time order, none
+     * before from_ms. */
     const struct whatif_recorded_change *recorded;
     size_t n_recorded;
     const struct meter_price *prices;

@@ -237,6 +237,11 @@ int whatif__recorded_change(struct whatif_core *core, const struct whatif_record
 {
     const struct whatif_quota *q = &tc->quota;
 
+    if (tc->kind == WHATIF_REC_PROJECT)
+        return sched_set_project(core->s, tc->project.id, tc->project.org_id, tc->project.weight) <
+                       0
+                   ? ERR_INVALID
+                   : 0;
     if (tc->kind == WHATIF_REC_CAP)
         return sched_set_org_cap(core->s, tc->cap.org_id, tc->cap.class_id, tc->cap.limit) < 0
                    ? ERR_INVALID

@@ -31,8 +31,8 @@ wait_state "$gave_up" cancelled 20
 from=$(date -u -d "@$((t0 - 60))" +%FT%TZ)
 to=$(date -u -d "@$((t0 + 3600))" +%FT%TZ)
 CLASS=$("${admin[@]}" -o json gpu-class show h100 | jq -r .id)
-# After the fact, B's limit is cut to one job's worth, A's quota is removed and B's pool is
-# closed to A: a replay of today's quotas and pools would run B's work one job at a time and
+# After the fact, B's limit is cut to one job's worth, A's quota is removed, B's pool is
+# closed to A and B weighs three times as much: a replay of today's quotas and pools would run B's work one job at a time and
 # keep A's third job out of B's pool; the record's, from the audit trail, are what it replays.
 api GET "/v1/quotas?project_id=$PROJECT_B" "$ADMIN_TOKEN"
 b_quota=$(jq -r '.items[0].id' <<<"$BODY")
@@ -40,6 +40,8 @@ b_quota=$(jq -r '.items[0].id' <<<"$BODY")
 api GET "/v1/quotas?project_id=$PROJECT_A" "$ADMIN_TOKEN"
 "${admin[@]}" quota delete "$(jq -r '.items[0].id' <<<"$BODY")" >/dev/null || fail "deleting A's quota"
 "${admin[@]}" pool update pool-b --access-projects '' >/dev/null || fail "closing B's pool to A"
+api PATCH "/v1/projects/$PROJECT_B" "$ADMIN_TOKEN" '{"weight":3}'
+expect_eq "$HTTP_STATUS" 200 "giving B three times the weight: $BODY"
 
 api GET "/v1/allocations?limit=1000" "$ADMIN_TOKEN"
 allocs_before=$(jq -c '[.items[] | [.id, .started_ms, .ended_ms]]' <<<"$BODY")
@@ -62,8 +64,8 @@ expect_eq "$(jq -r .baseline.overall.cancelled <<<"$BODY")" 1 "and leaves the qu
 expect_eq "$(jq -c .baseline.starts_reproduced <<<"$BODY")" '{"compared":8,"same":8}' \
   "the replay without changes reproduces every recorded start to the second"
 # the simulated fleet's two nodes (made at the daemon's start), setup_teams' two quotas and
-# its update of pool-a, all within the period, then the three changes above
-expect_eq "$(jq -r .baseline.recorded_changes <<<"$BODY")" 8 "the record's quota and pool changes are replayed"
+# its update of pool-a, all within the period, then the four changes above
+expect_eq "$(jq -r .baseline.recorded_changes <<<"$BODY")" 9 "the record's quota, pool and weight changes are replayed"
 expect_eq "$(jq -c '.baseline.overall' <<<"$BODY")" "$(jq -c '.changed.overall' <<<"$BODY")" \
   "no changes: both runs the same"
 expect_eq "$(jq -r .baseline.capacity_gpus <<<"$BODY")" 16 "the fleet as it is: 16 GPUs"
@@ -86,7 +88,7 @@ out=$("${admin[@]}" whatif --from "$from" --to "$to" --add-nodes h100:2 --quota 
 expect_contains "$out" "SIMULATED what-if" "the CLI's title says simulated"
 expect_contains "$out" "capacity GPUs   16        32" "capacity side by side"
 expect_contains "$out" "the baseline reproduces 8 of 8 recorded starts to the second" "fidelity"
-expect_contains "$out" "quotas, caps, pools and nodes changed 8 times in the period" "and says how often they changed"
+expect_contains "$out" "quotas, caps, pools, nodes and weights changed 9 times in the period" "and says how often they changed"
 expect_contains "$out" "PROJECT (SIMULATED)" "the project table says simulated"
 expect_contains "$out" "team-b" "a row per project"
 json=$("${admin[@]}" -o json whatif --period "$(date -u +%Y-%m)" --policy fgd-fill)

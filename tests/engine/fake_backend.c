@@ -227,6 +227,35 @@ static bool fake_holds(struct backend *b, int64_t id)
     return held;
 }
 
+static int fake_discover(struct backend *b, int64_t now_ms, bool fleet_loaded, struct arena *a,
+                         struct backend_fleet_report *ret, struct error_info *ei)
+{
+    struct fake_world *w = world_of(b);
+    struct backend_node_report *nodes;
+    int rc = 0;
+    (void)now_ms;
+    (void)fleet_loaded;
+    (void)ei;
+    pthread_mutex_lock(&w->lock);
+    if (w->nodes_said != w->nodes_gen) {
+        w->nodes_said = w->nodes_gen;
+        nodes = arena_calloc(a, w->n_nodes + 1, sizeof(*nodes));
+        for (size_t i = 0; i < w->n_nodes; i++) {
+            nodes[i] = (struct backend_node_report){.name = arena_strdup(a, w->nodes[i].name),
+                                                    .state = arena_strdup(a, w->nodes[i].state),
+                                                    .reason = "",
+                                                    .cpu_milli = -1,
+                                                    .mem_mib = -1,
+                                                    .counted_class = ""};
+        }
+        *ret =
+            (struct backend_fleet_report){.nodes = nodes, .n_nodes = w->n_nodes, .complete = true};
+        rc = 1;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return rc;
+}
+
 static const struct backend_ops fake_ops = {
     .name = "fake",
     .launch = fake_launch,
@@ -241,6 +270,7 @@ static const struct backend_ops fake_ops = {
     .launch_after = fake_launch_after,
     .followable = fake_followable,
     .holds = fake_holds,
+    .discover = fake_discover,
 };
 
 static struct backend *fake_open(const char *kind, const struct backend_cluster *c, void *arg,
@@ -273,6 +303,18 @@ void fake_settings(struct backend_settings *s, struct fake_world *w)
 {
     s->open = fake_open;
     s->open_arg = w;
+}
+
+void fake_nodes(struct fake_world *w, const char *const *names, const char *const *states, size_t n)
+{
+    pthread_mutex_lock(&w->lock);
+    w->n_nodes = n < ARRAY_SIZE(w->nodes) ? n : ARRAY_SIZE(w->nodes);
+    for (size_t i = 0; i < w->n_nodes; i++) {
+        snprintf(w->nodes[i].name, sizeof(w->nodes[i].name), "%s", names[i]);
+        snprintf(w->nodes[i].state, sizeof(w->nodes[i].state), "%s", states[i]);
+    }
+    w->nodes_gen++;
+    pthread_mutex_unlock(&w->lock);
 }
 
 void fake_end(struct fake_world *w, int64_t id, enum backend_end how, int exit_code, int64_t at)

@@ -49,6 +49,12 @@ struct fake_world {
     } launched[FAKE_MAX];
     size_t n_launched;
     int opened; /* backends made */
+    /* What discovery reports (complete: a node the store has and this lacks goes down). */
+    struct {
+        char name[32], state[8];
+    } nodes[8];
+    size_t n_nodes;
+    unsigned nodes_gen, nodes_said; /* a report is due while they differ */
 };
 
 void fake_world_init(struct fake_world *w);
@@ -66,6 +72,9 @@ void fake_devices(struct fake_world *w, int64_t id, const char *node, const int3
 void fake_started(struct fake_world *w, int64_t id, int64_t at_ms);
 /* Holds reports back (true), or lets them come, all in the engine's next round (false). */
 void fake_pause(struct fake_world *w, bool paused);
+/* Discovery reports these nodes (names[i] in states[i], no GPUs) in the engine's next round. */
+void fake_nodes(struct fake_world *w, const char *const *names, const char *const *states,
+                size_t n);
 /* Forgets the calls made so far. */
 void fake_forget_calls(struct fake_world *w);
 /* Position of a call in calls (-1 when never made). */

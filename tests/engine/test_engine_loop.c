@@ -7,7 +7,8 @@
  * reports moving allocations, and a restart (running work adopted, work
  * ended meanwhile closed with its real end, the sweep once between the
  * adoption and any launch), and a reclaim's first try kept across a
- * rebuild from the store. Neither Slurm nor root is needed.
+ * rebuild from the store, and nodes discovery finds or loses audited and
+ * read back by the what-if. Neither Slurm nor root is needed.
  */
 #include "base/common.h"
 
@@ -511,6 +512,103 @@ static void test_reclaim_first_across_rebuild(void **state)
                 get_int(&model_preemptions, &led[0], "released_ms"));
 }
 
+/* The audit entries of node id, oldest first. */
+static size_t node_audit(struct env *t, int64_t id, struct row **ret)
+{
+    struct store_filter f;
+    struct error_info ei = {0};
+    size_t n = 0;
+    store_filter_init(&f);
+    store_filter_eq_str(&f, F_AUDIT_RESOURCE, "nodes");
+    store_filter_eq_int(&f, F_AUDIT_OBJECT_ID, id);
+    if (store_list_all(t->db.c, &model_audit, &f, &t->a, ret, &n, &ei) < 0)
+        fail_msg("audit: %s", ei.message);
+    return n;
+}
+
+/* The id of the node called name, once discovery has recorded it (5 s at most). */
+static int64_t wait_node(struct env *t, const char *name, const char *state)
+{
+    for (int i = 0; i < 500; i++) {
+        struct store_filter f;
+        struct error_info ei = {0};
+        struct row *rows;
+        size_t n = 0;
+        store_filter_init(&f);
+        store_filter_eq_str(&f, F_NODES_NAME, name);
+        if (store_list_all(t->db.c, &model_nodes, &f, &t->a, &rows, &n, &ei) < 0)
+            fail_msg("nodes: %s", ei.message);
+        if (n == 1 && strcmp(row_str(&rows[0], F_NODES_STATE), state) == 0)
+            return model_row_id(&rows[0]);
+        engine_sync(t->e);
+    }
+    fail_msg("node %s never became %s", name, state);
+    return 0;
+}
+
+/* Whether the audit entry's object (before or after) says "state":state. */
+static bool audited_state(const struct row *r, int field, const char *state)
+{
+    char want[32];
+    snprintf(want, sizeof(want), "\"state\":\"%s\"", state);
+    return !row_is_null(r, field) && strstr(row_str(r, field), want) != NULL;
+}
+
+/*
+ * Nodes a backend finds or loses are audited as the daemon's own changes
+ * (actor "system", request id "discovery"), and the what-if's world reads
+ * them back: a node found during the period was down before it, ready from
+ * when it was found, and down again from when the backend lost it.
+ */
+static void test_discovery_audited(void **state)
+{
+    struct env *t = *state;
+    const char *names[] = {"n1", "n2"}, *ready[] = {"ready", "ready"};
+    struct engine_world ew;
+    struct error_info ei = {0};
+    struct row *au;
+    int64_t t0 = time_now_ms(), n2;
+    size_t n_au, k = 0;
+
+    start(t);
+    fake_nodes(&t->w, names, ready, 2);
+    n2 = wait_node(t, "n2", "ready");
+    assert_int_equal(node_audit(t, t->node, &au), 0); /* n1: as the store had it */
+    assert_int_equal(node_audit(t, n2, &au), 1);
+    assert_string_equal(row_str(&au[0], F_AUDIT_ACTION), "create");
+    assert_string_equal(row_str(&au[0], F_AUDIT_ACTOR), "system");
+    assert_true(row_is_null(&au[0], F_AUDIT_ACTOR_ID));
+    assert_string_equal(row_str(&au[0], F_AUDIT_REQUEST_ID), "discovery");
+    assert_true(row_is_null(&au[0], F_AUDIT_BEFORE));
+    assert_true(audited_state(&au[0], F_AUDIT_AFTER, "ready"));
+
+    fake_nodes(&t->w, names, ready, 1); /* a complete report without n2 */
+    wait_node(t, "n2", "down");
+    n_au = node_audit(t, n2, &au);
+    assert_int_equal(n_au, 2);
+    assert_string_equal(row_str(&au[1], F_AUDIT_ACTION), "update");
+    assert_string_equal(row_str(&au[1], F_AUDIT_REQUEST_ID), "discovery");
+    assert_true(audited_state(&au[1], F_AUDIT_BEFORE, "ready"));
+    assert_true(audited_state(&au[1], F_AUDIT_AFTER, "down"));
+
+    if (engine_world_read(t->e, t->db.c, t0 - 1000, time_now_ms() + 1000, true, 100, time_now_ms(),
+                          &t->a, &ew, &ei) < 0)
+        fail_msg("engine_world_read: %s", ei.message);
+    for (size_t i = 0; i < ew.w.n_nodes; i++) {
+        if (ew.w.nodes[i].spec.id == n2)
+            assert_int_equal(ew.w.nodes[i].state, SCHED_NODE_DOWN); /* not there yet */
+    }
+    for (size_t i = 0; i < ew.w.n_recorded; i++) {
+        const struct whatif_recorded_change *c = &ew.w.recorded[i];
+        if (c->kind != WHATIF_REC_NODE || c->node.id != n2)
+            continue;
+        assert_int_equal(c->node.state, k == 0 ? SCHED_NODE_READY : SCHED_NODE_DOWN);
+        k++;
+    }
+    assert_int_equal(k, 2);
+    engine_world_release(&ew);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -521,6 +619,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_started, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_first_across_rebuild, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_discovery_audited, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -585,6 +585,46 @@ static void test_pool_lent_during_period(void **state)
     whatif_run_release(&r);
 }
 
+/*
+ * Weights share borrowed GPUs: projects 1 and 2 each run one of three GPUs
+ * to 1000 s; when project 3's frees the third at 100 s, a1 (waiting since
+ * 10 s) and b1 (since 20 s) ask for it, and the project with the smaller
+ * share of what it weighs goes first.
+ */
+static void test_weight_changes_during_period(void **state)
+{
+    struct fx f;
+    struct whatif_run r;
+    struct whatif_recorded_change *c;
+    (void)state;
+    fx_init(&f, 1, 3);
+    fx_add(&f, 1, 0, 1, 1000); /* a0 */
+    fx_add(&f, 2, 0, 1, 1000); /* b0 */
+    fx_add(&f, 3, 0, 1, 100);  /* x */
+    fx_add(&f, 1, 10, 1, 100); /* a1 */
+    fx_add(&f, 2, 20, 1, 100); /* b1 */
+    replay(&f, NULL, 0, &r);
+    /* equal weights, equal shares: the one waiting longest */
+    assert_int_equal(r.start_ms[3], S(100));
+    assert_int_equal(r.start_ms[4], S(200));
+    whatif_run_release(&r);
+    c = &f.history[f.w.n_recorded++];
+    *c = (struct whatif_recorded_change){.at_ms = S(50), .kind = WHATIF_REC_PROJECT};
+    c->project = (struct whatif_project){2, 1, 3};
+    replay(&f, NULL, 0, &r);
+    /* project 2 weighs three times as much from 50 s: its one GPU is the smaller share */
+    assert_int_equal(r.start_ms[4], S(100));
+    assert_int_equal(r.start_ms[3], S(200));
+    assert_int_equal(r.recorded_applied, 1);
+    whatif_run_release(&r);
+    /* the same weight given at 150 s, after the GPU went: as with equal weights */
+    c->at_ms = S(150);
+    replay(&f, NULL, 0, &r);
+    assert_int_equal(r.start_ms[3], S(100));
+    assert_int_equal(r.start_ms[4], S(200));
+    whatif_run_release(&r);
+}
+
 static void node_at(struct fx *f, int64_t at_s, int64_t node, enum sched_node_state st)
 {
     struct whatif_recorded_change *c = &f->history[f->w.n_recorded++];
@@ -740,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_quota_set_during_period),
         cmocka_unit_test(test_cap_changes_during_period),
         cmocka_unit_test(test_pool_lent_during_period),
+        cmocka_unit_test(test_weight_changes_during_period),
         cmocka_unit_test(test_node_added_during_period),
         cmocka_unit_test(test_removed_node_stays_down),
         cmocka_unit_test(test_recorded_out_of_order),
