@@ -32,7 +32,7 @@ struct error_info;
 
 /* Bounds of one replay (the API's bounds are these or tighter). */
 #define WHATIF_MAX_CHANGES 32
-#define WHATIF_MAX_RECORDED 10000 /* changes of quotas, caps, pools, nodes, weights in a period */
+#define WHATIF_MAX_RECORDED 100000 /* changes of quotas, caps, pools, nodes, weights in a period */
 #define WHATIF_MAX_ADD_NODES 1000                     /* nodes one change adds */
 #define WHATIF_MAX_PERIOD_MS (INT64_C(31) * 86400000) /* a month */
 #define WHATIF_MAX_RUN_MS (INT64_C(31) * 86400000)    /* one run */
