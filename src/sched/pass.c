@@ -580,7 +580,7 @@ static void room_join(struct sched *s, int32_t pi, struct heap *h, struct ivec *
     p->stopped_early = false;
     for (int32_t k = 0; k < p->n_quotas; k++) {
         struct quota *q = &p->quotas[k];
-        bool room = q->indexed && room__due(s, q->cls, q->room_pass);
+        bool room = q->indexed && room__due(s, q);
         /* Marked, as the rest, by its class's reservation's end for this pass. */
         if (room && s->classes[q->cls].hol_end == s->pass_no)
             q->hol_pass = s->pass_no;
@@ -697,7 +697,7 @@ static struct ivec pass_begin(struct sched *s, int64_t now_ms, struct sched_deci
         for (int32_t k = 0; k < p->n_quotas; k++) {
             struct quota *q = &p->quotas[k];
             /* The room index's wake-up of its entries, for those this pass looks at anyway. */
-            if (q->indexed && room__due(s, q->cls, q->room_pass)) {
+            if (q->indexed && room__due(s, q)) {
                 q->room_dirty = true;
                 if (s->classes[q->cls].hol_end == s->pass_no)
                     q->hol_pass = s->pass_no;

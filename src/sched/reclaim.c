@@ -970,8 +970,9 @@ static void visit_holder(struct search *sr, int32_t v)
 
 /*
  * The nodes no tier order reaches: those of pools w's project owns and every
- * node of the work running there (taking it frees its other nodes too),
- * nodes with room as they are, and the nodes of the limit's victims.
+ * node of the work running there (taking it frees its other nodes too, and
+ * so does taking its work on such nodes not ready), nodes with room as they
+ * are, and the nodes of the limit's victims.
  */
 static void visit_first(struct search *sr, const struct ivec *limit_victims)
 {
@@ -1005,6 +1006,20 @@ static void visit_first(struct search *sr, const struct ivec *limit_victims)
              room && wl->spec.gpu_milli < WHOLE && b < SHARE_BUCKETS; b++) {
             for (int32_t g = bn->share_head[b]; g != NONE; g = s->gpus[g].snext)
                 visit(sr, s->gpus[g].node);
+        }
+    }
+    /*
+     * Work on its pools' devices of nodes not ready (in no bin) is the
+     * owner's to take too, and taking it frees its replicas on ready nodes.
+     */
+    for (int32_t i = 0; i < c->unready.n; i++) {
+        const struct slot *st = &s->slots[c->unready.v[i]];
+        const struct ivec *running = &s->nodes[st->node].running;
+        if (st->pool == NONE || !sched__owns_pool(s, pr, st->pool))
+            continue;
+        for (int32_t k = 0; k < running->n; k++) {
+            if (s->wls[running->v[k]].cls == wl->cls)
+                visit_holder(sr, running->v[k]);
         }
     }
 }

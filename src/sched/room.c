@@ -486,6 +486,7 @@ void room__wake_within(struct sched *s, int32_t cls, const int32_t *nodes, int32
 {
     wake_in_pass(s, cls, false);
     s->classes[cls].room_defer = s->dirty_for;
+    s->classes[cls].wake_seq++;
     wake_unindexed(s, cls, nodes, n);
 }
 
@@ -506,14 +507,22 @@ void room__hol_wake(struct sched *s, int32_t cls)
     } else {
         wake_in_pass(s, cls, true);
         c->room_defer = s->dirty_for;
+        c->wake_seq++;
     }
     wake_unindexed(s, cls, NULL, 0);
 }
 
-bool room__due(const struct sched *s, int32_t cls, uint32_t looked)
+bool room__due(const struct sched *s, const struct quota *q)
 {
-    const struct cls *c = &s->classes[cls];
-    return c->room_active && (c->room_skip == 0 || looked != c->room_skip);
+    const struct cls *c = &s->classes[q->cls];
+    /*
+     * The core without shortcuts had an entry the walk went by in its pass
+     * from its start: a wake before its turn found it not yet waiting for
+     * room again (wants_capacity), so only a later one marked it.
+     */
+    return c->room_active &&
+           (c->room_skip == 0 || (q->room_pass != c->room_skip &&
+                                  (q->went_pass != c->room_skip || q->went_seq != c->skip_seq)));
 }
 
 /* ---- a pass's walk of the index ---- */
@@ -533,6 +542,7 @@ void room__pass_start(struct sched *s)
         cl->room_cursor = 0;
         cl->room_grown_seen = cl->grown_pass.n;
         cl->room_open_ended = false;
+        cl->skip_seq = cl->wake_seq;
     }
 }
 
@@ -577,18 +587,20 @@ static bool hol_open(const struct sched *s, const struct cls *c, const struct qu
     return c->hol_end == s->pass_no && c->hol_reserver == NONE && (!q || q->hol_due);
 }
 
-/* Whether the entry's project, not yet in this pass, could use a freed node of the class. */
-static bool entry_opens(const struct sched *s, int32_t cls, const struct room_entry *e)
+/*
+ * Whether the entry's project, not yet in this pass, could use a freed node
+ * of the class; one due that could not is gone by (went_pass), as the core
+ * without shortcuts would have looked at it.
+ */
+static bool entry_opens(struct sched *s, int32_t cls, const struct room_entry *e)
 {
     const struct cls *c = &s->classes[cls];
-    const struct project *p = &s->projects[e->project];
-    const struct quota *q;
+    struct project *p = &s->projects[e->project];
+    struct quota *q;
     if (p->in_pass == s->pass_no)
         return false;
-    q = sched__quota((struct project *)p, cls, false);
-    if (q && !room__due(s, cls, q->room_pass))
-        return false;
-    if (!q || !q->indexed || q->idx_key != e->key)
+    q = sched__quota(p, cls, false);
+    if (!q || !room__due(s, q) || !q->indexed || q->idx_key != e->key)
         return false;
     if (sched__hol_look(s, q) || hol_open(s, c, q))
         return true;
@@ -596,6 +608,8 @@ static bool entry_opens(const struct sched *s, int32_t cls, const struct room_en
         if (room_on(s, p, q, c->grown_pass.v[i]))
             return true;
     }
+    q->went_pass = s->pass_no;
+    q->went_seq = c->wake_seq;
     return false;
 }
 

@@ -120,6 +120,8 @@ struct cls {
     int32_t *block_start;     /* the slots of block i: block_slots[block_start[i] .. [i + 1]) */
     int32_t *block_slots;
     struct ivec slots;  /* every slot of this class */
+    /* Its slots on nodes not ready (in no bin), where the victim search finds an owner's. */
+    struct ivec unready;
     int32_t max_gpus_per_node;
     int64_t capacity, free; /* over ready nodes */
     struct ivec waiting;    /* projects with queued work in this class (may hold stale ones) */
@@ -142,6 +144,12 @@ struct cls {
      * entry is).
      */
     uint32_t room_defer, room_skip;
+    /*
+     * Wakes within passes so far (room__wake_within, room__hol_wake), and
+     * their count when this pass began: an entry the last pass's walk went
+     * by after its last wake is not due again (room__due).
+     */
+    uint32_t wake_seq, skip_seq;
     /*
      * The pass a reservation's end of the class marked its waiting
      * projects for (room__hol_wake): in it, the walk takes the entries due
@@ -238,6 +246,12 @@ struct quota {
     double idx_key;
     bool room_dirty, room_only;
     uint32_t room_pass; /* the pass that last looked at it */
+    /*
+     * The pass whose walk of its class's index went by it, due, without
+     * taking it (as if looked at: room__next), and how many wakes within
+     * that pass its class had had by then (cls.wake_seq).
+     */
+    uint32_t went_pass, went_seq;
     /*
      * Overdue work of this class was found blocked behind another's
      * head-of-line reservation when it was last looked at (kept through a
@@ -602,14 +616,14 @@ void room__wake(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n);
  */
 void room__wake_within(struct sched *s, int32_t cls, const int32_t *nodes, int32_t n);
 /*
- * Whether this pass's walk of cls is due for a quota of cls last looked at
- * in pass looked (its room_pass; after a wake within the last pass: not if
- * that pass looked at it). The quota's pass, not its project's: a project
+ * Whether this pass's walk of q's class is due for q (after a wake within
+ * the last pass: not if that pass looked at it, or its walk went by it after
+ * the last such wake). The quota's pass, not its project's: a project
  * that the last pass took for another class, after the wake, did not look
  * at this one (property seeds 20928 and 39525 parted from the exhaustive
  * core there).
  */
-bool room__due(const struct sched *s, int32_t cls, uint32_t looked);
+bool room__due(const struct sched *s, const struct quota *q);
 /* The class's head-of-line reservation ended: wakes its waiting projects (sched__hol_freed). */
 void room__hol_wake(struct sched *s, int32_t cls);
 /* A pass begins: the walks of the classes whose room grew. */

@@ -148,6 +148,7 @@ void sched_free(struct sched *s)
         return;
     for (int32_t i = 0; i < s->n_classes; i++) {
         ivec_release(&s->classes[i].slots);
+        ivec_release(&s->classes[i].unready);
         ivec_release(&s->classes[i].waiting);
         free(s->classes[i].room_idx);
         ivec_release(&s->classes[i].room_full);
@@ -300,6 +301,8 @@ static int32_t node_slot(struct sched *s, int32_t n, int32_t c, int32_t pool)
     s->slots[sl].prev = s->slots[sl].next = NONE;
     ivec_push(&s->nodes[n].slots, sl);
     ivec_push(&s->classes[c].slots, sl);
+    if (nd->state != SCHED_NODE_READY)
+        ivec_push(&s->classes[c].unready, sl);
     return sl;
 }
 
@@ -370,6 +373,7 @@ int sched_set_node_state(struct sched *s, int64_t node_id, enum sched_node_state
                 place__gpu_unlink(s, sl->gpus.v[k]);
         }
         if (ready) {
+            ivec_remove_value(&cl->unready, nd->slots.v[i]);
             place__slot_link(s, nd->slots.v[i]);
             cl->capacity += cap;
             cl->free += free_milli;
@@ -377,6 +381,7 @@ int sched_set_node_state(struct sched *s, int64_t node_id, enum sched_node_state
             bn->free += free_milli;
             sched__class_freed(s, sl->cls);
         } else {
+            ivec_push(&cl->unready, nd->slots.v[i]);
             place__slot_unlink(s, nd->slots.v[i]);
             cl->capacity -= cap;
             cl->free -= free_milli;

@@ -1812,6 +1812,51 @@ static void test_reclaim_borrower_before_own_p2(void **state)
 }
 
 /*
+ * An owner takes back what runs on its pool on a node not ready too: B's
+ * gang holds A's pool 7 on node 1 (then drained) and the open node 2; A's
+ * own P2 work holds node 3, beyond A's explicit guarantee of 1 GPU. A's P1
+ * for one GPU takes B's gang (others' work first), which frees node 2.
+ * Before: the search reached A's pools through the ready nodes only, and
+ * took A's own P2 work (property seed 36621 parted from the exhaustive core
+ * there).
+ */
+static void test_owner_reclaims_from_drained_node(void **state)
+{
+    struct fx f;
+    int64_t v[4];
+    (void)state;
+    fx_init(&f);
+    project(&f, 10, 1, 1);
+    project(&f, 20, 2, 1);
+    int64_t acc[1] = {20};
+    pool_owned(&f, 7, 10, acc, 1);
+    add_node(&f, 1, 1, C1, 7);
+    add_node(&f, 2, 1, C1, 0);
+    add_node(&f, 3, 2, C1, 0);
+    assert_int_equal(sched_set_quota(f.s, 10, C1, 1000, -1), 0);
+    struct sched_workload_spec b = wl(1, 20, SCHED_P2, 2, C1, 1000, 100);
+    int64_t b_gpus[2] = {101, 201};
+    int32_t b_milli[2] = {1000, 1000}, b_rep[2] = {0, 1};
+    assert_int_equal(
+        sched_restore_running(f.s, &b, SCHED_P2, b_gpus, b_milli, b_rep, 2, 100, false), 0);
+    struct sched_workload_spec own = wl(2, 10, SCHED_P2, 1, C1, 2000, 200);
+    int64_t own_gpus[2] = {301, 302};
+    restore_whole(&f, &own, own_gpus, 2, 200, false);
+    assert_int_equal(sched_set_node_state(f.s, 1, SCHED_NODE_DRAIN), 0);
+    pass(&f, 500);
+    assert_int_equal(f.d.n_admits + f.d.n_preemptions, 0);
+
+    submit1(&f, 100, 10, SCHED_P1, C1, 1000, 1000);
+    pass(&f, 1000);
+    assert_int_equal(victims_of_pass(&f, v, 4), 1);
+    assert_int_equal(v[0], 1);
+    assert_int_equal(sched_released(f.s, 1, 2000), 0);
+    pass(&f, 2000);
+    assert_int_equal(admit_node(&f, must_admit(&f, 100)), 2);
+    fx_release(&f);
+}
+
+/*
  * The borrower borrowing most above its guarantee goes first: B borrows 1
  * GPU, C borrows 2 (one on each of two nodes); whatever their priorities,
  * A's P1 for one GPU takes C's work.
@@ -2547,6 +2592,7 @@ int main(void)
         cmocka_unit_test(test_reclaim_priority_across_nodes),
         cmocka_unit_test(test_reclaim_borrower_before_own_p2),
         cmocka_unit_test(test_reclaim_biggest_borrower_first),
+        cmocka_unit_test(test_owner_reclaims_from_drained_node),
         cmocka_unit_test(test_reclaim_no_idle_freed_gpus),
         cmocka_unit_test(test_reason_says_when_preemptible),
         cmocka_unit_test(test_reason_per_replica_and_guarantee),
