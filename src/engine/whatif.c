@@ -3,10 +3,9 @@
  * whatif.c: the world a what-if replays, read from the store: the fleet,
  * tenants and price list as they are now (built through build.c, as the
  * engine's own core is), quotas, caps, pools, nodes' states and projects'
- * weights as they were when the period began and every change to them since (from the audit
- * trail), and the workloads
- * that arrived in the period with their recorded first start and real run
- * time (from their allocations). Reads only, on the caller's connection;
+ * weights as they were when the period began and every change to them since
+ * (from the audit trail), and the workloads that arrived in the period with
+ * their recorded first start and real run time (from their allocations). Reads only, on the caller's connection;
  * the live engine is asked for nothing but its (unchanging) settings.
  */
 #include "engine/engine-int.h"
@@ -353,9 +352,10 @@ static struct sched_pool_spec *pool_in(struct sched_pool_spec *v, size_t n, int6
 
 /*
  * Quotas, caps, pools, nodes' states and projects' weights as they stood
- * when the period began, and their changes since, in time order: an object's first change
- * since then says what it was (before; absent: it did not exist yet, and a
- * node was down), an object not changed since is as it is now. Changes are
+ * when the period began, and their changes since, in time order: an
+ * object's first change since then says what it was (before; absent: it did
+ * not exist yet, and a node was down), an object not changed since is as it
+ * is now. Changes are
  * at the second the audit trail gives. Pools and nodes that do not exist
  * now are left out (which GPUs they held is not known). Reads after
  * read_fleet, whose pools and nodes it adjusts.

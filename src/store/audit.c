@@ -4,8 +4,9 @@
  * connection so that it lands in the change's own transaction. The API's
  * changes, the daemon's own (nodes a backend finds or loses) and imports of
  * a simulated fleet all write their entries here, in one shape: the object
- * before and after as the model encodes it (compact, keys sorted; secrets are
- * never model fields), which is what the what-if reads back.
+ * before and after as the model encodes it (compact, keys sorted; secret
+ * fields such as token hashes are left out), which is what the what-if reads
+ * back.
  */
 #include "base/common.h"
 
