@@ -5,8 +5,9 @@
  * engine's own core is), quotas, caps, pools, nodes' states and projects'
  * weights as they were when the period began and every change to them since
  * (from the audit trail), and the workloads that arrived in the period with
- * their recorded first start and real run time (from their allocations). Reads only, on the caller's connection;
- * the live engine is asked for nothing but its (unchanging) settings.
+ * their recorded first start and real run time (from their allocations).
+ * Reads only, on the caller's connection; the live engine is asked for
+ * nothing but its (unchanging) settings.
  */
 #include "engine/engine-int.h"
 
