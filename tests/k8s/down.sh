@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # down.sh DIR [--keep]: stops the control plane up.sh started in DIR (kwok,
-# kube-controller-manager, kube-apiserver, etcd, in that order) and removes
+# kube-controller-manager, kube-apiserver, etcd, in that order, after Kueue's
+# manager and kube-scheduler where bench/k8s_bench.sh --kueue-jobs started
+# them with their pids in DIR/run) and removes
 # DIR unless --keep. Safe to run twice, or on a half-started DIR. Only pids
 # from DIR/run/*.pid are signalled, each checked first to be a process whose
 # command line names DIR (so a recycled pid is left alone): TERM, then KILL
@@ -28,7 +30,7 @@ ours() { # pid file -> pid if it is still one of DIR's processes
 }
 
 rc=0
-for name in kwok kube-controller-manager kube-apiserver etcd; do
+for name in kueue kube-scheduler kwok kube-controller-manager kube-apiserver etcd; do
     pid=$(ours "$dir/run/$name.pid") || continue
     kill -TERM "$pid" 2>/dev/null
     for ((i = 0; i < 50; i++)); do

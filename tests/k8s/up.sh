@@ -5,7 +5,8 @@
 # demos and benchmarks, everything on 127.0.0.1 and under DIR (created; must
 # be empty or absent): etcd, kube-apiserver (HTTPS, bearer tokens, RBAC),
 # kube-controller-manager with only the controllers a namespace needs
-# (service accounts, namespace deletion, garbage collection) and kwok, which
+# (service accounts, namespace deletion, garbage collection; see
+# GPUAAS_K8S_KCM_CONTROLLERS below) and kwok, which
 # simulates the fake GPU nodes described in NODES-FILE (default
 # tests/k8s/nodes.default) and their pods' lifecycles (tests/k8s/
 # kwok-stages.yaml). Binaries come from build.sh's cache (built when absent).
@@ -179,11 +180,15 @@ start kube-apiserver \
 api_ready() { api GET /readyz | grep -qx ok; }
 wait_for kube-apiserver 120 api_ready
 
+# GPUAAS_K8S_KCM_CONTROLLERS replaces the list of controllers (bench/k8s_bench.sh
+# --kueue-jobs adds job); GPUAAS_K8S_KCM_ARGS adds flags (split on spaces).
+kcm_controllers=${GPUAAS_K8S_KCM_CONTROLLERS:-serviceaccount,serviceaccount-token,namespace,garbagecollector}
+read -ra kcm_args <<<"${GPUAAS_K8S_KCM_ARGS:-}"
 start kube-controller-manager --kubeconfig "$dir/kcm.kubeconfig" \
-    --controllers serviceaccount,serviceaccount-token,namespace,garbagecollector \
+    --controllers "$kcm_controllers" \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
     --leader-elect=false --secure-port 0 --use-service-account-credentials=false \
-    --profiling=false --v 1
+    --profiling=false --v 1 ${kcm_args[@]+"${kcm_args[@]}"}
 default_sa() { api GET /api/v1/namespaces/default/serviceaccounts/default; }
 wait_for kube-controller-manager 60 default_sa
 
