@@ -141,6 +141,22 @@ struct engine {
     bool woken;     /* something for the engine: it does not sleep */
     int64_t *inbox; /* submitted, not yet given to the scheduler */
     size_t n_inbox, cap_inbox;
+    /*
+     * Configuration the API changed (engine_config_changed), under wake_lock
+     * too: changes to apply in place (copies of the rows, in change_arena),
+     * or a rebuild asked for. An API thread calls it after its commit while
+     * it may still hold the tenancy's commit lock, so it must never wait for
+     * a round: that round may itself wait for the store's write lock, held by
+     * a request that waits for the tenancy's commit lock.
+     */
+    struct change {
+        const struct resource_def *def;
+        struct row row;
+        bool deleted;
+    } * changes;
+    size_t n_changes, cap_changes;
+    struct arena change_arena;
+    bool rebuild_asked;
     int64_t *cancelling;
     size_t n_cancelling, cap_cancelling;
     struct pending_victim *victims;
@@ -171,14 +187,6 @@ struct engine {
     size_t n_no_stage, cap_no_stage;
     int64_t *follow; /* what backends say work may be queued behind, this pass (ahead.c) */
     size_t cap_follow;
-    /* Changes to apply in place: copies of the rows, in a's memory. */
-    struct change {
-        const struct resource_def *def;
-        struct row row;
-        bool deleted;
-    } * changes;
-    size_t n_changes, cap_changes;
-    struct arena change_arena;
 
     struct sched_decisions dec;
 };

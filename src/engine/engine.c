@@ -130,15 +130,28 @@ static const struct in_place *in_place_of(const struct resource_def *def)
  */
 static void apply_changes(struct engine *e)
 {
-    for (size_t i = 0; i < e->n_changes && !e->reload; i++) {
-        const struct change *c = &e->changes[i];
-        if (c->deleted)
+    struct change *changes;
+    struct arena a;
+    size_t n;
+
+    pthread_mutex_lock(&e->wake_lock); /* taken out, as the inbox is: the API never waits */
+    changes = e->changes;
+    n = e->n_changes;
+    a = e->change_arena;
+    e->reload |= e->rebuild_asked;
+    e->changes = NULL;
+    e->n_changes = e->cap_changes = 0;
+    e->rebuild_asked = false;
+    arena_init(&e->change_arena);
+    pthread_mutex_unlock(&e->wake_lock);
+    for (size_t i = 0; i < n && !e->reload; i++) {
+        if (changes[i].deleted)
             e->reload = true;
         else
-            in_place_of(c->def)->apply(e, &c->row);
+            in_place_of(changes[i].def)->apply(e, &changes[i].row);
     }
-    e->n_changes = 0;
-    arena_release(&e->change_arena);
+    free(changes);
+    arena_release(&a);
 }
 
 /* One round: new work, backend ends, a pass, its decisions. Called with the lock held. */
@@ -212,7 +225,7 @@ static void *engine_main(void *arg)
             if (t < due)
                 due = t;
         }
-        idle = e->n_changes == 0 && !e->reload && due > now;
+        idle = !e->reload && due > now; /* a change wakes it (engine_config_changed) */
         pthread_mutex_unlock(&e->lock);
         /* Sleep until due or woken, holding only the wake lock. */
         ts.tv_sec = (time_t)(due / 1000);
@@ -331,7 +344,7 @@ void engine_submitted(struct engine *e, int64_t workload_id)
 void engine_config_changed(struct engine *e, const struct resource_def *def, const struct row *row,
                            bool deleted)
 {
-    pthread_mutex_lock(&e->lock);
+    pthread_mutex_lock(&e->wake_lock);
     if (in_place_of(def)) {
         struct change *c;
         ALLOC_GROW(e->changes, e->n_changes + 1, e->cap_changes);
@@ -345,10 +358,11 @@ void engine_config_changed(struct engine *e, const struct resource_def *def, con
                 c->row.v[i].s = arena_strdup(&e->change_arena, row->v[i].s);
         }
     } else {
-        e->reload = true;
+        e->rebuild_asked = true;
     }
-    pthread_mutex_unlock(&e->lock);
-    engine__wake(e);
+    e->woken = true;
+    pthread_cond_signal(&e->wake_cond);
+    pthread_mutex_unlock(&e->wake_lock);
 }
 
 bool engine_log_path(const struct engine *e, int64_t workload_id, char *out, size_t size)

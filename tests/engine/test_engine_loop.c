@@ -18,6 +18,7 @@
 
 #include "base/log.h"
 #include "base/timeutil.h"
+#include "engine/engine-int.h" /* the engine's lock, held as a round holds it */
 #include "engine/engine.h"
 #include "fake_backend.h"
 #include "support/teststore.h"
@@ -609,6 +610,46 @@ static void test_discovery_audited(void **state)
     engine_world_release(&ew);
 }
 
+static void *change_project(void *arg)
+{
+    struct env *t = arg;
+    struct row r = get_row(t, &model_projects, t->project);
+    engine_config_changed(t->e, &model_projects, &r, false);
+    return NULL;
+}
+
+/*
+ * A configuration change never waits for a round. The API calls
+ * engine_config_changed after its commit, still holding the tenancy's commit
+ * lock; a round may be waiting for the store's write lock, held by a request
+ * that waits for that commit lock. e2e.crash once stalled 10 s so, every
+ * write refused as busy. Here the test holds the engine's lock as a round
+ * does: the change must be queued all the same (the 10 s are a hang's
+ * detector, not a measure), and the next round applies it.
+ */
+static void test_config_change_does_not_wait(void **state)
+{
+    struct env *t = *state;
+    struct timespec deadline;
+    pthread_t th;
+    int rc;
+
+    start(t);
+    pthread_mutex_lock(&t->e->lock);
+    if (pthread_create(&th, NULL, change_project, t) != 0)
+        fail_msg("pthread_create");
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    rc = pthread_timedjoin_np(th, NULL, &deadline);
+    pthread_mutex_unlock(&t->e->lock);
+    if (rc != 0) {
+        pthread_join(th, NULL);
+        fail_msg("engine_config_changed waited for the engine's lock");
+    }
+    engine_sync(t->e); /* and the round after it applies the change */
+    wait_state(t, submit(t, 0), "running");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -620,6 +661,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reclaim_first_across_rebuild, setup, teardown),
         cmocka_unit_test_setup_teardown(test_discovery_audited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_change_does_not_wait, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
