@@ -130,6 +130,14 @@ run_kueue() {
     >"$out/kueue.json"
   say "Kueue: $(jq -c '{workloads, wall_ms, admitted_per_s}' "$out/kueue.json")"
   say "Kueue: the owner's reclaim ($rounds rounds) ..."
+  # The mix's runner deletes its objects as it ends; its ResourceFlavor goes last, once
+  # every workload is gone (at scale 1, minutes). The reclaim's runner makes one of the
+  # same name: wait until it is gone.
+  for _ in $(seq 600); do
+    [ "$(kapi -o /dev/null -w '%{http_code}' \
+      "$K8S_SERVER/apis/kueue.x-k8s.io/v1beta2/resourceflavors/rf")" = 404 ] && break
+    sleep 1
+  done
   t0=$(now_ms)
   "$kbin/runner" -o "$out/kueue-reclaim" --generatorConfig "$out/kueue-reclaim/generator.yaml" \
     --timeout 20m >"$out/kueue-reclaim/runner.log" 2>&1 ||
