@@ -61,6 +61,38 @@ def scaled(count, scale):
     return max(1, round(count * scale))
 
 
+def play(plan, n_threads, send):
+    """Sends each (thread, at_ms, item) of plan at its time after now, one
+    thread per index below n_threads taking its own items in time order;
+    returns how late (seconds) each send that could not be on time was."""
+    plan = sorted(plan, key=lambda x: x[1])
+    start = time.monotonic()
+    late = []
+
+    def run(me):
+        for who, at, item in plan:
+            if who != me:
+                continue
+            d = start + at / 1000.0 - time.monotonic()
+            if d > 0:
+                time.sleep(d)
+            else:
+                late.append(-d)
+            send(item)
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(n_threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return late
+
+
+def submit_summary(n, late):
+    return {"submitted": n, "late": len(late),
+            "late_p99_ms": round(1000 * pct(late, 99)) if late else 0}
+
+
 def pct(values, p):
     if not values:
         return None
@@ -232,28 +264,8 @@ def gpuaas_submit(a):
                         "replicas": replicas, "priority": prio, "priority_class": a.priority_class,
                         "duration_s": max(1, (rt + 999) // 1000), "grace_s": 1, "name": cls,
                         "command": "true"}))
-    plan.sort(key=lambda x: x[1])
-    start = time.monotonic()
-    late = []
-
-    def run(cohort):
-        for c, at, body in plan:
-            if c != cohort:
-                continue
-            d = start + at / 1000.0 - time.monotonic()
-            if d > 0:
-                time.sleep(d)
-            else:
-                late.append(-d)
-            api.call("POST", "/v1/workloads", body)
-
-    ts = [threading.Thread(target=run, args=(c,)) for c in range(COHORTS)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    print(json.dumps({"submitted": len(plan), "late": len(late),
-                      "late_p99_ms": round(1000 * pct(late, 99)) if late else 0}))
+    late = play(plan, COHORTS, lambda body: api.call("POST", "/v1/workloads", body))
+    print(json.dumps(submit_summary(len(plan), late)))
 
 
 def gpuaas_report(a):
@@ -512,35 +524,21 @@ def kueue_jobs_submit(a):
         for q in range(QUEUES):
             for (cls, count, interval, _, prio), rt in zip(MIX, ms):
                 for i in range(scaled(count, a.scale)):
-                    plan.append((c * QUEUES + q, (i + 1) * interval, f"cq-{c}-{q}",
-                                 job_body(f"{cls}-{i}", cls, max(1, (rt + 999) // 1000), prio)))
-    plan.sort(key=lambda x: x[1])
-    late, rec = [], []
-    start = time.monotonic()
+                    plan.append((c * QUEUES + q, (i + 1) * interval, (f"cq-{c}-{q}",
+                                 job_body(f"{cls}-{i}", cls, max(1, (rt + 999) // 1000), prio))))
+    rec = []
 
-    def run(queue):
-        for c, at, ns, body in plan:
-            if c != queue:
-                continue
-            d = start + at / 1000.0 - time.monotonic()
-            if d > 0:
-                time.sleep(d)
-            else:
-                late.append(-d)
-            t0 = now_ms()
-            k.create(f"/apis/batch/v1/namespaces/{ns}/jobs", body)
-            rec.append({"job": f"{ns}/{body['metadata']['name']}", "sent_ms": t0, "created_ms": now_ms()})
+    def create(item):
+        ns, body = item
+        t0 = now_ms()
+        k.create(f"/apis/batch/v1/namespaces/{ns}/jobs", body)
+        rec.append({"job": f"{ns}/{body['metadata']['name']}", "sent_ms": t0, "created_ms": now_ms()})
 
-    ts = [threading.Thread(target=run, args=(q,)) for q in range(COHORTS * QUEUES)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    late = play(plan, COHORTS * QUEUES, create)
     with open(os.path.join(a.dir, "submit.json"), "w") as f:
         for r in rec:
             f.write(json.dumps(r) + "\n")
-    print(json.dumps({"submitted": len(plan), "late": len(late),
-                      "late_p99_ms": round(1000 * pct(late, 99)) if late else 0}))
+    print(json.dumps(submit_summary(len(plan), late)))
 
 
 def kueue_jobs_watch(a):
