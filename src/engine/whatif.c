@@ -423,6 +423,7 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, bool as_r
         const struct audited *e = &log.v[i];
         struct whatif_recorded_change *t = &tc[w->n_recorded];
         bool first_of_it = first_audited(first, n_first, e->kind, e->object) == i;
+        int64_t org = 0; /* of a project's change: its organization as the world says */
         if (e->kind == WHATIF_REC_POOL) {
             struct sched_pool_spec *now = pool_in(wp, w->n_pools, e->object);
             if (!now)
@@ -433,6 +434,7 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, bool as_r
             struct whatif_project *now = project_in(wpr, w->n_projects, e->object);
             if (!now)
                 continue;
+            org = now->org_id;
             if (first_of_it)
                 now->weight = e->before.project.weight;
         } else if (e->kind == WHATIF_REC_NODE) {
@@ -456,8 +458,8 @@ static int read_recorded(struct store_conn *c, struct whatif_world *w, bool as_r
             t->quota.limit = -1;
             t->cap.limit = -1;
         }
-        if (e->kind == WHATIF_REC_PROJECT) /* its organization as the world says */
-            t->project.org_id = project_in(wpr, w->n_projects, e->object)->org_id;
+        if (e->kind == WHATIF_REC_PROJECT)
+            t->project.org_id = org;
         t->at_ms = e->at_ms;
         w->n_recorded++;
     }
